@@ -1,0 +1,142 @@
+package pgcluster_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/internal/pgcluster"
+)
+
+func TestStartStopRestartKeepsData(t *testing.T) {
+	if _, err := pgcluster.Find(); err != nil {
+		// This package is the only place allowed to skip: everything else
+		// fails with this same message.
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	dir := filepath.Join(t.TempDir(), "data")
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	c := start(ctx, t, pgcluster.Config{Dir: dir, Logger: logger})
+	if c.Port == 0 {
+		t.Fatal("cluster reports port 0")
+	}
+	wantURL := "postgres://postgres@127.0.0.1:" + strconv.Itoa(c.Port) + "/postgres?sslmode=disable"
+	if got := c.URL("postgres"); got != wantURL {
+		t.Fatalf("URL = %q, want %q", got, wantURL)
+	}
+
+	mustExec(ctx, t, c.URL("postgres"), "SELECT 1")
+	mustExec(ctx, t, c.URL("postgres"), "CREATE TABLE survivor (id int PRIMARY KEY)")
+	mustExec(ctx, t, c.URL("postgres"), "INSERT INTO survivor VALUES (42)")
+
+	assertSetting(ctx, t, c.URL("postgres"), "fsync", "on")
+	assertSetting(ctx, t, c.URL("postgres"), "listen_addresses", "127.0.0.1")
+	assertSetting(ctx, t, c.URL("postgres"), "max_connections", "200")
+
+	// A second Start on the same running directory adopts the server.
+	again := start(ctx, t, pgcluster.Config{Dir: dir})
+	if again.Port != c.Port {
+		t.Fatalf("adopted cluster port = %d, want %d", again.Port, c.Port)
+	}
+
+	if err := c.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if err := c.Stop(ctx); err != nil {
+		t.Fatalf("second Stop should be a no-op: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "postmaster.pid")); !os.IsNotExist(err) {
+		t.Fatalf("postmaster.pid still present after Stop (err=%v)", err)
+	}
+
+	restarted := start(ctx, t, pgcluster.Config{Dir: dir, Fast: true})
+	var id int
+	if err := queryRow(ctx, t, restarted.URL("postgres"), "SELECT id FROM survivor", &id); err != nil {
+		t.Fatalf("data did not survive restart: %v", err)
+	}
+	if id != 42 {
+		t.Fatalf("survivor id = %d, want 42", id)
+	}
+	assertSetting(ctx, t, restarted.URL("postgres"), "fsync", "off")
+	assertSetting(ctx, t, restarted.URL("postgres"), "synchronous_commit", "off")
+	assertSetting(ctx, t, restarted.URL("postgres"), "full_page_writes", "off")
+}
+
+func TestStartRejectsForeignDirectory(t *testing.T) {
+	if _, err := pgcluster.Find(); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a cluster"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pgcluster.Start(context.Background(), pgcluster.Config{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("Start on a non-empty foreign dir: err = %v, want a 'not empty' error", err)
+	}
+}
+
+func start(ctx context.Context, t *testing.T, cfg pgcluster.Config) *pgcluster.Cluster {
+	t.Helper()
+	c, err := pgcluster.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(context.Background()); err != nil {
+			t.Errorf("cleanup Stop: %v", err)
+		}
+	})
+	return c
+}
+
+func mustExec(ctx context.Context, t *testing.T, dsn, sql string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func queryRow(ctx context.Context, t *testing.T, dsn, sql string, dest ...any) error {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	return conn.QueryRow(ctx, sql).Scan(dest...)
+}
+
+func assertSetting(ctx context.Context, t *testing.T, dsn, name, want string) {
+	t.Helper()
+	var got string
+	if err := queryRow(ctx, t, dsn, "SHOW "+name, &got); err != nil {
+		t.Fatalf("SHOW %s: %v", name, err)
+	}
+	if got != want {
+		t.Fatalf("%s = %q, want %q", name, got, want)
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

@@ -1,0 +1,20 @@
+// Package testenv gives integration tests real infrastructure: a fresh
+// PostgreSQL database per test and an embedded NATS JetStream server per
+// test. There are no mocks and nothing is skipped: when the infrastructure
+// cannot be had, the test fails with a message saying how to provide it.
+//
+// PostgreSQL comes from DATABASE_URL when it is set; otherwise one throwaway
+// cluster (see pgcluster) is started per test binary on first use. Either way
+// each test gets its own newly created database, dropped when the test ends,
+// so parallel tests never see each other's data. PostgresWith additionally
+// runs a preparation step (typically migrations) once per test binary on a
+// template database and clones it for each test, which is much faster than
+// migrating every database.
+//
+// Packages that use Postgres or PostgresWith must call Main from TestMain:
+// it stops the throwaway cluster, drops template databases and removes
+// temporary directories when the tests finish, also on SIGINT/SIGTERM. A
+// binary killed outright (SIGKILL, or a -timeout panic) cannot clean up; the
+// next binary that starts a throwaway cluster stops and removes such orphans.
+// Databases an orphan left on a DATABASE_URL server are not reclaimed.
+package testenv
