@@ -1,0 +1,124 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Command is a decoded, validated command body. Name is the command's part
+// of the subject: ledger.cmd.<company>.<name>.
+type Command interface {
+	CommandName() string
+	validate() *Error
+}
+
+// commands maps each command name to a constructor of its body type.
+var commands = map[string]func() Command{
+	"company.create": func() Command { return new(CreateCompany) },
+	"invoice.create": func() Command { return new(CreateInvoice) },
+}
+
+// CommandNames returns the names of all commands, sorted.
+func CommandNames() []string {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// KnownCommand reports whether name is a command onceledger executes.
+func KnownCommand(name string) bool {
+	_, ok := commands[name]
+	return ok
+}
+
+// Decode parses and validates a command body. Unknown fields, trailing data
+// and values of the wrong type are refused. Every error is an *Error with
+// code invalid_command: the same body can never succeed.
+func Decode(name string, body []byte) (Command, error) {
+	newCmd, ok := commands[name]
+	if !ok {
+		return nil, Errorf(CodeInvalidCommand, "unknown command %q (known: %s)", name, strings.Join(CommandNames(), ", "))
+	}
+	cmd := newCmd()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(cmd); err != nil {
+		return nil, decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, Errorf(CodeInvalidCommand, "body must hold exactly one JSON object")
+	}
+	if err := cmd.validate(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+func decodeError(err error) *Error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		return invalid(typeErr.Field, "must be %s", typeErr.Type)
+	case errors.As(err, &syntaxErr):
+		return Errorf(CodeInvalidCommand, "body is not valid JSON: %v (at byte %d)", syntaxErr, syntaxErr.Offset)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return Errorf(CodeInvalidCommand, "body is empty or truncated: a JSON object is required")
+	default:
+		return Errorf(CodeInvalidCommand, "body: %v", err)
+	}
+}
+
+var companyIDSyntax = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// ValidCompanyID reports whether id can name a company: 1–63 characters of
+// lower-case letters, digits, '-' and '_', starting with a letter or digit. The
+// id is a NATS subject token, so it cannot hold dots or wildcards.
+func ValidCompanyID(id string) bool { return companyIDSyntax.MatchString(id) }
+
+func required(field, v string, max int) *Error {
+	switch {
+	case strings.TrimSpace(v) == "":
+		return invalid(field, "is required")
+	case len(v) > max:
+		return invalid(field, "is longer than %d characters", max)
+	}
+	return nil
+}
+
+var countrySyntax = regexp.MustCompile(`^[A-Z]{2}$`)
+
+func country(field, v string) *Error {
+	if !countrySyntax.MatchString(v) {
+		return invalid(field, "must be an ISO 3166-1 alpha-2 code such as \"LT\", not %q", v)
+	}
+	return nil
+}
+
+func currency(field, v string) (Currency, *Error) {
+	c, ok := LookupCurrency(v)
+	if !ok {
+		return Currency{}, invalid(field, "%q is not a supported ISO 4217 currency code", v)
+	}
+	return c, nil
+}
+
+func firstError(errs ...*Error) *Error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func fieldf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

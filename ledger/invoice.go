@@ -1,0 +1,269 @@
+package ledger
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+)
+
+// CreateInvoice is the body of invoice.create.
+type CreateInvoice struct {
+	OrderID   string        `json:"order_id"`
+	Series    string        `json:"series,omitempty"`
+	Customer  Party         `json:"customer"`
+	Currency  string        `json:"currency"`
+	IssueDate Date          `json:"issue_date"`
+	DueDate   Date          `json:"due_date"`
+	Lines     []InvoiceLine `json:"lines"`
+}
+
+// Party is a customer or supplier as printed on a document.
+type Party struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	VATID   string `json:"vat_id,omitempty"`
+	Country string `json:"country"`
+}
+
+// InvoiceLine is one line as the sender states it; amounts are computed.
+type InvoiceLine struct {
+	Description string  `json:"description"`
+	Quantity    Decimal `json:"quantity"`
+	UnitPrice   Decimal `json:"unit_price"`
+	VATRate     Decimal `json:"vat_rate"`
+}
+
+// MaxInvoiceLines bounds the size of one document.
+const MaxInvoiceLines = 500
+
+var seriesSyntax = regexp.MustCompile(`^[A-Z0-9]{1,10}$`)
+
+func (*CreateInvoice) CommandName() string { return "invoice.create" }
+
+func (c *CreateInvoice) validate() *Error {
+	if c.Series == "" {
+		c.Series = SeriesInvoice
+	}
+	cur, curErr := currency("currency", c.Currency)
+	if err := firstError(
+		required("order_id", c.OrderID, 100),
+		seriesErr(c.Series),
+		required("customer.id", c.Customer.ID, 100),
+		required("customer.name", c.Customer.Name, 200),
+		country("customer.country", c.Customer.Country),
+		maxLen("customer.vat_id", c.Customer.VATID, 32),
+		curErr,
+	); err != nil {
+		return err
+	}
+	switch {
+	case c.IssueDate.IsZero():
+		return invalid("issue_date", "is required")
+	case c.DueDate.IsZero():
+		return invalid("due_date", "is required")
+	case c.DueDate.Before(c.IssueDate.Time):
+		return invalid("due_date", "is before issue_date")
+	case len(c.Lines) == 0:
+		return invalid("lines", "at least one line is required")
+	case len(c.Lines) > MaxInvoiceLines:
+		return invalid("lines", "at most %d lines", MaxInvoiceLines)
+	}
+	for i, l := range c.Lines {
+		f := func(name string) string { return fieldf("lines[%d].%s", i, name) }
+		if err := required(f("description"), l.Description, 500); err != nil {
+			return err
+		}
+		if !l.Quantity.IsPositive() {
+			return invalid(f("quantity"), "must be greater than zero")
+		}
+		if l.UnitPrice.IsNegative() {
+			return invalid(f("unit_price"), "must not be negative (use a credit note to reduce an invoice)")
+		}
+		if l.VATRate.IsNegative() || l.VATRate.GreaterThan(decimal.NewFromInt(100)) || !l.VATRate.Equal(l.VATRate.Truncate(4)) {
+			return invalid(f("vat_rate"), "must be a percentage between 0 and 100 with at most 4 decimals")
+		}
+	}
+	if !c.Totals(cur).Gross.IsPositive() {
+		return invalid("lines", "the invoice total must be greater than zero")
+	}
+	return nil
+}
+
+func seriesErr(s string) *Error {
+	if !seriesSyntax.MatchString(s) {
+		return invalid("series", "must be 1-10 upper-case letters or digits, not %q", s)
+	}
+	return nil
+}
+
+// LineAmounts are a line's computed amounts.
+type LineAmounts struct {
+	Net, VAT, Gross decimal.Decimal
+}
+
+// RateTotal sums the lines of one VAT rate.
+type RateTotal struct {
+	Rate     decimal.Decimal
+	Net, VAT decimal.Decimal
+}
+
+// Totals are an invoice's computed amounts.
+type Totals struct {
+	Lines           []LineAmounts
+	ByRate          []RateTotal
+	Net, VAT, Gross decimal.Decimal
+}
+
+// Totals applies the rounding rule: per line, net = quantity × unit price and
+// VAT = net × rate / 100, each rounded half-up to the currency's minor unit;
+// document totals are sums of the rounded lines, so the VAT of a document
+// always equals the sum of its lines' VAT.
+func (c *CreateInvoice) Totals(cur Currency) Totals {
+	var t Totals
+	byRate := map[string]*RateTotal{}
+	hundred := decimal.NewFromInt(100)
+	for _, l := range c.Lines {
+		net := cur.Round(l.Quantity.Mul(l.UnitPrice.Decimal))
+		vat := cur.Round(net.Mul(l.VATRate.Decimal).Div(hundred))
+		t.Lines = append(t.Lines, LineAmounts{Net: net, VAT: vat, Gross: net.Add(vat)})
+		t.Net, t.VAT = t.Net.Add(net), t.VAT.Add(vat)
+		key := l.VATRate.String()
+		if byRate[key] == nil {
+			byRate[key] = &RateTotal{Rate: l.VATRate.Decimal}
+		}
+		byRate[key].Net = byRate[key].Net.Add(net)
+		byRate[key].VAT = byRate[key].VAT.Add(vat)
+	}
+	t.Gross = t.Net.Add(t.VAT)
+	for _, r := range byRate {
+		t.ByRate = append(t.ByRate, *r)
+	}
+	sort.Slice(t.ByRate, func(i, j int) bool { return t.ByRate[i].Rate.LessThan(t.ByRate[j].Rate) })
+	return t
+}
+
+// FormatNumber renders a document number: series, issue year and the
+// sequence zero-padded to six digits (INV-2026-000001).
+func FormatNumber(series string, issue Date, sequence int64) string {
+	return fmt.Sprintf("%s-%04d-%06d", series, issue.Year(), sequence)
+}
+
+// Invoice is an issued invoice.
+type Invoice struct {
+	ID             uuid.UUID
+	Company        string
+	Number         string
+	Sequence       int64
+	JournalEntryID uuid.UUID
+	Currency       Currency
+	Totals         Totals
+	CreateInvoice
+}
+
+// IssueInvoice builds the invoice for cmd with the allocated sequence and
+// its journal entry: Dr receivables (gross) / Cr revenue (net) / Cr output
+// VAT (VAT).
+func IssueInvoice(company string, cmd *CreateInvoice, id, entryID uuid.UUID, sequence int64) (*Invoice, *JournalEntry) {
+	cur, _ := LookupCurrency(cmd.Currency)
+	inv := &Invoice{
+		ID:             id,
+		Company:        company,
+		Number:         FormatNumber(cmd.Series, cmd.IssueDate, sequence),
+		Sequence:       sequence,
+		JournalEntryID: entryID,
+		Currency:       cur,
+		Totals:         cmd.Totals(cur),
+		CreateInvoice:  *cmd,
+	}
+	var lines []JournalLine
+	lines = appendNonZero(lines, debit(AccountReceivables, cur.Code, inv.Totals.Gross))
+	lines = appendNonZero(lines, credit(AccountRevenue, cur.Code, inv.Totals.Net))
+	lines = appendNonZero(lines, credit(AccountOutputVAT, cur.Code, inv.Totals.VAT))
+	entry := &JournalEntry{
+		ID:          entryID,
+		Company:     company,
+		Date:        cmd.IssueDate,
+		Description: "Invoice " + inv.Number,
+		SourceType:  "invoice",
+		SourceID:    id,
+		Lines:       lines,
+	}
+	return inv, entry
+}
+
+// InvoiceView is an invoice as results and events show it: amounts as
+// strings with exactly the currency's minor-unit digits.
+type InvoiceView struct {
+	InvoiceID      string            `json:"invoice_id"`
+	Number         string            `json:"number"`
+	Series         string            `json:"series"`
+	Sequence       int64             `json:"sequence"`
+	OrderID        string            `json:"order_id"`
+	Customer       Party             `json:"customer"`
+	Currency       string            `json:"currency"`
+	IssueDate      string            `json:"issue_date"`
+	DueDate        string            `json:"due_date"`
+	Lines          []InvoiceLineView `json:"lines"`
+	VATBreakdown   []RateView        `json:"vat_breakdown"`
+	Net            string            `json:"net"`
+	VAT            string            `json:"vat"`
+	Gross          string            `json:"gross"`
+	JournalEntryID string            `json:"journal_entry_id"`
+}
+
+// InvoiceLineView is one line of an InvoiceView.
+type InvoiceLineView struct {
+	Description string `json:"description"`
+	Quantity    string `json:"quantity"`
+	UnitPrice   string `json:"unit_price"`
+	VATRate     string `json:"vat_rate"`
+	Net         string `json:"net"`
+	VAT         string `json:"vat"`
+	Gross       string `json:"gross"`
+}
+
+// RateView is the VAT of one rate.
+type RateView struct {
+	Rate string `json:"rate"`
+	Net  string `json:"net"`
+	VAT  string `json:"vat"`
+}
+
+// View renders the invoice for results and events.
+func (inv *Invoice) View() InvoiceView {
+	cur := inv.Currency
+	v := InvoiceView{
+		InvoiceID:      inv.ID.String(),
+		Number:         inv.Number,
+		Series:         inv.Series,
+		Sequence:       inv.Sequence,
+		OrderID:        inv.OrderID,
+		Customer:       inv.Customer,
+		Currency:       cur.Code,
+		IssueDate:      inv.IssueDate.String(),
+		DueDate:        inv.DueDate.String(),
+		Net:            cur.Format(inv.Totals.Net),
+		VAT:            cur.Format(inv.Totals.VAT),
+		Gross:          cur.Format(inv.Totals.Gross),
+		JournalEntryID: inv.JournalEntryID.String(),
+	}
+	for i, l := range inv.Lines {
+		a := inv.Totals.Lines[i]
+		v.Lines = append(v.Lines, InvoiceLineView{
+			Description: l.Description,
+			Quantity:    l.Quantity.String(),
+			UnitPrice:   l.UnitPrice.String(),
+			VATRate:     l.VATRate.String(),
+			Net:         cur.Format(a.Net),
+			VAT:         cur.Format(a.VAT),
+			Gross:       cur.Format(a.Gross),
+		})
+	}
+	for _, r := range inv.Totals.ByRate {
+		v.VATBreakdown = append(v.VATBreakdown, RateView{Rate: r.Rate.String(), Net: cur.Format(r.Net), VAT: cur.Format(r.VAT)})
+	}
+	return v
+}

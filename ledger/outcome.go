@@ -1,0 +1,15 @@
+package ledger
+
+// Event is a fact a command produced, published to the outbox in the same
+// transaction as the command's effects.
+type Event struct {
+	Type string // e.g. "invoice.created"
+	Data any    // marshalled to JSON as the event's data
+}
+
+// Outcome is what a successful command returns: the result the sender sees
+// (stored with the idempotency key and replayed) and the events it emits.
+type Outcome struct {
+	Result any
+	Events []Event
+}

@@ -1,0 +1,194 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/onceledger/onceledger/ledger"
+)
+
+// SQLSTATE codes this package branches on.
+const (
+	sqlstateUniqueViolation = "23505"
+)
+
+// Store executes ledger commands in a caller-supplied transaction.
+type Store struct{}
+
+// New returns a Store.
+func New() *Store { return &Store{} }
+
+// Execute applies cmd for company in tx. A business rule violation is
+// returned as *ledger.Error and leaves tx usable only if the caller wrapped the
+// call in a savepoint; any other error is transient and the caller must roll
+// back.
+func (s *Store) Execute(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
+	switch c := cmd.(type) {
+	case *ledger.CreateCompany:
+		return s.createCompany(ctx, tx, company, c)
+	case *ledger.CreateInvoice:
+		return s.createInvoice(ctx, tx, company, c)
+	default:
+		return ledger.Outcome{}, fmt.Errorf("ledger store: command %s is not implemented", cmd.CommandName())
+	}
+}
+
+func (s *Store) createCompany(ctx context.Context, tx pgx.Tx, id string, c *ledger.CreateCompany) (ledger.Outcome, error) {
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO companies (id, name, country, currency, vat_id) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (id) DO NOTHING`, id, c.Name, c.Country, c.Currency, c.VATID)
+	if err != nil {
+		return ledger.Outcome{}, fmt.Errorf("insert company: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		e := ledger.Errorf(ledger.CodeDuplicateDocument, "company %q already exists", id)
+		e.Details = map[string]any{"company": id}
+		return ledger.Outcome{}, e
+	}
+	batch := &pgx.Batch{}
+	for _, a := range ledger.StandardChart() {
+		batch.Queue(`INSERT INTO accounts (company_id, code, name, type) VALUES ($1, $2, $3, $4)`, id, a.Code, a.Name, string(a.Type))
+	}
+	for _, series := range ledger.StandardSeries() {
+		batch.Queue(`INSERT INTO number_series (company_id, series) VALUES ($1, $2)`, id, series)
+	}
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return ledger.Outcome{}, fmt.Errorf("set up books: %w", err)
+	}
+	company := ledger.Company{ID: id, Name: c.Name, Country: c.Country, Currency: c.Currency, VATID: c.VATID}
+	return ledger.Outcome{
+		Result: struct {
+			ledger.Company
+			Accounts []ledger.Account `json:"accounts"`
+			Series   []string         `json:"series"`
+		}{company, ledger.StandardChart(), ledger.StandardSeries()},
+		Events: []ledger.Event{{Type: "company.created", Data: company}},
+	}, nil
+}
+
+// companyExists refuses commands for tenants that were never created: a typo
+// in a subject must not open a new set of books.
+func companyExists(ctx context.Context, tx pgx.Tx, id string) error {
+	var ok bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM companies WHERE id = $1)`, id).Scan(&ok); err != nil {
+		return fmt.Errorf("look up company: %w", err)
+	}
+	if !ok {
+		e := ledger.Errorf(ledger.CodeUnknownCompany, "company %q does not exist; create it with company.create first", id)
+		e.Details = map[string]any{"company": id}
+		return e
+	}
+	return nil
+}
+
+// nextNumber allocates the next number of a series inside tx. The row lock it
+// takes serialises concurrent issuers of the same series until commit.
+func nextNumber(ctx context.Context, tx pgx.Tx, company, series string) (int64, error) {
+	var seq int64
+	err := tx.QueryRow(ctx, `
+		UPDATE number_series SET last_value = last_value + 1
+		 WHERE company_id = $1 AND series = $2
+		RETURNING last_value`, company, series).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		e := ledger.Errorf(ledger.CodeNotFound, "number series %q does not exist for company %q", series, company)
+		e.Details = map[string]any{"series": series}
+		return 0, e
+	}
+	if err != nil {
+		return 0, fmt.Errorf("allocate number in series %s: %w", series, err)
+	}
+	return seq, nil
+}
+
+func (s *Store) createInvoice(ctx context.Context, tx pgx.Tx, company string, c *ledger.CreateInvoice) (ledger.Outcome, error) {
+	if err := companyExists(ctx, tx, company); err != nil {
+		return ledger.Outcome{}, err
+	}
+	seq, err := nextNumber(ctx, tx, company, c.Series)
+	if err != nil {
+		return ledger.Outcome{}, err
+	}
+	// Checked after the series lock, so a concurrent issuer of the same order
+	// in the same series has committed by now and is visible here.
+	if err := invoiceForOrder(ctx, tx, company, c.OrderID); err != nil {
+		return ledger.Outcome{}, err
+	}
+	inv, entry := ledger.IssueInvoice(company, c, newID(), newID(), seq)
+	if err := entry.Check(); err != nil {
+		return ledger.Outcome{}, fmt.Errorf("invoice %s: %w", inv.Number, err)
+	}
+	batch := &pgx.Batch{}
+	queueEntry(batch, entry)
+	batch.Queue(`
+		INSERT INTO invoices (id, company_id, series, sequence, number, order_id,
+			customer_id, customer_name, customer_vat_id, customer_country,
+			currency, issue_date, due_date, net, vat, gross, journal_entry_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+		inv.ID, company, inv.Series, inv.Sequence, inv.Number, inv.OrderID,
+		inv.Customer.ID, inv.Customer.Name, inv.Customer.VATID, inv.Customer.Country,
+		inv.Currency.Code, inv.IssueDate.Time, inv.DueDate.Time,
+		inv.Totals.Net.String(), inv.Totals.VAT.String(), inv.Totals.Gross.String(), entry.ID)
+	for i, l := range inv.Lines {
+		a := inv.Totals.Lines[i]
+		batch.Queue(`
+			INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			inv.ID, i+1, l.Description, l.Quantity.String(), l.UnitPrice.String(), l.VATRate.String(),
+			a.Net.String(), a.VAT.String(), a.Gross.String())
+	}
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == sqlstateUniqueViolation && pgErr.ConstraintName == "invoices_one_per_order" {
+			// Another series issued this order concurrently. Transient: the
+			// retry sees the committed invoice and reports the duplicate.
+			return ledger.Outcome{}, fmt.Errorf("order %s issued concurrently: %w", c.OrderID, err)
+		}
+		return ledger.Outcome{}, fmt.Errorf("post invoice %s: %w", inv.Number, err)
+	}
+	view := inv.View()
+	return ledger.Outcome{
+		Result: view,
+		Events: []ledger.Event{{Type: "invoice.created", Data: view}},
+	}, nil
+}
+
+// invoiceForOrder reports the business duplicate: one invoice per order,
+// whatever idempotency key the second attempt carries.
+func invoiceForOrder(ctx context.Context, tx pgx.Tx, company, orderID string) error {
+	var id uuid.UUID
+	var number string
+	err := tx.QueryRow(ctx, `SELECT id, number FROM invoices WHERE company_id = $1 AND order_id = $2`,
+		company, orderID).Scan(&id, &number)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("look up invoice for order: %w", err)
+	}
+	e := ledger.Errorf(ledger.CodeDuplicateDocument, "order %q is already invoiced by invoice %s", orderID, number)
+	e.Details = map[string]any{"document": "invoice", "invoice_id": id.String(), "number": number, "order_id": orderID}
+	return e
+}
+
+func queueEntry(batch *pgx.Batch, e *ledger.JournalEntry) {
+	batch.Queue(`
+		INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
+		VALUES ($1, $2, $3, $4, $5, $6)`,
+		e.ID, e.Company, e.Date.Time, e.Description, e.SourceType, e.SourceID)
+	for i, l := range e.Lines {
+		batch.Queue(`
+			INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			e.ID, i+1, e.Company, l.Account, l.Currency, l.Debit.String(), l.Credit.String())
+	}
+}
+
+// newID returns a time-ordered UUIDv7, friendly to B-tree indexes.
+func newID() uuid.UUID {
+	return uuid.Must(uuid.NewV7())
+}

@@ -1,0 +1,80 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Decimal is a decimal number that travels as a JSON string ("100.00").
+// JSON numbers are refused: a producer that sends 0.1 as a number has most
+// likely computed it with a float somewhere.
+type Decimal struct{ decimal.Decimal }
+
+// D parses a decimal literal and panics on bad input; for constants and tests.
+func D(s string) Decimal { return Decimal{decimal.RequireFromString(s)} }
+
+func (d *Decimal) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '"' {
+		return fmt.Errorf("must be a decimal string such as \"100.00\", not %s", b)
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := decimal.NewFromString(s)
+	if err != nil || !decimalSyntax.MatchString(s) {
+		return fmt.Errorf("%q is not a decimal number", s)
+	}
+	d.Decimal = v
+	return nil
+}
+
+func (d Decimal) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// decimalSyntax keeps exponents and other forms decimal.NewFromString
+// tolerates out of documents.
+var decimalSyntax = regexp.MustCompile(`^-?[0-9]{1,20}(\.[0-9]{1,8})?$`)
+
+// Date is a calendar date without time zone ("2026-12-02").
+type Date struct{ time.Time }
+
+const dateLayout = "2006-01-02"
+
+// ParseDate parses YYYY-MM-DD.
+func ParseDate(s string) (Date, error) {
+	t, err := time.Parse(dateLayout, s)
+	if err != nil {
+		return Date{}, fmt.Errorf("%q is not a date (YYYY-MM-DD)", s)
+	}
+	return Date{t}, nil
+}
+
+func (d *Date) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(b, []byte("null")) {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("must be a date string (YYYY-MM-DD)")
+	}
+	v, err := ParseDate(s)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+func (d Date) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+func (d Date) String() string {
+	if d.IsZero() {
+		return ""
+	}
+	return d.Format(dateLayout)
+}
