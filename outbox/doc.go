@@ -1,0 +1,20 @@
+// Package outbox records the events a command produces in the command's own
+// transaction and relays them to NATS JetStream.
+//
+// Guarantees:
+//   - An event exists if and only if the command that produced it committed:
+//     Enqueue takes the caller's transaction.
+//   - Each event's ID (a UUIDv7) and body are fixed when it is enqueued; every
+//     publication and every webhook delivery of it carries the same ID and the
+//     same bytes.
+//   - Each company's events are numbered 1, 2, 3, … without gaps, in commit
+//     order: the counter row is locked until the enqueuing transaction ends.
+//   - The relay publishes every event at least once, to
+//     ledger.evt.<company>.<type> with Nats-Msg-Id set to the event ID, so
+//     JetStream drops re-publications inside its duplicate window. It marks an
+//     event published only after JetStream acknowledged it, and survives
+//     restarts: an unmarked event is published again.
+//
+// Not guaranteed: exactly-once publication beyond the stream's duplicate
+// window (consumers dedupe by event ID), or global order across companies.
+package outbox

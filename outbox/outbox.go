@@ -1,0 +1,69 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// NotifyChannel is the Postgres LISTEN/NOTIFY channel that wakes relays when
+// events commit.
+const NotifyChannel = "onceledger_outbox"
+
+// Event is an event as stored, published and delivered. Its JSON form is the
+// webhook body.
+type Event struct {
+	ID        uuid.UUID       `json:"id"`
+	Type      string          `json:"type"`
+	Company   string          `json:"company"`
+	Sequence  int64           `json:"sequence"`
+	CreatedAt time.Time       `json:"created_at"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// Subject is the NATS subject the event is published on.
+func (e *Event) Subject() string { return SubjectPrefix + e.Company + "." + e.Type }
+
+// SubjectPrefix starts every event subject.
+const SubjectPrefix = "ledger.evt."
+
+// Enqueue writes an event in tx, the transaction of the command that
+// produced it. The event is visible to the relay only once tx commits.
+func Enqueue(ctx context.Context, tx pgx.Tx, company, eventType string, data any) (Event, error) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return Event{}, fmt.Errorf("outbox: encode %s data: %w", eventType, err)
+	}
+	ev := Event{
+		ID:        uuid.Must(uuid.NewV7()),
+		Type:      eventType,
+		Company:   company,
+		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
+		Data:      raw,
+	}
+	err = tx.QueryRow(ctx, `
+		INSERT INTO outbox_sequences (company_id, last_value) VALUES ($1, 1)
+		ON CONFLICT (company_id) DO UPDATE SET last_value = outbox_sequences.last_value + 1
+		RETURNING last_value`, company).Scan(&ev.Sequence)
+	if err != nil {
+		return Event{}, fmt.Errorf("outbox: allocate sequence: %w", err)
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return Event{}, fmt.Errorf("outbox: encode event: %w", err)
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(`
+		INSERT INTO outbox_events (id, company_id, sequence, type, body, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`,
+		ev.ID, company, ev.Sequence, eventType, string(body), ev.CreatedAt)
+	batch.Queue(`SELECT pg_notify($1, '')`, NotifyChannel)
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return Event{}, fmt.Errorf("outbox: insert event: %w", err)
+	}
+	return ev, nil
+}

@@ -1,0 +1,221 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// RelayConfig configures a Relay.
+type RelayConfig struct {
+	// BatchSize is the most events claimed and published per transaction.
+	// Defaults to 256.
+	BatchSize int
+	// PollInterval bounds how long an event can wait when a notification is
+	// lost (NOTIFY is not durable). Defaults to 1s.
+	PollInterval time.Duration
+	// PublishTimeout bounds the wait for JetStream's acknowledgements of one
+	// batch. Defaults to 10s.
+	PublishTimeout time.Duration
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *RelayConfig) setDefaults() {
+	if c.BatchSize == 0 {
+		c.BatchSize = 256
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *RelayConfig) validate() error {
+	switch {
+	case c.BatchSize < 1 || c.BatchSize > 10000:
+		return fmt.Errorf("outbox relay: BatchSize %d out of range 1..10000", c.BatchSize)
+	case c.PollInterval < 10*time.Millisecond:
+		return fmt.Errorf("outbox relay: PollInterval %s is below 10ms", c.PollInterval)
+	case c.PublishTimeout <= 0:
+		return fmt.Errorf("outbox relay: PublishTimeout must be positive")
+	}
+	return nil
+}
+
+// Relay publishes committed outbox events to JetStream. Several relays may
+// run against one database: each claims its batch with FOR UPDATE SKIP LOCKED.
+type Relay struct {
+	pool *pgxpool.Pool
+	js   jetstream.JetStream
+	cfg  RelayConfig
+}
+
+// NewRelay returns a relay from pool to js.
+func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) (*Relay, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Relay{pool: pool, js: js, cfg: cfg}, nil
+}
+
+// Run relays events until ctx is cancelled. It wakes on NOTIFY and polls as
+// a fallback.
+func (r *Relay) Run(ctx context.Context) error {
+	wake := r.listen(ctx)
+	failures := 0
+	for ctx.Err() == nil {
+		n, err := r.RelayOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			failures++
+			delay := min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)
+			r.cfg.Logger.Warn("outbox relay failed, retrying", "error", err, "retry_in", delay)
+			sleep(ctx, delay)
+			continue
+		}
+		failures = 0
+		if n == r.cfg.BatchSize {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-time.After(r.cfg.PollInterval):
+		}
+	}
+	return nil
+}
+
+// listen forwards NOTIFYs on NotifyChannel to the returned channel, holding
+// one connection for it, reconnecting after failures.
+func (r *Relay) listen(ctx context.Context) <-chan struct{} {
+	wake := make(chan struct{}, 1)
+	go func() {
+		for ctx.Err() == nil {
+			err := r.listenOnce(ctx, wake)
+			if ctx.Err() == nil {
+				r.cfg.Logger.Warn("outbox relay: LISTEN connection lost; polling until it is back", "error", err)
+				sleep(ctx, r.cfg.PollInterval)
+			}
+		}
+	}()
+	return wake
+}
+
+func (r *Relay) listenOnce(ctx context.Context, wake chan<- struct{}) error {
+	pooled, err := r.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection will carry LISTEN state: it never goes back to the pool.
+	conn := pooled.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+		return err
+	}
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// RelayOnce publishes one batch of unpublished events and marks them, and
+// returns how many it published.
+func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT id, company_id, type, body::text FROM outbox_events
+			 WHERE published_at IS NULL
+			 ORDER BY id
+			 LIMIT $1
+			   FOR UPDATE SKIP LOCKED`, r.cfg.BatchSize)
+		if err != nil {
+			return fmt.Errorf("claim events: %w", err)
+		}
+		type pending struct {
+			id   uuid.UUID
+			subj string
+			body string
+		}
+		var batch []pending
+		for rows.Next() {
+			var p pending
+			var company, typ string
+			if err := rows.Scan(&p.id, &company, &typ, &p.body); err != nil {
+				return fmt.Errorf("read event: %w", err)
+			}
+			p.subj = SubjectPrefix + company + "." + typ
+			batch = append(batch, p)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("claim events: %w", err)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		futures := make([]jetstream.PubAckFuture, 0, len(batch))
+		for _, p := range batch {
+			msg := nats.NewMsg(p.subj)
+			msg.Data = []byte(p.body)
+			msg.Header.Set(jetstream.MsgIDHeader, p.id.String())
+			f, err := r.js.PublishMsgAsync(msg)
+			if err != nil {
+				return fmt.Errorf("publish event %s: %w", p.id, err)
+			}
+			futures = append(futures, f)
+		}
+		timeout := time.NewTimer(r.cfg.PublishTimeout)
+		defer timeout.Stop()
+		ids := make([]uuid.UUID, 0, len(batch))
+		for i, f := range futures {
+			select {
+			case <-f.Ok():
+				ids = append(ids, batch[i].id)
+			case err := <-f.Err():
+				return fmt.Errorf("publish event %s: %w", batch[i].id, err)
+			case <-timeout.C:
+				return fmt.Errorf("publish events: no acknowledgement from JetStream within %s", r.cfg.PublishTimeout)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE outbox_events SET published_at = now() WHERE id = ANY($1)`, ids); err != nil {
+			return fmt.Errorf("mark events published: %w", err)
+		}
+		n = len(ids)
+		return nil
+	})
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return n, nil
+	}
+	return n, err
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
