@@ -1,0 +1,144 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/ledger"
+)
+
+// Headers a dead letter carries besides the original message's headers.
+const (
+	HeaderDeadLetterCode   = "Onceledger-Dead-Letter-Code"
+	HeaderDeadLetterReason = "Onceledger-Dead-Letter-Reason"
+	HeaderOriginalSubject  = "Onceledger-Original-Subject"
+	HeaderOriginalSequence = "Onceledger-Original-Sequence"
+	HeaderDeliveries       = "Onceledger-Deliveries"
+	HeaderDeadLetteredAt   = "Onceledger-Dead-Lettered-At"
+)
+
+// maxReasonLen keeps a reason (which may hold a panic's stack) within what a
+// header should carry; the log has the whole text.
+const maxReasonLen = 2048
+
+// PermanentError marks a message that can never succeed as sent: it is
+// answered, copied to the dead-letter stream and terminated.
+type PermanentError struct {
+	Code   ledger.Code
+	Reason string
+}
+
+func (e *PermanentError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Reason) }
+
+// DeadLetters publishes copies of failed messages to the dead-letter stream.
+type DeadLetters struct {
+	js jetstream.JetStream
+}
+
+// Publish copies d's message to ledger.dlq.<original subject without
+// "ledger.">, with the reason in headers, and waits for JetStream to store it.
+// The copy's Nats-Msg-Id is derived from the original stream sequence, so
+// dead-lettering the same message twice stores it once.
+func (dl *DeadLetters) Publish(ctx context.Context, d *Delivery, code ledger.Code, reason string) error {
+	orig := d.Msg
+	subject := DeadLetterPrefix + strings.TrimPrefix(orig.Subject(), "ledger.")
+	msg := nats.NewMsg(subject)
+	msg.Data = orig.Data()
+	for k, v := range orig.Headers() {
+		if k == jetstream.MsgIDHeader {
+			continue
+		}
+		msg.Header[k] = append([]string(nil), v...)
+	}
+	if len(reason) > maxReasonLen {
+		reason = reason[:maxReasonLen] + "…"
+	}
+	msg.Header.Set(HeaderDeadLetterCode, string(code))
+	msg.Header.Set(HeaderDeadLetterReason, reason)
+	msg.Header.Set(HeaderOriginalSubject, orig.Subject())
+	msg.Header.Set(HeaderOriginalSequence, strconv.FormatUint(d.StreamSeq, 10))
+	msg.Header.Set(HeaderDeliveries, strconv.FormatUint(d.NumDelivered, 10))
+	msg.Header.Set(HeaderDeadLetteredAt, time.Now().UTC().Format(time.RFC3339Nano))
+	msg.Header.Set(jetstream.MsgIDHeader, "dlq-"+strconv.FormatUint(d.StreamSeq, 10))
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := dl.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("publish dead letter to %s: %w", subject, err)
+	}
+	return nil
+}
+
+// deadLetterMiddleware routes failures: a *PermanentError is dead-lettered at
+// once; any other error is retried (NAK with backoff) until the message has
+// been delivered maxDeliver times, then dead-lettered. A message is
+// terminated only after its copy is stored; if storing fails, the message is
+// NAKed and retried, so it is never lost.
+func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger *slog.Logger) message.HandlerMiddleware {
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			produced, err := h(msg)
+			if err == nil {
+				return produced, nil
+			}
+			d, ok := DeliveryFrom(msg)
+			if !ok {
+				return nil, err
+			}
+			code, reason := ledger.CodeInternal, err.Error()
+			var perm *PermanentError
+			switch {
+			case errors.As(err, &perm):
+				code, reason = perm.Code, perm.Reason
+			case maxDeliver > 0 && d.NumDelivered >= uint64(maxDeliver):
+				code = ledger.ErrorCode(err)
+				reason = fmt.Sprintf("still failing after %d deliveries: %v", d.NumDelivered, err)
+				if _, _, _, reply := d.state(); reply == nil {
+					d.SetReply(mustJSON(errorResultFor(d, ledger.Errorf(ledger.CodeInternal,
+						"The command could not be processed after %d attempts; it was moved to the dead-letter stream for an operator.", d.NumDelivered))))
+				}
+			default:
+				return nil, err
+			}
+			if pubErr := dl.Publish(msg.Context(), d, code, reason); pubErr != nil {
+				logger.Error("dead-lettering failed; the message will be retried", "stream_seq", d.StreamSeq, "error", pubErr)
+				return nil, fmt.Errorf("%w (and dead-lettering failed: %v)", err, pubErr)
+			}
+			logger.Warn("message dead-lettered", "stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
+				"deliveries", d.NumDelivered, "code", code, "reason", reason)
+			d.Terminate(string(code) + ": " + truncate(reason, 200))
+			return nil, nil
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// errorResultFor builds an error result for a delivery whose subject and key
+// may be malformed: whatever could be read is echoed back.
+func errorResultFor(d *Delivery, e *ledger.Error) ledger.Result {
+	company, command, _ := parseSubjectLoose(d.Msg.Subject())
+	return ledger.ErrorResult(company, d.Msg.Headers().Get(HeaderIdempotencyKey), command, e)
+}
+
+func parseSubjectLoose(subject string) (company, command string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, CommandSubjectPrefix)
+	if !ok {
+		return "", "", false
+	}
+	company, command, ok = strings.Cut(rest, ".")
+	return company, command, ok
+}

@@ -1,0 +1,184 @@
+package consumer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceledger/onceledger/ledger"
+)
+
+// errInFlight fails a delivery whose key is held by another transaction; it
+// is NAKed with the in-flight delay, not the failure backoff.
+var errInFlight = errors.New("idempotency key in flight")
+
+// Call is what the inbox middleware hands the ledger handler: the
+// transaction to post in and the validated command. The handler stores the
+// outcome in it.
+type Call struct {
+	Tx      pgx.Tx
+	Company string
+	Command ledger.Command
+	Outcome ledger.Outcome
+}
+
+type callKey struct{}
+
+// CallFrom returns the call the inbox middleware attached to msg.
+func CallFrom(msg *message.Message) (*Call, bool) {
+	c, ok := msg.Context().Value(callKey{}).(*Call)
+	return c, ok
+}
+
+// LedgerHandler is the innermost handler: it executes the call's command on
+// the ledger in the call's transaction.
+func LedgerHandler(exec Executor) message.NoPublishHandlerFunc {
+	return func(msg *message.Message) error {
+		call, ok := CallFrom(msg)
+		if !ok {
+			return errors.New("ledger handler: no inbox call on the message; the inbox middleware must run first")
+		}
+		out, err := exec.Execute(msg.Context(), call.Tx, call.Company, call.Command)
+		call.Outcome = out
+		return err
+	}
+}
+
+// handlerExecutor lets Process execute through the rest of the handler chain.
+type handlerExecutor struct {
+	next message.HandlerFunc
+	msg  *message.Message
+}
+
+func (h handlerExecutor) Execute(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
+	call := &Call{Tx: tx, Company: company, Command: cmd}
+	prev := h.msg.Context()
+	h.msg.SetContext(context.WithValue(ctx, callKey{}, call))
+	defer h.msg.SetContext(prev)
+	if _, err := h.next(h.msg); err != nil {
+		return ledger.Outcome{}, err
+	}
+	return call.Outcome, nil
+}
+
+// inboxConfig is what the inbox middleware needs.
+type inboxConfig struct {
+	pool          *pgxpool.Pool
+	inFlightDelay time.Duration
+	commitTimeout time.Duration
+	logger        *slog.Logger
+}
+
+// inboxMiddleware is the innermost middleware: it validates the delivery,
+// opens the transaction the handler posts in, runs the idempotency contract
+// (Process) around the handler, and commits. It sets the reply; the
+// subscriber sends it after the message is settled.
+func inboxMiddleware(cfg inboxConfig) message.HandlerMiddleware {
+	return func(next message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			d, ok := DeliveryFrom(msg)
+			if !ok {
+				return nil, errors.New("inbox: message did not come from the consumer's subscriber")
+			}
+			req, perr := parseRequest(d)
+			if perr != nil {
+				d.SetReply(mustJSON(errorResultFor(d, perr)))
+				return nil, &PermanentError{Code: perr.Code, Reason: perr.Message}
+			}
+			log := cfg.logger.With("company", req.Company, "idempotency_key", req.Key, "command", req.Command,
+				"stream_seq", d.StreamSeq, "deliveries", d.NumDelivered)
+
+			ctx := msg.Context()
+			tx, err := cfg.pool.Begin(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("inbox: begin: %w", err)
+			}
+			// Rollback after Commit is a no-op; this covers errors and panics.
+			defer tx.Rollback(context.WithoutCancel(ctx))
+
+			outcome, res, err := Process(ctx, tx, req, handlerExecutor{next: next, msg: msg})
+			if err != nil {
+				return nil, err
+			}
+			switch outcome {
+			case Executed:
+				// The commit must not be cut short by shutdown: the work is done.
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.commitTimeout)
+				err := tx.Commit(cctx)
+				cancel()
+				if err != nil {
+					// The commit may or may not have happened; the redelivery
+					// finds out (replay or first run).
+					return nil, fmt.Errorf("inbox: commit: %w", err)
+				}
+				log.Info("command executed", "status", res.Status)
+			case InFlight:
+				d.SetReply(mustJSON(res))
+				d.NakWithDelay(cfg.inFlightDelay)
+				log.Info("command in flight elsewhere; retrying later", "retry_in", cfg.inFlightDelay)
+				return nil, errInFlight
+			case Reused:
+				d.SetReply(mustJSON(res))
+				return nil, &PermanentError{Code: ledger.CodeIdempotencyKeyReused, Reason: ledger.MessageKeyReused}
+			case Replayed:
+				log.Info("command replayed from the inbox")
+			}
+			d.SetReply(mustJSON(res))
+			return nil, nil
+		}
+	}
+}
+
+// parseRequest reads and checks everything that does not need the
+// database: subject, key, JSON, command and body validity.
+func parseRequest(d *Delivery) (*Request, *ledger.Error) {
+	company, command, err := parseSubject(d.Msg.Subject())
+	if err != nil {
+		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "%v", err)
+	}
+	key := d.Msg.Headers().Get(HeaderIdempotencyKey)
+	if kerr := checkKey(key); kerr != nil {
+		return nil, kerr
+	}
+	if !ledger.KnownCommand(command) {
+		_, derr := ledger.Decode(command, nil)
+		return nil, derr.(*ledger.Error)
+	}
+	fp, err := ledger.Fingerprint(command, d.Msg.Data())
+	if err != nil {
+		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "%v", err)
+	}
+	cmd, derr := ledger.Decode(command, d.Msg.Data())
+	if derr != nil {
+		var e *ledger.Error
+		if errors.As(derr, &e) {
+			return nil, e
+		}
+		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "%v", derr)
+	}
+	return &Request{
+		Company:        company,
+		Command:        command,
+		Key:            key,
+		Fingerprint:    fp,
+		Decoded:        cmd,
+		StreamSequence: d.StreamSeq,
+	}, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Results are plain structs of strings, numbers and raw JSON that
+		// was itself produced by json.Marshal.
+		panic(fmt.Sprintf("encode result: %v", err))
+	}
+	return b
+}

@@ -1,0 +1,144 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// StreamConfig names and shapes the command and dead-letter streams and the
+// durable consumer the workers share.
+type StreamConfig struct {
+	// Stream is the command stream. Defaults to LEDGER_CMD.
+	Stream string
+	// DeadLetterStream defaults to LEDGER_DLQ.
+	DeadLetterStream string
+	// Durable is the pull consumer all workers share. Defaults to "onceledger".
+	Durable string
+	// Replicas of every stream; 3 on a cluster. Defaults to 1.
+	Replicas int
+	// MaxAge is how long a command stays in the stream, and so the oldest
+	// message JetStream can ever (re)deliver. It must not exceed the inbox
+	// retention. Defaults to the inbox retention.
+	MaxAge time.Duration
+	// DuplicateWindow: JetStream drops a message whose Nats-Msg-Id it saw
+	// within this window. Defaults to 2 minutes.
+	DuplicateWindow time.Duration
+	// AckWait is how long a delivery may go without an ack or InProgress
+	// before JetStream redelivers it. Defaults to 30s.
+	AckWait time.Duration
+	// MaxDeliver is how often a message is delivered before it is
+	// dead-lettered. Defaults to 20.
+	MaxDeliver int
+	// BackOff are the redelivery delays after unacknowledged deliveries.
+	// Defaults to AckWait, 1m, 5m, 15m, 30m.
+	BackOff []time.Duration
+	// MaxAckPending bounds unacknowledged messages across all workers.
+	// Defaults to 2048.
+	MaxAckPending int
+}
+
+func (c *StreamConfig) setDefaults(retention time.Duration) {
+	if c.Stream == "" {
+		c.Stream = "LEDGER_CMD"
+	}
+	if c.DeadLetterStream == "" {
+		c.DeadLetterStream = "LEDGER_DLQ"
+	}
+	if c.Durable == "" {
+		c.Durable = "onceledger"
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.MaxAge == 0 {
+		c.MaxAge = retention
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = 2 * time.Minute
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = 20
+	}
+	if c.BackOff == nil {
+		c.BackOff = []time.Duration{c.AckWait, time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute}
+	}
+	if c.MaxAckPending == 0 {
+		c.MaxAckPending = 2048
+	}
+}
+
+func (c *StreamConfig) validate(retention time.Duration) error {
+	switch {
+	case c.MaxAge <= 0:
+		return errors.New("streams: MaxAge must be positive: an unlimited command stream could redeliver messages older than the inbox remembers")
+	case c.MaxAge > retention:
+		return fmt.Errorf("streams: command stream MaxAge %s exceeds the inbox retention %s: a redelivery older than the retention would execute again", c.MaxAge, retention)
+	case c.DuplicateWindow > c.MaxAge:
+		return fmt.Errorf("streams: DuplicateWindow %s exceeds MaxAge %s", c.DuplicateWindow, c.MaxAge)
+	case c.AckWait < time.Second:
+		return fmt.Errorf("streams: AckWait %s is below 1s", c.AckWait)
+	case c.MaxDeliver < 2:
+		return fmt.Errorf("streams: MaxDeliver must be at least 2, got %d", c.MaxDeliver)
+	case len(c.BackOff) > c.MaxDeliver:
+		return fmt.Errorf("streams: %d BackOff intervals for MaxDeliver %d; JetStream needs at most MaxDeliver", len(c.BackOff), c.MaxDeliver)
+	case c.MaxAckPending < 1:
+		return fmt.Errorf("streams: MaxAckPending must be at least 1")
+	}
+	return nil
+}
+
+// provision creates or updates the streams and the durable consumer, and
+// then checks the live stream against the retention guard: an operator may
+// have changed it out of band.
+func provision(ctx context.Context, js jetstream.JetStream, c StreamConfig, retention time.Duration) (jetstream.Consumer, error) {
+	cmdStream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        c.Stream,
+		Description: "onceledger commands: ledger.cmd.<company>.<command>",
+		Subjects:    []string{CommandSubjectPrefix + ">"},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      c.MaxAge,
+		Duplicates:  c.DuplicateWindow,
+		Replicas:    c.Replicas,
+		Discard:     jetstream.DiscardOld,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", c.Stream, err)
+	}
+	if age := cmdStream.CachedInfo().Config.MaxAge; age <= 0 || age > retention {
+		return nil, fmt.Errorf("stream %s keeps messages for %s, longer than the inbox retention %s: refusing to start", c.Stream, age, retention)
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        c.DeadLetterStream,
+		Description: "onceledger dead letters: commands that could not be processed, with the reason in headers",
+		Subjects:    []string{DeadLetterPrefix + ">"},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Duplicates:  c.DuplicateWindow,
+		Replicas:    c.Replicas,
+	}); err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", c.DeadLetterStream, err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
+		Durable:       c.Durable,
+		Description:   "onceledger workers",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       c.AckWait,
+		MaxDeliver:    c.MaxDeliver,
+		BackOff:       c.BackOff,
+		MaxAckPending: c.MaxAckPending,
+		FilterSubject: CommandSubjectPrefix + ">",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure consumer %s on %s: %w", c.Durable, c.Stream, err)
+	}
+	return cons, nil
+}

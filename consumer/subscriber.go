@@ -1,0 +1,295 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// AckMode chooses how a processed message is acknowledged.
+type AckMode string
+
+const (
+	// AckPlain sends the ack without waiting for the server to confirm it.
+	// Safe: a lost ack means a redelivery, which the inbox turns into a replay.
+	AckPlain AckMode = "ack"
+	// AckDouble waits for the server to confirm the ack: one round trip per
+	// message for fewer redeliveries.
+	AckDouble AckMode = "double"
+)
+
+// SubscriberConfig configures a Subscriber.
+type SubscriberConfig struct {
+	// Concurrency is how many messages are handled at once. Defaults to 16.
+	Concurrency int
+	// FetchBatch is the most messages pulled per request. Defaults to 64.
+	FetchBatch int
+	// FetchWait is how long one pull request waits for messages; it bounds
+	// how long Close waits for the fetch loop. Defaults to 1s.
+	FetchWait time.Duration
+	// InProgressEvery is how often a message still being handled is reported
+	// in progress, so JetStream does not redeliver it. Defaults to 10s; keep
+	// it well below the consumer's AckWait.
+	InProgressEvery time.Duration
+	// AckMode defaults to AckPlain.
+	AckMode AckMode
+	// Backoff gives the redelivery delay after the n-th failed delivery.
+	// Defaults to exponential from 1s, capped at 2 minutes, with jitter.
+	Backoff func(numDelivered uint64) time.Duration
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *SubscriberConfig) setDefaults() {
+	if c.Concurrency == 0 {
+		c.Concurrency = 16
+	}
+	if c.FetchBatch == 0 {
+		c.FetchBatch = 64
+	}
+	if c.FetchWait == 0 {
+		c.FetchWait = time.Second
+	}
+	if c.InProgressEvery == 0 {
+		c.InProgressEvery = 10 * time.Second
+	}
+	if c.AckMode == "" {
+		c.AckMode = AckPlain
+	}
+	if c.Backoff == nil {
+		c.Backoff = DefaultBackoff
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *SubscriberConfig) validate() error {
+	switch {
+	case c.Concurrency < 1:
+		return fmt.Errorf("subscriber: Concurrency must be at least 1, got %d", c.Concurrency)
+	case c.FetchBatch < 1:
+		return fmt.Errorf("subscriber: FetchBatch must be at least 1, got %d", c.FetchBatch)
+	case c.FetchWait < 10*time.Millisecond:
+		return fmt.Errorf("subscriber: FetchWait %s is below 10ms", c.FetchWait)
+	case c.InProgressEvery <= 0:
+		return errors.New("subscriber: InProgressEvery must be positive")
+	case c.AckMode != AckPlain && c.AckMode != AckDouble:
+		return fmt.Errorf("subscriber: AckMode must be %q or %q, got %q", AckPlain, AckDouble, c.AckMode)
+	}
+	return nil
+}
+
+// DefaultBackoff is 1s, 2s, 4s, … capped at 2 minutes, ±20% jitter so
+// redeliveries after an outage do not arrive in lockstep.
+func DefaultBackoff(numDelivered uint64) time.Duration {
+	d := time.Second
+	for i := uint64(1); i < numDelivered && d < 2*time.Minute; i++ {
+		d *= 2
+	}
+	d = min(d, 2*time.Minute)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// Subscriber is a Watermill message.Subscriber over one durable JetStream
+// pull consumer. It pulls only as many messages as it has free handlers, so
+// it never holds messages it is not working on; it keeps long-running
+// messages alive with InProgress, settles each message (ack, NAK with delay,
+// or term) after the handler returns, and only then sends the reply.
+type Subscriber struct {
+	cons jetstream.Consumer
+	nc   *nats.Conn
+	cfg  SubscriberConfig
+
+	closeOnce sync.Once
+	closing   chan struct{}
+	wg        sync.WaitGroup
+	subOnce   sync.Once
+}
+
+// NewSubscriber returns a subscriber reading from cons and replying on nc.
+func NewSubscriber(cons jetstream.Consumer, nc *nats.Conn, cfg SubscriberConfig) (*Subscriber, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Subscriber{cons: cons, nc: nc, cfg: cfg, closing: make(chan struct{})}, nil
+}
+
+// Subscribe starts pulling. The topic is informational: the subscriber is
+// bound to its consumer. It may be called once.
+func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	started := false
+	s.subOnce.Do(func() { started = true })
+	if !started {
+		return nil, errors.New("subscriber: Subscribe may be called only once")
+	}
+	out := make(chan *message.Message)
+	// Handlers get a context that shutdown does not cancel: a command that
+	// started is finished, committed and acknowledged.
+	base := context.WithoutCancel(ctx)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.fetchLoop(base, out)
+	}()
+	go func() {
+		s.wg.Wait()
+		close(out)
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = s.Close()
+		case <-s.closing:
+		}
+	}()
+	return out, nil
+}
+
+// Close stops pulling, waits until every message handed out was settled,
+// and closes the output channel.
+func (s *Subscriber) Close() error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Subscriber) fetchLoop(ctx context.Context, out chan<- *message.Message) {
+	slots := make(chan struct{}, s.cfg.Concurrency)
+	failures := 0
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-s.closing:
+			return
+		}
+		n := 1
+	more:
+		for n < s.cfg.FetchBatch {
+			select {
+			case slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		batch, err := s.cons.Fetch(n, jetstream.FetchMaxWait(s.cfg.FetchWait))
+		if err != nil {
+			release(slots, n)
+			failures++
+			delay := min(time.Duration(failures)*100*time.Millisecond, 5*time.Second)
+			s.cfg.Logger.Warn("fetch from JetStream failed", "error", err, "retry_in", delay)
+			select {
+			case <-time.After(delay):
+			case <-s.closing:
+				return
+			}
+			continue
+		}
+		failures = 0
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer release(slots, 1)
+				s.handle(ctx, msg, out)
+			}()
+		}
+		release(slots, n-got)
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			s.cfg.Logger.Warn("pull request ended with an error", "error", err)
+		}
+	}
+}
+
+func release(slots chan struct{}, n int) {
+	for range n {
+		<-slots
+	}
+}
+
+func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *message.Message) {
+	d := &Delivery{Msg: jm}
+	if md, err := jm.Metadata(); err == nil {
+		d.StreamSeq, d.NumDelivered = md.Sequence.Stream, md.NumDelivered
+	}
+	msg := message.NewMessage(strconv.FormatUint(d.StreamSeq, 10), jm.Data())
+	for k, v := range jm.Headers() {
+		if len(v) > 0 {
+			msg.Metadata.Set(k, v[0])
+		}
+	}
+	msg.SetContext(withDelivery(ctx, d))
+
+	select {
+	case out <- msg:
+	case <-s.closing:
+		// Not handed to a handler: give it back for another worker now.
+		if err := jm.Nak(); err != nil {
+			s.cfg.Logger.Warn("NAK on shutdown failed; the message is redelivered after AckWait", "stream_seq", d.StreamSeq, "error", err)
+		}
+		return
+	}
+
+	tick := time.NewTicker(s.cfg.InProgressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-msg.Acked():
+			s.settle(ctx, d, true)
+			return
+		case <-msg.Nacked():
+			s.settle(ctx, d, false)
+			return
+		case <-tick.C:
+			if err := jm.InProgress(); err != nil {
+				s.cfg.Logger.Warn("InProgress failed", "stream_seq", d.StreamSeq, "error", err)
+			}
+		}
+	}
+}
+
+// settle acknowledges, NAKs or terminates the message, then replies: the
+// reply never precedes the settlement, so a result a producer has seen is
+// always one whose transaction committed.
+func (s *Subscriber) settle(ctx context.Context, d *Delivery, acked bool) {
+	how, delay, reason, reply := d.state()
+	log := s.cfg.Logger.With("stream_seq", d.StreamSeq, "deliveries", d.NumDelivered)
+	var err error
+	switch {
+	case how == settleTerm:
+		err = d.Msg.TermWithReason(reason)
+	case how == settleNak:
+		err = d.Msg.NakWithDelay(delay)
+	case acked && s.cfg.AckMode == AckDouble:
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = d.Msg.DoubleAck(actx)
+		cancel()
+	case acked:
+		err = d.Msg.Ack()
+	default:
+		err = d.Msg.NakWithDelay(s.cfg.Backoff(d.NumDelivered))
+	}
+	if err != nil {
+		// The inbox makes the redelivery that follows a replay.
+		log.Warn("settling message failed; it will be redelivered", "error", err)
+	}
+	replyTo := d.Msg.Headers().Get(HeaderReplyTo)
+	if replyTo != "" && reply != nil && s.nc != nil {
+		if err := s.nc.Publish(replyTo, reply); err != nil {
+			log.Warn("sending result to Reply-To failed; the producer can ask the result lookup", "reply_to", replyTo, "error", err)
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/ledger"
+)
+
+// Config configures a Worker.
+type Config struct {
+	Streams    StreamConfig
+	Subscriber SubscriberConfig
+	// InboxRetention is how long idempotency keys are remembered. Defaults
+	// to 7 days.
+	InboxRetention time.Duration
+	// PurgeInterval is how often expired keys are purged. Defaults to 1 minute.
+	PurgeInterval time.Duration
+	// PurgeBatch is the most keys deleted per statement. Defaults to 1000.
+	PurgeBatch int
+	// InFlightDelay is how long a delivery whose key is in flight waits
+	// before it is redelivered. Defaults to 1s.
+	InFlightDelay time.Duration
+	// CommitTimeout bounds a commit that shutdown does not interrupt.
+	// Defaults to 30s.
+	CommitTimeout time.Duration
+	// ShutdownTimeout bounds how long Run waits for in-flight commands after
+	// its context is cancelled. Defaults to 30s.
+	ShutdownTimeout time.Duration
+	// ResultQueue is the queue group of the result-lookup responders.
+	// Defaults to "onceledger".
+	ResultQueue string
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.InboxRetention == 0 {
+		c.InboxRetention = 7 * 24 * time.Hour
+	}
+	if c.PurgeInterval == 0 {
+		c.PurgeInterval = time.Minute
+	}
+	if c.PurgeBatch == 0 {
+		c.PurgeBatch = 1000
+	}
+	if c.InFlightDelay == 0 {
+		c.InFlightDelay = time.Second
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = 30 * time.Second
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.ResultQueue == "" {
+		c.ResultQueue = "onceledger"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Subscriber.Logger == nil {
+		c.Subscriber.Logger = c.Logger
+	}
+	c.Streams.setDefaults(c.InboxRetention)
+	c.Subscriber.setDefaults()
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.InboxRetention < time.Hour {
+		errs = append(errs, fmt.Errorf("InboxRetention %s is below 1h", c.InboxRetention))
+	}
+	if c.PurgeBatch < 1 {
+		errs = append(errs, fmt.Errorf("PurgeBatch must be at least 1"))
+	}
+	if c.InFlightDelay < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("InFlightDelay %s is below 10ms", c.InFlightDelay))
+	}
+	if c.Subscriber.InProgressEvery >= c.Streams.AckWait {
+		errs = append(errs, fmt.Errorf("Subscriber.InProgressEvery %s must be below Streams.AckWait %s", c.Subscriber.InProgressEvery, c.Streams.AckWait))
+	}
+	errs = append(errs, c.Streams.validate(c.InboxRetention), c.Subscriber.validate())
+	return errors.Join(errs...)
+}
+
+// Worker consumes commands and executes them through the inbox.
+type Worker struct {
+	pool *pgxpool.Pool
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	exec Executor
+	cfg  Config
+}
+
+// NewWorker returns a worker. exec applies commands to the ledger.
+func NewWorker(pool *pgxpool.Pool, nc *nats.Conn, exec Executor, cfg Config) (*Worker, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("consumer config: %w", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &Worker{pool: pool, nc: nc, js: js, exec: exec, cfg: cfg}, nil
+}
+
+// Provision creates or updates the streams and the durable consumer.
+func (w *Worker) Provision(ctx context.Context) (jetstream.Consumer, error) {
+	return provision(ctx, w.js, w.cfg.Streams, w.cfg.InboxRetention)
+}
+
+// Run provisions the streams, then consumes until ctx is cancelled. On
+// cancellation it stops pulling, lets in-flight commands commit, acknowledge
+// and reply (bounded by ShutdownTimeout), and returns.
+func (w *Worker) Run(ctx context.Context) error {
+	cons, err := w.Provision(ctx)
+	if err != nil {
+		return err
+	}
+	log := w.cfg.Logger
+
+	sub, err := NewSubscriber(cons, w.nc, w.cfg.Subscriber)
+	if err != nil {
+		return err
+	}
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: w.cfg.ShutdownTimeout}, watermill.NewSlogLoggerWithLevelMapping(log, map[slog.Level]slog.Level{
+		// The router reports every handler error at error level; in-flight
+		// and retried commands are logged by the middlewares instead.
+		slog.LevelError: slog.LevelWarn,
+		slog.LevelInfo:  slog.LevelDebug,
+	}))
+	if err != nil {
+		return fmt.Errorf("router: %w", err)
+	}
+	dl := &DeadLetters{js: w.js}
+	router.AddMiddleware(
+		deadLetterMiddleware(dl, w.cfg.Streams.MaxDeliver, log),
+		middleware.Recoverer,
+		inboxMiddleware(inboxConfig{
+			pool:          w.pool,
+			inFlightDelay: w.cfg.InFlightDelay,
+			commitTimeout: w.cfg.CommitTimeout,
+			logger:        log,
+		}),
+	)
+	router.AddNoPublisherHandler("commands", w.cfg.Streams.Stream, sub, LedgerHandler(w.exec))
+
+	lookup, err := w.serveLookups(ctx)
+	if err != nil {
+		return err
+	}
+	defer lookup.Drain()
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.purgeLoop(ctx)
+	}()
+
+	runErr := make(chan error, 1)
+	go func() { runErr <- router.Run(context.WithoutCancel(ctx)) }()
+	log.Info("worker consuming", "stream", w.cfg.Streams.Stream, "consumer", w.cfg.Streams.Durable,
+		"concurrency", w.cfg.Subscriber.Concurrency, "ack_mode", w.cfg.Subscriber.AckMode)
+
+	select {
+	case <-ctx.Done():
+		log.Info("worker stopping: no new commands are pulled; finishing in-flight ones")
+		closeErr := router.Close()
+		<-runErr
+		wg.Wait()
+		if closeErr != nil {
+			return fmt.Errorf("worker shutdown: %w", closeErr)
+		}
+		log.Info("worker stopped")
+		return nil
+	case err := <-runErr:
+		wg.Wait()
+		if err != nil {
+			return fmt.Errorf("router: %w", err)
+		}
+		return errors.New("router stopped unexpectedly")
+	}
+}
+
+// serveLookups answers ledger.result.<company> requests from the inbox.
+func (w *Worker) serveLookups(ctx context.Context) (*nats.Subscription, error) {
+	sub, err := w.nc.QueueSubscribe(ResultSubjectPrefix+"*", w.cfg.ResultQueue, func(m *nats.Msg) {
+		company := strings.TrimPrefix(m.Subject, ResultSubjectPrefix)
+		key := m.Header.Get(HeaderIdempotencyKey)
+		var res ledger.Result
+		if !ledger.ValidCompanyID(company) {
+			res = ledger.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInvalidCommand, "subject must be %s<company>", ResultSubjectPrefix))
+		} else if kerr := checkKey(key); kerr != nil {
+			res = ledger.ErrorResult(company, key, "", kerr)
+		} else {
+			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			var err error
+			res, err = Lookup(lctx, w.pool, company, key)
+			cancel()
+			if err != nil {
+				w.cfg.Logger.Warn("result lookup failed", "company", company, "idempotency_key", key, "error", err)
+				res = ledger.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInternal, "The result could not be read; retry shortly."))
+			}
+		}
+		if err := m.Respond(mustJSON(res)); err != nil {
+			w.cfg.Logger.Warn("result lookup reply failed", "error", err)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("subscribe to result lookups: %w", err)
+	}
+	return sub, nil
+}
+
+func (w *Worker) purgeLoop(ctx context.Context) {
+	t := time.NewTicker(w.cfg.PurgeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := Purge(ctx, w.pool, w.cfg.InboxRetention, w.cfg.PurgeBatch)
+			if err != nil && ctx.Err() == nil {
+				w.cfg.Logger.Warn("purging expired idempotency keys failed", "error", err)
+			} else if n > 0 {
+				w.cfg.Logger.Info("purged expired idempotency keys", "count", n, "retention", w.cfg.InboxRetention)
+			}
+		}
+	}
+}
