@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/onceledger/onceledger/consumer"
+)
+
+// settings are the worker's configuration: each has a flag and an
+// environment variable; the flag wins.
+type settings struct {
+	DatabaseURL     string
+	NATSURL         string
+	HTTPAddr        string
+	LogFormat       string
+	LogLevel        string
+	Concurrency     int
+	AckMode         string
+	InboxRetention  time.Duration
+	StreamReplicas  int
+	ShutdownTimeout time.Duration
+
+	envErrs []error
+}
+
+// register declares the flags, with defaults taken from the environment.
+// Unparseable environment values are collected and reported by validate.
+func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
+	if withConnections {
+		fs.StringVar(&s.DatabaseURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
+		fs.StringVar(&s.NATSURL, "nats-url", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL (env NATS_URL)")
+	}
+	fs.StringVar(&s.HTTPAddr, "http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "address of the health endpoints /healthz and /readyz; empty disables (env ONCELEDGER_HTTP_ADDR)")
+	fs.StringVar(&s.LogFormat, "log-format", envOr("ONCELEDGER_LOG_FORMAT", "text"), "log format: text or json (env ONCELEDGER_LOG_FORMAT)")
+	fs.StringVar(&s.LogLevel, "log-level", envOr("ONCELEDGER_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env ONCELEDGER_LOG_LEVEL)")
+	fs.IntVar(&s.Concurrency, "concurrency", s.envInt("ONCELEDGER_CONCURRENCY", 16), "commands handled at once (env ONCELEDGER_CONCURRENCY)")
+	fs.StringVar(&s.AckMode, "ack-mode", envOr("ONCELEDGER_ACK_MODE", string(consumer.AckPlain)), "ack after commit: ack (fire and forget) or double (wait for the server) (env ONCELEDGER_ACK_MODE)")
+	fs.DurationVar(&s.InboxRetention, "inbox-retention", s.envDuration("ONCELEDGER_INBOX_RETENTION", 7*24*time.Hour), "how long idempotency keys are remembered; the command stream keeps messages no longer (env ONCELEDGER_INBOX_RETENTION)")
+	fs.IntVar(&s.StreamReplicas, "stream-replicas", s.envInt("ONCELEDGER_STREAM_REPLICAS", 1), "JetStream replicas of the streams; 3 on a cluster (env ONCELEDGER_STREAM_REPLICAS)")
+	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", s.envDuration("ONCELEDGER_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight commands (env ONCELEDGER_SHUTDOWN_TIMEOUT)")
+}
+
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func (s *settings) envInt(name string, def int) int {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		s.envErrs = append(s.envErrs, fmt.Errorf("%s=%q is not a whole number", name, v))
+		return def
+	}
+	return n
+}
+
+func (s *settings) envDuration(name string, def time.Duration) time.Duration {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil {
+		s.envErrs = append(s.envErrs, fmt.Errorf("%s=%q is not a duration (e.g. 30s, 168h)", name, v))
+		return def
+	}
+	return d
+}
+
+// validate reports every bad value at once, each with what is expected.
+func (s *settings) validate(withConnections bool) error {
+	errs := append([]error(nil), s.envErrs...)
+	if withConnections {
+		if s.DatabaseURL == "" {
+			errs = append(errs, errors.New("DATABASE_URL (or -database-url) is required, e.g. postgres://user:pass@host:5432/onceledger"))
+		} else if u, err := url.Parse(s.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			errs = append(errs, errors.New("DATABASE_URL must be a postgres:// URL"))
+		}
+		if u, err := url.Parse(s.NATSURL); err != nil || u.Host == "" {
+			errs = append(errs, fmt.Errorf("NATS_URL %q must be a URL such as nats://127.0.0.1:4222", s.NATSURL))
+		}
+	}
+	if s.LogFormat != "text" && s.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("log format %q: use text or json", s.LogFormat))
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(s.LogLevel)); err != nil {
+		errs = append(errs, fmt.Errorf("log level %q: use debug, info, warn or error", s.LogLevel))
+	}
+	if s.Concurrency < 1 || s.Concurrency > 1024 {
+		errs = append(errs, fmt.Errorf("concurrency %d: use 1..1024", s.Concurrency))
+	}
+	if s.AckMode != string(consumer.AckPlain) && s.AckMode != string(consumer.AckDouble) {
+		errs = append(errs, fmt.Errorf("ack mode %q: use ack or double", s.AckMode))
+	}
+	if s.InboxRetention < time.Hour {
+		errs = append(errs, fmt.Errorf("inbox retention %s: at least 1h", s.InboxRetention))
+	}
+	if s.StreamReplicas != 1 && s.StreamReplicas != 3 && s.StreamReplicas != 5 {
+		errs = append(errs, fmt.Errorf("stream replicas %d: use 1, 3 or 5", s.StreamReplicas))
+	}
+	if s.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("shutdown timeout %s: must be positive", s.ShutdownTimeout))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid configuration:\n  %w", joinIndented(errs))
+	}
+	return nil
+}
+
+func joinIndented(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "\n  "))
+}
+
+func (s *settings) logger(w *os.File) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(s.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if s.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func (s *settings) consumerConfig(logger *slog.Logger) consumer.Config {
+	return consumer.Config{
+		Streams:         consumer.StreamConfig{Replicas: s.StreamReplicas},
+		Subscriber:      consumer.SubscriberConfig{Concurrency: s.Concurrency, AckMode: consumer.AckMode(s.AckMode)},
+		InboxRetention:  s.InboxRetention,
+		ShutdownTimeout: s.ShutdownTimeout,
+		Logger:          logger,
+	}
+}

@@ -1,0 +1,94 @@
+// Command onceledger is the onceledger worker and its tools.
+//
+//	onceledger dev        try it out: embedded NATS, local Postgres, everything in one process
+//	onceledger migrate    apply database migrations
+//	onceledger run        the production worker
+//	onceledger publish    send a command and print its result
+//	onceledger healthcheck  probe a running worker's /healthz (for containers)
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// usageError marks bad invocations: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// After the first signal shuts down gracefully, a second one ends
+		// the process at once; the inbox makes that safe.
+		<-ctx.Done()
+		stop()
+	}()
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	os.Exit(code)
+}
+
+const usage = `onceledger: an accounting worker with exactly-once effects.
+
+Usage:
+  onceledger dev         run everything locally (embedded NATS, local Postgres)
+  onceledger migrate     apply database migrations (DATABASE_URL)
+  onceledger run         run the worker (DATABASE_URL, NATS_URL)
+  onceledger publish     publish a command and print its result
+  onceledger healthcheck probe a running worker's /healthz
+
+Run "onceledger <command> -h" for the options of a command.
+`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "dev":
+		err = cmdDev(ctx, args[1:], stdout, stderr)
+	case "migrate":
+		err = cmdMigrate(ctx, args[1:], stdout, stderr)
+	case "run":
+		err = cmdRun(ctx, args[1:], stderr)
+	case "publish":
+		err = cmdPublish(ctx, args[1:], stdin, stdout, stderr)
+	case "healthcheck":
+		err = cmdHealthcheck(ctx, args[1:], stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "onceledger: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	var ue *usageError
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "onceledger %s: %s\n", args[0], ue.msg)
+		return 2
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		fmt.Fprintf(stderr, "onceledger %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+// exitError ends the process with code after the command printed its own
+// output (publish prints an error result and exits 1).
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/migrations"
+	"github.com/onceledger/onceledger/outbox"
+)
+
+func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var s settings
+	s.register(fs, true)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: onceledger run [flags]\n\nRuns the worker: consumes commands, relays events, answers result lookups.\n\nFlags (each also read from the environment variable named):\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &usageError{err.Error()}
+	}
+	if err := s.validate(true); err != nil {
+		return err
+	}
+	return serve(ctx, &s, s.logger(os.Stderr), nil)
+}
+
+// serve runs the worker, the outbox relay and the health endpoints until ctx
+// ends, then shuts them down in order. ready, if set, is called once
+// everything is running.
+func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) error {
+	pending, err := migrations.Pending(ctx, s.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("check database schema: %w", err)
+	}
+	if pending {
+		return errors.New("the database schema is behind this binary: run `onceledger migrate` first")
+	}
+	poolCfg, err := pgxpool.ParseConfig(s.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	// One connection per concurrent command, plus the relay (claim + LISTEN),
+	// result lookups and purges.
+	if poolCfg.MaxConns < int32(s.Concurrency+6) {
+		poolCfg.MaxConns = int32(s.Concurrency + 6)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return fmt.Errorf("connect to Postgres: %w", err)
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		return fmt.Errorf("connect to Postgres: %w", err)
+	}
+
+	nc, err := nats.Connect(s.NATSURL,
+		nats.Name("onceledger worker"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(500*time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			logger.Warn("NATS disconnected", "error", err)
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }),
+	)
+	if err != nil {
+		return fmt.Errorf("connect to NATS at %s: %w", s.NATSURL, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if err := outbox.EnsureStream(ctx, js, outbox.StreamConfig{Replicas: s.StreamReplicas}); err != nil {
+		return err
+	}
+
+	worker, err := consumer.NewWorker(pool, nc, postgres.New(), s.consumerConfig(logger))
+	if err != nil {
+		return err
+	}
+	if _, err := worker.Provision(ctx); err != nil {
+		return err
+	}
+	relay, err := outbox.NewRelay(pool, js, outbox.RelayConfig{Logger: logger})
+	if err != nil {
+		return err
+	}
+
+	var httpSrv *http.Server
+	if s.HTTPAddr != "" {
+		ln, err := net.Listen("tcp", s.HTTPAddr)
+		if err != nil {
+			return fmt.Errorf("listen on %s (ONCELEDGER_HTTP_ADDR): %w", s.HTTPAddr, err)
+		}
+		httpSrv = &http.Server{Handler: healthHandler(pool, nc, s.DatabaseURL), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error("health endpoint failed", "error", err)
+			}
+		}()
+		logger.Info("health endpoints listening", "addr", ln.Addr().String())
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := worker.Run(runCtx); err != nil {
+			errs <- fmt.Errorf("worker: %w", err)
+			cancel()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if err := relay.Run(runCtx); err != nil {
+			errs <- fmt.Errorf("outbox relay: %w", err)
+			cancel()
+		}
+	}()
+	if ready != nil {
+		ready()
+	}
+	<-runCtx.Done()
+	wg.Wait()
+	if httpSrv != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = httpSrv.Shutdown(sctx)
+		scancel()
+	}
+	close(errs)
+	return errors.Join(collect(errs)...)
+}
+
+func collect(ch <-chan error) []error {
+	var out []error
+	for err := range ch {
+		out = append(out, err)
+	}
+	return out
+}
+
+// healthHandler serves /healthz (the process is alive) and /readyz
+// (Postgres and NATS are reachable and the schema is current).
+func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		checks := map[string]string{"postgres": "ok", "nats": "ok", "migrations": "ok"}
+		ok := true
+		if err := pool.Ping(ctx); err != nil {
+			checks["postgres"], ok = err.Error(), false
+		}
+		if !nc.IsConnected() {
+			checks["nats"], ok = "not connected: "+nc.Status().String(), false
+		}
+		if pending, err := migrations.Pending(ctx, dsn); err != nil {
+			checks["migrations"], ok = err.Error(), false
+		} else if pending {
+			checks["migrations"], ok = "pending: run onceledger migrate", false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		json.NewEncoder(w).Encode(checks)
+	})
+	return mux
+}
+
+func cmdHealthcheck(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "the worker's health address (env ONCELEDGER_HTTP_ADDR)")
+	path := fs.String("path", "/healthz", "endpoint to probe: /healthz or /readyz")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &usageError{err.Error()}
+	}
+	host, port, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return &usageError{fmt.Sprintf("-http %q: %v", *addr, err)}
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+*path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return fmt.Errorf("%s answered %s: %s", *path, resp.Status, body)
+	}
+	return nil
+}
