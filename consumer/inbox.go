@@ -85,16 +85,25 @@ type stored struct {
 	result      []byte
 }
 
-// claim takes the key's advisory lock without waiting and reads its row.
-// The lock is held until tx ends; the row is read after it is taken, so a
-// result committed by the previous holder is visible.
+// claim reads the key's row and, only when there is none, takes its
+// advisory lock without waiting; both in one round trip. Replays therefore
+// never contend for the lock. The row is read again after the lock attempt,
+// so a result committed by the previous holder just before it released the
+// lock is seen, and a key reported in flight really is held by a transaction
+// that has not committed.
 func claim(ctx context.Context, tx pgx.Tx, company, key string) (locked bool, row *stored, err error) {
 	batch := &pgx.Batch{}
-	batch.Queue(`SELECT pg_try_advisory_xact_lock($1)`, lockKey(company, key))
+	batch.Queue(`
+		SELECT pg_try_advisory_xact_lock($1)
+		 WHERE NOT EXISTS (SELECT 1 FROM inbox WHERE company_id = $2 AND idempotency_key = $3)`,
+		lockKey(company, key), company, key)
 	batch.Queue(`SELECT command, fingerprint, result::text FROM inbox WHERE company_id = $1 AND idempotency_key = $2`, company, key)
 	br := tx.SendBatch(ctx, batch)
 	defer br.Close()
-	if err := br.QueryRow().Scan(&locked); err != nil {
+	switch err := br.QueryRow().Scan(&locked); {
+	case errors.Is(err, pgx.ErrNoRows):
+		locked = false // the row existed; the second read returns it
+	case err != nil:
 		return false, nil, fmt.Errorf("inbox: lock key: %w", err)
 	}
 	var s stored
@@ -120,7 +129,7 @@ func Process(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (Outco
 	if err != nil {
 		return 0, ledger.Result{}, err
 	}
-	if !locked {
+	if row == nil && !locked {
 		return InFlight, ledger.ErrorResult(req.Company, req.Key, req.Command,
 			&ledger.Error{Code: ledger.CodeIdempotencyKeyInFlight, Message: ledger.MessageKeyInFlight}), nil
 	}
@@ -219,7 +228,7 @@ func Lookup(ctx context.Context, db interface {
 		return ledger.Result{}, err
 	}
 	switch {
-	case !locked:
+	case row == nil && !locked:
 		return ledger.ErrorResult(company, key, "", &ledger.Error{Code: ledger.CodeIdempotencyKeyInFlight, Message: ledger.MessageKeyInFlight}), nil
 	case row == nil:
 		return ledger.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeNotFound, "No result is stored for this Idempotency-Key.")), nil

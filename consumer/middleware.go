@@ -74,6 +74,9 @@ type inboxConfig struct {
 	inFlightDelay time.Duration
 	commitTimeout time.Duration
 	logger        *slog.Logger
+	// afterCommit, when set, runs between commit and settlement; tests use
+	// it to stand for a crash in that window.
+	afterCommit func(*Delivery)
 }
 
 // inboxMiddleware is the innermost middleware: it validates the delivery,
@@ -119,10 +122,14 @@ func inboxMiddleware(cfg inboxConfig) message.HandlerMiddleware {
 					return nil, fmt.Errorf("inbox: commit: %w", err)
 				}
 				log.Info("command executed", "status", res.Status)
+				if cfg.afterCommit != nil {
+					cfg.afterCommit(d)
+				}
 			case InFlight:
 				d.SetReply(mustJSON(res))
-				d.NakWithDelay(cfg.inFlightDelay)
-				log.Info("command in flight elsewhere; retrying later", "retry_in", cfg.inFlightDelay)
+				delay := inFlightDelay(cfg.inFlightDelay, d.NumDelivered)
+				d.NakWithDelay(delay)
+				log.Info("command in flight elsewhere; retrying later", "retry_in", delay)
 				return nil, errInFlight
 			case Reused:
 				d.SetReply(mustJSON(res))
@@ -134,6 +141,16 @@ func inboxMiddleware(cfg inboxConfig) message.HandlerMiddleware {
 			return nil, nil
 		}
 	}
+}
+
+// inFlightDelay grows with each delivery, so a duplicate of a long-running
+// command waits longer each time instead of using up its deliveries.
+func inFlightDelay(base time.Duration, numDelivered uint64) time.Duration {
+	d := base
+	for i := uint64(1); i < numDelivered && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
 }
 
 // parseRequest reads and checks everything that does not need the

@@ -32,10 +32,13 @@ type StreamConfig struct {
 	AckWait time.Duration
 	// MaxDeliver is how often a message is delivered before it is
 	// dead-lettered. Defaults to 20.
+	//
+	// Retries back off through NAK delays that the worker chooses (see
+	// SubscriberConfig.Backoff), not through the consumer's BackOff list:
+	// JetStream offsets a NAK delay from AckWait but expires it against the
+	// BackOff entry of the delivery count, so with a BackOff list a 1s NAK
+	// delay on the second delivery turns into a minute.
 	MaxDeliver int
-	// BackOff are the redelivery delays after unacknowledged deliveries.
-	// Defaults to AckWait, 1m, 5m, 15m, 30m.
-	BackOff []time.Duration
 	// MaxAckPending bounds unacknowledged messages across all workers.
 	// Defaults to 2048.
 	MaxAckPending int
@@ -66,9 +69,6 @@ func (c *StreamConfig) setDefaults(retention time.Duration) {
 	if c.MaxDeliver == 0 {
 		c.MaxDeliver = 20
 	}
-	if c.BackOff == nil {
-		c.BackOff = []time.Duration{c.AckWait, time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute}
-	}
 	if c.MaxAckPending == 0 {
 		c.MaxAckPending = 2048
 	}
@@ -86,8 +86,6 @@ func (c *StreamConfig) validate(retention time.Duration) error {
 		return fmt.Errorf("streams: AckWait %s is below 1s", c.AckWait)
 	case c.MaxDeliver < 2:
 		return fmt.Errorf("streams: MaxDeliver must be at least 2, got %d", c.MaxDeliver)
-	case len(c.BackOff) > c.MaxDeliver:
-		return fmt.Errorf("streams: %d BackOff intervals for MaxDeliver %d; JetStream needs at most MaxDeliver", len(c.BackOff), c.MaxDeliver)
 	case c.MaxAckPending < 1:
 		return fmt.Errorf("streams: MaxAckPending must be at least 1")
 	}
@@ -133,7 +131,6 @@ func provision(ctx context.Context, js jetstream.JetStream, c StreamConfig, rete
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       c.AckWait,
 		MaxDeliver:    c.MaxDeliver,
-		BackOff:       c.BackOff,
 		MaxAckPending: c.MaxAckPending,
 		FilterSubject: CommandSubjectPrefix + ">",
 	})

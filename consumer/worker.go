@@ -44,6 +44,8 @@ type Config struct {
 	ResultQueue string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+
+	afterCommit func(*Delivery)
 }
 
 func (c *Config) setDefaults() {
@@ -155,6 +157,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			inFlightDelay: w.cfg.InFlightDelay,
 			commitTimeout: w.cfg.CommitTimeout,
 			logger:        log,
+			afterCommit:   w.cfg.afterCommit,
 		}),
 	)
 	router.AddNoPublisherHandler("commands", w.cfg.Streams.Stream, sub, LedgerHandler(w.exec))

@@ -1,0 +1,303 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/postgres"
+)
+
+// execFunc adapts a function to consumer.Executor; tests wrap the real
+// Postgres store with it to inject failures around real postings.
+type execFunc func(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error)
+
+func (f execFunc) Execute(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
+	return f(ctx, tx, company, cmd)
+}
+
+// Rule 4: a key held by an unfinished transaction is answered in flight,
+// with the exact message, without waiting on the database; once the holder
+// is gone the delivery is retried and executes.
+func TestInFlightKeyIsRetriedWithoutHoldingAConnection(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startWorker(testConfig(), nil)
+	h.createCompany("acme")
+	ctx := context.Background()
+
+	// Hold the key as a first delivery still being processed would.
+	holder, err := h.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, consumer.LockKey("acme", "slow-key")); err != nil {
+		t.Fatal(err)
+	}
+
+	r := h.replies()
+	h.publishRaw(ledger.CommandSubject("acme", "invoice.create"), map[string]string{
+		consumer.HeaderIdempotencyKey: "slow-key", consumer.HeaderReplyTo: r.subject,
+	}, mustMarshal(t, invoiceBody("o-slow", "1.00")))
+	first := r.next(t)
+	if first.Error == nil || first.Error.Code != ledger.CodeIdempotencyKeyInFlight || !first.Error.Retryable {
+		t.Fatalf("got %+v, want retryable idempotency_key_in_flight", first)
+	}
+	if first.Error.Message != "A request with this Idempotency-Key is still being processed, retry shortly." {
+		t.Fatalf("message %q is not the contract's", first.Error.Message)
+	}
+	// The duplicate does not wait in the database for the holder.
+	if n := h.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`); n != 0 {
+		t.Fatalf("%d sessions wait on a lock while the key is in flight", n)
+	}
+	lookup, err := h.client.Lookup(ctx, "acme", "slow-key")
+	if err != nil || lookup.Error == nil || lookup.Error.Code != ledger.CodeIdempotencyKeyInFlight {
+		t.Fatalf("lookup while in flight: %+v %v", lookup, err)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		res := r.next(t)
+		if res.Error != nil && res.Error.Code == ledger.CodeIdempotencyKeyInFlight {
+			continue
+		}
+		if res.Status != ledger.StatusOK || res.Replayed {
+			t.Fatalf("after the holder ended: %+v", res)
+		}
+		break
+	}
+	if n := h.count(`SELECT count(*) FROM invoices`); n != 1 {
+		t.Fatalf("%d invoices, want 1", n)
+	}
+}
+
+// Rule 7: a transient failure stores nothing and the message is retried.
+func TestTransientFailureIsRetriedAndNotStored(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	store := postgres.New()
+	var calls atomic.Int32
+	h.startWorker(testConfig(), execFunc(func(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
+		out, err := store.Execute(ctx, tx, company, cmd)
+		if cmd.CommandName() == "invoice.create" && calls.Add(1) <= 2 {
+			// After the posting: everything it wrote must roll back.
+			return ledger.Outcome{}, errors.New("connection reset by peer")
+		}
+		return out, err
+	}))
+	h.createCompany("acme")
+	res := h.do("acme", "invoice.create", "k-transient", invoiceBody("o-1", "1.00"))
+	inv := invoiceResult(t, res)
+	if res.Replayed || inv.Sequence != 1 {
+		t.Fatalf("after two transient failures: replayed=%v sequence=%d", res.Replayed, inv.Sequence)
+	}
+	if calls.Load() != 3 {
+		t.Fatalf("executed %d times, want 3", calls.Load())
+	}
+	if n := h.count(`SELECT count(*) FROM invoices`); n != 1 {
+		t.Fatalf("%d invoices, want 1", n)
+	}
+	if n := h.count(`SELECT count(*) FROM outbox_events WHERE type = 'invoice.created'`); n != 1 {
+		t.Fatalf("%d invoice events, want 1", n)
+	}
+}
+
+// A message that keeps failing is not dropped when JetStream stops
+// redelivering it: it is dead-lettered with the last error.
+func TestExhaustedMessageIsDeadLettered(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	cfg := testConfig()
+	h.startWorker(cfg, execFunc(func(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
+		return ledger.Outcome{}, errors.New("database is on fire")
+	}))
+	r := h.replies()
+	h.publishRaw(ledger.CommandSubject("acme", "company.create"), map[string]string{
+		consumer.HeaderIdempotencyKey: "k-doomed", consumer.HeaderReplyTo: r.subject,
+	}, mustMarshal(t, companyBody()))
+	res := r.next(t)
+	if res.Error == nil || res.Error.Code != ledger.CodeInternal || !res.Error.Retryable {
+		t.Fatalf("got %+v, want retryable internal", res)
+	}
+	eventually(t, "the dead letter", func() bool { return len(h.deadLetters()) == 1 })
+	dl := h.deadLetters()[0]
+	if reason := dl.Header.Get(consumer.HeaderDeadLetterReason); !strings.Contains(reason, "database is on fire") ||
+		dl.Header.Get(consumer.HeaderDeliveries) != fmt.Sprint(cfg.Streams.MaxDeliver) {
+		t.Fatalf("dead letter headers: %v", dl.Header)
+	}
+	if n := h.count(`SELECT count(*) FROM inbox`); n != 0 {
+		t.Fatalf("a failed command stored %d inbox rows", n)
+	}
+}
+
+// No panic escapes a handler: the worker survives, the message ends in the
+// dead-letter stream, and the next command is processed.
+func TestPanickingHandlerDoesNotStopTheWorker(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	store := postgres.New()
+	h.startWorker(testConfig(), execFunc(func(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
+		if c, ok := cmd.(*ledger.CreateInvoice); ok && c.OrderID == "boom" {
+			panic("handler bug")
+		}
+		return store.Execute(ctx, tx, company, cmd)
+	}))
+	h.createCompany("acme")
+	h.publishRaw(ledger.CommandSubject("acme", "invoice.create"), map[string]string{consumer.HeaderIdempotencyKey: "k-boom"},
+		mustMarshal(t, invoiceBody("boom", "1.00")))
+	eventually(t, "the panicking message dead-lettered", func() bool { return len(h.deadLetters()) == 1 })
+	if reason := h.deadLetters()[0].Header.Get(consumer.HeaderDeadLetterReason); !strings.Contains(reason, "handler bug") {
+		t.Fatalf("reason %q does not carry the panic", reason)
+	}
+	invoiceResult(t, h.do("acme", "invoice.create", "k-fine", invoiceBody("fine", "1.00")))
+	if n := h.count(`SELECT count(*) FROM invoices`); n != 1 {
+		t.Fatalf("%d invoices, want 1", n)
+	}
+}
+
+// A worker that dies after commit and before ack: JetStream redelivers the
+// message to another worker, and the redelivery is a replay, not a second
+// invoice.
+func TestCrashBetweenCommitAndAckReplays(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	setup := h.startWorker(testConfig(), nil)
+	h.createCompany("acme")
+	if err := setup.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	crashed := make(chan struct{})
+	release := make(chan struct{})
+	cfg := testConfig()
+	consumer.SetAfterCommit(&cfg, func(d *consumer.Delivery) {
+		if d.NumDelivered == 1 {
+			close(crashed)
+			<-release // never settles while its connection is alive
+		}
+	})
+	victim := h.startWorker(cfg, nil)
+	r := h.replies()
+	h.publishRaw(ledger.CommandSubject("acme", "invoice.create"), map[string]string{
+		consumer.HeaderIdempotencyKey: "k-crash", consumer.HeaderReplyTo: r.subject,
+	}, mustMarshal(t, invoiceBody("o-crash", "5.00")))
+	select {
+	case <-crashed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the command never committed")
+	}
+	if n := h.count(`SELECT count(*) FROM invoices`); n != 1 {
+		t.Fatalf("%d invoices after commit, want 1", n)
+	}
+	// The process "dies": its connection goes, so no ack, no InProgress and
+	// no reply ever leave it.
+	victim.nc.Close()
+	close(release)
+
+	h.startWorker(testConfig(), nil)
+	res := r.next(t)
+	if res.Status != ledger.StatusOK || !res.Replayed {
+		t.Fatalf("redelivery after the crash: %+v, want a replay", res)
+	}
+	if n := h.count(`SELECT count(*) FROM invoices`); n != 1 {
+		t.Fatalf("%d invoices, want 1", n)
+	}
+}
+
+// Two workers on one durable consumer, every key published twice with
+// distinct message IDs (bypassing JetStream dedupe): one invoice per key,
+// numbers gapless.
+func TestTwoWorkersSameKeys(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startWorker(testConfig(), nil)
+	h.startWorker(testConfig(), nil)
+	h.createCompany("acme")
+	const keys = 30
+	r := h.replies()
+	for i := range keys {
+		for copy := range 2 {
+			h.publishRaw(ledger.CommandSubject("acme", "invoice.create"), map[string]string{
+				consumer.HeaderIdempotencyKey: fmt.Sprintf("key-%d", i), consumer.HeaderReplyTo: r.subject,
+				"Nats-Msg-Id": fmt.Sprintf("key-%d-copy-%d", i, copy),
+			}, mustMarshal(t, invoiceBody(fmt.Sprintf("order-%d", i), "1.00")))
+		}
+	}
+	final := 0
+	for final < 2*keys {
+		res := r.next(t)
+		if res.Error != nil && res.Error.Code == ledger.CodeIdempotencyKeyInFlight {
+			continue
+		}
+		invoiceResult(t, res)
+		final++
+	}
+	seqs := h.sequences("acme")
+	if len(seqs) != keys {
+		t.Fatalf("%d invoices for %d keys", len(seqs), keys)
+	}
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("sequences have a gap or duplicate: %v", seqs)
+		}
+	}
+}
+
+// Gapless numbers under concurrent commands with random failures after the
+// number was allocated: every failure rolls the number back.
+func TestGaplessSequencesUnderRandomFailures(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	store := postgres.New()
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(42, 7))
+	var failures atomic.Int32
+	cfg := testConfig()
+	cfg.Streams.MaxDeliver = 20
+	h.startWorker(cfg, execFunc(func(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
+		out, err := store.Execute(ctx, tx, company, cmd)
+		mu.Lock()
+		fail := cmd.CommandName() == "invoice.create" && rng.IntN(10) < 3
+		mu.Unlock()
+		if fail && err == nil {
+			failures.Add(1)
+			return ledger.Outcome{}, errors.New("injected failure after allocating a number")
+		}
+		return out, err
+	}))
+	h.createCompany("acme")
+	const n = 40
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			invoiceResult(t, h.do("acme", "invoice.create", fmt.Sprintf("g-%d", i), invoiceBody(fmt.Sprintf("g-order-%d", i), "1.00")))
+		}()
+	}
+	wg.Wait()
+	if failures.Load() == 0 {
+		t.Fatal("no failure was injected; the test proves nothing")
+	}
+	seqs := h.sequences("acme")
+	if len(seqs) != n {
+		t.Fatalf("%d invoices, want %d", len(seqs), n)
+	}
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("gap or duplicate in %v", seqs)
+		}
+	}
+}

@@ -1,0 +1,314 @@
+package consumer_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/client"
+	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/migrations"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func migrate(ctx context.Context, dsn string) error {
+	_, err := migrations.Up(ctx, dsn, nil)
+	return err
+}
+
+// harness is one test's world: its own database, its own JetStream server,
+// a producer connection, and the workers it starts.
+type harness struct {
+	t       *testing.T
+	dsn     string
+	natsURL string
+	pool    *pgxpool.Pool
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	client  *client.Client
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	ctx := context.Background()
+	h := &harness{t: t, dsn: testenv.PostgresWith(t, migrate), natsURL: testenv.NATS(t)}
+	var err error
+	if h.pool, err = pgxpool.New(ctx, h.dsn); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.pool.Close)
+	if h.nc, err = nats.Connect(h.natsURL); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.nc.Close)
+	if h.js, err = jetstream.New(h.nc); err != nil {
+		t.Fatal(err)
+	}
+	if h.client, err = client.New(h.nc); err != nil {
+		t.Fatal(err)
+	}
+	h.client.LookupEvery = 50 * time.Millisecond
+	return h
+}
+
+// testConfig is tuned for fast tests: short ack wait, quick retries.
+func testConfig() consumer.Config {
+	return consumer.Config{
+		Streams: consumer.StreamConfig{
+			AckWait:    3 * time.Second,
+			MaxDeliver: 5,
+		},
+		Subscriber: consumer.SubscriberConfig{
+			Concurrency:     8,
+			FetchWait:       200 * time.Millisecond,
+			InProgressEvery: time.Second,
+			Backoff:         func(uint64) time.Duration { return 50 * time.Millisecond },
+		},
+		InFlightDelay:   100 * time.Millisecond,
+		ShutdownTimeout: 10 * time.Second,
+		Logger:          testLogger(),
+	}
+}
+
+func testLogger() *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("ONCELEDGER_TEST_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// worker is a running worker with its own NATS connection.
+type worker struct {
+	nc     *nats.Conn
+	cancel context.CancelFunc
+	done   chan error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// stop shuts the worker down gracefully and returns Run's error.
+func (w *worker) stop() error {
+	w.stopOnce.Do(func() {
+		w.cancel()
+		select {
+		case w.stopErr = <-w.done:
+		case <-time.After(30 * time.Second):
+			w.stopErr = errors.New("worker did not stop within 30s")
+		}
+	})
+	return w.stopErr
+}
+
+func (h *harness) startWorker(cfg consumer.Config, exec consumer.Executor) *worker {
+	h.t.Helper()
+	if exec == nil {
+		exec = postgres.New()
+	}
+	nc, err := nats.Connect(h.natsURL, nats.Name("test worker"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	wk, err := consumer.NewWorker(h.pool, nc, exec, cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &worker{nc: nc, cancel: cancel, done: make(chan error, 1)}
+	// Provision first so publishes right after startWorker find the stream.
+	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer pcancel()
+	if _, err := wk.Provision(pctx); err != nil {
+		h.t.Fatal(err)
+	}
+	go func() { w.done <- wk.Run(ctx) }()
+	h.t.Cleanup(func() {
+		if err := w.stop(); err != nil {
+			h.t.Errorf("worker shutdown: %v", err)
+		}
+		nc.Close()
+	})
+	return w
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	if b, ok := v.([]byte); ok {
+		return b
+	}
+	if s, ok := v.(string); ok {
+		return []byte(s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// do publishes a command with the client (Reply-To, Nats-Msg-Id, lookup
+// fallback) and returns its result.
+func (h *harness) do(company, command, key string, body any) ledger.Result {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := h.client.Publish(ctx, company, command, key, mustMarshal(h.t, body))
+	if err != nil {
+		h.t.Fatalf("publish %s %s key %q: %v", company, command, key, err)
+	}
+	return res
+}
+
+// replies subscribes to a fresh reply subject.
+type replies struct {
+	subject string
+	sub     *nats.Subscription
+}
+
+func (h *harness) replies() *replies {
+	h.t.Helper()
+	subject := h.nc.NewRespInbox()
+	sub, err := h.nc.SubscribeSync(subject)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { sub.Unsubscribe() })
+	return &replies{subject: subject, sub: sub}
+}
+
+// next waits for the next result on the reply subject.
+func (r *replies) next(t *testing.T) ledger.Result {
+	t.Helper()
+	msg, err := r.sub.NextMsg(20 * time.Second)
+	if err != nil {
+		t.Fatalf("no reply on %s: %v", r.subject, err)
+	}
+	var res ledger.Result
+	if err := json.Unmarshal(msg.Data, &res); err != nil {
+		t.Fatalf("reply is not a result: %v: %s", err, msg.Data)
+	}
+	return res
+}
+
+// publishRaw publishes a message exactly as given: the way a producer that
+// does not use our client, or a broken one, would.
+func (h *harness) publishRaw(subject string, headers map[string]string, body []byte) {
+	h.t.Helper()
+	msg := nats.NewMsg(subject)
+	msg.Data = body
+	for k, v := range headers {
+		msg.Header.Set(k, v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := h.js.PublishMsg(ctx, msg); err != nil {
+		h.t.Fatalf("publish to %s: %v", subject, err)
+	}
+}
+
+func (h *harness) count(query string, args ...any) int {
+	h.t.Helper()
+	var n int
+	if err := h.pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		h.t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func (h *harness) sequences(company string) []int64 {
+	h.t.Helper()
+	rows, err := h.pool.Query(context.Background(), `SELECT sequence FROM invoices WHERE company_id = $1 ORDER BY sequence`, company)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return seqs
+}
+
+// deadLetters returns every message in the dead-letter stream.
+func (h *harness) deadLetters() []*jetstream.RawStreamMsg {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stream, err := h.js.Stream(ctx, "LEDGER_DLQ")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := stream.GetMsg(ctx, seq)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// eventually polls cond until it holds or 20 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func companyBody() map[string]any {
+	return map[string]any{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"}
+}
+
+func invoiceBody(order string, price string) map[string]any {
+	return map[string]any{
+		"order_id": order,
+		"series":   "INV",
+		"customer": map[string]any{"id": "cust-42", "name": "UAB Pavyzdys", "vat_id": "LT100000000010", "country": "LT"},
+		"currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16",
+		"lines": []any{map[string]any{"description": "Consulting", "quantity": "3", "unit_price": price, "vat_rate": "21"}},
+	}
+}
+
+func (h *harness) createCompany(id string) {
+	h.t.Helper()
+	if res := h.do(id, "company.create", id+"-setup", companyBody()); res.Status != ledger.StatusOK {
+		h.t.Fatalf("company.create %s: %+v", id, res.Error)
+	}
+}
+
+// invoiceResult decodes the result of an invoice.create.
+func invoiceResult(t *testing.T, res ledger.Result) ledger.InvoiceView {
+	t.Helper()
+	if res.Status != ledger.StatusOK {
+		t.Fatalf("invoice.create failed: %+v", res.Error)
+	}
+	var v ledger.InvoiceView
+	if err := json.Unmarshal(res.Result, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
