@@ -33,7 +33,7 @@ func migrate(ctx context.Context, dsn string) error {
 // harness is one test's world: its own database, its own JetStream server,
 // a producer connection, and the workers it starts.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	dsn     string
 	natsURL string
 	pool    *pgxpool.Pool
@@ -42,7 +42,7 @@ type harness struct {
 	client  *client.Client
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	ctx := context.Background()
 	h := &harness{t: t, dsn: testenv.PostgresWith(t, migrate), natsURL: testenv.NATS(t)}
@@ -146,7 +146,7 @@ func (h *harness) startWorker(cfg consumer.Config, exec consumer.Executor) *work
 	return w
 }
 
-func mustMarshal(t *testing.T, v any) []byte {
+func mustMarshal(t testing.TB, v any) []byte {
 	t.Helper()
 	if b, ok := v.([]byte); ok {
 		return b
@@ -192,7 +192,7 @@ func (h *harness) replies() *replies {
 }
 
 // next waits for the next result on the reply subject.
-func (r *replies) next(t *testing.T) ledger.Result {
+func (r *replies) next(t testing.TB) ledger.Result {
 	t.Helper()
 	msg, err := r.sub.NextMsg(20 * time.Second)
 	if err != nil {
@@ -268,7 +268,7 @@ func (h *harness) deadLetters() []*jetstream.RawStreamMsg {
 }
 
 // eventually polls cond until it holds or 20 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
@@ -301,7 +301,7 @@ func (h *harness) createCompany(id string) {
 }
 
 // invoiceResult decodes the result of an invoice.create.
-func invoiceResult(t *testing.T, res ledger.Result) ledger.InvoiceView {
+func invoiceResult(t testing.TB, res ledger.Result) ledger.InvoiceView {
 	t.Helper()
 	if res.Status != ledger.StatusOK {
 		t.Fatalf("invoice.create failed: %+v", res.Error)

@@ -131,6 +131,9 @@ func (w *Worker) Provision(ctx context.Context) (jetstream.Consumer, error) {
 func (w *Worker) Run(ctx context.Context) error {
 	cons, err := w.Provision(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // asked to stop before anything started
+		}
 		return err
 	}
 	log := w.cfg.Logger

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,12 +29,25 @@ type Event struct {
 // Subject is the NATS subject the event is published on.
 func (e *Event) Subject() string { return SubjectPrefix + e.Company + "." + e.Type }
 
+var (
+	companySyntax = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	typeSyntax    = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`)
+)
+
 // SubjectPrefix starts every event subject.
 const SubjectPrefix = "ledger.evt."
 
 // Enqueue writes an event in tx, the transaction of the command that
 // produced it. The event is visible to the relay only once tx commits.
 func Enqueue(ctx context.Context, tx pgx.Tx, company, eventType string, data any) (Event, error) {
+	// An event the relay cannot publish would block every event behind it,
+	// so names that are not valid subject tokens are refused here.
+	if !companySyntax.MatchString(company) {
+		return Event{}, fmt.Errorf("outbox: company %q is not a valid subject token", company)
+	}
+	if !typeSyntax.MatchString(eventType) {
+		return Event{}, fmt.Errorf("outbox: event type %q must be dot-separated lower-case words", eventType)
+	}
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return Event{}, fmt.Errorf("outbox: encode %s data: %w", eventType, err)

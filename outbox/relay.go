@@ -76,7 +76,12 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) (*Rel
 // Run relays events until ctx is cancelled. It wakes on NOTIFY and polls as
 // a fallback.
 func (r *Relay) Run(ctx context.Context) error {
-	wake := r.listen(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	wake, listening := r.listen(ctx)
+	defer func() {
+		cancel()
+		<-listening // the LISTEN connection is closed before Run returns
+	}()
 	failures := 0
 	for ctx.Err() == nil {
 		n, err := r.RelayOnce(ctx)
@@ -102,18 +107,20 @@ func (r *Relay) Run(ctx context.Context) error {
 
 // listen forwards NOTIFYs on NotifyChannel to the returned channel, holding
 // one connection for it, reconnecting after failures.
-func (r *Relay) listen(ctx context.Context) <-chan struct{} {
-	wake := make(chan struct{}, 1)
+func (r *Relay) listen(ctx context.Context) (wake <-chan struct{}, done <-chan struct{}) {
+	wakeCh := make(chan struct{}, 1)
+	doneCh := make(chan struct{})
 	go func() {
+		defer close(doneCh)
 		for ctx.Err() == nil {
-			err := r.listenOnce(ctx, wake)
+			err := r.listenOnce(ctx, wakeCh)
 			if ctx.Err() == nil {
 				r.cfg.Logger.Warn("outbox relay: LISTEN connection lost; polling until it is back", "error", err)
 				sleep(ctx, r.cfg.PollInterval)
 			}
 		}
 	}()
-	return wake
+	return wakeCh, doneCh
 }
 
 func (r *Relay) listenOnce(ctx context.Context, wake chan<- struct{}) error {

@@ -1,0 +1,155 @@
+package consumer_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/postgres"
+)
+
+// Shutdown stops pulling but lets a command that is already executing
+// commit, be acknowledged and be answered.
+func TestShutdownFinishesInFlightCommands(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	setup := h.startWorker(testConfig(), nil)
+	h.createCompany("acme")
+	if err := setup.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	started := make(chan struct{})
+	proceed := make(chan struct{})
+	store := postgres.New()
+	w := h.startWorker(testConfig(), execFunc(func(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
+		close(started)
+		<-proceed
+		return store.Execute(ctx, tx, company, cmd)
+	}))
+	r := h.replies()
+	h.publishRaw(ledger.CommandSubject("acme", "invoice.create"), map[string]string{
+		consumer.HeaderIdempotencyKey: "k-shutdown", consumer.HeaderReplyTo: r.subject,
+	}, mustMarshal(t, invoiceBody("o-1", "1.00")))
+	<-started
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.stop() }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Run returned (%v) while a command was executing", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(proceed)
+	if err := <-stopped; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if res := r.next(t); res.Status != ledger.StatusOK || res.Replayed {
+		t.Fatalf("in-flight command at shutdown: %+v", res)
+	}
+	// Acknowledged: nothing is left for the next worker.
+	ctx := context.Background()
+	cons, err := h.js.Consumer(ctx, "LEDGER_CMD", "onceledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != 0 || info.NumPending != 0 {
+		t.Fatalf("after shutdown: %d unacknowledged, %d pending", info.NumAckPending, info.NumPending)
+	}
+}
+
+// Rule 6: keys are purged after the retention, in batches.
+func TestPurgeRemovesExpiredKeysOnly(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	_, err := h.pool.Exec(ctx, `
+		INSERT INTO inbox (company_id, idempotency_key, command, fingerprint, status, result, created_at)
+		SELECT 'acme', 'old-' || i, 'company.create', '\x00'::bytea, 'ok', '{}'::json, now() - interval '8 days'
+		  FROM generate_series(1, 25) i
+		UNION ALL
+		SELECT 'acme', 'new-' || i, 'company.create', '\x00'::bytea, 'ok', '{}'::json, now() - interval '6 days'
+		  FROM generate_series(1, 5) i`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := consumer.Purge(ctx, h.pool, 7*24*time.Hour, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 25 {
+		t.Fatalf("purged %d keys, want 25", n)
+	}
+	if left := h.count(`SELECT count(*) FROM inbox WHERE idempotency_key LIKE 'new-%'`); left != 5 {
+		t.Fatalf("%d unexpired keys left, want 5", left)
+	}
+	if left := h.count(`SELECT count(*) FROM inbox`); left != 5 {
+		t.Fatalf("%d keys left, want 5", left)
+	}
+}
+
+// Rule 6: the worker refuses a command stream that can redeliver messages
+// older than the inbox remembers.
+func TestWorkerRefusesStreamOlderThanRetention(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		mutate func(*consumer.Config)
+		want   string
+	}{
+		{"stream longer than retention", func(c *consumer.Config) {
+			c.InboxRetention = 24 * time.Hour
+			c.Streams.MaxAge = 48 * time.Hour
+		}, "exceeds the inbox retention"},
+		{"unlimited stream", func(c *consumer.Config) { c.Streams.MaxAge = -1 }, "MaxAge must be positive"},
+		{"in-progress slower than ack wait", func(c *consumer.Config) {
+			c.Subscriber.InProgressEvery = 10 * time.Second
+			c.Streams.AckWait = 5 * time.Second
+		}, "InProgressEvery"},
+		{"bad ack mode", func(c *consumer.Config) { c.Subscriber.AckMode = "sometimes" }, "AckMode"},
+	}
+	for _, c := range cases {
+		cfg := testConfig()
+		c.mutate(&cfg)
+		_, err := consumer.NewWorker(nil, nil, postgres.New(), cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error mentioning %q", c.name, err, c.want)
+		}
+	}
+}
+
+// Shortening the retention shortens the command stream at the next start,
+// so the stream never outlives the keys.
+func TestProvisioningKeepsTheStreamWithinTheRetention(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	w := h.startWorker(testConfig(), nil)
+	if err := w.stop(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.InboxRetention = 2 * time.Hour
+	cfg.Streams.MaxAge = 2 * time.Hour
+	wk, err := consumer.NewWorker(h.pool, h.nc, postgres.New(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wk.Provision(context.Background()); err != nil {
+		t.Fatalf("provisioning with a shorter retention: %v", err)
+	}
+	stream, err := h.js.Stream(context.Background(), "LEDGER_CMD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stream.CachedInfo().Config.MaxAge; got != 2*time.Hour {
+		t.Fatalf("stream MaxAge %s, want 2h", got)
+	}
+}

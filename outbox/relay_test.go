@@ -1,0 +1,449 @@
+package outbox_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/internal/natsserver"
+	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/outbox"
+)
+
+func TestNewRelayValidatesConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		cfg     outbox.RelayConfig
+		wantErr string // empty: accepted
+	}{
+		{"zero value takes defaults", outbox.RelayConfig{}, ""},
+		{"smallest batch", outbox.RelayConfig{BatchSize: 1}, ""},
+		{"largest batch", outbox.RelayConfig{BatchSize: 10000}, ""},
+		{"negative batch", outbox.RelayConfig{BatchSize: -1}, "BatchSize"},
+		{"batch too large", outbox.RelayConfig{BatchSize: 10001}, "BatchSize"},
+		{"shortest poll", outbox.RelayConfig{PollInterval: 10 * time.Millisecond}, ""},
+		{"poll too short", outbox.RelayConfig{PollInterval: 9 * time.Millisecond}, "PollInterval"},
+		{"negative poll", outbox.RelayConfig{PollInterval: -time.Second}, "PollInterval"},
+		{"publish timeout", outbox.RelayConfig{PublishTimeout: time.Millisecond}, ""},
+		{"negative publish timeout", outbox.RelayConfig{PublishTimeout: -time.Second}, "PublishTimeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := outbox.NewRelay(nil, nil, tt.cfg)
+			switch {
+			case tt.wantErr == "" && (err != nil || r == nil):
+				t.Fatalf("NewRelay(%+v) = %v, %v; want a relay", tt.cfg, r, err)
+			case tt.wantErr != "" && err == nil:
+				t.Fatalf("NewRelay(%+v) accepted the config, want an error naming %s", tt.cfg, tt.wantErr)
+			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+				t.Fatalf("NewRelay(%+v) error %q does not name %s", tt.cfg, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestRelayOncePublishesStoredBodies(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	js := connectJS(t, testenv.NATS(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+
+	events := []outbox.Event{
+		enqueue(t, pool, "acme", "invoice.created", map[string]string{"number": "INV-2026-000001", "note": "<&>"}),
+		enqueue(t, pool, "beta", "payment.recorded", map[string]string{"amount": "1000"}),
+		enqueue(t, pool, "acme", "credit_note.created", nil),
+		enqueue(t, pool, "acme", "invoice.created", []int{1, 2, 3}),
+	}
+	relay := newRelay(t, pool, js, outbox.RelayConfig{})
+	n, err := relay.RelayOnce(ctx)
+	if err != nil || n != len(events) {
+		t.Fatalf("RelayOnce = %d, %v; want %d, nil", n, err, len(events))
+	}
+
+	rows := storedRows(t, pool)
+	msgs := streamMessages(t, js)
+	if len(msgs) != len(events) {
+		t.Fatalf("stream holds %d messages, want %d", len(msgs), len(events))
+	}
+	// The relay publishes in event ID order, which is enqueue order here.
+	for i, ev := range events {
+		m, row := msgs[i], rows[ev.ID]
+		wantSubject := fmt.Sprintf("ledger.evt.%s.%s", ev.Company, ev.Type)
+		if m.Subject != wantSubject || ev.Subject() != wantSubject {
+			t.Errorf("event %d published on %q (Event.Subject %q), want %q", i, m.Subject, ev.Subject(), wantSubject)
+		}
+		if got := m.Header.Get(jetstream.MsgIDHeader); got != ev.ID.String() {
+			t.Errorf("event %d: %s = %q, want the event ID %s", i, jetstream.MsgIDHeader, got, ev.ID)
+		}
+		if string(m.Data) != row.Body {
+			t.Errorf("event %d: published data\n  %s\nwant the stored body\n  %s", i, m.Data, row.Body)
+		}
+		if row.PublishedAt == nil {
+			t.Errorf("event %d: published_at not set after RelayOnce", i)
+		}
+	}
+
+	n, err = relay.RelayOnce(ctx)
+	if err != nil || n != 0 {
+		t.Fatalf("second RelayOnce = %d, %v; want 0, nil", n, err)
+	}
+	if got := streamMsgCount(t, js); got != uint64(len(events)) {
+		t.Fatalf("stream holds %d messages after the second RelayOnce, want %d", got, len(events))
+	}
+}
+
+func TestRelayOnceHonoursBatchSize(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	js := connectJS(t, testenv.NATS(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+
+	for i := range 5 {
+		enqueue(t, pool, "acme", "invoice.created", i)
+	}
+	relay := newRelay(t, pool, js, outbox.RelayConfig{BatchSize: 2})
+	for i, want := range []int{2, 2, 1, 0} {
+		n, err := relay.RelayOnce(ctx)
+		if err != nil || n != want {
+			t.Fatalf("RelayOnce #%d = %d, %v; want %d, nil", i+1, n, err, want)
+		}
+	}
+
+	// BatchSize 0 means the documented default of 256.
+	const total = 257
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		for i := range total {
+			if _, err := outbox.Enqueue(ctx, tx, "beta", "invoice.created", i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay = newRelay(t, pool, js, outbox.RelayConfig{})
+	for i, want := range []int{256, 1} {
+		n, err := relay.RelayOnce(ctx)
+		if err != nil || n != want {
+			t.Fatalf("default batch: RelayOnce #%d = %d, %v; want %d, nil", i+1, n, err, want)
+		}
+	}
+}
+
+// A relay that published an event but crashed before marking it publishes
+// it again; JetStream must drop the repeat by its Nats-Msg-Id.
+func TestRelayRepublicationIsDroppedByStream(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	js := connectJS(t, testenv.NATS(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+
+	var events []outbox.Event
+	for i := range 3 {
+		events = append(events, enqueue(t, pool, "acme", "invoice.created", i))
+	}
+	relay := newRelay(t, pool, js, outbox.RelayConfig{})
+	if n, err := relay.RelayOnce(ctx); err != nil || n != 3 {
+		t.Fatalf("RelayOnce = %d, %v; want 3, nil", n, err)
+	}
+	before := streamMessages(t, js)
+
+	tag, err := pool.Exec(ctx, `UPDATE outbox_events SET published_at = NULL WHERE id = ANY($1)`,
+		[]uuid.UUID{events[0].ID, events[2].ID})
+	if err != nil || tag.RowsAffected() != 2 {
+		t.Fatalf("unmark events: %v, %v", tag, err)
+	}
+	if n, err := relay.RelayOnce(ctx); err != nil || n != 2 {
+		t.Fatalf("RelayOnce after unmarking = %d, %v; want 2 (republished), nil", n, err)
+	}
+
+	after := streamMessages(t, js)
+	if len(after) != len(before) {
+		t.Fatalf("stream holds %d messages after republication, want %d: the duplicate window did not drop them", len(after), len(before))
+	}
+	for i := range after {
+		if after[i].Sequence != before[i].Sequence || string(after[i].Data) != string(before[i].Data) {
+			t.Fatalf("stream message %d changed after republication", i)
+		}
+	}
+	if n, err := countUnpublished(ctx, pool); err != nil || n != 0 {
+		t.Fatalf("%d events unpublished after republication (err %v), want 0", n, err)
+	}
+}
+
+// A relay must not wait for events another relay has claimed.
+func TestRelayOnceSkipsLockedEvents(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	js := connectJS(t, testenv.NATS(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+
+	var events []outbox.Event
+	for i := range 4 {
+		events = append(events, enqueue(t, pool, "acme", "invoice.created", i))
+	}
+	claim, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claim.Rollback(ctx)
+	if _, err := claim.Exec(ctx, `SELECT 1 FROM outbox_events WHERE id = ANY($1) FOR UPDATE`,
+		[]uuid.UUID{events[0].ID, events[1].ID}); err != nil {
+		t.Fatal(err)
+	}
+
+	relay := newRelay(t, pool, js, outbox.RelayConfig{})
+	onceCtx, onceCancel := context.WithTimeout(ctx, 3*time.Second)
+	defer onceCancel()
+	if n, err := relay.RelayOnce(onceCtx); err != nil || n != 2 {
+		t.Fatalf("RelayOnce beside a claimed batch = %d, %v; want 2, nil", n, err)
+	}
+	rows := storedRows(t, pool)
+	for i, ev := range events {
+		if published := rows[ev.ID].PublishedAt != nil; published != (i >= 2) {
+			t.Fatalf("event %d published = %t, want %t", i, published, i >= 2)
+		}
+	}
+
+	if err := claim.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := relay.RelayOnce(ctx); err != nil || n != 2 {
+		t.Fatalf("RelayOnce after the claim ended = %d, %v; want 2, nil", n, err)
+	}
+}
+
+func TestRelaySurvivesNATSOutage(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	srv := testenv.NATSServer(t)
+	js := connectJS(t, srv.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	defer cancel()
+
+	var events []outbox.Event
+	for i := range 2 {
+		events = append(events, enqueue(t, pool, "acme", "invoice.created", i))
+	}
+	relay := newRelay(t, pool, js, outbox.RelayConfig{PublishTimeout: 500 * time.Millisecond})
+	if n, err := relay.RelayOnce(ctx); err != nil || n != 2 {
+		t.Fatalf("RelayOnce before the outage = %d, %v; want 2, nil", n, err)
+	}
+
+	srv.Shutdown()
+	for i := range 3 {
+		events = append(events, enqueue(t, pool, "beta", "payment.recorded", i))
+	}
+	if n, err := relay.RelayOnce(ctx); err == nil {
+		t.Fatalf("RelayOnce with NATS down = %d, nil; want an error", n)
+	}
+	if n, err := countUnpublished(ctx, pool); err != nil || n != 3 {
+		t.Fatalf("%d events unpublished after the failed RelayOnce (err %v), want 3", n, err)
+	}
+
+	// Run starts during the outage, so it has to fail and retry.
+	warnings := &warnCounter{}
+	running := newRelay(t, pool, js, outbox.RelayConfig{
+		PollInterval:   50 * time.Millisecond,
+		PublishTimeout: 500 * time.Millisecond,
+		Logger:         slog.New(warnings),
+	})
+	stop := runRelay(t, running)
+	eventually(t, "Run reporting a failed attempt while NATS is down", func() (bool, error) {
+		return warnings.n.Load() > 0, nil
+	})
+	if n, err := countUnpublished(ctx, pool); err != nil || n != 3 {
+		t.Fatalf("%d events unpublished while NATS is down (err %v), want 3", n, err)
+	}
+
+	restarted, err := natsserver.Start(srv.Config())
+	if err != nil {
+		t.Fatalf("restart NATS: %v", err)
+	}
+	t.Cleanup(restarted.Shutdown)
+	eventually(t, "all events published after NATS is back", func() (bool, error) {
+		n, err := countUnpublished(ctx, pool)
+		return n == 0, err
+	})
+	stop()
+
+	// Whatever the client buffered during the outage and the relay's
+	// republication must have collapsed into one message per event.
+	msgs := streamMessages(t, js)
+	if len(msgs) != len(events) {
+		t.Fatalf("stream holds %d messages, want %d", len(msgs), len(events))
+	}
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		seen[m.Header.Get(jetstream.MsgIDHeader)] = true
+	}
+	for _, ev := range events {
+		if !seen[ev.ID.String()] {
+			t.Fatalf("event %s (%s) missing from the stream", ev.ID, ev.Company)
+		}
+	}
+}
+
+func TestRunWakesOnNotify(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	js := connectJS(t, testenv.NATS(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+
+	// Committed before Run starts (so before it listens): only Run's first
+	// pass can publish it, which tells us that pass is over.
+	first := enqueue(t, pool, "acme", "invoice.created", 1)
+	relay := newRelay(t, pool, js, outbox.RelayConfig{PollInterval: time.Minute})
+	runRelay(t, relay)
+	eventually(t, "first event published by Run's first pass", func() (bool, error) {
+		n, err := countUnpublished(ctx, pool)
+		return n == 0, err
+	})
+	eventually(t, "relay listening", func() (bool, error) {
+		var n int
+		err := pool.QueryRow(ctx, `
+			SELECT count(*) FROM pg_stat_activity
+			 WHERE datname = current_database() AND query = 'LISTEN ' || $1`, outbox.NotifyChannel).Scan(&n)
+		return n == 1, err
+	})
+
+	second := enqueue(t, pool, "acme", "invoice.created", 2)
+	committed := time.Now()
+	deadline := committed.Add(2 * time.Second)
+	for {
+		var published bool
+		if err := pool.QueryRow(ctx, `SELECT published_at IS NOT NULL FROM outbox_events WHERE id = $1`, second.ID).Scan(&published); err != nil {
+			t.Fatal(err)
+		}
+		if published {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("event committed while Run waits (PollInterval 1m) not published within 2s: NOTIFY did not wake the relay")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("published %s after commit", time.Since(committed).Round(time.Millisecond))
+	if got := streamMsgCount(t, js); got != 2 {
+		t.Fatalf("stream holds %d messages, want 2 (%s, %s)", got, first.ID, second.ID)
+	}
+}
+
+// warnCounter is a slog.Handler that counts warnings.
+type warnCounter struct{ n atomic.Int64 }
+
+func (w *warnCounter) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnCounter) Handle(context.Context, slog.Record) error {
+	w.n.Add(1)
+	return nil
+}
+func (w *warnCounter) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnCounter) WithGroup(string) slog.Handler      { return w }
+
+// countingJS is real JetStream that counts publications per message ID.
+type countingJS struct {
+	jetstream.JetStream
+	mu    *sync.Mutex
+	count map[string]int
+}
+
+func (c countingJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	c.mu.Lock()
+	c.count[m.Header.Get(jetstream.MsgIDHeader)]++
+	c.mu.Unlock()
+	return c.JetStream.PublishMsgAsync(m, opts...)
+}
+
+func TestConcurrentRelaysPublishEveryEventOnce(t *testing.T) {
+	t.Parallel()
+	const (
+		companies  = 4
+		perCompany = 50
+	)
+	pool := newPool(t, 12)
+	url := testenv.NATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	defer cancel()
+
+	var mu sync.Mutex
+	published := map[string]int{}
+	var observer jetstream.JetStream
+	for i := range 2 {
+		js := connectJS(t, url, nats.Name(fmt.Sprintf("relay %d", i)))
+		observer = js
+		relay := newRelay(t, pool, countingJS{JetStream: js, mu: &mu, count: published},
+			outbox.RelayConfig{BatchSize: 7, PollInterval: 50 * time.Millisecond})
+		runRelay(t, relay)
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, companies)
+	for c := range companies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perCompany {
+				err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+					_, err := outbox.Enqueue(ctx, tx, fmt.Sprintf("company%d", c), "invoice.created", i)
+					return err
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("enqueue: %v", err)
+	}
+
+	const total = companies * perCompany
+	eventually(t, "every event published", func() (bool, error) {
+		n, err := countUnpublished(ctx, pool)
+		return n == 0, err
+	})
+	rows := storedRows(t, pool)
+	if len(rows) != total {
+		t.Fatalf("%d events stored, want %d", len(rows), total)
+	}
+	if got := streamMsgCount(t, observer); got != total {
+		t.Fatalf("stream holds %d messages, want %d", got, total)
+	}
+	inStream := map[string]bool{}
+	for _, m := range streamMessages(t, observer) {
+		inStream[m.Header.Get(jetstream.MsgIDHeader)] = true
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id := range rows {
+		if !inStream[id.String()] {
+			t.Fatalf("event %s is marked published but not in the stream", id)
+		}
+		// SKIP LOCKED claims are exclusive: no relay publishes an event
+		// another one has claimed or already marked.
+		if n := published[id.String()]; n != 1 {
+			t.Fatalf("event %s published %d times, want once", id, n)
+		}
+	}
+}
