@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -68,7 +69,11 @@ func decodeError(err error) *Error {
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &typeErr):
-		return invalid(typeErr.Field, "must be %s", typeErr.Type)
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		return invalid(field, "must be %s, not %s", expected(typeErr.Type), typeErr.Value)
 	case errors.As(err, &syntaxErr):
 		return Errorf(CodeInvalidCommand, "body is not valid JSON: %v (at byte %d)", syntaxErr, syntaxErr.Offset)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
@@ -76,6 +81,21 @@ func decodeError(err error) *Error {
 	default:
 		return Errorf(CodeInvalidCommand, "body: %v", err)
 	}
+}
+
+// expected says what a JSON value must look like to decode into t.
+func expected(t reflect.Type) string {
+	switch {
+	case t == reflect.TypeFor[Decimal]():
+		return `a decimal string such as "100.00"`
+	case t == reflect.TypeFor[Date]():
+		return "a date string (YYYY-MM-DD)"
+	case t.Kind() == reflect.Struct:
+		return "a JSON object"
+	case t.Kind() == reflect.Slice:
+		return "a JSON array"
+	}
+	return t.String()
 }
 
 var companyIDSyntax = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)

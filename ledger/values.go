@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"time"
 
@@ -20,18 +21,25 @@ func D(s string) Decimal { return Decimal{decimal.RequireFromString(s)} }
 
 func (d *Decimal) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || b[0] != '"' {
-		return fmt.Errorf("must be a decimal string such as \"100.00\", not %s", b)
+		return valueError(b, reflect.TypeFor[Decimal]())
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return err
+		return valueError(b, reflect.TypeFor[Decimal]())
 	}
 	v, err := decimal.NewFromString(s)
 	if err != nil || !decimalSyntax.MatchString(s) {
-		return fmt.Errorf("%q is not a decimal number", s)
+		return valueError(b, reflect.TypeFor[Decimal]())
 	}
 	d.Decimal = v
 	return nil
+}
+
+// valueError reports a malformed value as a *json.UnmarshalTypeError: it is
+// the only error encoding/json completes with the path of the field, which
+// Decode needs to name the field in its message.
+func valueError(b []byte, t reflect.Type) error {
+	return &json.UnmarshalTypeError{Value: string(b), Type: t}
 }
 
 func (d Decimal) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
@@ -60,11 +68,11 @@ func (d *Date) UnmarshalJSON(b []byte) error {
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("must be a date string (YYYY-MM-DD)")
+		return valueError(b, reflect.TypeFor[Date]())
 	}
 	v, err := ParseDate(s)
 	if err != nil {
-		return err
+		return valueError(b, reflect.TypeFor[Date]())
 	}
 	*d = v
 	return nil

@@ -1,0 +1,199 @@
+package postgres_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+type rawLine struct {
+	account, currency, debit, credit string
+}
+
+// TestDatabaseRefusesBrokenEntries posts entries by hand, past the Go checks:
+// the deferred trigger must refuse them at COMMIT, while every INSERT
+// succeeds.
+func TestDatabaseRefusesBrokenEntries(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	createCompany(t, db, "acme")
+
+	tests := []struct {
+		name     string
+		lines    []rawLine
+		wantText string // empty: the entry commits
+	}{
+		{
+			name:  "balanced",
+			lines: []rawLine{{"1200", "EUR", "363", "0"}, {"4000", "EUR", "0", "300"}, {"2300", "EUR", "0", "63"}},
+		},
+		{
+			name:  "balanced per currency",
+			lines: []rawLine{{"1200", "EUR", "10", "0"}, {"4000", "EUR", "0", "10"}, {"1200", "USD", "7", "0"}, {"4000", "USD", "0", "7"}},
+		},
+		{
+			name:     "debits exceed credits",
+			lines:    []rawLine{{"1200", "EUR", "363", "0"}, {"4000", "EUR", "0", "300"}, {"2300", "EUR", "0", "62.99"}},
+			wantText: "does not balance in EUR",
+		},
+		{
+			name:     "credits exceed debits by a fraction",
+			lines:    []rawLine{{"1200", "EUR", "100", "0"}, {"4000", "EUR", "0", "100.00000001"}},
+			wantText: "does not balance in EUR",
+		},
+		{
+			name:     "balanced in total, not per currency",
+			lines:    []rawLine{{"1200", "EUR", "100", "0"}, {"4000", "USD", "0", "100"}},
+			wantText: "does not balance",
+		},
+		{
+			name:     "single line",
+			lines:    []rawLine{{"1200", "EUR", "100", "0"}},
+			wantText: "does not balance in EUR",
+		},
+		{
+			name:     "no lines",
+			wantText: "has no lines",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testContext(t)
+			tx, err := db.Begin(ctx)
+			if err != nil {
+				t.Fatalf("begin: %v", err)
+			}
+			defer tx.Rollback(ctx)
+			entryID := uuid.New()
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
+				VALUES ($1, 'acme', '2026-12-02', 'by hand', 'manual', $2)`, entryID, uuid.New()); err != nil {
+				t.Fatalf("insert entry: %v", err)
+			}
+			for i, l := range tt.lines {
+				if _, err := tx.Exec(ctx, `
+					INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
+					VALUES ($1, $2, 'acme', $3, $4, $5, $6)`, entryID, i+1, l.account, l.currency, l.debit, l.credit); err != nil {
+					t.Fatalf("insert line %d: %v (the check must wait for COMMIT)", i+1, err)
+				}
+			}
+
+			err = tx.Commit(ctx)
+			if tt.wantText == "" {
+				if err != nil {
+					t.Fatalf("commit of a balanced entry: %v", err)
+				}
+			} else {
+				requirePgError(t, err, integrityConstraintViolation, tt.wantText)
+			}
+
+			var stored int
+			if err := db.QueryRow(ctx, `SELECT count(*) FROM journal_entries WHERE id = $1`, entryID).Scan(&stored); err != nil {
+				t.Fatalf("look up entry: %v", err)
+			}
+			if want := map[bool]int{true: 1, false: 0}[tt.wantText == ""]; stored != want {
+				t.Fatalf("%d entries stored, want %d", stored, want)
+			}
+		})
+	}
+}
+
+// TestDatabaseRefusesLinesAddedToPostedEntry: a posted entry cannot be
+// unbalanced later by adding a line to it.
+func TestDatabaseRefusesLinesAddedToPostedEntry(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 2)
+	ctx := testContext(t)
+	createCompany(t, db, "acme")
+	v := createInvoice(t, db, "acme", "order-1")
+
+	entry := uuid.MustParse(v.JournalEntryID)
+	_, err := db.Exec(ctx, `
+		INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
+		VALUES ($1, 4, 'acme', '1200', 'EUR', 1, 0)`, entry)
+	requirePgError(t, err, integrityConstraintViolation, "posted by an earlier transaction")
+
+	// A balanced pair would pass the balance check; the entry is sealed all
+	// the same.
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `
+			INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
+			VALUES ($1, 4, 'acme', '1200', 'EUR', 5, 0), ($1, 5, 'acme', '4000', 'EUR', 0, 5)`, entry)
+		return err
+	})
+	requirePgError(t, err, integrityConstraintViolation, "posted by an earlier transaction")
+
+	_, err = db.Exec(ctx, `
+		INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross)
+		VALUES ($1, 9, 'extra', 1, 1, 0, 1, 0, 1)`, uuid.MustParse(v.InvoiceID))
+	requirePgError(t, err, integrityConstraintViolation, "posted by an earlier transaction")
+	requireBooksBalance(t, db)
+}
+
+func TestPostedRowsAreImmutable(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	createCompany(t, db, "acme")
+	createInvoice(t, db, "acme", "order-1")
+	createInvoice(t, db, "acme", "order-2")
+
+	counts := func(t *testing.T) string {
+		t.Helper()
+		var s string
+		err := db.QueryRow(testContext(t), `SELECT format('%s %s %s %s %s',
+			(SELECT count(*) FROM journal_entries), (SELECT count(*) FROM journal_lines),
+			(SELECT count(*) FROM invoices), (SELECT count(*) FROM invoice_lines),
+			(SELECT sum(gross) FROM invoices))`).Scan(&s)
+		if err != nil {
+			t.Fatalf("count rows: %v", err)
+		}
+		return s
+	}
+	before := counts(t)
+	if before != "2 6 2 2 726.00000000" {
+		t.Fatalf("books before the attempts: %s", before)
+	}
+
+	tests := []struct {
+		table string
+		sql   string
+	}{
+		{"journal_entries", `UPDATE journal_entries SET description = 'changed'`},
+		{"journal_entries", `DELETE FROM journal_entries`},
+		{"journal_entries", `TRUNCATE journal_entries CASCADE`},
+		{"journal_lines", `UPDATE journal_lines SET debit = debit * 2, credit = credit * 2`},
+		{"journal_lines", `DELETE FROM journal_lines WHERE line_no = 3`},
+		{"journal_lines", `TRUNCATE journal_lines`},
+		{"invoices", `UPDATE invoices SET gross = 0`},
+		{"invoices", `DELETE FROM invoices`},
+		{"invoices", `TRUNCATE invoices CASCADE`},
+		{"invoice_lines", `UPDATE invoice_lines SET description = 'changed'`},
+		{"invoice_lines", `DELETE FROM invoice_lines`},
+		{"invoice_lines", `TRUNCATE invoice_lines`},
+	}
+	// The group returns when its parallel attempts are done.
+	t.Run("attempts", func(t *testing.T) {
+		for _, tt := range tests {
+			t.Run(tt.sql, func(t *testing.T) {
+				t.Parallel()
+				_, err := db.Exec(testContext(t), tt.sql)
+				requirePgError(t, err, integrityConstraintViolation, fmt.Sprintf("%s rows are immutable", tt.table))
+			})
+		}
+		t.Run("in a transaction that commits", func(t *testing.T) {
+			t.Parallel()
+			ctx := testContext(t)
+			err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, `DELETE FROM invoice_lines`)
+				return err
+			})
+			requirePgError(t, err, integrityConstraintViolation, "invoice_lines rows are immutable")
+		})
+	})
+	if after := counts(t); after != before {
+		t.Fatalf("books changed from %s to %s", before, after)
+	}
+}
