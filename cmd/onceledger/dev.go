@@ -143,4 +143,3 @@ func redact(dsn string) string {
 	}
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 }
-

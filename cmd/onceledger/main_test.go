@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/ledger"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// invoke runs the binary's entry point as a user would.
+func invoke(ctx context.Context, stdin string, args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = run(ctx, args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Postgres(t)
+	ctx := context.Background()
+	code, out, errOut := invoke(ctx, "", "migrate", "-database-url", dsn)
+	if code != 0 || !strings.Contains(out, "applied migration 1") {
+		t.Fatalf("first migrate: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = invoke(ctx, "", "migrate", "-database-url", dsn)
+	if code != 0 || !strings.Contains(out, "nothing to apply") {
+		t.Fatalf("second migrate: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestRunRefusesAnUnmigratedDatabase(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Postgres(t)
+	code, _, errOut := invoke(context.Background(), "", "run", "-database-url", dsn, "-nats-url", testenv.NATS(t), "-http", "")
+	if code != 1 || !strings.Contains(errOut, "run `onceledger migrate` first") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+func TestRunValidatesConfiguration(t *testing.T) {
+	cases := []struct {
+		env  map[string]string
+		args []string
+		want []string
+	}{
+		{args: []string{"run"}, want: []string{"DATABASE_URL (or -database-url) is required"}},
+		{args: []string{"run", "-database-url", "mysql://x"}, want: []string{"must be a postgres:// URL"}},
+		{
+			env:  map[string]string{"DATABASE_URL": "postgres://x/y", "ONCELEDGER_CONCURRENCY": "many", "ONCELEDGER_INBOX_RETENTION": "a week"},
+			args: []string{"run", "-log-format", "xml", "-ack-mode", "maybe", "-stream-replicas", "2"},
+			want: []string{
+				`ONCELEDGER_CONCURRENCY="many" is not a whole number`,
+				`ONCELEDGER_INBOX_RETENTION="a week" is not a duration`,
+				`log format "xml"`, `ack mode "maybe"`, "stream replicas 2",
+			},
+		},
+		{args: []string{"run", "-database-url", "postgres://x/y", "-inbox-retention", "10m"}, want: []string{"inbox retention 10m0s: at least 1h"}},
+	}
+	for _, c := range cases {
+		for k, v := range c.env {
+			t.Setenv(k, v)
+		}
+		if _, ok := c.env["DATABASE_URL"]; !ok {
+			t.Setenv("DATABASE_URL", "")
+		}
+		code, _, errOut := invoke(context.Background(), "", c.args...)
+		if code != 1 {
+			t.Errorf("%v: exit %d, want 1", c.args, code)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", c.args, w, errOut)
+			}
+		}
+		for k := range c.env {
+			os.Unsetenv(k)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	if code, _, errOut := invoke(ctx, "", "frobnicate"); code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Fatalf("unknown command: exit %d: %s", code, errOut)
+	}
+	code, _, errOut := invoke(ctx, "{}", "publish", "-company", "acme", "-command", "invoice.create")
+	if code != 2 || !strings.Contains(errOut, "-key is required") {
+		t.Fatalf("publish without -key: exit %d: %s", code, errOut)
+	}
+	if code, out, _ := invoke(ctx, "", "run", "-h"); code != 0 || out != "" {
+		t.Fatalf("run -h: exit %d", code)
+	}
+}
+
+// The binary end to end: migrate, run, publish through the CLI, events on
+// the events stream, health endpoints, graceful stop.
+func TestRunEndToEnd(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Postgres(t)
+	natsURL := testenv.NATS(t)
+	httpAddr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if code, out, errOut := invoke(ctx, "", "migrate", "-database-url", dsn); code != 0 {
+		t.Fatalf("migrate: %s%s", out, errOut)
+	}
+	done := make(chan int, 1)
+	go func() {
+		code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-log-level", "warn")
+		if code != 0 {
+			t.Errorf("run exited %d:\n%s", code, errOut)
+		}
+		done <- code
+	}()
+	waitHTTP(t, "http://"+httpAddr+"/readyz")
+
+	dir := t.TempDir()
+	companyFile := filepath.Join(dir, "company.json")
+	if err := os.WriteFile(companyFile, []byte(`{"name":"Acme UAB","country":"LT","currency":"EUR"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pub := func(stdin string, args ...string) (int, ledger.Result, string) {
+		code, out, errOut := invoke(ctx, stdin, append([]string{"publish", "-nats-url", natsURL, "-company", "acme"}, args...)...)
+		var res ledger.Result
+		if out != "" {
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("publish printed no result: %v\n%s", err, out)
+			}
+		}
+		return code, res, errOut
+	}
+	if code, res, errOut := pub("", "-command", "company.create", "-key", "setup", companyFile); code != 0 || res.Status != ledger.StatusOK {
+		t.Fatalf("company.create: exit %d %+v %s", code, res, errOut)
+	}
+	invoice, err := os.ReadFile("../../examples/invoice.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, first, errOut := pub(string(invoice), "-command", "invoice.create", "-key", "order-1041-invoice")
+	if code != 0 || first.Replayed {
+		t.Fatalf("invoice.create: exit %d %+v %s", code, first, errOut)
+	}
+	_, again, _ := pub(string(invoice), "-command", "invoice.create", "-key", "order-1041-invoice", "-")
+	if !again.Replayed || !bytes.Equal(again.Result, first.Result) {
+		t.Fatalf("retry is not a replay: %+v", again)
+	}
+	changed := strings.Replace(string(invoice), `"100.00"`, `"120.00"`, 1)
+	code, reused, _ := pub(changed, "-command", "invoice.create", "-key", "order-1041-invoice")
+	if code != 1 || reused.Error == nil || reused.Error.Message != ledger.MessageKeyReused {
+		t.Fatalf("changed payload: exit %d %+v", code, reused)
+	}
+
+	// The relay publishes the event with its ID as the message ID.
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		msg, err := lastMsg(ctx, js, "ledger.evt.acme.invoice.created")
+		if err == nil {
+			var ev struct {
+				ID       string `json:"id"`
+				Sequence int64  `json:"sequence"`
+				Data     struct {
+					Number string `json:"number"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(msg.Data, &ev); err != nil {
+				t.Fatal(err)
+			}
+			if ev.Data.Number != "INV-2026-000001" || ev.Sequence != 2 || msg.Header.Get("Nats-Msg-Id") != ev.ID {
+				t.Fatalf("event %s: %+v", msg.Data, msg.Header)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("invoice.created never reached the events stream: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	if code, _, errOut := invoke(ctx, "", "healthcheck", "-http", httpAddr); code != 0 {
+		t.Fatalf("healthcheck: exit %d %s", code, errOut)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("run exited %d after cancel", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop")
+	}
+}
+
+func waitHTTP(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready: %v", url, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func lastMsg(ctx context.Context, js jetstream.JetStream, subject string) (*jetstream.RawStreamMsg, error) {
+	stream, err := js.Stream(ctx, "LEDGER_EVT")
+	if err != nil {
+		return nil, err
+	}
+	return stream.GetLastMsgForSubject(ctx, subject)
+}
