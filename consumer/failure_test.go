@@ -173,11 +173,7 @@ func TestPanickingHandlerDoesNotStopTheWorker(t *testing.T) {
 func TestCrashBetweenCommitAndAckReplays(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	setup := h.startWorker(testConfig(), nil)
-	h.createCompany("acme")
-	if err := setup.stop(); err != nil {
-		t.Fatal(err)
-	}
+	h.setupCompany("acme")
 
 	crashed := make(chan struct{})
 	release := make(chan struct{})

@@ -20,15 +20,9 @@ import (
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
-	"github.com/onceledger/onceledger/migrations"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
-
-func migrate(ctx context.Context, dsn string) error {
-	_, err := migrations.Up(ctx, dsn, nil)
-	return err
-}
 
 // harness is one test's world: its own database, its own JetStream server,
 // a producer connection, and the workers it starts.
@@ -45,7 +39,7 @@ type harness struct {
 func newHarness(t testing.TB) *harness {
 	t.Helper()
 	ctx := context.Background()
-	h := &harness{t: t, dsn: testenv.PostgresWith(t, migrate), natsURL: testenv.NATS(t)}
+	h := &harness{t: t, dsn: testenv.Migrated(t), natsURL: testenv.NATS(t)}
 	var err error
 	if h.pool, err = pgxpool.New(ctx, h.dsn); err != nil {
 		t.Fatal(err)
@@ -290,6 +284,17 @@ func invoiceBody(order string, price string) map[string]any {
 		"customer": map[string]any{"id": "cust-42", "name": "UAB Pavyzdys", "vat_id": "LT100000000010", "country": "LT"},
 		"currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16",
 		"lines": []any{map[string]any{"description": "Consulting", "quantity": "3", "unit_price": price, "vat_rate": "21"}},
+	}
+}
+
+// setupCompany creates a company with a worker of its own that is stopped
+// again, for tests that run their own workers afterwards.
+func (h *harness) setupCompany(id string) {
+	h.t.Helper()
+	w := h.startWorker(testConfig(), nil)
+	h.createCompany(id)
+	if err := w.stop(); err != nil {
+		h.t.Fatal(err)
 	}
 }
 

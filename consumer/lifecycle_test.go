@@ -18,11 +18,7 @@ import (
 func TestShutdownFinishesInFlightCommands(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	setup := h.startWorker(testConfig(), nil)
-	h.createCompany("acme")
-	if err := setup.stop(); err != nil {
-		t.Fatal(err)
-	}
+	h.setupCompany("acme")
 
 	started := make(chan struct{})
 	proceed := make(chan struct{})

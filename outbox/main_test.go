@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/internal/testenv"
-	"github.com/onceledger/onceledger/migrations"
 	"github.com/onceledger/onceledger/outbox"
 )
 
@@ -24,16 +23,11 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // waitTimeout bounds every wait for something a relay does in the background.
 const waitTimeout = 10 * time.Second
 
-func migrate(ctx context.Context, dsn string) error {
-	_, err := migrations.Up(ctx, dsn, nil)
-	return err
-}
-
 // newPool gives the test its own migrated database. maxConns 0 keeps
 // pgxpool's default.
 func newPool(t *testing.T, maxConns int32) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(testenv.PostgresWith(t, migrate))
+	cfg, err := pgxpool.ParseConfig(testenv.Migrated(t))
 	if err != nil {
 		t.Fatal(err)
 	}

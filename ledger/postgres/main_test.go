@@ -16,15 +16,9 @@ import (
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
-	"github.com/onceledger/onceledger/migrations"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
-
-func migrate(ctx context.Context, dsn string) error {
-	_, err := migrations.Up(ctx, dsn, nil)
-	return err
-}
 
 // SQLSTATE the schema raises for broken ledger invariants.
 const integrityConstraintViolation = "23000"
@@ -39,7 +33,7 @@ func testContext(t *testing.T) context.Context {
 // newDB returns a pool on a fresh, migrated database of this test.
 func newDB(t *testing.T, maxConns int32) *pgxpool.Pool {
 	t.Helper()
-	dsn := testenv.PostgresWith(t, migrate)
+	dsn := testenv.Migrated(t)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		t.Fatalf("parse DSN: %v", err)
