@@ -21,8 +21,14 @@ type Command interface {
 
 // commands maps each command name to a constructor of its body type.
 var commands = map[string]func() Command{
-	"company.create": func() Command { return new(CreateCompany) },
-	"invoice.create": func() Command { return new(CreateInvoice) },
+	"company.create":          func() Command { return new(CreateCompany) },
+	"invoice.create":          func() Command { return new(CreateInvoice) },
+	"credit_note.create":      func() Command { return new(CreateCreditNote) },
+	"payment.record":          func() Command { return new(RecordPayment) },
+	"settlement.record":       func() Command { return new(RecordSettlement) },
+	"purchase_invoice.record": func() Command { return new(RecordPurchaseInvoice) },
+	"asset.register":          func() Command { return new(RegisterAsset) },
+	"depreciation.run":        func() Command { return new(RunDepreciation) },
 }
 
 // CommandNames returns the names of all commands, sorted.

@@ -296,7 +296,8 @@ func TestDecodeCompany(t *testing.T) {
 func TestCommandNames(t *testing.T) {
 	t.Parallel()
 	names := ledger.CommandNames()
-	want := []string{"company.create", "invoice.create"}
+	want := []string{"asset.register", "company.create", "credit_note.create", "depreciation.run", "invoice.create",
+		"payment.record", "purchase_invoice.record", "settlement.record"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("CommandNames = %v, want %v", names, want)
 	}

@@ -41,11 +41,11 @@ type Company struct {
 type AccountType string
 
 const (
-	Asset     AccountType = "asset"
-	Liability AccountType = "liability"
-	Equity    AccountType = "equity"
-	Revenue   AccountType = "revenue"
-	Expense   AccountType = "expense"
+	TypeAsset     AccountType = "asset"
+	TypeLiability AccountType = "liability"
+	TypeEquity    AccountType = "equity"
+	TypeRevenue   AccountType = "revenue"
+	TypeExpense   AccountType = "expense"
 )
 
 // Account is one account of a company's chart.
@@ -57,27 +57,39 @@ type Account struct {
 
 // Account codes of the standard chart every company starts with.
 const (
-	AccountBank        = "1100"
-	AccountReceivables = "1200"
-	AccountInputVAT    = "1300"
-	AccountPayables    = "2100"
-	AccountOutputVAT   = "2300"
-	AccountEquity      = "3000"
-	AccountRevenue     = "4000"
-	AccountExpenses    = "6000"
+	AccountBank                    = "1100"
+	AccountReceivables             = "1200"
+	AccountProviderClearing        = "1250"
+	AccountInputVAT                = "1300"
+	AccountFixedAssets             = "1500"
+	AccountAccumulatedDepreciation = "1590"
+	AccountPayables                = "2100"
+	AccountCustomerCredits         = "2200"
+	AccountOutputVAT               = "2300"
+	AccountEquity                  = "3000"
+	AccountRevenue                 = "4000"
+	AccountExpenses                = "6000"
+	AccountProviderFees            = "6100"
+	AccountDepreciation            = "6800"
 )
 
 // StandardChart is the chart of accounts company.create sets up.
 func StandardChart() []Account {
 	return []Account{
-		{AccountBank, "Bank", Asset},
-		{AccountReceivables, "Accounts receivable", Asset},
-		{AccountInputVAT, "Input VAT receivable", Asset},
-		{AccountPayables, "Accounts payable", Liability},
-		{AccountOutputVAT, "Output VAT payable", Liability},
-		{AccountEquity, "Owner's equity", Equity},
-		{AccountRevenue, "Sales revenue", Revenue},
-		{AccountExpenses, "Operating expenses", Expense},
+		{AccountBank, "Bank", TypeAsset},
+		{AccountReceivables, "Accounts receivable", TypeAsset},
+		{AccountProviderClearing, "Payment provider clearing", TypeAsset},
+		{AccountInputVAT, "Input VAT receivable", TypeAsset},
+		{AccountFixedAssets, "Fixed assets", TypeAsset},
+		{AccountAccumulatedDepreciation, "Accumulated depreciation", TypeAsset},
+		{AccountPayables, "Accounts payable", TypeLiability},
+		{AccountCustomerCredits, "Customer credits", TypeLiability},
+		{AccountOutputVAT, "Output VAT payable", TypeLiability},
+		{AccountEquity, "Owner's equity", TypeEquity},
+		{AccountRevenue, "Sales revenue", TypeRevenue},
+		{AccountExpenses, "Operating expenses", TypeExpense},
+		{AccountProviderFees, "Payment provider fees", TypeExpense},
+		{AccountDepreciation, "Depreciation expense", TypeExpense},
 	}
 }
 

@@ -33,6 +33,18 @@ func (s *Store) Execute(ctx context.Context, tx pgx.Tx, company string, cmd ledg
 		return s.createCompany(ctx, tx, company, c)
 	case *ledger.CreateInvoice:
 		return s.createInvoice(ctx, tx, company, c)
+	case *ledger.CreateCreditNote:
+		return s.createCreditNote(ctx, tx, company, c)
+	case *ledger.RecordPayment:
+		return s.recordPayment(ctx, tx, company, c)
+	case *ledger.RecordSettlement:
+		return s.recordSettlement(ctx, tx, company, c)
+	case *ledger.RecordPurchaseInvoice:
+		return s.recordPurchase(ctx, tx, company, c)
+	case *ledger.RegisterAsset:
+		return s.registerAsset(ctx, tx, company, c)
+	case *ledger.RunDepreciation:
+		return s.runDepreciation(ctx, tx, company, c)
 	default:
 		return ledger.Outcome{}, fmt.Errorf("ledger store: command %s is not implemented", cmd.CommandName())
 	}
@@ -113,48 +125,75 @@ func (s *Store) createInvoice(ctx context.Context, tx pgx.Tx, company string, c 
 	if err != nil {
 		return ledger.Outcome{}, err
 	}
-	// Checked after the series lock, so a concurrent issuer of the same order
-	// in the same series has committed by now and is visible here.
-	if err := invoiceForOrder(ctx, tx, company, c.OrderID); err != nil {
+	dup := func(ctx context.Context, tx pgx.Tx) error { return invoiceForOrder(ctx, tx, company, c.OrderID) }
+	if err := dup(ctx, tx); err != nil {
 		return ledger.Outcome{}, err
 	}
 	inv, entry := ledger.IssueInvoice(company, c, newID(), newID(), seq)
-	if err := entry.Check(); err != nil {
-		return ledger.Outcome{}, fmt.Errorf("invoice %s: %w", inv.Number, err)
-	}
-	batch := &pgx.Batch{}
-	queueEntry(batch, entry)
-	batch.Queue(`
-		INSERT INTO invoices (id, company_id, series, sequence, number, order_id,
-			customer_id, customer_name, customer_vat_id, customer_country,
-			currency, issue_date, due_date, net, vat, gross, journal_entry_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
-		inv.ID, company, inv.Series, inv.Sequence, inv.Number, inv.OrderID,
-		inv.Customer.ID, inv.Customer.Name, inv.Customer.VATID, inv.Customer.Country,
-		inv.Currency.Code, inv.IssueDate.Time, inv.DueDate.Time,
-		inv.Totals.Net.String(), inv.Totals.VAT.String(), inv.Totals.Gross.String(), entry.ID)
-	for i, l := range inv.Lines {
-		a := inv.Totals.Lines[i]
+	err = postDocument(ctx, tx, entry, "invoices_one_per_order", dup, func(batch *pgx.Batch) {
 		batch.Queue(`
-			INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			inv.ID, i+1, l.Description, l.Quantity.String(), l.UnitPrice.String(), l.VATRate.String(),
-			a.Net.String(), a.VAT.String(), a.Gross.String())
-	}
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == sqlstateUniqueViolation && pgErr.ConstraintName == "invoices_one_per_order" {
-			// Another series issued this order concurrently. Transient: the
-			// retry sees the committed invoice and reports the duplicate.
-			return ledger.Outcome{}, fmt.Errorf("order %s issued concurrently: %w", c.OrderID, err)
+			INSERT INTO invoices (id, company_id, series, sequence, number, order_id,
+				customer_id, customer_name, customer_vat_id, customer_country,
+				currency, issue_date, due_date, net, vat, gross, journal_entry_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+			inv.ID, company, inv.Series, inv.Sequence, inv.Number, inv.OrderID,
+			inv.Customer.ID, inv.Customer.Name, inv.Customer.VATID, inv.Customer.Country,
+			inv.Currency.Code, inv.IssueDate.Time, inv.DueDate.Time,
+			inv.Totals.Net.String(), inv.Totals.VAT.String(), inv.Totals.Gross.String(), entry.ID)
+		for i, l := range inv.Lines {
+			a := inv.Totals.Lines[i]
+			batch.Queue(`
+				INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+				inv.ID, i+1, l.Description, l.Quantity.String(), l.UnitPrice.String(), l.VATRate.String(),
+				a.Net.String(), a.VAT.String(), a.Gross.String())
 		}
+	})
+	if err != nil {
 		return ledger.Outcome{}, fmt.Errorf("post invoice %s: %w", inv.Number, err)
 	}
-	view := inv.View()
-	return ledger.Outcome{
-		Result: view,
-		Events: []ledger.Event{{Type: "invoice.created", Data: view}},
-	}, nil
+	return outcome("invoice.created", inv.View()), nil
+}
+
+// outcome is a result that is also the data of the one event it emits.
+func outcome(eventType string, view any) ledger.Outcome {
+	return ledger.Outcome{Result: view, Events: []ledger.Event{{Type: eventType, Data: view}}}
+}
+
+// postDocument writes a document and its journal entry (nil for documents
+// that post nothing) in one round trip, inside a savepoint. The caller has
+// already checked the document's business key; when a concurrent command
+// committed the same key in between, the unique index named constraint
+// refuses the insert, but only once that command committed, so dup can then
+// read and report the existing document deterministically.
+func postDocument(ctx context.Context, tx pgx.Tx, entry *ledger.JournalEntry, constraint string,
+	dup func(context.Context, pgx.Tx) error, add func(*pgx.Batch)) error {
+	if entry != nil {
+		if err := entry.Check(); err != nil {
+			return err
+		}
+	}
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	batch := &pgx.Batch{}
+	if entry != nil {
+		queueEntry(batch, entry)
+	}
+	add(batch)
+	err = sp.SendBatch(ctx, batch).Close()
+	if err == nil {
+		return sp.Commit(ctx)
+	}
+	_ = sp.Rollback(ctx)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == sqlstateUniqueViolation && pgErr.ConstraintName == constraint && dup != nil {
+		if dupErr := dup(ctx, tx); dupErr != nil {
+			return dupErr
+		}
+	}
+	return err
 }
 
 // invoiceForOrder reports the business duplicate: one invoice per order,

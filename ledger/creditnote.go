@@ -1,0 +1,392 @@
+package ledger
+
+import (
+	"sort"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+)
+
+// CreateCreditNote is the body of credit_note.create: a full or partial
+// credit of one issued invoice, which it always references (EU VAT
+// directive art. 219). Exactly one of Full, Lines and Amounts says what is
+// credited.
+type CreateCreditNote struct {
+	InvoiceID     string         `json:"invoice_id,omitempty"`
+	InvoiceNumber string         `json:"invoice_number,omitempty"`
+	Series        string         `json:"series,omitempty"`
+	IssueDate     Date           `json:"issue_date"`
+	Reason        string         `json:"reason"`
+	Full          bool           `json:"full,omitempty"`
+	Lines         []CreditLine   `json:"lines,omitempty"`
+	Amounts       []CreditAmount `json:"amounts,omitempty"`
+}
+
+// CreditLine credits a quantity of one invoice line, at its unit price and
+// VAT rate. Line numbers start at 1.
+type CreditLine struct {
+	Line     int     `json:"line"`
+	Quantity Decimal `json:"quantity"`
+}
+
+// CreditAmount credits a net amount at one of the invoice's VAT rates, for
+// discounts and corrections that are not about quantities.
+type CreditAmount struct {
+	VATRate     Decimal `json:"vat_rate"`
+	Net         Decimal `json:"net"`
+	Description string  `json:"description,omitempty"`
+}
+
+func (*CreateCreditNote) CommandName() string { return "credit_note.create" }
+
+func (c *CreateCreditNote) validate() *Error {
+	if c.Series == "" {
+		c.Series = SeriesCreditNote
+	}
+	switch {
+	case (c.InvoiceID == "") == (c.InvoiceNumber == ""):
+		return invalid("invoice_id", "give exactly one of invoice_id and invoice_number")
+	case c.InvoiceID != "" && uuid.Validate(c.InvoiceID) != nil:
+		return invalid("invoice_id", "%q is not a UUID", c.InvoiceID)
+	case c.IssueDate.IsZero():
+		return invalid("issue_date", "is required")
+	}
+	if err := firstError(seriesErr(c.Series), required("reason", c.Reason, 500)); err != nil {
+		return err
+	}
+	ways := 0
+	for _, set := range []bool{c.Full, len(c.Lines) > 0, len(c.Amounts) > 0} {
+		if set {
+			ways++
+		}
+	}
+	if ways != 1 {
+		return invalid("full", "give exactly one of full, lines and amounts")
+	}
+	seen := map[int]bool{}
+	for i, l := range c.Lines {
+		f := fieldf("lines[%d]", i)
+		switch {
+		case l.Line < 1:
+			return invalid(f+".line", "must be an invoice line number (from 1)")
+		case seen[l.Line]:
+			return invalid(f+".line", "line %d is listed twice", l.Line)
+		case !l.Quantity.IsPositive():
+			return invalid(f+".quantity", "must be greater than zero")
+		}
+		seen[l.Line] = true
+	}
+	rates := map[string]bool{}
+	for i, a := range c.Amounts {
+		f := fieldf("amounts[%d]", i)
+		switch {
+		case !a.Net.IsPositive():
+			return invalid(f+".net", "must be greater than zero")
+		case rates[a.VATRate.String()]:
+			return invalid(f+".vat_rate", "rate %s is listed twice", a.VATRate)
+		}
+		if err := maxLen(f+".description", a.Description, 500); err != nil {
+			return err
+		}
+		rates[a.VATRate.String()] = true
+	}
+	return nil
+}
+
+// InvoiceState is an issued invoice with what has been credited and paid
+// so far: what a credit note or payment is checked against.
+type InvoiceState struct {
+	ID         uuid.UUID
+	Number     string
+	CustomerID string
+	Currency   Currency
+	IssueDate  Date
+	Gross      decimal.Decimal
+	Lines      []IssuedLine
+	// Credited per VAT rate (key: rate.String()) and in total.
+	CreditedByRate map[string]RateTotal
+	CreditedGross  decimal.Decimal
+	Paid           decimal.Decimal
+}
+
+// IssuedLine is an invoice line with what line-based credits took from it.
+type IssuedLine struct {
+	No          int
+	Description string
+	Quantity    decimal.Decimal
+	UnitPrice   decimal.Decimal
+	VATRate     decimal.Decimal
+	Net, VAT    decimal.Decimal
+	// Credited by line-based credit notes.
+	CreditedQuantity decimal.Decimal
+	CreditedNet      decimal.Decimal
+	CreditedVAT      decimal.Decimal
+}
+
+// Open is what the customer still owes: gross less credits and payments.
+// It is negative when a credit followed a payment (the customer is owed).
+func (s *InvoiceState) Open() decimal.Decimal {
+	return s.Gross.Sub(s.CreditedGross).Sub(s.Paid)
+}
+
+// Status names where the invoice stands.
+func (s *InvoiceState) Status() string {
+	return InvoiceStatus(s.Gross, s.CreditedGross, s.Paid)
+}
+
+// Invoice statuses.
+const (
+	InvoiceOpen          = "open"
+	InvoicePartiallyPaid = "partially_paid"
+	InvoicePaid          = "paid"
+	InvoiceCredited      = "credited"
+)
+
+// InvoiceStatus derives the status from the amounts: fully credited,
+// settled by payments (and credits), partly paid, or open.
+func InvoiceStatus(gross, credited, paid decimal.Decimal) string {
+	open := gross.Sub(credited).Sub(paid)
+	switch {
+	case credited.GreaterThanOrEqual(gross) && paid.IsZero():
+		return InvoiceCredited
+	case !open.IsPositive():
+		return InvoicePaid
+	case paid.IsPositive():
+		return InvoicePartiallyPaid
+	}
+	return InvoiceOpen
+}
+
+// CreditNoteLine is one computed line of a credit note.
+type CreditNoteLine struct {
+	InvoiceLine int // 0 for an amount-based line
+	Description string
+	Quantity    decimal.NullDecimal
+	UnitPrice   decimal.NullDecimal
+	VATRate     decimal.Decimal
+	Net, VAT    decimal.Decimal
+}
+
+// CreditNote is an issued credit note.
+type CreditNote struct {
+	ID             uuid.UUID
+	Company        string
+	Series         string
+	Number         string
+	Sequence       int64
+	Invoice        *InvoiceState
+	IssueDate      Date
+	Reason         string
+	Lines          []CreditNoteLine
+	Net, VAT       decimal.Decimal
+	JournalEntryID uuid.UUID
+}
+
+// Gross is net plus VAT.
+func (cn *CreditNote) Gross() decimal.Decimal { return cn.Net.Add(cn.VAT) }
+
+// PlanCredit computes the lines of a credit note for inv and refuses, with
+// conflict, to credit more than is left: per line for quantities, per VAT
+// rate for net and VAT. Crediting everything that is left of a line or a
+// rate takes the exact remainder, so a series of partial credits adds up to
+// the invoice to the cent.
+func PlanCredit(inv *InvoiceState, c *CreateCreditNote) ([]CreditNoteLine, *Error) {
+	cur := inv.Currency
+	hundred := decimal.NewFromInt(100)
+	left := inv.rateRemainders()
+	var lines []CreditNoteLine
+	switch {
+	case c.Full:
+		for _, r := range sortedRates(left) {
+			rem := left[r.String()]
+			if rem.Net.IsZero() && rem.VAT.IsZero() {
+				continue
+			}
+			lines = append(lines, CreditNoteLine{
+				Description: "Credit of the remainder of invoice " + inv.Number,
+				VATRate:     rem.Rate, Net: rem.Net, VAT: rem.VAT,
+			})
+		}
+	case len(c.Lines) > 0:
+		for _, cl := range c.Lines {
+			if cl.Line > len(inv.Lines) {
+				return nil, conflictf(inv, "invoice %s has no line %d", inv.Number, cl.Line)
+			}
+			il := inv.Lines[cl.Line-1]
+			remaining := il.Quantity.Sub(il.CreditedQuantity)
+			if cl.Quantity.GreaterThan(remaining) {
+				return nil, conflictf(inv, "line %d of invoice %s has %s left to credit, not %s", cl.Line, inv.Number, remaining, cl.Quantity)
+			}
+			net := cur.Round(cl.Quantity.Mul(il.UnitPrice))
+			vat := cur.Round(net.Mul(il.VATRate).Div(hundred))
+			if cl.Quantity.Equal(remaining) {
+				net, vat = il.Net.Sub(il.CreditedNet), il.VAT.Sub(il.CreditedVAT)
+			}
+			lines = append(lines, CreditNoteLine{
+				InvoiceLine: cl.Line, Description: il.Description,
+				Quantity:  decimal.NewNullDecimal(cl.Quantity.Decimal),
+				UnitPrice: decimal.NewNullDecimal(il.UnitPrice),
+				VATRate:   il.VATRate, Net: net, VAT: vat,
+			})
+		}
+	default:
+		for _, a := range c.Amounts {
+			if !cur.Fits(a.Net.Decimal) {
+				return nil, invalid("amounts.net", "%s has more decimals than %s allows", a.Net, cur.Code)
+			}
+			rem, ok := left[a.VATRate.String()]
+			if !ok {
+				return nil, conflictf(inv, "invoice %s has no lines at VAT rate %s", inv.Number, a.VATRate)
+			}
+			vat := cur.Round(a.Net.Mul(a.VATRate.Decimal).Div(hundred))
+			if a.Net.Equal(rem.Net) {
+				vat = rem.VAT
+			}
+			desc := a.Description
+			if desc == "" {
+				desc = "Credit on invoice " + inv.Number
+			}
+			lines = append(lines, CreditNoteLine{Description: desc, VATRate: rem.Rate, Net: a.Net.Decimal, VAT: vat})
+		}
+	}
+	// Per rate, the note may not take more net or VAT than is left.
+	taken := map[string]RateTotal{}
+	for _, l := range lines {
+		k := l.VATRate.String()
+		t := taken[k]
+		t.Rate, t.Net, t.VAT = l.VATRate, t.Net.Add(l.Net), t.VAT.Add(l.VAT)
+		taken[k] = t
+	}
+	for k, t := range taken {
+		rem := left[k]
+		if t.Net.GreaterThan(rem.Net) || t.VAT.GreaterThan(rem.VAT) {
+			return nil, conflictf(inv, "credit exceeds what is left on invoice %s at VAT rate %s: %s net and %s VAT left, %s and %s asked",
+				inv.Number, t.Rate, cur.Format(rem.Net), cur.Format(rem.VAT), cur.Format(t.Net), cur.Format(t.VAT))
+		}
+	}
+	var gross decimal.Decimal
+	for _, l := range lines {
+		gross = gross.Add(l.Net).Add(l.VAT)
+	}
+	if !gross.IsPositive() {
+		return nil, conflictf(inv, "nothing is left to credit on invoice %s", inv.Number)
+	}
+	return lines, nil
+}
+
+func conflictf(inv *InvoiceState, format string, args ...any) *Error {
+	e := Errorf(CodeConflict, format, args...)
+	e.Details = map[string]any{"invoice_id": inv.ID.String(), "number": inv.Number}
+	return e
+}
+
+// rateRemainders is, per VAT rate, the invoice's net and VAT less all credits.
+func (s *InvoiceState) rateRemainders() map[string]RateTotal {
+	out := map[string]RateTotal{}
+	for _, l := range s.Lines {
+		k := l.VATRate.String()
+		r := out[k]
+		r.Rate, r.Net, r.VAT = l.VATRate, r.Net.Add(l.Net), r.VAT.Add(l.VAT)
+		out[k] = r
+	}
+	for k, c := range s.CreditedByRate {
+		r := out[k]
+		r.Net, r.VAT = r.Net.Sub(c.Net), r.VAT.Sub(c.VAT)
+		out[k] = r
+	}
+	return out
+}
+
+func sortedRates(m map[string]RateTotal) []decimal.Decimal {
+	rates := make([]decimal.Decimal, 0, len(m))
+	for _, r := range m {
+		rates = append(rates, r.Rate)
+	}
+	sort.Slice(rates, func(i, j int) bool { return rates[i].LessThan(rates[j]) })
+	return rates
+}
+
+// IssueCreditNote builds the credit note and its journal entry, which
+// reverses the invoice's: Dr revenue (net) and Dr output VAT (VAT) /
+// Cr receivables (gross).
+func IssueCreditNote(company string, c *CreateCreditNote, inv *InvoiceState, lines []CreditNoteLine, id, entryID uuid.UUID, sequence int64) (*CreditNote, *JournalEntry) {
+	cn := &CreditNote{
+		ID: id, Company: company, Series: c.Series, Sequence: sequence,
+		Number:  FormatNumber(c.Series, c.IssueDate, sequence),
+		Invoice: inv, IssueDate: c.IssueDate, Reason: c.Reason, Lines: lines, JournalEntryID: entryID,
+	}
+	for _, l := range lines {
+		cn.Net, cn.VAT = cn.Net.Add(l.Net), cn.VAT.Add(l.VAT)
+	}
+	cur := inv.Currency.Code
+	var jl []JournalLine
+	jl = appendNonZero(jl, debit(AccountRevenue, cur, cn.Net))
+	jl = appendNonZero(jl, debit(AccountOutputVAT, cur, cn.VAT))
+	jl = appendNonZero(jl, credit(AccountReceivables, cur, cn.Gross()))
+	return cn, &JournalEntry{
+		ID: entryID, Company: company, Date: c.IssueDate,
+		Description: "Credit note " + cn.Number + " for invoice " + inv.Number,
+		SourceType:  "credit_note", SourceID: id, Lines: jl,
+	}
+}
+
+// CreditNoteView is a credit note as results and events show it.
+type CreditNoteView struct {
+	CreditNoteID   string               `json:"credit_note_id"`
+	Number         string               `json:"number"`
+	Series         string               `json:"series"`
+	Sequence       int64                `json:"sequence"`
+	InvoiceID      string               `json:"invoice_id"`
+	InvoiceNumber  string               `json:"invoice_number"`
+	IssueDate      string               `json:"issue_date"`
+	Reason         string               `json:"reason"`
+	Currency       string               `json:"currency"`
+	Lines          []CreditNoteLineView `json:"lines"`
+	Net            string               `json:"net"`
+	VAT            string               `json:"vat"`
+	Gross          string               `json:"gross"`
+	InvoiceStatus  string               `json:"invoice_status"`
+	InvoiceOpen    string               `json:"invoice_open"`
+	JournalEntryID string               `json:"journal_entry_id"`
+}
+
+// CreditNoteLineView is one line of a CreditNoteView.
+type CreditNoteLineView struct {
+	InvoiceLine int    `json:"invoice_line,omitempty"`
+	Description string `json:"description"`
+	Quantity    string `json:"quantity,omitempty"`
+	UnitPrice   string `json:"unit_price,omitempty"`
+	VATRate     string `json:"vat_rate"`
+	Net         string `json:"net"`
+	VAT         string `json:"vat"`
+	Gross       string `json:"gross"`
+}
+
+// View renders the credit note; the invoice's status is the one after it.
+func (cn *CreditNote) View() CreditNoteView {
+	cur := cn.Invoice.Currency
+	credited := cn.Invoice.CreditedGross.Add(cn.Gross())
+	v := CreditNoteView{
+		CreditNoteID: cn.ID.String(), Number: cn.Number, Series: cn.Series, Sequence: cn.Sequence,
+		InvoiceID: cn.Invoice.ID.String(), InvoiceNumber: cn.Invoice.Number,
+		IssueDate: cn.IssueDate.String(), Reason: cn.Reason, Currency: cur.Code,
+		Net: cur.Format(cn.Net), VAT: cur.Format(cn.VAT), Gross: cur.Format(cn.Gross()),
+		InvoiceStatus:  InvoiceStatus(cn.Invoice.Gross, credited, cn.Invoice.Paid),
+		InvoiceOpen:    cur.Format(cn.Invoice.Gross.Sub(credited).Sub(cn.Invoice.Paid)),
+		JournalEntryID: cn.JournalEntryID.String(),
+	}
+	for _, l := range cn.Lines {
+		lv := CreditNoteLineView{
+			InvoiceLine: l.InvoiceLine, Description: l.Description, VATRate: l.VATRate.String(),
+			Net: cur.Format(l.Net), VAT: cur.Format(l.VAT), Gross: cur.Format(l.Net.Add(l.VAT)),
+		}
+		if l.Quantity.Valid {
+			lv.Quantity = l.Quantity.Decimal.String()
+		}
+		if l.UnitPrice.Valid {
+			lv.UnitPrice = l.UnitPrice.Decimal.String()
+		}
+		v.Lines = append(v.Lines, lv)
+	}
+	return v
+}

@@ -1,0 +1,177 @@
+package ledger
+
+import (
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+)
+
+// RecordPayment is the body of payment.record: money received from a
+// customer, applied to one or more of its invoices. What is not applied is
+// kept as the customer's unapplied credit.
+type RecordPayment struct {
+	PaymentRef  string       `json:"payment_ref"`
+	CustomerID  string       `json:"customer_id"`
+	ReceivedOn  Date         `json:"received_on"`
+	Method      string       `json:"method,omitempty"`
+	Currency    string       `json:"currency"`
+	Amount      Decimal      `json:"amount"`
+	Allocations []Allocation `json:"allocations,omitempty"`
+}
+
+// Allocation applies part of a payment to one invoice.
+type Allocation struct {
+	InvoiceID     string  `json:"invoice_id,omitempty"`
+	InvoiceNumber string  `json:"invoice_number,omitempty"`
+	Amount        Decimal `json:"amount"`
+}
+
+// Payment methods: where the money arrived.
+const (
+	MethodBank     = "bank"     // on the bank account
+	MethodProvider = "provider" // at a payment provider, until its payout settles
+)
+
+func (*RecordPayment) CommandName() string { return "payment.record" }
+
+func (c *RecordPayment) validate() *Error {
+	if c.Method == "" {
+		c.Method = MethodBank
+	}
+	cur, curErr := currency("currency", c.Currency)
+	if err := firstError(
+		required("payment_ref", c.PaymentRef, 200),
+		required("customer_id", c.CustomerID, 100),
+		curErr,
+	); err != nil {
+		return err
+	}
+	switch {
+	case c.ReceivedOn.IsZero():
+		return invalid("received_on", "is required")
+	case c.Method != MethodBank && c.Method != MethodProvider:
+		return invalid("method", "must be %q or %q, not %q", MethodBank, MethodProvider, c.Method)
+	case !c.Amount.IsPositive():
+		return invalid("amount", "must be greater than zero")
+	case !cur.Fits(c.Amount.Decimal):
+		return invalid("amount", "%s has more decimals than %s allows", c.Amount, cur.Code)
+	}
+	var applied decimal.Decimal
+	seen := map[string]bool{}
+	for i, a := range c.Allocations {
+		f := fieldf("allocations[%d]", i)
+		ref := a.InvoiceID + "#" + a.InvoiceNumber
+		switch {
+		case (a.InvoiceID == "") == (a.InvoiceNumber == ""):
+			return invalid(f+".invoice_id", "give exactly one of invoice_id and invoice_number")
+		case a.InvoiceID != "" && uuid.Validate(a.InvoiceID) != nil:
+			return invalid(f+".invoice_id", "%q is not a UUID", a.InvoiceID)
+		case seen[ref]:
+			return invalid(f, "the invoice is listed twice")
+		case !a.Amount.IsPositive():
+			return invalid(f+".amount", "must be greater than zero")
+		case !cur.Fits(a.Amount.Decimal):
+			return invalid(f+".amount", "%s has more decimals than %s allows", a.Amount, cur.Code)
+		}
+		seen[ref] = true
+		applied = applied.Add(a.Amount.Decimal)
+	}
+	if applied.GreaterThan(c.Amount.Decimal) {
+		return invalid("allocations", "allocate %s in total, more than the payment's %s", applied, c.Amount)
+	}
+	return nil
+}
+
+// Payment is a recorded payment.
+type Payment struct {
+	ID             uuid.UUID
+	Company        string
+	Command        *RecordPayment
+	Currency       Currency
+	Applied        []AppliedPayment
+	Unapplied      decimal.Decimal
+	JournalEntryID uuid.UUID
+}
+
+// AppliedPayment is an allocation checked against its invoice.
+type AppliedPayment struct {
+	Invoice *InvoiceState
+	Amount  decimal.Decimal
+}
+
+// ApplyPayment checks each allocation against its invoice (same customer,
+// same currency, no more than is open) and builds the payment with its
+// journal entry: Dr bank or provider clearing (amount) / Cr receivables
+// (applied) / Cr customer credits (unapplied).
+func ApplyPayment(company string, c *RecordPayment, invoices []*InvoiceState, id, entryID uuid.UUID) (*Payment, *JournalEntry, *Error) {
+	cur, _ := LookupCurrency(c.Currency)
+	p := &Payment{ID: id, Company: company, Command: c, Currency: cur, JournalEntryID: entryID, Unapplied: c.Amount.Decimal}
+	for i, a := range c.Allocations {
+		inv := invoices[i]
+		switch {
+		case inv.CustomerID != c.CustomerID:
+			return nil, nil, conflictf(inv, "invoice %s belongs to customer %q, not %q", inv.Number, inv.CustomerID, c.CustomerID)
+		case inv.Currency.Code != cur.Code:
+			return nil, nil, conflictf(inv, "invoice %s is in %s, the payment in %s", inv.Number, inv.Currency.Code, cur.Code)
+		case a.Amount.GreaterThan(inv.Open()):
+			return nil, nil, conflictf(inv, "invoice %s has %s open, less than the %s allocated to it", inv.Number, cur.Format(inv.Open()), cur.Format(a.Amount.Decimal))
+		}
+		p.Applied = append(p.Applied, AppliedPayment{Invoice: inv, Amount: a.Amount.Decimal})
+		p.Unapplied = p.Unapplied.Sub(a.Amount.Decimal)
+	}
+	cash := AccountBank
+	if c.Method == MethodProvider {
+		cash = AccountProviderClearing
+	}
+	var lines []JournalLine
+	lines = appendNonZero(lines, debit(cash, cur.Code, c.Amount.Decimal))
+	lines = appendNonZero(lines, credit(AccountReceivables, cur.Code, c.Amount.Sub(p.Unapplied)))
+	lines = appendNonZero(lines, credit(AccountCustomerCredits, cur.Code, p.Unapplied))
+	return p, &JournalEntry{
+		ID: entryID, Company: company, Date: c.ReceivedOn,
+		Description: "Payment " + c.PaymentRef + " from customer " + c.CustomerID,
+		SourceType:  "payment", SourceID: id, Lines: lines,
+	}, nil
+}
+
+// PaymentView is a payment as results and events show it.
+type PaymentView struct {
+	PaymentID      string               `json:"payment_id"`
+	PaymentRef     string               `json:"payment_ref"`
+	CustomerID     string               `json:"customer_id"`
+	ReceivedOn     string               `json:"received_on"`
+	Method         string               `json:"method"`
+	Currency       string               `json:"currency"`
+	Amount         string               `json:"amount"`
+	Applied        []AppliedPaymentView `json:"applied"`
+	Unapplied      string               `json:"unapplied"`
+	JournalEntryID string               `json:"journal_entry_id"`
+}
+
+// AppliedPaymentView is one allocation with the invoice's status after it.
+type AppliedPaymentView struct {
+	InvoiceID     string `json:"invoice_id"`
+	InvoiceNumber string `json:"invoice_number"`
+	Amount        string `json:"amount"`
+	InvoiceStatus string `json:"invoice_status"`
+	InvoiceOpen   string `json:"invoice_open"`
+}
+
+// View renders the payment.
+func (p *Payment) View() PaymentView {
+	cur := p.Currency
+	v := PaymentView{
+		PaymentID: p.ID.String(), PaymentRef: p.Command.PaymentRef, CustomerID: p.Command.CustomerID,
+		ReceivedOn: p.Command.ReceivedOn.String(), Method: p.Command.Method, Currency: cur.Code,
+		Amount: cur.Format(p.Command.Amount.Decimal), Unapplied: cur.Format(p.Unapplied),
+		Applied: []AppliedPaymentView{}, JournalEntryID: p.JournalEntryID.String(),
+	}
+	for _, a := range p.Applied {
+		paid := a.Invoice.Paid.Add(a.Amount)
+		v.Applied = append(v.Applied, AppliedPaymentView{
+			InvoiceID: a.Invoice.ID.String(), InvoiceNumber: a.Invoice.Number, Amount: cur.Format(a.Amount),
+			InvoiceStatus: InvoiceStatus(a.Invoice.Gross, a.Invoice.CreditedGross, paid),
+			InvoiceOpen:   cur.Format(a.Invoice.Gross.Sub(a.Invoice.CreditedGross).Sub(paid)),
+		})
+	}
+	return v
+}

@@ -1,0 +1,147 @@
+package ledger
+
+import (
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+)
+
+// RecordPurchaseInvoice is the body of purchase_invoice.record: a
+// supplier's invoice with input VAT, booked to expense or asset accounts.
+type RecordPurchaseInvoice struct {
+	Supplier       Party          `json:"supplier"`
+	DocumentNumber string         `json:"document_number"`
+	IssueDate      Date           `json:"issue_date"`
+	DueDate        Date           `json:"due_date"`
+	Currency       string         `json:"currency"`
+	Lines          []PurchaseLine `json:"lines"`
+}
+
+// PurchaseLine is one line of a supplier's invoice. Account defaults to
+// 6000 Operating expenses; 1500 capitalises a fixed asset.
+type PurchaseLine struct {
+	Description string  `json:"description"`
+	Quantity    Decimal `json:"quantity"`
+	UnitPrice   Decimal `json:"unit_price"`
+	VATRate     Decimal `json:"vat_rate"`
+	Account     string  `json:"account,omitempty"`
+}
+
+// purchaseAccounts are the accounts a purchase may be booked to.
+var purchaseAccounts = map[string]bool{
+	AccountExpenses: true, AccountProviderFees: true, AccountDepreciation: true, AccountFixedAssets: true,
+}
+
+func (*RecordPurchaseInvoice) CommandName() string { return "purchase_invoice.record" }
+
+func (c *RecordPurchaseInvoice) validate() *Error {
+	if err := firstError(
+		required("supplier.id", c.Supplier.ID, 100),
+		required("supplier.name", c.Supplier.Name, 200),
+		country("supplier.country", c.Supplier.Country),
+		maxLen("supplier.vat_id", c.Supplier.VATID, 32),
+		required("document_number", c.DocumentNumber, 100),
+	); err != nil {
+		return err
+	}
+	for i := range c.Lines {
+		if c.Lines[i].Account == "" {
+			c.Lines[i].Account = AccountExpenses
+		}
+		if !purchaseAccounts[c.Lines[i].Account] {
+			return invalid(fieldf("lines[%d].account", i), "%q is not an expense or fixed-asset account (6000, 6100, 6800, 1500)", c.Lines[i].Account)
+		}
+	}
+	return c.asInvoice().validate()
+}
+
+// asInvoice reuses the sales invoice's line rules and rounding: the same
+// per-line half-up computation applies to input VAT.
+func (c *RecordPurchaseInvoice) asInvoice() *CreateInvoice {
+	inv := &CreateInvoice{
+		OrderID: c.DocumentNumber, Series: SeriesInvoice, Customer: c.Supplier,
+		Currency: c.Currency, IssueDate: c.IssueDate, DueDate: c.DueDate,
+	}
+	for _, l := range c.Lines {
+		inv.Lines = append(inv.Lines, InvoiceLine{Description: l.Description, Quantity: l.Quantity, UnitPrice: l.UnitPrice, VATRate: l.VATRate})
+	}
+	return inv
+}
+
+// PurchaseInvoice is a recorded supplier invoice.
+type PurchaseInvoice struct {
+	ID             uuid.UUID
+	Command        *RecordPurchaseInvoice
+	Currency       Currency
+	Totals         Totals
+	JournalEntryID uuid.UUID
+}
+
+// BookPurchase builds the purchase invoice and its entry: Dr each line's
+// account (net), Dr input VAT / Cr payables (gross).
+func BookPurchase(company string, c *RecordPurchaseInvoice, id, entryID uuid.UUID) (*PurchaseInvoice, *JournalEntry) {
+	cur, _ := LookupCurrency(c.Currency)
+	t := c.asInvoice().Totals(cur)
+	byAccount := map[string]decimal.Decimal{}
+	var order []string
+	for i, l := range c.Lines {
+		if _, ok := byAccount[l.Account]; !ok {
+			order = append(order, l.Account)
+		}
+		byAccount[l.Account] = byAccount[l.Account].Add(t.Lines[i].Net)
+	}
+	var lines []JournalLine
+	for _, acc := range order {
+		lines = appendNonZero(lines, debit(acc, cur.Code, byAccount[acc]))
+	}
+	lines = appendNonZero(lines, debit(AccountInputVAT, cur.Code, t.VAT))
+	lines = appendNonZero(lines, credit(AccountPayables, cur.Code, t.Gross))
+	return &PurchaseInvoice{ID: id, Command: c, Currency: cur, Totals: t, JournalEntryID: entryID}, &JournalEntry{
+		ID: entryID, Company: company, Date: c.IssueDate,
+		Description: "Purchase invoice " + c.DocumentNumber + " from " + c.Supplier.Name,
+		SourceType:  "purchase_invoice", SourceID: id, Lines: lines,
+	}
+}
+
+// PurchaseInvoiceView is a purchase invoice as results and events show it.
+type PurchaseInvoiceView struct {
+	PurchaseInvoiceID string             `json:"purchase_invoice_id"`
+	Supplier          Party              `json:"supplier"`
+	DocumentNumber    string             `json:"document_number"`
+	IssueDate         string             `json:"issue_date"`
+	DueDate           string             `json:"due_date"`
+	Currency          string             `json:"currency"`
+	Lines             []PurchaseLineView `json:"lines"`
+	VATBreakdown      []RateView         `json:"vat_breakdown"`
+	Net               string             `json:"net"`
+	VAT               string             `json:"vat"`
+	Gross             string             `json:"gross"`
+	JournalEntryID    string             `json:"journal_entry_id"`
+}
+
+// PurchaseLineView is one line of a PurchaseInvoiceView.
+type PurchaseLineView struct {
+	InvoiceLineView
+	Account string `json:"account"`
+}
+
+// View renders the purchase invoice.
+func (p *PurchaseInvoice) View() PurchaseInvoiceView {
+	cur, c := p.Currency, p.Command
+	v := PurchaseInvoiceView{
+		PurchaseInvoiceID: p.ID.String(), Supplier: c.Supplier, DocumentNumber: c.DocumentNumber,
+		IssueDate: c.IssueDate.String(), DueDate: c.DueDate.String(), Currency: cur.Code,
+		Net: cur.Format(p.Totals.Net), VAT: cur.Format(p.Totals.VAT), Gross: cur.Format(p.Totals.Gross),
+		JournalEntryID: p.JournalEntryID.String(),
+	}
+	for i, l := range c.Lines {
+		a := p.Totals.Lines[i]
+		v.Lines = append(v.Lines, PurchaseLineView{InvoiceLineView: InvoiceLineView{
+			Description: l.Description, Quantity: l.Quantity.String(), UnitPrice: l.UnitPrice.String(),
+			VATRate: l.VATRate.String(), Net: cur.Format(a.Net), VAT: cur.Format(a.VAT), Gross: cur.Format(a.Gross),
+		}, Account: l.Account})
+	}
+	for _, r := range p.Totals.ByRate {
+		v.VATBreakdown = append(v.VATBreakdown, RateView{Rate: r.Rate.String(), Net: cur.Format(r.Net), VAT: cur.Format(r.VAT)})
+	}
+	return v
+}
