@@ -43,6 +43,7 @@ Usage:
   onceledger run         run the worker (DATABASE_URL, NATS_URL)
   onceledger publish     publish a command and print its result
   onceledger healthcheck probe a running worker's /healthz
+  onceledger books       read the books: trial balance, account, invoice, VAT return, register
 
 Run "onceledger <command> -h" for the options of a command.
 `
@@ -64,6 +65,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdPublish(ctx, args[1:], stdin, stdout, stderr)
 	case "healthcheck":
 		err = cmdHealthcheck(ctx, args[1:], stderr)
+	case "books":
+		err = cmdBooks(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

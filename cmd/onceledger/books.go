@@ -1,0 +1,405 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/migrations"
+)
+
+const booksUsage = `Usage: onceledger books <report> -company ID [flags]
+
+Reads the books; posts nothing. Every report is per currency.
+
+Reports:
+  trial-balance  [-date YYYY-MM-DD]              debits, credits and balance per account (default: today)
+  account        -account CODE [-from] [-to]     one account's lines with a running balance
+  invoice        -invoice NUMBER|ID              an invoice, its credit notes, payments and status
+  vat-return     -period YYYY-MM                 output VAT less credit notes, input VAT, payable
+  register       -period YYYY-MM                 the month's invoice register (i.SAF-style)
+
+Output: -format text (default) or json; the register: csv (default), xml (i.SAF) or json.
+Balances are debits minus credits: a credit balance is negative.
+Run "onceledger books <report> -h" for a report's flags.
+`
+
+var bookReports = []string{"trial-balance", "account", "invoice", "vat-return", "register"}
+
+func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return &usageError{"a report is required: one of " + strings.Join(bookReports, ", ") + ` (see "onceledger books -h")`}
+	}
+	name, args := args[0], args[1:]
+	switch {
+	case name == "-h" || name == "--help" || name == "help":
+		fmt.Fprint(stdout, booksUsage)
+		return nil
+	case !slices.Contains(bookReports, name):
+		return &usageError{fmt.Sprintf("unknown report %q: one of %s", name, strings.Join(bookReports, ", "))}
+	}
+
+	fs := flag.NewFlagSet("books "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dsn := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
+	company := fs.String("company", "", "company id (required)")
+	formats := []string{"text", "json"}
+	if name == "register" {
+		formats = []string{"csv", "xml", "json"}
+	}
+	format := fs.String("format", formats[0], "output format: "+strings.Join(formats, ", "))
+	var day, from, to, account, invoice, period *string
+	switch name {
+	case "trial-balance":
+		day = fs.String("date", time.Now().Format("2006-01-02"), "include entries dated up to this day (YYYY-MM-DD)")
+	case "account":
+		account = fs.String("account", "", "account code, e.g. 1200 (required)")
+		from = fs.String("from", "", "first day (YYYY-MM-DD); earlier entries make the opening balance (default: from the start)")
+		to = fs.String("to", "", "last day (YYYY-MM-DD) (default: everything)")
+	case "invoice":
+		invoice = fs.String("invoice", "", "invoice number (INV-2026-000001) or id (required)")
+	case "vat-return", "register":
+		period = fs.String("period", "", "month, YYYY-MM (required)")
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\nFlags of %s:\n", booksUsage, name)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &usageError{err.Error()}
+	}
+	switch {
+	case fs.NArg() > 0:
+		return &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	case *company == "":
+		return &usageError{"-company is required"}
+	case !slices.Contains(formats, *format):
+		return &usageError{fmt.Sprintf("-format %q: %s takes %s", *format, name, strings.Join(formats, ", "))}
+	case account != nil && *account == "":
+		return &usageError{"-account is required"}
+	case invoice != nil && *invoice == "":
+		return &usageError{"-invoice is required"}
+	case period != nil && *period == "":
+		return &usageError{"-period is required (YYYY-MM)"}
+	}
+	dates := map[string]*ledger.Date{}
+	parseDate := func(flagName string, s *string) error {
+		if s == nil || *s == "" {
+			return nil
+		}
+		d, err := ledger.ParseDate(*s)
+		if err != nil {
+			return &usageError{fmt.Sprintf("-%s: %v", flagName, err)}
+		}
+		dates[flagName] = &d
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"date", day}, {"from", from}, {"to", to}} {
+		if err := parseDate(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	at := func(flagName string) ledger.Date {
+		if d := dates[flagName]; d != nil {
+			return *d
+		}
+		return ledger.Date{}
+	}
+	if !at("from").IsZero() && !at("to").IsZero() && at("to").Before(at("from").Time) {
+		return &usageError{"-to is before -from"}
+	}
+	var month ledger.Period
+	if period != nil {
+		p, err := ledger.ParsePeriod(*period)
+		if err != nil {
+			return &usageError{fmt.Sprintf("-period: %v", err)}
+		}
+		month = p
+	}
+	if *dsn == "" {
+		return &usageError{"DATABASE_URL (or -database-url) is required"}
+	}
+
+	pending, err := migrations.Pending(ctx, *dsn)
+	if err != nil {
+		return fmt.Errorf("check database schema: %w", err)
+	}
+	if pending {
+		return errors.New("the database schema is behind this binary: run `onceledger migrate` first")
+	}
+	conn, err := pgx.Connect(ctx, *dsn)
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	// One snapshot for all of a report's queries.
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+
+	var view any
+	var text func(io.Writer) error
+	switch name {
+	case "trial-balance":
+		tb, err := postgres.TrialBalance(ctx, tx, *company, at("date"))
+		if err != nil {
+			return bookError(err)
+		}
+		v := tb.View()
+		view, text = v, func(w io.Writer) error { return writeTrialBalance(w, v) }
+	case "account":
+		al, err := postgres.AccountLedger(ctx, tx, *company, *account, at("from"), at("to"))
+		if err != nil {
+			return bookError(err)
+		}
+		v := al.View()
+		view, text = v, func(w io.Writer) error { return writeAccountLedger(w, v) }
+	case "invoice":
+		d, err := postgres.Invoice(ctx, tx, *company, *invoice)
+		if err != nil {
+			return bookError(err)
+		}
+		v := d.View()
+		view, text = v, func(w io.Writer) error { return writeInvoice(w, v) }
+	case "vat-return":
+		vr, err := postgres.VATReturn(ctx, tx, *company, month)
+		if err != nil {
+			return bookError(err)
+		}
+		v := vr.View()
+		view, text = v, func(w io.Writer) error { return writeVATReturn(w, v) }
+	case "register":
+		r, err := postgres.Register(ctx, tx, *company, month)
+		if err != nil {
+			return bookError(err)
+		}
+		switch *format {
+		case "csv":
+			return r.WriteCSV(stdout)
+		case "xml":
+			return r.WriteISAF(stdout, time.Now())
+		}
+		view = r.View()
+	}
+	if *format == "json" {
+		out, err := json.MarshalIndent(view, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(stdout, string(out))
+		return err
+	}
+	return text(stdout)
+}
+
+// bookError turns a business error into its message: "company "x" has no
+// invoice "y"" says enough without the code.
+func bookError(err error) error {
+	var e *ledger.Error
+	if errors.As(err, &e) {
+		return errors.New(e.Message)
+	}
+	return err
+}
+
+// table writes aligned columns; the cells of numeric columns are padded on
+// the left to one width first, so amounts line up on their decimal point.
+type table struct {
+	rows    [][]string
+	numeric map[int]bool
+}
+
+func newTable(numeric ...int) *table {
+	t := &table{numeric: map[int]bool{}}
+	for _, c := range numeric {
+		t.numeric[c] = true
+	}
+	return t
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(w io.Writer) error {
+	width := map[int]int{}
+	for _, r := range t.rows {
+		for i, c := range r {
+			if t.numeric[i] {
+				width[i] = max(width[i], len(c))
+			}
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range t.rows {
+		cells := make([]string, len(r))
+		for i, c := range r {
+			if t.numeric[i] {
+				c = strings.Repeat(" ", width[i]-len(c)) + c
+			}
+			cells[i] = c
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// blankZero leaves the empty side of a journal line empty.
+func blankZero(amount string) string {
+	if strings.Trim(amount, "0.") == "" {
+		return ""
+	}
+	return amount
+}
+
+func writeTrialBalance(w io.Writer, v ledger.TrialBalanceView) error {
+	asOf := v.AsOf
+	if asOf == "" {
+		asOf = "everything posted"
+	}
+	fmt.Fprintf(w, "Trial balance of %s as of %s\n\n", v.Company, asOf)
+	t := newTable(4, 5, 6)
+	t.add("ACCOUNT", "NAME", "TYPE", "CURRENCY", "DEBITS", "CREDITS", "BALANCE")
+	for _, r := range v.Accounts {
+		t.add(r.Code, r.Name, string(r.Type), r.Currency, r.Debits, r.Credits, r.Balance)
+	}
+	for _, tot := range v.Totals {
+		t.add("", "Total", "", tot.Currency, tot.Debits, tot.Credits, tot.Balance)
+	}
+	if err := t.write(w); err != nil {
+		return err
+	}
+	if !v.Balanced {
+		_, err := fmt.Fprintln(w, "\nWARNING: debits and credits differ; the books were changed outside the ledger.")
+		return err
+	}
+	return nil
+}
+
+func writeAccountLedger(w io.Writer, v ledger.AccountLedgerView) error {
+	span := "all dates"
+	switch {
+	case v.From != "" && v.To != "":
+		span = v.From + " to " + v.To
+	case v.From != "":
+		span = "from " + v.From
+	case v.To != "":
+		span = "up to " + v.To
+	}
+	fmt.Fprintf(w, "Account %s %s (%s) of %s, %s\n", v.Account.Code, v.Account.Name, v.Account.Type, v.Company, span)
+	if len(v.Currencies) == 0 {
+		_, err := fmt.Fprintln(w, "\nNo entries.")
+		return err
+	}
+	for _, c := range v.Currencies {
+		fmt.Fprintf(w, "\n%s\n", c.Currency)
+		t := newTable(3, 4, 5)
+		t.add("DATE", "DESCRIPTION", "SOURCE", "DEBIT", "CREDIT", "BALANCE")
+		t.add("", "Opening balance", "", "", "", c.Opening)
+		for _, e := range c.Entries {
+			t.add(e.Date, e.Description, e.SourceType, blankZero(e.Debit), blankZero(e.Credit), e.Balance)
+		}
+		t.add("", "Closing balance", "", c.Debits, c.Credits, c.Closing)
+		if err := t.write(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeInvoice(w io.Writer, v ledger.InvoiceDetailView) error {
+	inv := v.Invoice
+	cust := inv.Customer
+	ids := []string{cust.ID}
+	if cust.VATID != "" {
+		ids = append(ids, cust.VATID)
+	}
+	ids = append(ids, cust.Country)
+	fmt.Fprintf(w, "Invoice %s (%s)\n", inv.Number, inv.InvoiceID)
+	fmt.Fprintf(w, "Customer  %s (%s)\n", cust.Name, strings.Join(ids, ", "))
+	fmt.Fprintf(w, "Order     %s\n", inv.OrderID)
+	fmt.Fprintf(w, "Issued    %s, due %s\n", inv.IssueDate, inv.DueDate)
+	fmt.Fprintf(w, "Status    %s\n\n", v.Status)
+	t := newTable(1, 2, 3, 4, 5, 6)
+	t.add("DESCRIPTION", "QUANTITY", "UNIT PRICE", "VAT %", "NET", "VAT", "GROSS")
+	for _, l := range inv.Lines {
+		t.add(l.Description, l.Quantity, l.UnitPrice, l.VATRate, l.Net, l.VAT, l.Gross)
+	}
+	t.add("Total "+inv.Currency, "", "", "", inv.Net, inv.VAT, inv.Gross)
+	if err := t.write(w); err != nil {
+		return err
+	}
+	if len(v.CreditNotes) > 0 {
+		fmt.Fprintln(w, "\nCredit notes")
+		t := newTable(3, 4, 5)
+		t.add("NUMBER", "ISSUED", "REASON", "NET", "VAT", "GROSS")
+		for _, c := range v.CreditNotes {
+			t.add(c.Number, c.IssueDate, c.Reason, c.Net, c.VAT, c.Gross)
+		}
+		if err := t.write(w); err != nil {
+			return err
+		}
+	}
+	if len(v.Payments) > 0 {
+		fmt.Fprintln(w, "\nPayments")
+		t := newTable(3)
+		t.add("REFERENCE", "RECEIVED", "METHOD", "AMOUNT")
+		for _, p := range v.Payments {
+			t.add(p.PaymentRef, p.ReceivedOn, p.Method, p.Amount)
+		}
+		if err := t.write(w); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	t = newTable(1)
+	t.add("Gross", inv.Gross)
+	t.add("Credited", v.Credited)
+	t.add("Paid", v.Paid)
+	t.add("Open "+inv.Currency, v.Open)
+	return t.write(w)
+}
+
+func writeVATReturn(w io.Writer, v ledger.VATReturnView) error {
+	vatID := ""
+	if v.VATID != "" {
+		vatID = " (" + v.VATID + ")"
+	}
+	fmt.Fprintf(w, "VAT return of %s%s for %s (%s to %s)\n", v.Company, vatID, v.Period, v.From, v.To)
+	for _, c := range v.Currencies {
+		fmt.Fprintf(w, "\n%s\n", c.Currency)
+		t := newTable(1, 2, 3)
+		t.add("", "RATE %", "TAXABLE", "VAT")
+		for _, r := range c.Output {
+			t.add("Output (sales less credit notes)", r.Rate, r.Net, r.VAT)
+		}
+		for _, r := range c.Input {
+			t.add("Input (purchases)", r.Rate, r.Net, r.VAT)
+		}
+		t.add("Output VAT", "", "", c.OutputVAT)
+		t.add("Input VAT", "", "", c.InputVAT)
+		t.add("Payable (negative: reclaimable)", "", "", c.Payable)
+		if err := t.write(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/postgres"
+)
+
+// booksDatabase returns a migrated database holding acme's December 2026:
+// an invoice of 417.50 (300.00 at 21%, 50.00 at 9%), a credit note of one
+// consulting hour (121.00), a bank payment of 100.00 and a supplier's
+// invoice of 500.00 + 105.00 VAT.
+func booksDatabase(t *testing.T) string {
+	t.Helper()
+	dsn := testenv.Migrated(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	store := postgres.New()
+	for _, c := range []struct{ name, body string }{
+		{"company.create", `{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"}`},
+		{"invoice.create", `{"order_id": "o-1", "customer": {"id": "cust-42", "name": "UAB Pavyzdys", "vat_id": "LT100000000010", "country": "LT"},
+			"currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16",
+			"lines": [{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"},
+			          {"description": "Books", "quantity": "1", "unit_price": "50.00", "vat_rate": "9"}]}`},
+		{"credit_note.create", `{"invoice_number": "INV-2026-000001", "issue_date": "2026-12-10", "reason": "one hour not delivered",
+			"lines": [{"line": 1, "quantity": "1"}]}`},
+		{"payment.record", `{"payment_ref": "bank-1", "customer_id": "cust-42", "received_on": "2026-12-15", "currency": "EUR", "amount": "100.00",
+			"allocations": [{"invoice_number": "INV-2026-000001", "amount": "100.00"}]}`},
+		{"purchase_invoice.record", `{"supplier": {"id": "sup-1", "name": "Tiekėjas UAB", "vat_id": "LT100000000020", "country": "LT"},
+			"document_number": "TK-0042", "issue_date": "2026-12-03", "due_date": "2026-12-31", "currency": "EUR",
+			"lines": [{"description": "Office rent", "quantity": "1", "unit_price": "500.00", "vat_rate": "21"}]}`},
+	} {
+		cmd, err := ledger.Decode(c.name, []byte(c.body))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			_, err := store.Execute(ctx, tx, "acme", cmd)
+			return err
+		}); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+	}
+	return dsn
+}
+
+func TestBooks(t *testing.T) {
+	t.Parallel()
+	dsn := booksDatabase(t)
+	ctx := context.Background()
+	books := func(args ...string) (int, string, string) {
+		return invoke(ctx, "", append([]string{"books"}, append(args, "-database-url", dsn)...)...)
+	}
+	requireOut := func(t *testing.T, out string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("output lacks %q:\n%s", w, out)
+			}
+		}
+	}
+
+	t.Run("trial balance", func(t *testing.T) {
+		code, out, errOut := books("trial-balance", "-company", "acme", "-date", "2026-12-31")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		// Receivables 417.50 − 121.00 − 100.00; all debits 1243.50 = all credits.
+		requireOut(t, out, "Trial balance of acme as of 2026-12-31", "Accounts receivable", "196.50", "Total", "1243.50", "-605.00")
+
+		code, out, _ = books("trial-balance", "-company", "acme", "-date", "2026-12-31", "-format", "json")
+		var v ledger.TrialBalanceView
+		if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil {
+			t.Fatalf("json: exit %d, %v:\n%s", code, err, out)
+		}
+		if !v.Balanced || len(v.Totals) != 1 || v.Totals[0].Debits != "1243.50" || v.Totals[0].Credits != "1243.50" {
+			t.Fatalf("json totals: %+v", v.Totals)
+		}
+		// Today's by default.
+		today := time.Now().Format("2006-01-02")
+		if code, out, _ = books("trial-balance", "-company", "acme"); code != 0 || !strings.Contains(out, "as of "+today) {
+			t.Fatalf("default date: exit %d:\n%s", code, out)
+		}
+	})
+
+	t.Run("account", func(t *testing.T) {
+		code, out, errOut := books("account", "-company", "acme", "-account", "1200", "-from", "2026-12-05", "-to", "2026-12-31")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		requireOut(t, out, "Account 1200 Accounts receivable (asset) of acme, 2026-12-05 to 2026-12-31",
+			"Opening balance", "417.50", "Credit note CN-2026-000001 for invoice INV-2026-000001", "296.50", "Payment bank-1", "196.50", "Closing balance")
+
+		code, out, _ = books("account", "-company", "acme", "-account", "1200", "-format", "json")
+		var v ledger.AccountLedgerView
+		if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil {
+			t.Fatalf("json: exit %d, %v:\n%s", code, err, out)
+		}
+		if c := v.Currencies[0]; len(c.Entries) != 3 || c.Entries[0].Balance != "417.50" || c.Entries[2].Balance != "196.50" || c.Closing != "196.50" {
+			t.Fatalf("json: %+v", v)
+		}
+	})
+
+	t.Run("invoice", func(t *testing.T) {
+		code, out, errOut := books("invoice", "-company", "acme", "-invoice", "INV-2026-000001")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		requireOut(t, out, "Invoice INV-2026-000001", "UAB Pavyzdys (cust-42, LT100000000010, LT)", "Status    partially_paid",
+			"Consulting", "CN-2026-000001", "one hour not delivered", "bank-1", "Credited  121.00", "Paid      100.00", "Open EUR  196.50")
+
+		code, out, _ = books("invoice", "-company", "acme", "-invoice", "INV-2026-000001", "-format", "json")
+		var v ledger.InvoiceDetailView
+		if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil {
+			t.Fatalf("json: exit %d, %v:\n%s", code, err, out)
+		}
+		if v.Status != ledger.InvoicePartiallyPaid || v.Open != "196.50" || v.Invoice.Gross != "417.50" {
+			t.Fatalf("json: %+v", v)
+		}
+		// By id too.
+		if code, out, _ := books("invoice", "-company", "acme", "-invoice", v.Invoice.InvoiceID); code != 0 || !strings.Contains(out, "INV-2026-000001") {
+			t.Fatalf("by id: exit %d:\n%s", code, out)
+		}
+	})
+
+	t.Run("VAT return", func(t *testing.T) {
+		code, out, errOut := books("vat-return", "-company", "acme", "-period", "2026-12")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		requireOut(t, out, "VAT return of acme (LT100000000010) for 2026-12 (2026-12-01 to 2026-12-31)", "EUR",
+			"200.00", "42.00", "4.50", "105.00", "-58.50")
+
+		code, out, _ = books("vat-return", "-company", "acme", "-period", "2026-12", "-format", "json")
+		var v ledger.VATReturnView
+		if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil {
+			t.Fatalf("json: exit %d, %v:\n%s", code, err, out)
+		}
+		// Output: 21% 300.00 − 100.00 = 200.00 with 42.00 VAT, 9% 50.00 with 4.50; input 105.00.
+		if c := v.Currencies[0]; c.OutputVAT != "46.50" || c.InputVAT != "105.00" || c.Payable != "-58.50" ||
+			len(c.Output) != 2 || c.Output[1] != (ledger.RateView{Rate: "21", Net: "200.00", VAT: "42.00"}) {
+			t.Fatalf("json: %+v", v)
+		}
+	})
+
+	t.Run("register", func(t *testing.T) {
+		code, out, errOut := books("register", "-company", "acme", "-period", "2026-12")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		want := strings.Join([]string{
+			strings.Join(ledger.RegisterCSVHeader, ","),
+			"invoice,INV-2026-000001,2026-12-02,cust-42,LT100000000010,LT,UAB Pavyzdys,50.00,9,4.50,EUR,",
+			"invoice,INV-2026-000001,2026-12-02,cust-42,LT100000000010,LT,UAB Pavyzdys,300.00,21,63.00,EUR,",
+			"purchase_invoice,TK-0042,2026-12-03,sup-1,LT100000000020,LT,Tiekėjas UAB,500.00,21,105.00,EUR,",
+			"credit_note,CN-2026-000001,2026-12-10,cust-42,LT100000000010,LT,UAB Pavyzdys,-100.00,21,-21.00,EUR,INV-2026-000001",
+		}, "\n") + "\n"
+		if out != want {
+			t.Fatalf("CSV:\n%s\nwant:\n%s", out, want)
+		}
+
+		code, out, _ = books("register", "-company", "acme", "-period", "2026-12", "-format", "xml")
+		var f ledger.ISAFFile
+		if err := xml.Unmarshal([]byte(out), &f); code != 0 || err != nil {
+			t.Fatalf("xml: exit %d, %v:\n%s", code, err, out)
+		}
+		sales := f.SourceDocuments.SalesInvoices.Invoices
+		if len(sales) != 2 || sales[1].InvoiceType != "KS" || sales[1].References.References[0].ReferenceNo != "INV-2026-000001" ||
+			f.Header.FileDescription.RegistrationNumber != "LT100000000010" {
+			t.Fatalf("xml:\n%s", out)
+		}
+
+		code, out, _ = books("register", "-company", "acme", "-period", "2026-12", "-format", "json")
+		var v ledger.RegisterView
+		if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || len(v.Rows) != 4 || v.Rows[3].ReferenceNumber != "INV-2026-000001" {
+			t.Fatalf("json: exit %d, %v:\n%s", code, err, out)
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		for _, c := range []struct {
+			args []string
+			code int
+			want string
+		}{
+			{[]string{"invoice", "-company", "acme", "-invoice", "INV-2026-000099"}, 1, `company "acme" has no invoice "INV-2026-000099"`},
+			{[]string{"trial-balance", "-company", "ghost"}, 1, `company "ghost" does not exist`},
+			{[]string{"account", "-company", "acme", "-account", "9999"}, 1, `company "acme" has no account "9999"`},
+			{[]string{"balance-sheet", "-company", "acme"}, 2, `unknown report "balance-sheet"`},
+			{[]string{"trial-balance"}, 2, "-company is required"},
+			{[]string{"trial-balance", "-company", "acme", "-date", "31.12.2026"}, 2, `-date: "31.12.2026" is not a date`},
+			{[]string{"trial-balance", "-company", "acme", "-format", "csv"}, 2, `-format "csv": trial-balance takes text, json`},
+			{[]string{"account", "-company", "acme"}, 2, "-account is required"},
+			{[]string{"account", "-company", "acme", "-account", "1200", "-from", "2026-12-31", "-to", "2026-12-01"}, 2, "-to is before -from"},
+			{[]string{"invoice", "-company", "acme"}, 2, "-invoice is required"},
+			{[]string{"vat-return", "-company", "acme", "-period", "2026-13"}, 2, `-period: "2026-13" is not a month`},
+			{[]string{"register", "-company", "acme"}, 2, "-period is required"},
+			{[]string{"register", "-company", "acme", "-period", "2026-12", "-format", "text"}, 2, "register takes csv, xml, json"},
+		} {
+			code, _, errOut := books(c.args...)
+			if code != c.code || !strings.Contains(errOut, c.want) {
+				t.Errorf("%v: exit %d, want %d with %q; stderr:\n%s", c.args, code, c.code, c.want, errOut)
+			}
+		}
+		if code, _, errOut := invoke(ctx, "", "books"); code != 2 || !strings.Contains(errOut, "a report is required") {
+			t.Errorf("no report: exit %d: %s", code, errOut)
+		}
+		if code, out, _ := invoke(ctx, "", "books", "-h"); code != 0 || !strings.Contains(out, "vat-return") {
+			t.Errorf("books -h: exit %d:\n%s", code, out)
+		}
+		if code, _, errOut := invoke(ctx, "", "books", "trial-balance", "-company", "acme", "-database-url", ""); code != 2 || !strings.Contains(errOut, "DATABASE_URL") {
+			t.Errorf("no database: exit %d: %s", code, errOut)
+		}
+	})
+}

@@ -1,0 +1,351 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
+
+	"github.com/onceledger/onceledger/ledger"
+)
+
+// Querier is what the reports read through: *pgxpool.Pool, *pgx.Conn and
+// pgx.Tx all qualify. A report runs several queries; give it a REPEATABLE
+// READ (read-only) transaction for one consistent snapshot of the books.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Amounts are read as text and parsed into decimal.Decimal (its sql.Scanner):
+// the pool registers no decimal type, and text keeps every digit.
+
+// loadCompany returns the company or unknown_company.
+func loadCompany(ctx context.Context, q Querier, id string) (ledger.Company, error) {
+	c := ledger.Company{ID: id}
+	err := q.QueryRow(ctx, `SELECT name, country, currency, vat_id FROM companies WHERE id = $1`, id).
+		Scan(&c.Name, &c.Country, &c.Currency, &c.VATID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		e := ledger.Errorf(ledger.CodeUnknownCompany, "company %q does not exist", id)
+		e.Details = map[string]any{"company": id}
+		return c, e
+	}
+	if err != nil {
+		return c, fmt.Errorf("look up company: %w", err)
+	}
+	return c, nil
+}
+
+// currencyOf returns the currency of a stored code. Every stored code was
+// validated when posted; an unknown one is shown with all the digits the
+// numeric columns hold rather than rounded.
+func currencyOf(code string) ledger.Currency {
+	if c, ok := ledger.LookupCurrency(code); ok {
+		return c
+	}
+	return ledger.Currency{Code: code, Minor: 8}
+}
+
+// dateArg passes a zero date as NULL: an open end of a range.
+func dateArg(d ledger.Date) any {
+	if d.IsZero() {
+		return nil
+	}
+	return d.Time
+}
+
+func civilDate(t time.Time) ledger.Date {
+	return ledger.Date{Time: time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)}
+}
+
+// TrialBalance sums every account's journal lines per currency, for entries
+// dated up to and including asOf (everything when asOf is zero).
+func TrialBalance(ctx context.Context, q Querier, company string, asOf ledger.Date) (*ledger.TrialBalance, error) {
+	if _, err := loadCompany(ctx, q, company); err != nil {
+		return nil, err
+	}
+	rows, err := q.Query(ctx, `
+		SELECT a.code, a.name, a.type, l.currency, sum(l.debit)::text, sum(l.credit)::text
+		  FROM journal_lines l
+		  JOIN journal_entries e ON e.id = l.entry_id
+		  JOIN accounts a ON a.company_id = l.company_id AND a.code = l.account_code
+		 WHERE l.company_id = $1 AND e.company_id = $1
+		   AND ($2::date IS NULL OR e.entry_date <= $2::date)
+		 GROUP BY a.code, a.name, a.type, l.currency
+		 ORDER BY a.code, l.currency`, company, dateArg(asOf))
+	if err != nil {
+		return nil, fmt.Errorf("trial balance: %w", err)
+	}
+	var out []ledger.TrialBalanceRow
+	for rows.Next() {
+		var r ledger.TrialBalanceRow
+		var typ, cur string
+		if err := rows.Scan(&r.Account.Code, &r.Account.Name, &typ, &cur, &r.Debits, &r.Credits); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("trial balance: %w", err)
+		}
+		r.Account.Type, r.Currency = ledger.AccountType(typ), currencyOf(cur)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("trial balance: %w", err)
+	}
+	return ledger.NewTrialBalance(company, asOf, out), nil
+}
+
+// AccountLedger lists the journal lines on one account dated from..to
+// (either may be zero: unbounded), in posting order, with the balance
+// brought forward from before from.
+func AccountLedger(ctx context.Context, q Querier, company, account string, from, to ledger.Date) (*ledger.AccountLedger, error) {
+	if _, err := loadCompany(ctx, q, company); err != nil {
+		return nil, err
+	}
+	var acc ledger.Account
+	var typ string
+	err := q.QueryRow(ctx, `SELECT code, name, type FROM accounts WHERE company_id = $1 AND code = $2`, company, account).
+		Scan(&acc.Code, &acc.Name, &typ)
+	if errors.Is(err, pgx.ErrNoRows) {
+		e := ledger.Errorf(ledger.CodeNotFound, "company %q has no account %q", company, account)
+		e.Details = map[string]any{"account": account}
+		return nil, e
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up account: %w", err)
+	}
+	acc.Type = ledger.AccountType(typ)
+
+	var opening []ledger.CurrencyAmount
+	if !from.IsZero() {
+		rows, err := q.Query(ctx, `
+			SELECT l.currency, (sum(l.debit) - sum(l.credit))::text
+			  FROM journal_lines l JOIN journal_entries e ON e.id = l.entry_id
+			 WHERE l.company_id = $1 AND e.company_id = $1 AND l.account_code = $2 AND e.entry_date < $3
+			 GROUP BY l.currency`, company, account, from.Time)
+		if err != nil {
+			return nil, fmt.Errorf("opening balance: %w", err)
+		}
+		for rows.Next() {
+			var cur string
+			var amount decimal.Decimal
+			if err := rows.Scan(&cur, &amount); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("opening balance: %w", err)
+			}
+			opening = append(opening, ledger.CurrencyAmount{Currency: currencyOf(cur), Amount: amount})
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("opening balance: %w", err)
+		}
+	}
+
+	// Entries of one day in commit order: created_at is the transaction's
+	// start, and the UUIDv7 ids order entries of one transaction.
+	rows, err := q.Query(ctx, `
+		SELECT e.entry_date, e.id, e.description, e.source_type, e.source_id, l.currency, l.debit::text, l.credit::text
+		  FROM journal_lines l JOIN journal_entries e ON e.id = l.entry_id
+		 WHERE l.company_id = $1 AND e.company_id = $1 AND l.account_code = $2
+		   AND ($3::date IS NULL OR e.entry_date >= $3::date)
+		   AND ($4::date IS NULL OR e.entry_date <= $4::date)
+		 ORDER BY e.entry_date, e.created_at, e.id, l.line_no`, company, account, dateArg(from), dateArg(to))
+	if err != nil {
+		return nil, fmt.Errorf("account ledger: %w", err)
+	}
+	var lines []ledger.LedgerLine
+	for rows.Next() {
+		var l ledger.LedgerLine
+		var day time.Time
+		var cur string
+		if err := rows.Scan(&day, &l.EntryID, &l.Description, &l.SourceType, &l.SourceID, &cur, &l.Debit, &l.Credit); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("account ledger: %w", err)
+		}
+		l.Date, l.Currency = civilDate(day), currencyOf(cur)
+		lines = append(lines, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("account ledger: %w", err)
+	}
+	return ledger.NewAccountLedger(company, acc, from, to, opening, lines), nil
+}
+
+// Invoice returns an invoice, by number or id, with its credit notes and
+// the payments allocated to it; not_found when the company has no such
+// invoice.
+func Invoice(ctx context.Context, q Querier, company, numberOrID string) (*ledger.InvoiceDetail, error) {
+	if _, err := loadCompany(ctx, q, company); err != nil {
+		return nil, err
+	}
+	where := `number = $2`
+	var key any = numberOrID
+	if id, err := uuid.Parse(numberOrID); err == nil {
+		where, key = `id = $2`, id
+	}
+	inv := &ledger.Invoice{Company: company}
+	var cur string
+	var issue, due time.Time
+	err := q.QueryRow(ctx, `
+		SELECT id, number, series, sequence, order_id, customer_id, customer_name, customer_vat_id,
+		       customer_country, currency, issue_date, due_date, journal_entry_id
+		  FROM invoices WHERE company_id = $1 AND `+where, company, key).Scan(
+		&inv.ID, &inv.Number, &inv.Series, &inv.Sequence, &inv.OrderID, &inv.Customer.ID, &inv.Customer.Name,
+		&inv.Customer.VATID, &inv.Customer.Country, &cur, &issue, &due, &inv.JournalEntryID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		e := ledger.Errorf(ledger.CodeNotFound, "company %q has no invoice %q", company, numberOrID)
+		e.Details = map[string]any{"invoice": numberOrID}
+		return nil, e
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up invoice: %w", err)
+	}
+	inv.Currency, inv.CreateInvoice.Currency = currencyOf(cur), cur
+	inv.IssueDate, inv.DueDate = civilDate(issue), civilDate(due)
+
+	rows, err := q.Query(ctx, `
+		SELECT description, quantity::text, unit_price::text, vat_rate::text, net::text, vat::text, gross::text
+		  FROM invoice_lines WHERE invoice_id = $1 ORDER BY line_no`, inv.ID)
+	if err != nil {
+		return nil, fmt.Errorf("invoice lines: %w", err)
+	}
+	var amounts []ledger.LineAmounts
+	var rates []decimal.Decimal
+	for rows.Next() {
+		var l ledger.InvoiceLine
+		var a ledger.LineAmounts
+		if err := rows.Scan(&l.Description, &l.Quantity.Decimal, &l.UnitPrice.Decimal, &l.VATRate.Decimal, &a.Net, &a.VAT, &a.Gross); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("invoice lines: %w", err)
+		}
+		inv.Lines = append(inv.Lines, l)
+		amounts, rates = append(amounts, a), append(rates, l.VATRate.Decimal)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("invoice lines: %w", err)
+	}
+	inv.Totals = ledger.TotalsFromLines(amounts, rates)
+
+	d := &ledger.InvoiceDetail{Invoice: inv}
+	rows, err = q.Query(ctx, `
+		SELECT id, number, issue_date, reason, net::text, vat::text
+		  FROM credit_notes WHERE invoice_id = $1
+		 ORDER BY issue_date, created_at, id`, inv.ID)
+	if err != nil {
+		return nil, fmt.Errorf("credit notes: %w", err)
+	}
+	for rows.Next() {
+		var c ledger.InvoiceCredit
+		var day time.Time
+		if err := rows.Scan(&c.ID, &c.Number, &day, &c.Reason, &c.Net, &c.VAT); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("credit notes: %w", err)
+		}
+		c.IssueDate = civilDate(day)
+		d.CreditNotes = append(d.CreditNotes, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("credit notes: %w", err)
+	}
+
+	rows, err = q.Query(ctx, `
+		SELECT p.id, p.payment_ref, p.received_on, p.method, a.amount::text
+		  FROM payment_allocations a JOIN payments p ON p.id = a.payment_id
+		 WHERE a.invoice_id = $1
+		 ORDER BY p.received_on, p.created_at, p.id`, inv.ID)
+	if err != nil {
+		return nil, fmt.Errorf("payments: %w", err)
+	}
+	for rows.Next() {
+		var p ledger.InvoicePayment
+		var day time.Time
+		if err := rows.Scan(&p.PaymentID, &p.PaymentRef, &day, &p.Method, &p.Amount); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("payments: %w", err)
+		}
+		p.ReceivedOn = civilDate(day)
+		d.Payments = append(d.Payments, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("payments: %w", err)
+	}
+	return d, nil
+}
+
+// Register returns the month's invoice register: sales invoices and credit
+// notes issued and purchase invoices received in p, by issue date, with
+// their amounts per VAT rate.
+func Register(ctx context.Context, q Querier, company string, p ledger.Period) (*ledger.Register, error) {
+	c, err := loadCompany(ctx, q, company)
+	if err != nil {
+		return nil, err
+	}
+	// One row per document and rate; the document columns repeat. Grouping
+	// by the document's primary key lets its other columns be selected.
+	rows, err := q.Query(ctx, `
+		SELECT 'invoice', i.id, i.number, i.issue_date, i.customer_id, i.customer_vat_id, i.customer_country,
+		       i.customer_name, i.currency, '', NULL::date, l.vat_rate::text, sum(l.net)::text, sum(l.vat)::text
+		  FROM invoices i JOIN invoice_lines l ON l.invoice_id = i.id
+		 WHERE i.company_id = $1 AND i.issue_date BETWEEN $2 AND $3
+		 GROUP BY i.id, l.vat_rate
+		UNION ALL
+		SELECT 'credit_note', c.id, c.number, c.issue_date, i.customer_id, i.customer_vat_id, i.customer_country,
+		       i.customer_name, c.currency, i.number, i.issue_date, l.vat_rate::text, sum(l.net)::text, sum(l.vat)::text
+		  FROM credit_notes c JOIN invoices i ON i.id = c.invoice_id
+		  JOIN credit_note_lines l ON l.credit_note_id = c.id
+		 WHERE c.company_id = $1 AND c.issue_date BETWEEN $2 AND $3
+		 GROUP BY c.id, i.id, l.vat_rate
+		UNION ALL
+		SELECT 'purchase_invoice', p.id, p.document_number, p.issue_date, p.supplier_id, p.supplier_vat_id,
+		       p.supplier_country, p.supplier_name, p.currency, '', NULL::date, l.vat_rate::text, sum(l.net)::text, sum(l.vat)::text
+		  FROM purchase_invoices p JOIN purchase_invoice_lines l ON l.purchase_invoice_id = p.id
+		 WHERE p.company_id = $1 AND p.issue_date BETWEEN $2 AND $3
+		 GROUP BY p.id, l.vat_rate`, company, p.First().Time, p.Last().Time)
+	if err != nil {
+		return nil, fmt.Errorf("invoice register: %w", err)
+	}
+	var docs []ledger.RegisterDocument
+	index := map[uuid.UUID]int{}
+	for rows.Next() {
+		var (
+			d        ledger.RegisterDocument
+			typ, cur string
+			id       uuid.UUID
+			day      time.Time
+			refNo    string
+			refDate  *time.Time
+			rate     ledger.RateTotal
+		)
+		if err := rows.Scan(&typ, &id, &d.Number, &day, &d.Counterparty.ID, &d.Counterparty.VATID, &d.Counterparty.Country,
+			&d.Counterparty.Name, &cur, &refNo, &refDate, &rate.Rate, &rate.Net, &rate.VAT); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("invoice register: %w", err)
+		}
+		i, ok := index[id]
+		if !ok {
+			d.Type, d.Date, d.Currency = ledger.DocumentType(typ), civilDate(day), currencyOf(cur)
+			if refNo != "" && refDate != nil {
+				d.Reference = &ledger.DocumentReference{Number: refNo, Date: civilDate(*refDate)}
+			}
+			i = len(docs)
+			index[id] = i
+			docs = append(docs, d)
+		}
+		docs[i].Rates = append(docs[i].Rates, rate)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("invoice register: %w", err)
+	}
+	return ledger.NewRegister(c, p, docs), nil
+}
+
+// VATReturn sums the month's register per currency and rate: output VAT on
+// sales invoices less credit notes, input VAT on purchase invoices.
+func VATReturn(ctx context.Context, q Querier, company string, p ledger.Period) (*ledger.VATReturn, error) {
+	r, err := Register(ctx, q, company, p)
+	if err != nil {
+		return nil, err
+	}
+	return ledger.NewVATReturn(r), nil
+}
