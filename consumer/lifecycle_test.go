@@ -149,3 +149,32 @@ func TestProvisioningKeepsTheStreamWithinTheRetention(t *testing.T) {
 		t.Fatalf("stream MaxAge %s, want 2h", got)
 	}
 }
+
+// After its key is purged, a retry is a new request as far as the inbox
+// knows; the business uniqueness rule still refuses a second invoice.
+func TestBusinessUniquenessOutlivesTheKey(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startWorker(testConfig(), nil)
+	h.createCompany("acme")
+	first := invoiceResult(t, h.do("acme", "invoice.create", "k-old", invoiceBody("order-1", "1.00")))
+	if _, err := h.pool.Exec(context.Background(), `UPDATE inbox SET created_at = now() - interval '30 days'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := consumer.Purge(context.Background(), h.pool, 7*24*time.Hour, 100); err != nil || n < 1 {
+		t.Fatalf("purged %d keys: %v", n, err)
+	}
+	// Published afresh: JetStream's own duplicate window (minutes, far
+	// shorter than any key retention) would otherwise drop it.
+	r := h.replies()
+	h.publishRaw(ledger.CommandSubject("acme", "invoice.create"), map[string]string{
+		consumer.HeaderIdempotencyKey: "k-old", consumer.HeaderReplyTo: r.subject,
+	}, mustMarshal(t, invoiceBody("order-1", "1.00")))
+	late := r.next(t)
+	if late.Error == nil || late.Error.Code != ledger.CodeDuplicateDocument || late.Error.Details["number"] != first.Number {
+		t.Fatalf("retry after the key's retention: %+v", late)
+	}
+	if n := h.count(`SELECT count(*) FROM invoices`); n != 1 {
+		t.Fatalf("%d invoices, want 1", n)
+	}
+}
