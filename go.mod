@@ -12,6 +12,7 @@ require (
 	github.com/nats-io/nats.go v1.56.0
 	github.com/pressly/goose/v3 v3.30.1
 	github.com/shopspring/decimal v1.6.0
+	github.com/standard-webhooks/standard-webhooks/libraries v1.3.0
 	pgregory.net/rapid v1.3.0
 )
 
