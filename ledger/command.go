@@ -29,6 +29,11 @@ var commands = map[string]func() Command{
 	"purchase_invoice.record": func() Command { return new(RecordPurchaseInvoice) },
 	"asset.register":          func() Command { return new(RegisterAsset) },
 	"depreciation.run":        func() Command { return new(RunDepreciation) },
+
+	"webhook_endpoint.create":        func() Command { return new(CreateWebhookEndpoint) },
+	"webhook_endpoint.update":        func() Command { return new(UpdateWebhookEndpoint) },
+	"webhook_endpoint.disable":       func() Command { return new(DisableWebhookEndpoint) },
+	"webhook_endpoint.rotate_secret": func() Command { return new(RotateWebhookSecret) },
 }
 
 // CommandNames returns the names of all commands, sorted.

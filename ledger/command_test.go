@@ -297,7 +297,8 @@ func TestCommandNames(t *testing.T) {
 	t.Parallel()
 	names := ledger.CommandNames()
 	want := []string{"asset.register", "company.create", "credit_note.create", "depreciation.run", "invoice.create",
-		"payment.record", "purchase_invoice.record", "settlement.record"}
+		"payment.record", "purchase_invoice.record", "settlement.record",
+		"webhook_endpoint.create", "webhook_endpoint.disable", "webhook_endpoint.rotate_secret", "webhook_endpoint.update"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("CommandNames = %v, want %v", names, want)
 	}

@@ -111,3 +111,38 @@ func mustDate(t *testing.T, s string) time.Time {
 	}
 	return d.Time
 }
+
+func TestDecodeWebhookEndpointCommands(t *testing.T) {
+	t.Parallel()
+	const id = `"endpoint_id":"01a237a3-7fa9-7d9a-b049-ecec748744f1"`
+	bad := []struct{ command, body, field string }{
+		{"webhook_endpoint.create", `{"url":"ftp://x"}`, "url"},
+		{"webhook_endpoint.create", `{"url":"https://user:pw@example.com/"}`, "url"},
+		{"webhook_endpoint.create", `{"url":"https:///path"}`, "url"},
+		{"webhook_endpoint.create", `{"url":"https://example.com","event_types":["invoice.deleted"]}`, "event_types[0]"},
+		{"webhook_endpoint.create", `{"url":"https://example.com","event_types":["invoice.created","invoice.created"]}`, "event_types[1]"},
+		{"webhook_endpoint.create", `{"url":"https://example.com","secret":"hunter2"}`, "secret"},
+		{"webhook_endpoint.update", `{"endpoint_id":"nope","enable":true}`, "endpoint_id"},
+		{"webhook_endpoint.update", `{` + id + `}`, "endpoint_id"},
+		{"webhook_endpoint.rotate_secret", `{` + id + `,"grace_period":"forever"}`, "grace_period"},
+		{"webhook_endpoint.disable", `{"endpoint_id":""}`, "endpoint_id"},
+	}
+	for _, c := range bad {
+		_, err := ledger.Decode(c.command, []byte(c.body))
+		if ledger.ErrorCode(err) != ledger.CodeInvalidCommand || !strings.HasPrefix(err.(*ledger.Error).Message, c.field) {
+			t.Errorf("%s %s: got %v, want invalid_command on %s", c.command, c.body, err, c.field)
+		}
+	}
+	good := []struct{ command, body string }{
+		{"webhook_endpoint.create", `{"url":"https://example.com/hooks"}`},
+		{"webhook_endpoint.create", `{"url":"http://127.0.0.1:9000/h","event_types":["invoice.created"],"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`},
+		{"webhook_endpoint.update", `{` + id + `,"event_types":[]}`},
+		{"webhook_endpoint.rotate_secret", `{` + id + `}`},
+		{"webhook_endpoint.disable", `{` + id + `}`},
+	}
+	for _, c := range good {
+		if _, err := ledger.Decode(c.command, []byte(c.body)); err != nil {
+			t.Errorf("%s %s: %v", c.command, c.body, err)
+		}
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/internal/pglisten"
 )
 
 // RelayConfig configures a Relay.
@@ -77,7 +79,7 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) (*Rel
 // a fallback.
 func (r *Relay) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
-	wake, listening := r.listen(ctx)
+	wake, listening := pglisten.Listen(ctx, r.pool, NotifyChannel, r.cfg.PollInterval, r.cfg.Logger)
 	defer func() {
 		cancel()
 		<-listening // the LISTEN connection is closed before Run returns
@@ -89,7 +91,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			failures++
 			delay := min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)
 			r.cfg.Logger.Warn("outbox relay failed, retrying", "error", err, "retry_in", delay)
-			sleep(ctx, delay)
+			pglisten.Sleep(ctx, delay)
 			continue
 		}
 		failures = 0
@@ -103,46 +105,6 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// listen forwards NOTIFYs on NotifyChannel to the returned channel, holding
-// one connection for it, reconnecting after failures.
-func (r *Relay) listen(ctx context.Context) (wake <-chan struct{}, done <-chan struct{}) {
-	wakeCh := make(chan struct{}, 1)
-	doneCh := make(chan struct{})
-	go func() {
-		defer close(doneCh)
-		for ctx.Err() == nil {
-			err := r.listenOnce(ctx, wakeCh)
-			if ctx.Err() == nil {
-				r.cfg.Logger.Warn("outbox relay: LISTEN connection lost; polling until it is back", "error", err)
-				sleep(ctx, r.cfg.PollInterval)
-			}
-		}
-	}()
-	return wakeCh, doneCh
-}
-
-func (r *Relay) listenOnce(ctx context.Context, wake chan<- struct{}) error {
-	pooled, err := r.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	// The connection will carry LISTEN state: it never goes back to the pool.
-	conn := pooled.Hijack()
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
-		return err
-	}
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			return err
-		}
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // RelayOnce publishes one batch of unpublished events and marks them, and
@@ -216,13 +178,4 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		return n, nil
 	}
 	return n, err
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -321,7 +321,7 @@ func TestRunWakesOnNotify(t *testing.T) {
 		var n int
 		err := pool.QueryRow(ctx, `
 			SELECT count(*) FROM pg_stat_activity
-			 WHERE datname = current_database() AND query = 'LISTEN ' || $1`, outbox.NotifyChannel).Scan(&n)
+			 WHERE datname = current_database() AND query LIKE 'LISTEN %' || $1 || '%'`, outbox.NotifyChannel).Scan(&n)
 		return n == 1, err
 	})
 

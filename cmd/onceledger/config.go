@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/webhooks"
 )
 
 // settings are the worker's configuration: each has a flag and an
@@ -27,6 +28,7 @@ type settings struct {
 	InboxRetention  time.Duration
 	StreamReplicas  int
 	ShutdownTimeout time.Duration
+	WebhookAllow    string
 
 	envErrs []error
 }
@@ -45,6 +47,7 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.StringVar(&s.AckMode, "ack-mode", envOr("ONCELEDGER_ACK_MODE", string(consumer.AckPlain)), "ack after commit: ack (fire and forget) or double (wait for the server) (env ONCELEDGER_ACK_MODE)")
 	fs.DurationVar(&s.InboxRetention, "inbox-retention", s.envDuration("ONCELEDGER_INBOX_RETENTION", 7*24*time.Hour), "how long idempotency keys are remembered; the command stream keeps messages no longer (env ONCELEDGER_INBOX_RETENTION)")
 	fs.IntVar(&s.StreamReplicas, "stream-replicas", s.envInt("ONCELEDGER_STREAM_REPLICAS", 1), "JetStream replicas of the streams; 3 on a cluster (env ONCELEDGER_STREAM_REPLICAS)")
+	fs.StringVar(&s.WebhookAllow, "webhook-allow-cidrs", envOr("ONCELEDGER_WEBHOOK_ALLOW_CIDRS", ""), "comma-separated CIDRs webhook targets may be in although private, loopback or link-local (env ONCELEDGER_WEBHOOK_ALLOW_CIDRS)")
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", s.envDuration("ONCELEDGER_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight commands (env ONCELEDGER_SHUTDOWN_TIMEOUT)")
 }
 
@@ -112,6 +115,9 @@ func (s *settings) validate(withConnections bool) error {
 	}
 	if s.StreamReplicas != 1 && s.StreamReplicas != 3 && s.StreamReplicas != 5 {
 		errs = append(errs, fmt.Errorf("stream replicas %d: use 1, 3 or 5", s.StreamReplicas))
+	}
+	if _, err := webhooks.ParseAllowCIDRs(s.WebhookAllow); err != nil {
+		errs = append(errs, fmt.Errorf("webhook allow CIDRs: %v", err))
 	}
 	if s.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("shutdown timeout %s: must be positive", s.ShutdownTimeout))

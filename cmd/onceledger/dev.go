@@ -48,6 +48,10 @@ Data survives restarts; delete -data-dir to start over.
 	if s.HTTPAddr == ":8080" && os.Getenv("ONCELEDGER_HTTP_ADDR") == "" {
 		s.HTTPAddr = "127.0.0.1:8080"
 	}
+	if s.WebhookAllow == "" {
+		// Trying it out means receiving webhooks on this machine.
+		s.WebhookAllow = "127.0.0.0/8,::1/128"
+	}
 	if err := s.validate(false); err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@
 //	onceledger run        the production worker
 //	onceledger publish    send a command and print its result
 //	onceledger healthcheck  probe a running worker's /healthz (for containers)
+//	onceledger books      read the books: trial balance, VAT return, i.SAF register, …
+//	onceledger webhooks   inspect and replay webhook deliveries
 package main
 
 import (
@@ -44,6 +46,7 @@ Usage:
   onceledger publish     publish a command and print its result
   onceledger healthcheck probe a running worker's /healthz
   onceledger books       read the books: trial balance, account, invoice, VAT return, register
+  onceledger webhooks    inspect and replay webhook deliveries
 
 Run "onceledger <command> -h" for the options of a command.
 `
@@ -67,6 +70,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdHealthcheck(ctx, args[1:], stderr)
 	case "books":
 		err = cmdBooks(ctx, args[1:], stdout, stderr)
+	case "webhooks":
+		err = cmdWebhooks(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

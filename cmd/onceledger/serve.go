@@ -22,6 +22,7 @@ import (
 	"github.com/onceledger/onceledger/ledger/postgres"
 	"github.com/onceledger/onceledger/migrations"
 	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/webhooks"
 )
 
 func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
@@ -60,10 +61,10 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	// One connection per concurrent command, plus the relay (claim + LISTEN),
-	// result lookups and purges.
-	if poolCfg.MaxConns < int32(s.Concurrency+6) {
-		poolCfg.MaxConns = int32(s.Concurrency + 6)
+	// One connection per concurrent command, plus the relay and the webhook
+	// dispatcher (claims, records, one LISTEN each), lookups and purges.
+	if poolCfg.MaxConns < int32(s.Concurrency+10) {
+		poolCfg.MaxConns = int32(s.Concurrency + 10)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
@@ -95,7 +96,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		return err
 	}
 
-	worker, err := consumer.NewWorker(pool, nc, postgres.New(), s.consumerConfig(logger))
+	worker, err := consumer.NewWorker(pool, nc, webhooks.NewCommands(postgres.New()), s.consumerConfig(logger))
 	if err != nil {
 		return err
 	}
@@ -103,6 +104,11 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		return err
 	}
 	relay, err := outbox.NewRelay(pool, js, outbox.RelayConfig{Logger: logger})
+	if err != nil {
+		return err
+	}
+	policy, _ := webhooks.ParseAllowCIDRs(s.WebhookAllow) // validated with the settings
+	dispatcher, err := webhooks.NewDispatcher(pool, webhooks.DispatcherConfig{Policy: policy, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -125,8 +131,8 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
-	wg.Add(2)
+	errs := make(chan error, 3)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		if err := worker.Run(runCtx); err != nil {
@@ -138,6 +144,13 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		defer wg.Done()
 		if err := relay.Run(runCtx); err != nil {
 			errs <- fmt.Errorf("outbox relay: %w", err)
+			cancel()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if err := dispatcher.Run(runCtx); err != nil {
+			errs <- fmt.Errorf("webhook dispatcher: %w", err)
 			cancel()
 		}
 	}()

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/webhooks"
+)
+
+// The issue's scenario as a user would run it: register an endpoint, issue
+// invoices, watch signed deliveries arrive; make the endpoint fail and see
+// retries with the same webhook-id in the attempt log; replay; the receiver
+// kit applies each event exactly once.
+func TestWebhooksEndToEnd(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dsn, natsURL, httpAddr := testenv.Postgres(t), testenv.NATS(t), freeAddr(t)
+	if code, out, errOut := invoke(ctx, "", "migrate", "-database-url", dsn); code != 0 {
+		t.Fatalf("migrate: %s%s", out, errOut)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr,
+			"-log-level", "error", "-webhook-allow-cidrs", "127.0.0.0/8"); code != 0 {
+			t.Errorf("run exited %d: %s", code, errOut)
+		}
+	}()
+	waitHTTP(t, "http://"+httpAddr+"/readyz")
+
+	// The receiving service: its own database, the receiver kit, a handler
+	// that counts what it applied; it fails while failing is set.
+	recvPool, err := pgxpool.New(ctx, testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recvPool.Close()
+	if err := webhooks.MigrateReceiver(ctx, recvPool); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := recvPool.Exec(ctx, `CREATE TABLE applied (event_id uuid, type text)`); err != nil {
+		t.Fatal(err)
+	}
+	var failing atomic.Bool
+	var requests atomic.Int32
+	var handler http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if failing.Load() {
+			http.Error(w, "temporarily down", http.StatusServiceUnavailable)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+
+	publish := func(command, key, body string) ledger.Result {
+		t.Helper()
+		_, out, errOut := invoke(ctx, body, "publish", "-nats-url", natsURL, "-company", "acme", "-command", command, "-key", key)
+		var res ledger.Result
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%s: %v\n%s%s", command, err, out, errOut)
+		}
+		return res
+	}
+	publish("company.create", "setup", `{"name":"Acme UAB","country":"LT","currency":"EUR"}`)
+	created := publish("webhook_endpoint.create", "hook-1", `{"url":"`+srv.URL+`/webhooks","event_types":["invoice.created"]}`)
+	var ep webhooks.EndpointView
+	if err := json.Unmarshal(created.Result, &ep); err != nil || !strings.HasPrefix(ep.Secret, "whsec_") {
+		t.Fatalf("endpoint: %+v %v", created, err)
+	}
+	verifier, err := webhooks.NewVerifier(ep.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler = webhooks.NewReceiver(recvPool, verifier, func(ctx context.Context, tx pgx.Tx, ev webhooks.Event) error {
+		_, err := tx.Exec(ctx, `INSERT INTO applied VALUES ($1, $2)`, ev.ID, ev.Type)
+		return err
+	}, webhooks.ReceiverConfig{})
+
+	invoice := `{"order_id":"%s","customer":{"id":"c","name":"C","country":"LT"},"currency":"EUR","issue_date":"2026-12-02","due_date":"2026-12-16","lines":[{"description":"x","quantity":"1","unit_price":"10.00","vat_rate":"21"}]}`
+	publish("invoice.create", "inv-1", strings.Replace(invoice, "%s", "o-1", 1))
+	applied := func() int {
+		var n int
+		recvPool.QueryRow(ctx, `SELECT count(*) FROM applied`).Scan(&n)
+		return n
+	}
+	eventually(t, "the first invoice applied by the receiver", func() bool { return applied() == 1 })
+
+	failing.Store(true)
+	publish("invoice.create", "inv-2", strings.Replace(invoice, "%s", "o-2", 1))
+	eventually(t, "a failed attempt", func() bool { return requests.Load() >= 2 })
+	failing.Store(false)
+	code, out, errOut := invoke(ctx, "", "webhooks", "deliveries", "-database-url", dsn, "-endpoint", ep.EndpointID, "-format", "json")
+	var deliveries []webhooks.Delivery
+	if code != 0 || json.Unmarshal([]byte(out), &deliveries) != nil || len(deliveries) != 2 {
+		t.Fatalf("deliveries: exit %d %s %s", code, out, errOut)
+	}
+	failed := deliveries[0] // newest first
+	if failed.Status != "pending" || failed.LastStatus == nil || *failed.LastStatus != 503 {
+		t.Fatalf("the failing delivery: %+v", failed)
+	}
+	// The schedule would wait 5 s; an operator replays it now.
+	if code, out, errOut := invoke(ctx, "", "webhooks", "replay", "-database-url", dsn, "-delivery", failed.ID.String()); code != 0 {
+		t.Fatalf("replay: %s%s", out, errOut)
+	}
+	eventually(t, "the second invoice applied after the replay", func() bool { return applied() == 2 })
+	code, out, _ = invoke(ctx, "", "webhooks", "attempts", "-database-url", dsn, "-delivery", failed.ID.String())
+	if code != 0 || !strings.Contains(out, "503") || !strings.Contains(out, "204") {
+		t.Fatalf("attempt log:\n%s", out)
+	}
+	// A repeated delivery of an applied event is acknowledged, not applied.
+	before := requests.Load()
+	if code, out, errOut := invoke(ctx, "", "webhooks", "replay", "-database-url", dsn, "-delivery", deliveries[1].ID.String()); code != 0 {
+		t.Fatalf("replay of a delivered event: %s%s", out, errOut)
+	}
+	eventually(t, "the repeat answered", func() bool {
+		_, out, _ := invoke(ctx, "", "webhooks", "deliveries", "-database-url", dsn, "-endpoint", ep.EndpointID, "-status", "delivered", "-format", "json")
+		var list []webhooks.Delivery
+		return requests.Load() > before && json.Unmarshal([]byte(out), &list) == nil && len(list) == 2
+	})
+	if n := applied(); n != 2 {
+		t.Fatalf("the receiver applied %d events, want 2", n)
+	}
+	cancel()
+	<-done
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}

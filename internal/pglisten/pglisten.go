@@ -1,0 +1,66 @@
+// Package pglisten turns Postgres NOTIFYs into wake-ups for pollers.
+//
+// NOTIFY is not durable: a notification sent while the listening connection
+// is down is lost. Listen is therefore only ever a way to wake up early;
+// its users also poll.
+package pglisten
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Listen holds one connection of pool (taken out of the pool for good: it
+// carries LISTEN state) listening on channel, and signals wake for each
+// notification, coalescing bursts. After a connection failure it logs,
+// waits retry and listens again. done is closed once ctx has ended and the
+// connection is closed.
+func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, retry time.Duration, logger *slog.Logger) (wake <-chan struct{}, done <-chan struct{}) {
+	wakeCh, doneCh := make(chan struct{}, 1), make(chan struct{})
+	go func() {
+		defer close(doneCh)
+		for ctx.Err() == nil {
+			err := listenOnce(ctx, pool, channel, wakeCh)
+			if ctx.Err() == nil {
+				logger.Warn("LISTEN connection lost; polling until it is back", "channel", channel, "error", err)
+				Sleep(ctx, retry)
+			}
+		}
+	}()
+	return wakeCh, doneCh
+}
+
+func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, wake chan<- struct{}) error {
+	pooled, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	conn := pooled.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return err
+	}
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Sleep waits d or until ctx ends.
+func Sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

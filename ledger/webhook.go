@@ -1,0 +1,185 @@
+package ledger
+
+import (
+	"encoding/base64"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// EventTypes are the events onceledger emits; webhook endpoints filter on them.
+var EventTypes = []string{
+	"company.created",
+	"invoice.created",
+	"credit_note.created",
+	"payment.recorded",
+	"settlement.recorded",
+	"purchase_invoice.recorded",
+	"asset.registered",
+	"depreciation.posted",
+	"webhook_endpoint.disabled",
+}
+
+func knownEventType(t string) bool {
+	for _, e := range EventTypes {
+		if e == t {
+			return true
+		}
+	}
+	return false
+}
+
+// CreateWebhookEndpoint is the body of webhook_endpoint.create. An empty
+// EventTypes subscribes to every event. Without Secret one is generated and
+// returned, once, in the result.
+type CreateWebhookEndpoint struct {
+	URL         string   `json:"url"`
+	Description string   `json:"description,omitempty"`
+	EventTypes  []string `json:"event_types,omitempty"`
+	Secret      string   `json:"secret,omitempty"`
+}
+
+func (*CreateWebhookEndpoint) CommandName() string { return "webhook_endpoint.create" }
+
+func (c *CreateWebhookEndpoint) validate() *Error {
+	return firstError(endpointURL("url", c.URL), maxLen("description", c.Description, 500),
+		eventTypes(c.EventTypes), secretSyntax("secret", c.Secret))
+}
+
+// UpdateWebhookEndpoint is the body of webhook_endpoint.update: the fields
+// given replace the endpoint's; Enable re-enables a disabled endpoint.
+type UpdateWebhookEndpoint struct {
+	EndpointID  string    `json:"endpoint_id"`
+	URL         *string   `json:"url,omitempty"`
+	Description *string   `json:"description,omitempty"`
+	EventTypes  *[]string `json:"event_types,omitempty"`
+	Enable      bool      `json:"enable,omitempty"`
+}
+
+func (*UpdateWebhookEndpoint) CommandName() string { return "webhook_endpoint.update" }
+
+func (c *UpdateWebhookEndpoint) validate() *Error {
+	if err := endpointID(c.EndpointID); err != nil {
+		return err
+	}
+	if c.URL == nil && c.Description == nil && c.EventTypes == nil && !c.Enable {
+		return invalid("endpoint_id", "nothing to update: give url, description, event_types or enable")
+	}
+	if c.URL != nil {
+		if err := endpointURL("url", *c.URL); err != nil {
+			return err
+		}
+	}
+	if c.Description != nil {
+		if err := maxLen("description", *c.Description, 500); err != nil {
+			return err
+		}
+	}
+	if c.EventTypes != nil {
+		return eventTypes(*c.EventTypes)
+	}
+	return nil
+}
+
+// DisableWebhookEndpoint is the body of webhook_endpoint.disable.
+type DisableWebhookEndpoint struct {
+	EndpointID string `json:"endpoint_id"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+func (*DisableWebhookEndpoint) CommandName() string { return "webhook_endpoint.disable" }
+
+func (c *DisableWebhookEndpoint) validate() *Error {
+	return firstError(endpointID(c.EndpointID), maxLen("reason", c.Reason, 500))
+}
+
+// RotateWebhookSecret is the body of webhook_endpoint.rotate_secret: the
+// new secret (generated when absent) signs from now on; the old ones keep
+// signing too until GracePeriod (default 24h) has passed, so receivers can
+// switch without missing a delivery.
+type RotateWebhookSecret struct {
+	EndpointID  string `json:"endpoint_id"`
+	Secret      string `json:"secret,omitempty"`
+	GracePeriod string `json:"grace_period,omitempty"`
+}
+
+func (*RotateWebhookSecret) CommandName() string { return "webhook_endpoint.rotate_secret" }
+
+func (c *RotateWebhookSecret) validate() *Error {
+	if c.GracePeriod == "" {
+		c.GracePeriod = "24h"
+	}
+	if err := firstError(endpointID(c.EndpointID), secretSyntax("secret", c.Secret)); err != nil {
+		return err
+	}
+	if d, err := time.ParseDuration(c.GracePeriod); err != nil || d < 0 || d > 30*24*time.Hour {
+		return invalid("grace_period", "must be a duration from 0s to 720h, such as \"24h\"")
+	}
+	return nil
+}
+
+// Grace is the parsed grace period.
+func (c *RotateWebhookSecret) Grace() time.Duration {
+	d, _ := time.ParseDuration(c.GracePeriod)
+	return d
+}
+
+func endpointID(id string) *Error {
+	if uuid.Validate(id) != nil {
+		return invalid("endpoint_id", "%q is not a UUID", id)
+	}
+	return nil
+}
+
+// endpointURL accepts absolute http(s) URLs without credentials. Whether
+// the address may be dialled is decided when it is dialled, against the
+// resolved address.
+func endpointURL(field, raw string) *Error {
+	if len(raw) > 2048 {
+		return invalid(field, "is longer than 2048 characters")
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return invalid(field, "is not a URL: %v", err)
+	case u.Scheme != "https" && u.Scheme != "http":
+		return invalid(field, "must be an https:// (or http://) URL")
+	case u.Host == "" || u.Hostname() == "":
+		return invalid(field, "has no host")
+	case u.User != nil:
+		return invalid(field, "must not carry credentials; sign with the endpoint secret instead")
+	case u.Fragment != "":
+		return invalid(field, "must not have a #fragment")
+	}
+	return nil
+}
+
+func eventTypes(types []string) *Error {
+	seen := map[string]bool{}
+	for i, t := range types {
+		if !knownEventType(t) {
+			return invalid(fieldf("event_types[%d]", i), "%q is not an event type (known: %s)", t, strings.Join(EventTypes, ", "))
+		}
+		if seen[t] {
+			return invalid(fieldf("event_types[%d]", i), "%q is listed twice", t)
+		}
+		seen[t] = true
+	}
+	return nil
+}
+
+// secretSyntax checks the Standard Webhooks secret form; an empty secret
+// means "generate one".
+func secretSyntax(field, s string) *Error {
+	if s == "" {
+		return nil
+	}
+	b64, ok := strings.CutPrefix(s, "whsec_")
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if !ok || err != nil || len(key) < 24 || len(key) > 64 {
+		return invalid(field, "must be a Standard Webhooks secret: whsec_ followed by base64 of 24 to 64 random bytes")
+	}
+	return nil
+}

@@ -1,0 +1,583 @@
+package webhooks_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/webhooks"
+)
+
+// world is a migrated database with one company, for delivery tests.
+type world struct {
+	t    *testing.T
+	pool *pgxpool.Pool
+	cmds *webhooks.Commands
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), testenv.Migrated(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	w := &world{t: t, pool: pool, cmds: webhooks.NewCommands(postgres.New())}
+	w.run("company.create", `{"name":"Acme","country":"LT","currency":"EUR"}`)
+	return w
+}
+
+// run executes a command for company acme and commits it.
+func (w *world) run(command, body string) ledger.Outcome {
+	w.t.Helper()
+	cmd, err := ledger.Decode(command, []byte(body))
+	if err != nil {
+		w.t.Fatalf("%s: %v", command, err)
+	}
+	var out ledger.Outcome
+	err = pgx.BeginFunc(context.Background(), w.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = w.cmds.Execute(context.Background(), tx, "acme", cmd)
+		return err
+	})
+	if err != nil {
+		w.t.Fatalf("%s: %v", command, err)
+	}
+	return out
+}
+
+func (w *world) endpoint(url string, extra string) webhooks.EndpointView {
+	w.t.Helper()
+	body := `{"url":"` + url + `"` + extra + `}`
+	return w.run("webhook_endpoint.create", body).Result.(webhooks.EndpointView)
+}
+
+// event commits one event of type typ and returns its ID.
+func (w *world) event(typ string) uuid.UUID {
+	w.t.Helper()
+	var ev outbox.Event
+	err := pgx.BeginFunc(context.Background(), w.pool, func(tx pgx.Tx) error {
+		var err error
+		ev, err = outbox.Enqueue(context.Background(), tx, "acme", typ, map[string]string{"hello": "world"})
+		return err
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return ev.ID
+}
+
+func (w *world) dispatcher(cfg webhooks.DispatcherConfig) *webhooks.Dispatcher {
+	w.t.Helper()
+	if cfg.Schedule == nil {
+		cfg.Schedule = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond}
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 2 * time.Second
+	}
+	cfg.Policy = loopback(w.t)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
+	d, err := webhooks.NewDispatcher(w.pool, cfg)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return d
+}
+
+func loopback(t *testing.T) webhooks.AddressPolicy {
+	p, err := webhooks.ParseAllowCIDRs("127.0.0.0/8, ::1/128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// drain dispatches until nothing is due or the deadline passes.
+func (w *world) drain(d *webhooks.Dispatcher, until func() bool) {
+	w.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !until() {
+		if time.Now().After(deadline) {
+			w.t.Fatal("deliveries did not settle")
+		}
+		if _, err := d.DispatchOnce(context.Background()); err != nil {
+			w.t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (w *world) deliveryStatus(event uuid.UUID) string {
+	w.t.Helper()
+	var s string
+	if err := w.pool.QueryRow(context.Background(), `SELECT status FROM webhook_deliveries WHERE event_id = $1`, event).Scan(&s); err != nil {
+		w.t.Fatal(err)
+	}
+	return s
+}
+
+func (w *world) deliveryID(event uuid.UUID) uuid.UUID {
+	w.t.Helper()
+	var id uuid.UUID
+	if err := w.pool.QueryRow(context.Background(), `SELECT id FROM webhook_deliveries WHERE event_id = $1`, event).Scan(&id); err != nil {
+		w.t.Fatal(err)
+	}
+	return id
+}
+
+// receiver records every request and answers as script says for the n-th
+// request (1-based).
+type receiver struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	ids      []string
+	headers  []http.Header
+	bodies   [][]byte
+	n        atomic.Int32
+	inFlight atomic.Int32
+	maxIn    atomic.Int32
+}
+
+func newReceiver(t *testing.T, script func(n int32, w http.ResponseWriter, r *http.Request)) *receiver {
+	rc := &receiver{}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cur := rc.inFlight.Add(1)
+		defer rc.inFlight.Add(-1)
+		for {
+			m := rc.maxIn.Load()
+			if cur <= m || rc.maxIn.CompareAndSwap(m, cur) {
+				break
+			}
+		}
+		body := make([]byte, r.ContentLength)
+		_, _ = r.Body.Read(body)
+		rc.mu.Lock()
+		rc.ids = append(rc.ids, r.Header.Get("webhook-id"))
+		rc.headers = append(rc.headers, r.Header.Clone())
+		rc.bodies = append(rc.bodies, body)
+		rc.mu.Unlock()
+		script(rc.n.Add(1), w, r)
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func ok(_ int32, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }
+
+// Receiver failures (500, a timeout, a reset after the body was read) are
+// retried with the same webhook-id and body, each attempt signed; the
+// attempt log records them all.
+func TestDeliveryRetriesWithTheSameID(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	rc := newReceiver(t, func(n int32, rw http.ResponseWriter, r *http.Request) {
+		switch n {
+		case 1:
+			http.Error(rw, "database down", http.StatusInternalServerError)
+		case 2:
+			time.Sleep(700 * time.Millisecond) // past the request timeout
+		case 3:
+			conn, _, _ := rw.(http.Hijacker).Hijack()
+			conn.(*net.TCPConn).SetLinger(0)
+			conn.Close() // reset after reading the body
+		default:
+			rw.WriteHeader(http.StatusOK)
+		}
+	})
+	ep := w.endpoint(rc.srv.URL+"/hooks", "")
+	event := w.event("invoice.created")
+	d := w.dispatcher(webhooks.DispatcherConfig{RequestTimeout: 300 * time.Millisecond})
+	w.drain(d, func() bool { return w.deliveryStatus(event) == "delivered" })
+
+	v, err := webhooks.NewVerifier(ep.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Tolerance = time.Minute
+	if len(rc.ids) != 4 {
+		t.Fatalf("%d attempts, want 4", len(rc.ids))
+	}
+	for i, id := range rc.ids {
+		if id != event.String() || string(rc.bodies[i]) != string(rc.bodies[0]) {
+			t.Fatalf("attempt %d carried id %s, want %s, and the same body", i+1, id, event)
+		}
+		if _, err := v.Verify(rc.headers[i], rc.bodies[i]); err != nil {
+			t.Fatalf("attempt %d does not verify: %v", i+1, err)
+		}
+	}
+	var body struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Sequence int64  `json:"sequence"`
+	}
+	if err := json.Unmarshal(rc.bodies[0], &body); err != nil || body.ID != event.String() || body.Type != "invoice.created" || body.Sequence != 1 {
+		t.Fatalf("body %s: %v", rc.bodies[0], err)
+	}
+	attempts, err := webhooks.Attempts(context.Background(), w.pool, w.deliveryID(event))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(attempts) != 4 || attempts[0].StatusCode == nil || *attempts[0].StatusCode != 500 ||
+		!strings.Contains(attempts[0].Response, "database down") || attempts[1].StatusCode != nil || attempts[1].Error == "" ||
+		attempts[2].StatusCode != nil || attempts[3].StatusCode == nil || *attempts[3].StatusCode != 200 {
+		t.Fatalf("attempt log: %+v", attempts)
+	}
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	rc := newReceiver(t, func(n int32, rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Retry-After", "120")
+		rw.WriteHeader(http.StatusTooManyRequests)
+	})
+	w.endpoint(rc.srv.URL, "")
+	event := w.event("invoice.created")
+	d := w.dispatcher(webhooks.DispatcherConfig{})
+	if n, err := d.DispatchOnce(context.Background()); err != nil || n != 1 {
+		t.Fatalf("dispatched %d: %v", n, err)
+	}
+	var wait time.Duration
+	if err := w.pool.QueryRow(context.Background(), `
+		SELECT next_attempt_at - now() FROM webhook_deliveries WHERE event_id = $1`, event).Scan(&wait); err != nil {
+		t.Fatal(err)
+	}
+	if wait < 110*time.Second {
+		t.Fatalf("next attempt in %s, want about 120s from Retry-After", wait)
+	}
+}
+
+// After the schedule the delivery fails; a replay delivers it with the same ID.
+func TestExhaustedDeliveryFailsAndReplays(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	var healthy atomic.Bool
+	rc := newReceiver(t, func(n int32, rw http.ResponseWriter, r *http.Request) {
+		if healthy.Load() {
+			rw.WriteHeader(http.StatusOK)
+			return
+		}
+		rw.WriteHeader(http.StatusBadGateway)
+	})
+	ep := w.endpoint(rc.srv.URL, "")
+	event := w.event("payment.recorded")
+	d := w.dispatcher(webhooks.DispatcherConfig{})
+	w.drain(d, func() bool { return w.deliveryStatus(event) == "failed" })
+	if got := rc.n.Load(); got != 5 { // the first attempt and four retries
+		t.Fatalf("%d attempts before failing, want 5", got)
+	}
+	healthy.Store(true)
+	n, err := webhooks.ReplayFailed(context.Background(), w.pool, uuid.MustParse(ep.EndpointID), time.Now().Add(-time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("replayed %d: %v", n, err)
+	}
+	w.drain(d, func() bool { return w.deliveryStatus(event) == "delivered" })
+	if last := rc.ids[len(rc.ids)-1]; last != event.String() {
+		t.Fatalf("replay carried id %s", last)
+	}
+	if err := webhooks.ReplayDelivery(context.Background(), w.pool, uuid.New()); err == nil {
+		t.Fatal("replaying an unknown delivery succeeded")
+	}
+}
+
+// 410 Gone disables the endpoint at once, and the company hears of it.
+func TestGoneDisablesTheEndpoint(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	rc := newReceiver(t, func(n int32, rw http.ResponseWriter, r *http.Request) { rw.WriteHeader(http.StatusGone) })
+	w.endpoint(rc.srv.URL, "")
+	event := w.event("invoice.created")
+	w.dispatcher(webhooks.DispatcherConfig{}).DispatchOnce(context.Background())
+	var status, reason string
+	if err := w.pool.QueryRow(context.Background(), `SELECT status, disabled_reason FROM webhook_endpoints`).Scan(&status, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if status != "disabled" || !strings.Contains(reason, "410") || w.deliveryStatus(event) != "failed" {
+		t.Fatalf("endpoint %s (%s), delivery %s", status, reason, w.deliveryStatus(event))
+	}
+	var events int
+	w.pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox_events WHERE type = 'webhook_endpoint.disabled'`).Scan(&events)
+	if events != 1 {
+		t.Fatalf("%d webhook_endpoint.disabled events, want 1", events)
+	}
+}
+
+// An endpoint failing for longer than DisableAfter is disabled.
+func TestSustainedFailureDisablesTheEndpoint(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	rc := newReceiver(t, func(n int32, rw http.ResponseWriter, r *http.Request) { rw.WriteHeader(http.StatusInternalServerError) })
+	w.endpoint(rc.srv.URL, "")
+	w.event("invoice.created")
+	d := w.dispatcher(webhooks.DispatcherConfig{DisableAfter: 30 * time.Millisecond,
+		Schedule: []time.Duration{60 * time.Millisecond, 60 * time.Millisecond, 60 * time.Millisecond}})
+	w.drain(d, func() bool {
+		var status string
+		w.pool.QueryRow(context.Background(), `SELECT status FROM webhook_endpoints`).Scan(&status)
+		return status == "disabled"
+	})
+}
+
+// A dispatcher that dies mid-attempt loses nothing: once its lease ends the
+// delivery is due again.
+func TestCrashedDispatcherLosesNothing(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	rc := newReceiver(t, ok)
+	w.endpoint(rc.srv.URL, "")
+	event := w.event("invoice.created")
+	// What a dispatcher that claimed the delivery and died leaves behind.
+	if _, err := w.pool.Exec(context.Background(), `
+		UPDATE webhook_deliveries SET status = 'delivering', attempts = 1, claimed_until = now() + interval '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	d := w.dispatcher(webhooks.DispatcherConfig{})
+	if n, _ := d.DispatchOnce(context.Background()); n != 0 {
+		t.Fatalf("a leased delivery was claimed again (%d)", n)
+	}
+	w.pool.Exec(context.Background(), `UPDATE webhook_deliveries SET claimed_until = now() - interval '1 second'`)
+	w.drain(d, func() bool { return w.deliveryStatus(event) == "delivered" })
+	if len(rc.ids) != 1 || rc.ids[0] != event.String() {
+		t.Fatalf("requests %v", rc.ids)
+	}
+}
+
+// Two dispatchers never attempt one delivery at the same time, and every
+// delivery arrives.
+func TestTwoDispatchersNeverOverlap(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	var mu sync.Mutex
+	active := map[string]bool{}
+	overlap := atomic.Bool{}
+	rc := newReceiver(t, func(n int32, rw http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("webhook-id")
+		mu.Lock()
+		if active[id] {
+			overlap.Store(true)
+		}
+		active[id] = true
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		delete(active, id)
+		mu.Unlock()
+		rw.WriteHeader(http.StatusOK)
+	})
+	w.endpoint(rc.srv.URL, "")
+	const events = 60
+	for range events {
+		w.event("invoice.created")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 2 {
+		d := w.dispatcher(webhooks.DispatcherConfig{Workers: 8, PerEndpoint: 8, PollInterval: 20 * time.Millisecond})
+		wg.Add(1)
+		go func() { defer wg.Done(); d.Run(ctx) }()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var left int
+		w.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE status <> 'delivered'`).Scan(&left)
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deliveries left", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	if overlap.Load() {
+		t.Fatal("one delivery was attempted twice at once")
+	}
+	if got := len(rc.ids); got != events {
+		t.Fatalf("%d requests for %d events", got, events)
+	}
+}
+
+func TestPerEndpointConcurrencyIsBounded(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	rc := newReceiver(t, func(n int32, rw http.ResponseWriter, r *http.Request) {
+		time.Sleep(30 * time.Millisecond)
+		rw.WriteHeader(http.StatusOK)
+	})
+	w.endpoint(rc.srv.URL, "")
+	for range 12 {
+		w.event("invoice.created")
+	}
+	d := w.dispatcher(webhooks.DispatcherConfig{Workers: 16, PerEndpoint: 2, PollInterval: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for rc.n.Load() < 12 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if rc.n.Load() != 12 || rc.maxIn.Load() > 2 {
+		t.Fatalf("%d requests, at most %d at once; want 12 with at most 2", rc.n.Load(), rc.maxIn.Load())
+	}
+}
+
+// Without an allowance a loopback target is refused at dial time, also
+// when it is reached through a name.
+func TestPrivateTargetsAreRefused(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	rc := newReceiver(t, ok)
+	port := rc.srv.Listener.Addr().(*net.TCPAddr).Port
+	w.endpoint("http://localhost:"+itoa(port), "")
+	event := w.event("invoice.created")
+	d, err := webhooks.NewDispatcher(w.pool, webhooks.DispatcherConfig{Schedule: []time.Duration{time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.DispatchOnce(context.Background())
+	var lastErr string
+	w.pool.QueryRow(context.Background(), `SELECT last_error FROM webhook_deliveries WHERE event_id = $1`, event).Scan(&lastErr)
+	if rc.n.Load() != 0 || !strings.Contains(lastErr, "not allowed") {
+		t.Fatalf("loopback target reached (%d requests), last error %q", rc.n.Load(), lastErr)
+	}
+}
+
+func TestAddressPolicy(t *testing.T) {
+	t.Parallel()
+	none, _ := webhooks.ParseAllowCIDRs("")
+	some, err := webhooks.ParseAllowCIDRs("10.1.0.0/16,::1/128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		addr       string
+		none, some bool
+	}{
+		{"93.184.215.14", true, true},
+		{"2606:2800:21f:cb07:6820:80da:af6b:8b2c", true, true},
+		{"127.0.0.1", false, false},
+		{"::1", false, true},
+		{"10.1.2.3", false, true},
+		{"10.2.0.1", false, false},
+		{"169.254.169.254", false, false},
+		{"192.168.1.1", false, false},
+		{"172.20.0.1", false, false},
+		{"100.64.0.1", false, false},
+		{"0.0.0.0", false, false},
+		{"::ffff:127.0.0.1", false, false},
+		{"fe80::1", false, false},
+		{"fd00::1", false, false},
+		{"224.0.0.1", false, false},
+	} {
+		a := netip.MustParseAddr(c.addr)
+		if got := none.Allowed(a); got != c.none {
+			t.Errorf("default policy, %s: %v", c.addr, got)
+		}
+		if got := some.Allowed(a); got != c.some {
+			t.Errorf("with allowances, %s: %v", c.addr, got)
+		}
+	}
+	if _, err := webhooks.ParseAllowCIDRs("10.0.0.0/33"); err == nil {
+		t.Error("a bad CIDR was accepted")
+	}
+}
+
+// During a rotation both secrets sign; receivers holding either verify.
+func TestRotationSignsWithOldAndNewSecrets(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	rc := newReceiver(t, ok)
+	ep := w.endpoint(rc.srv.URL, "")
+	rotated := w.run("webhook_endpoint.rotate_secret", `{"endpoint_id":"`+ep.EndpointID+`","grace_period":"1h"}`).Result.(webhooks.EndpointView)
+	if rotated.Secret == "" || rotated.Secret == ep.Secret || rotated.SecretsActive != 2 {
+		t.Fatalf("rotation: %+v", rotated)
+	}
+	event := w.event("invoice.created")
+	w.drain(w.dispatcher(webhooks.DispatcherConfig{}), func() bool { return w.deliveryStatus(event) == "delivered" })
+	for _, s := range []string{ep.Secret, rotated.Secret} {
+		v, _ := webhooks.NewVerifier(s)
+		v.Tolerance = time.Minute
+		if _, err := v.Verify(rc.headers[0], rc.bodies[0]); err != nil {
+			t.Fatalf("a receiver with one of the secrets cannot verify: %v", err)
+		}
+	}
+	// Without a grace period the old secret stops signing at once.
+	again := w.run("webhook_endpoint.rotate_secret", `{"endpoint_id":"`+ep.EndpointID+`","grace_period":"0s"}`).Result.(webhooks.EndpointView)
+	if again.SecretsActive != 1 {
+		t.Fatalf("after a rotation without grace: %+v", again)
+	}
+}
+
+// Endpoints receive only the event types they subscribed to, and nothing
+// while disabled.
+func TestEventTypeFilterAndDisable(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	rc := newReceiver(t, ok)
+	ep := w.endpoint(rc.srv.URL, `,"event_types":["invoice.created"]`)
+	w.event("payment.recorded")
+	want := w.event("invoice.created")
+	var n int
+	w.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries`).Scan(&n)
+	if n != 1 || w.deliveryStatus(want) != "pending" {
+		t.Fatalf("%d deliveries for one matching event", n)
+	}
+	w.run("webhook_endpoint.disable", `{"endpoint_id":"`+ep.EndpointID+`","reason":"maintenance"}`)
+	w.event("invoice.created")
+	w.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries`).Scan(&n)
+	if n != 1 {
+		t.Fatalf("a disabled endpoint got a delivery")
+	}
+	if got, _ := w.dispatcher(webhooks.DispatcherConfig{}).DispatchOnce(context.Background()); got != 0 {
+		t.Fatalf("a disabled endpoint's pending delivery was attempted")
+	}
+	w.run("webhook_endpoint.update", `{"endpoint_id":"`+ep.EndpointID+`","enable":true}`)
+	w.drain(w.dispatcher(webhooks.DispatcherConfig{}), func() bool { return w.deliveryStatus(want) == "delivered" })
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// Endpoints are scoped by company: another company's endpoint ID is unknown.
+func TestEndpointsAreScopedByCompany(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	ep := w.endpoint("https://example.com/hooks", "")
+	cmd, err := ledger.Decode("webhook_endpoint.disable", []byte(`{"endpoint_id":"`+ep.EndpointID+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = pgx.BeginFunc(context.Background(), w.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(context.Background(), `INSERT INTO companies (id, name, country, currency) VALUES ('globex', 'G', 'LT', 'EUR')`); err != nil {
+			return err
+		}
+		_, err := w.cmds.Execute(context.Background(), tx, "globex", cmd)
+		return err
+	})
+	if ledger.ErrorCode(err) != ledger.CodeNotFound {
+		t.Fatalf("another company disabled the endpoint: %v", err)
+	}
+}
