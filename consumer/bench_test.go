@@ -13,19 +13,34 @@ import (
 	"github.com/onceledger/onceledger/ledger"
 )
 
-// BenchmarkInvoiceCreate measures invoice.create end to end (publish →
-// committed → acknowledged → replied) through one worker, with each ack
-// mode. Run: go test -run '^$' -bench InvoiceCreate -benchtime 2000x ./consumer/
+// BenchmarkInvoiceCreate measures invoice.create (three lines, ten
+// companies) end to end: publish → committed → acknowledged → replied,
+// through one worker with group commit, and through the reference path of
+// one transaction and one synchronous ack per command.
+//
+//	go test -run '^$' -bench InvoiceCreate -benchtime 5000x ./consumer/
 func BenchmarkInvoiceCreate(b *testing.B) {
-	for _, mode := range []consumer.AckMode{consumer.AckPlain, consumer.AckDouble} {
-		b.Run(string(mode), func(b *testing.B) {
+	modes := []struct {
+		name  string
+		batch consumer.BatchConfig
+		ack   consumer.AckMode
+	}{
+		{"group-commit", consumer.BatchConfig{MaxSize: 128, Parallel: 2}, consumer.AckPlain},
+		{"reference", consumer.BatchConfig{MaxSize: 1, Parallel: 16}, consumer.AckDouble},
+	}
+	for _, mode := range modes {
+		b.Run(mode.name, func(b *testing.B) {
 			h := newHarness(b)
 			cfg := testConfig()
-			cfg.Subscriber.AckMode = mode
-			cfg.Subscriber.Concurrency = 16
+			cfg.Subscriber.AckMode = mode.ack
+			cfg.Subscriber.Concurrency = 256
+			cfg.Subscriber.FetchBatch = 128
+			cfg.Batch = mode.batch
 			h.startWorker(cfg, nil)
-			h.createCompany("acme")
-
+			const companies = 10
+			for c := range companies {
+				h.createCompany(fmt.Sprintf("co-%d", c))
+			}
 			replies := make(chan *nats.Msg, b.N)
 			inbox := h.nc.NewRespInbox()
 			sub, err := h.nc.ChanSubscribe(inbox, replies)
@@ -33,25 +48,26 @@ func BenchmarkInvoiceCreate(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer sub.Unsubscribe()
-			bodies := make([][]byte, b.N)
-			for i := range bodies {
-				bodies[i] = mustMarshal(b, invoiceBody(fmt.Sprintf("bench-%d", i), "10.00"))
+			msgs := make([]*nats.Msg, b.N)
+			for i := range msgs {
+				body := invoiceBody(fmt.Sprintf("bench-%d", i), "10.00")
+				body["lines"] = []any{
+					map[string]any{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"},
+					map[string]any{"description": "Books", "quantity": "2", "unit_price": "12.50", "vat_rate": "9"},
+					map[string]any{"description": "Travel", "quantity": "1", "unit_price": "80.00", "vat_rate": "0"},
+				}
+				m := nats.NewMsg(ledger.CommandSubject(fmt.Sprintf("co-%d", i%companies), "invoice.create"))
+				m.Data = mustMarshal(b, body)
+				m.Header.Set(consumer.HeaderIdempotencyKey, fmt.Sprintf("bench-%d", i))
+				m.Header.Set(consumer.HeaderReplyTo, inbox)
+				msgs[i] = m
 			}
 			b.ResetTimer()
 			start := time.Now()
-			for i := range b.N {
-				msg := nats.NewMsg(ledger.CommandSubject("acme", "invoice.create"))
-				msg.Data = bodies[i]
-				msg.Header.Set(consumer.HeaderIdempotencyKey, fmt.Sprintf("bench-%d", i))
-				msg.Header.Set(consumer.HeaderReplyTo, inbox)
-				if _, err := h.js.PublishMsgAsync(msg); err != nil {
+			for _, m := range msgs {
+				if _, err := h.js.PublishMsgAsync(m); err != nil {
 					b.Fatal(err)
 				}
-			}
-			select {
-			case <-h.js.PublishAsyncComplete():
-			case <-time.After(time.Minute):
-				b.Fatal("publishes not acknowledged")
 			}
 			for range b.N {
 				select {
@@ -63,8 +79,7 @@ func BenchmarkInvoiceCreate(b *testing.B) {
 			elapsed := time.Since(start)
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "commands/s")
-			ctx := context.Background()
-			if err := waitAcked(ctx, h.js); err != nil {
+			if err := waitAcked(context.Background(), h.js); err != nil {
 				b.Fatal(err)
 			}
 			if n := h.count(`SELECT count(*) FROM invoices`); n != b.N {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/ledger"
 )
@@ -70,19 +69,16 @@ func (h handlerExecutor) Execute(ctx context.Context, tx pgx.Tx, company string,
 
 // inboxConfig is what the inbox middleware needs.
 type inboxConfig struct {
-	pool          *pgxpool.Pool
+	batcher       *batcher
 	inFlightDelay time.Duration
-	commitTimeout time.Duration
 	logger        *slog.Logger
-	// afterCommit, when set, runs between commit and settlement; tests use
-	// it to stand for a crash in that window.
-	afterCommit func(*Delivery)
 }
 
 // inboxMiddleware is the innermost middleware: it validates the delivery,
-// opens the transaction the handler posts in, runs the idempotency contract
-// (Process) around the handler, and commits. It sets the reply; the
-// subscriber sends it after the message is settled.
+// hands the command to the batcher, which runs the idempotency contract
+// (Process) around the handler inside a shared transaction and commits, and
+// turns the outcome into the reply and the settlement; the subscriber sends
+// the reply after the message is settled.
 func inboxMiddleware(cfg inboxConfig) message.HandlerMiddleware {
 	return func(next message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
@@ -98,33 +94,14 @@ func inboxMiddleware(cfg inboxConfig) message.HandlerMiddleware {
 			log := cfg.logger.With("company", req.Company, "idempotency_key", req.Key, "command", req.Command,
 				"stream_seq", d.StreamSeq, "deliveries", d.NumDelivered)
 
-			ctx := msg.Context()
-			tx, err := cfg.pool.Begin(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("inbox: begin: %w", err)
-			}
-			// Rollback after Commit is a no-op; this covers errors and panics.
-			defer tx.Rollback(context.WithoutCancel(ctx))
-
-			outcome, res, err := Process(ctx, tx, req, handlerExecutor{next: next, msg: msg})
-			if err != nil {
+			s := &submission{req: req, exec: handlerExecutor{next: next, msg: msg}, delivery: d, done: make(chan struct{})}
+			if err := cfg.batcher.submit(s); err != nil {
 				return nil, err
 			}
-			switch outcome {
+			res := s.res
+			switch s.outcome {
 			case Executed:
-				// The commit must not be cut short by shutdown: the work is done.
-				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.commitTimeout)
-				err := tx.Commit(cctx)
-				cancel()
-				if err != nil {
-					// The commit may or may not have happened; the redelivery
-					// finds out (replay or first run).
-					return nil, fmt.Errorf("inbox: commit: %w", err)
-				}
 				log.Info("command executed", "status", res.Status)
-				if cfg.afterCommit != nil {
-					cfg.afterCommit(d)
-				}
 			case InFlight:
 				d.SetReply(mustJSON(res))
 				delay := inFlightDelay(cfg.inFlightDelay, d.NumDelivered)

@@ -29,7 +29,8 @@ const (
 
 // SubscriberConfig configures a Subscriber.
 type SubscriberConfig struct {
-	// Concurrency is how many messages are handled at once. Defaults to 16.
+	// Concurrency is how many messages are handled at once: the pool that
+	// group commit draws its batches from. Defaults to 256.
 	Concurrency int
 	// FetchBatch is the most messages pulled per request. Defaults to 64.
 	FetchBatch int
@@ -51,7 +52,7 @@ type SubscriberConfig struct {
 
 func (c *SubscriberConfig) setDefaults() {
 	if c.Concurrency == 0 {
-		c.Concurrency = 16
+		c.Concurrency = 256
 	}
 	if c.FetchBatch == 0 {
 		c.FetchBatch = 64

@@ -23,6 +23,7 @@ import (
 type Config struct {
 	Streams    StreamConfig
 	Subscriber SubscriberConfig
+	Batch      BatchConfig
 	// InboxRetention is how long idempotency keys are remembered. Defaults
 	// to 7 days.
 	InboxRetention time.Duration
@@ -33,8 +34,8 @@ type Config struct {
 	// InFlightDelay is how long a delivery whose key is in flight waits
 	// before it is redelivered. Defaults to 1s.
 	InFlightDelay time.Duration
-	// CommitTimeout bounds a commit that shutdown does not interrupt.
-	// Defaults to 30s.
+	// CommitTimeout bounds one batch transaction, execution and commit,
+	// which shutdown does not interrupt. Defaults to 30s.
 	CommitTimeout time.Duration
 	// ShutdownTimeout bounds how long Run waits for in-flight commands after
 	// its context is cancelled. Defaults to 30s.
@@ -78,6 +79,7 @@ func (c *Config) setDefaults() {
 	}
 	c.Streams.setDefaults(c.InboxRetention)
 	c.Subscriber.setDefaults()
+	c.Batch.setDefaults()
 }
 
 func (c *Config) validate() error {
@@ -94,7 +96,7 @@ func (c *Config) validate() error {
 	if c.Subscriber.InProgressEvery >= c.Streams.AckWait {
 		errs = append(errs, fmt.Errorf("Subscriber.InProgressEvery %s must be below Streams.AckWait %s", c.Subscriber.InProgressEvery, c.Streams.AckWait))
 	}
-	errs = append(errs, c.Streams.validate(c.InboxRetention), c.Subscriber.validate())
+	errs = append(errs, c.Streams.validate(c.InboxRetention), c.Subscriber.validate(), c.Batch.validate())
 	return errors.Join(errs...)
 }
 
@@ -152,16 +154,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("router: %w", err)
 	}
 	dl := &DeadLetters{js: w.js}
+	batches := newBatcher(w.pool, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log)
+	// Closed after the router: handlers still waiting for a batch finish first.
+	defer batches.close()
 	router.AddMiddleware(
 		deadLetterMiddleware(dl, w.cfg.Streams.MaxDeliver, log),
 		middleware.Recoverer,
-		inboxMiddleware(inboxConfig{
-			pool:          w.pool,
-			inFlightDelay: w.cfg.InFlightDelay,
-			commitTimeout: w.cfg.CommitTimeout,
-			logger:        log,
-			afterCommit:   w.cfg.afterCommit,
-		}),
+		inboxMiddleware(inboxConfig{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: log}),
 	)
 	router.AddNoPublisherHandler("commands", w.cfg.Streams.Stream, sub, LedgerHandler(w.exec))
 
@@ -181,7 +180,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	runErr := make(chan error, 1)
 	go func() { runErr <- router.Run(context.WithoutCancel(ctx)) }()
 	log.Info("worker consuming", "stream", w.cfg.Streams.Stream, "consumer", w.cfg.Streams.Durable,
-		"concurrency", w.cfg.Subscriber.Concurrency, "ack_mode", w.cfg.Subscriber.AckMode)
+		"concurrency", w.cfg.Subscriber.Concurrency, "ack_mode", w.cfg.Subscriber.AckMode,
+		"batch_max", w.cfg.Batch.MaxSize, "batch_parallel", w.cfg.Batch.Parallel)
 
 	select {
 	case <-ctx.Done():

@@ -24,6 +24,8 @@ type settings struct {
 	LogFormat       string
 	LogLevel        string
 	Concurrency     int
+	BatchMax        int
+	BatchParallel   int
 	AckMode         string
 	InboxRetention  time.Duration
 	StreamReplicas  int
@@ -43,7 +45,9 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.StringVar(&s.HTTPAddr, "http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "address of the health endpoints /healthz and /readyz; empty disables (env ONCELEDGER_HTTP_ADDR)")
 	fs.StringVar(&s.LogFormat, "log-format", envOr("ONCELEDGER_LOG_FORMAT", "text"), "log format: text or json (env ONCELEDGER_LOG_FORMAT)")
 	fs.StringVar(&s.LogLevel, "log-level", envOr("ONCELEDGER_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env ONCELEDGER_LOG_LEVEL)")
-	fs.IntVar(&s.Concurrency, "concurrency", s.envInt("ONCELEDGER_CONCURRENCY", 16), "commands handled at once (env ONCELEDGER_CONCURRENCY)")
+	fs.IntVar(&s.Concurrency, "concurrency", s.envInt("ONCELEDGER_CONCURRENCY", 256), "commands in flight at once, from which batches are formed (env ONCELEDGER_CONCURRENCY)")
+	fs.IntVar(&s.BatchMax, "batch-max", s.envInt("ONCELEDGER_BATCH_MAX", 128), "most commands sharing one transaction (group commit); 1 gives each its own (env ONCELEDGER_BATCH_MAX)")
+	fs.IntVar(&s.BatchParallel, "batch-parallel", s.envInt("ONCELEDGER_BATCH_PARALLEL", 2), "transactions running at once (env ONCELEDGER_BATCH_PARALLEL)")
 	fs.StringVar(&s.AckMode, "ack-mode", envOr("ONCELEDGER_ACK_MODE", string(consumer.AckPlain)), "ack after commit: ack (fire and forget) or double (wait for the server) (env ONCELEDGER_ACK_MODE)")
 	fs.DurationVar(&s.InboxRetention, "inbox-retention", s.envDuration("ONCELEDGER_INBOX_RETENTION", 7*24*time.Hour), "how long idempotency keys are remembered; the command stream keeps messages no longer (env ONCELEDGER_INBOX_RETENTION)")
 	fs.IntVar(&s.StreamReplicas, "stream-replicas", s.envInt("ONCELEDGER_STREAM_REPLICAS", 1), "JetStream replicas of the streams; 3 on a cluster (env ONCELEDGER_STREAM_REPLICAS)")
@@ -104,8 +108,14 @@ func (s *settings) validate(withConnections bool) error {
 	if err := lvl.UnmarshalText([]byte(s.LogLevel)); err != nil {
 		errs = append(errs, fmt.Errorf("log level %q: use debug, info, warn or error", s.LogLevel))
 	}
-	if s.Concurrency < 1 || s.Concurrency > 1024 {
-		errs = append(errs, fmt.Errorf("concurrency %d: use 1..1024", s.Concurrency))
+	if s.Concurrency < 1 || s.Concurrency > 4096 {
+		errs = append(errs, fmt.Errorf("concurrency %d: use 1..4096", s.Concurrency))
+	}
+	if s.BatchMax < 1 || s.BatchMax > 10000 {
+		errs = append(errs, fmt.Errorf("batch max %d: use 1..10000", s.BatchMax))
+	}
+	if s.BatchParallel < 1 || s.BatchParallel > 256 {
+		errs = append(errs, fmt.Errorf("batch parallel %d: use 1..256", s.BatchParallel))
 	}
 	if s.AckMode != string(consumer.AckPlain) && s.AckMode != string(consumer.AckDouble) {
 		errs = append(errs, fmt.Errorf("ack mode %q: use ack or double", s.AckMode))
@@ -150,6 +160,7 @@ func (s *settings) consumerConfig(logger *slog.Logger) consumer.Config {
 	return consumer.Config{
 		Streams:         consumer.StreamConfig{Replicas: s.StreamReplicas},
 		Subscriber:      consumer.SubscriberConfig{Concurrency: s.Concurrency, AckMode: consumer.AckMode(s.AckMode)},
+		Batch:           consumer.BatchConfig{MaxSize: s.BatchMax, Parallel: s.BatchParallel},
 		InboxRetention:  s.InboxRetention,
 		ShutdownTimeout: s.ShutdownTimeout,
 		Logger:          logger,

@@ -61,10 +61,10 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	// One connection per concurrent command, plus the relay and the webhook
+	// One connection per batch transaction, plus the relay and the webhook
 	// dispatcher (claims, records, one LISTEN each), lookups and purges.
-	if poolCfg.MaxConns < int32(s.Concurrency+10) {
-		poolCfg.MaxConns = int32(s.Concurrency + 10)
+	if poolCfg.MaxConns < int32(s.BatchParallel+12) {
+		poolCfg.MaxConns = int32(s.BatchParallel + 12)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
