@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"runtime/debug"
 	"slices"
@@ -74,7 +75,10 @@ type batcher struct {
 	afterCommit   func(*Delivery)
 	logger        *slog.Logger
 
-	queue   chan *submission
+	// One queue per transaction slot; a company always goes to the same one,
+	// so concurrent batches never wait on each other's number-series and
+	// event-counter row locks.
+	queues  []chan *submission
 	closing chan struct{}
 	wg      sync.WaitGroup
 	once    sync.Once
@@ -85,19 +89,23 @@ var errBatcherClosed = errors.New("inbox: worker is shutting down")
 func newBatcher(pool *pgxpool.Pool, cfg BatchConfig, commitTimeout time.Duration, afterCommit func(*Delivery), logger *slog.Logger) *batcher {
 	b := &batcher{
 		pool: pool, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger,
-		queue: make(chan *submission, cfg.MaxSize*cfg.Parallel), closing: make(chan struct{}),
+		closing: make(chan struct{}),
 	}
 	for range cfg.Parallel {
+		q := make(chan *submission, cfg.MaxSize)
+		b.queues = append(b.queues, q)
 		b.wg.Add(1)
-		go b.loop()
+		go b.loop(q)
 	}
 	return b
 }
 
 // submit queues s and waits until its batch committed (or failed).
 func (b *batcher) submit(s *submission) error {
+	h := fnv.New32a()
+	h.Write([]byte(s.req.Company))
 	select {
-	case b.queue <- s:
+	case b.queues[h.Sum32()%uint32(len(b.queues))] <- s:
 	case <-b.closing:
 		return errBatcherClosed
 	}
@@ -111,17 +119,17 @@ func (b *batcher) close() {
 	b.wg.Wait()
 }
 
-func (b *batcher) loop() {
+func (b *batcher) loop(queue chan *submission) {
 	defer b.wg.Done()
 	for {
 		var first *submission
 		select {
-		case first = <-b.queue:
+		case first = <-queue:
 		case <-b.closing:
 			// Submissions that raced with close are still answered.
 			for {
 				select {
-				case s := <-b.queue:
+				case s := <-queue:
 					b.run([]*submission{s})
 				default:
 					return
@@ -132,7 +140,7 @@ func (b *batcher) loop() {
 	fill:
 		for len(batch) < b.cfg.MaxSize {
 			select {
-			case s := <-b.queue:
+			case s := <-queue:
 				batch = append(batch, s)
 			default:
 				break fill
@@ -170,30 +178,22 @@ func (b *batcher) run(batch []*submission) {
 	}
 	defer tx.Rollback(context.Background())
 
+	started := time.Now()
 	executed := 0
 	for _, s := range batch {
-		sp, err := tx.Begin(ctx)
-		if err != nil {
-			fail(fmt.Errorf("inbox: savepoint: %w", err))
+		// Process runs each command in a savepoint of its own and rolls a
+		// failed one back to it; only a broken transaction stops the batch.
+		s.outcome, s.res, s.err = processSafely(ctx, tx, s.req, s.exec)
+		if errors.Is(s.err, errTxBroken) {
+			fail(s.err)
 			return
 		}
-		s.outcome, s.res, s.err = processSafely(ctx, sp, s.req, s.exec)
-		if s.err != nil {
-			if rbErr := sp.Rollback(ctx); rbErr != nil {
-				fail(fmt.Errorf("inbox: roll back a failed command: %w", rbErr))
-				return
-			}
-			continue
-		}
-		if err := sp.Commit(ctx); err != nil {
-			fail(fmt.Errorf("inbox: release savepoint: %w", err))
-			return
-		}
-		if s.outcome == Executed {
+		if s.err == nil && s.outcome == Executed {
 			executed++
 		}
 	}
 	crashAt("before_commit")
+	committing := time.Now()
 	if err := tx.Commit(ctx); err != nil {
 		// The commit may or may not have happened; redeliveries find out
 		// (a replay, or a first run).
@@ -203,9 +203,8 @@ func (b *batcher) run(batch []*submission) {
 		return
 	}
 	crashAt("after_commit")
-	if len(batch) > 1 {
-		b.logger.Debug("batch committed", "commands", len(batch), "executed", executed)
-	}
+	b.logger.Debug("batch committed", "commands", len(batch), "executed", executed,
+		"execute", committing.Sub(started), "commit", time.Since(committing))
 	if b.afterCommit != nil {
 		for _, s := range batch {
 			if s.err == nil && s.outcome == Executed {
@@ -216,12 +215,13 @@ func (b *batcher) run(batch []*submission) {
 }
 
 // processSafely runs Process, turning a panic in the executor into an
-// error of that command alone: the batch goroutine is not a Watermill
-// handler, so the router's recoverer does not see it.
+// error of that command alone (its savepoint rolled back): the batch
+// goroutine is not a Watermill handler, so the router's recoverer does not
+// see it.
 func processSafely(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (o Outcome, res ledger.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("panic while executing %s: %v\n%s", req.Command, r, debug.Stack())
+			err = undo(ctx, tx, true, fmt.Errorf("panic while executing %s: %v\n%s", req.Command, r, debug.Stack()))
 		}
 	}()
 	return Process(ctx, tx, req, exec)

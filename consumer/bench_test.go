@@ -25,7 +25,7 @@ func BenchmarkInvoiceCreate(b *testing.B) {
 		batch consumer.BatchConfig
 		ack   consumer.AckMode
 	}{
-		{"group-commit", consumer.BatchConfig{MaxSize: 128, Parallel: 2}, consumer.AckPlain},
+		{"group-commit", consumer.BatchConfig{MaxSize: 64, Parallel: 4}, consumer.AckPlain},
 		{"reference", consumer.BatchConfig{MaxSize: 1, Parallel: 16}, consumer.AckDouble},
 	}
 	for _, mode := range modes {

@@ -85,14 +85,28 @@ type stored struct {
 	result      []byte
 }
 
+// savepoint is set at the start of every command Process runs. Commands
+// sharing a transaction run one after the other and ROLLBACK TO SAVEPOINT
+// returns to the most recent savepoint of a name, so one name serves them
+// all and no RELEASE round trip is needed: savepoints end with the
+// transaction.
+const savepoint = "onceledger_command"
+
+// errTxBroken marks a failure after which the transaction cannot go on.
+var errTxBroken = errors.New("inbox: the transaction is broken")
+
 // claim reads the key's row and, only when there is none, takes its
 // advisory lock without waiting; both in one round trip. Replays therefore
 // never contend for the lock. The row is read again after the lock attempt,
 // so a result committed by the previous holder just before it released the
 // lock is seen, and a key reported in flight really is held by a transaction
-// that has not committed.
-func claim(ctx context.Context, tx pgx.Tx, company, key string) (locked bool, row *stored, err error) {
+// that has not committed. With withSavepoint, the command's savepoint is set
+// first, in the same round trip; established reports whether it was.
+func claim(ctx context.Context, tx pgx.Tx, company, key string, withSavepoint bool) (locked bool, row *stored, established bool, err error) {
 	batch := &pgx.Batch{}
+	if withSavepoint {
+		batch.Queue("SAVEPOINT " + savepoint)
+	}
 	batch.Queue(`
 		SELECT pg_try_advisory_xact_lock($1)
 		 WHERE NOT EXISTS (SELECT 1 FROM inbox WHERE company_id = $2 AND idempotency_key = $3)`,
@@ -100,34 +114,44 @@ func claim(ctx context.Context, tx pgx.Tx, company, key string) (locked bool, ro
 	batch.Queue(`SELECT command, fingerprint, result::text FROM inbox WHERE company_id = $1 AND idempotency_key = $2`, company, key)
 	br := tx.SendBatch(ctx, batch)
 	defer br.Close()
+	if withSavepoint {
+		if _, err := br.Exec(); err != nil {
+			return false, nil, false, fmt.Errorf("%w: savepoint: %w", errTxBroken, err)
+		}
+		established = true
+	}
 	switch err := br.QueryRow().Scan(&locked); {
 	case errors.Is(err, pgx.ErrNoRows):
 		locked = false // the row existed; the second read returns it
 	case err != nil:
-		return false, nil, fmt.Errorf("inbox: lock key: %w", err)
+		return false, nil, established, fmt.Errorf("inbox: lock key: %w", err)
 	}
 	var s stored
 	var result string
 	switch err := br.QueryRow().Scan(&s.command, &s.fingerprint, &result); {
 	case errors.Is(err, pgx.ErrNoRows):
-		return locked, nil, br.Close()
+		return locked, nil, established, br.Close()
 	case err != nil:
-		return false, nil, fmt.Errorf("inbox: read key: %w", err)
+		return false, nil, established, fmt.Errorf("inbox: read key: %w", err)
 	}
 	s.result = []byte(result)
-	return locked, &s, br.Close()
+	return locked, &s, established, br.Close()
 }
 
 // Process runs req through the idempotency contract in tx, a transaction
 // the caller owns, executing it with exec, and returns what it did and the
-// result to send. Because the unit works inside a caller-supplied
-// transaction, several commands can share one, each in its own savepoint. On Executed the caller must commit tx before sending
-// the result or acknowledging the message; on the other outcomes tx holds no
-// writes. An error means a transient failure: roll back and retry later.
+// result to send. The command runs in a savepoint of its own, so several
+// commands can share one transaction: a business error rolls back the
+// command's effects and is stored as its result; any other error rolls the
+// transaction back to the savepoint and is returned, leaving earlier
+// commands' work intact (or, if even that fails, wraps errTxBroken, and the
+// transaction must be abandoned). On Executed the caller must commit tx
+// before sending the result or acknowledging the message; on the other
+// outcomes nothing was written.
 func Process(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (Outcome, ledger.Result, error) {
-	locked, row, err := claim(ctx, tx, req.Company, req.Key)
+	locked, row, established, err := claim(ctx, tx, req.Company, req.Key, true)
 	if err != nil {
-		return 0, ledger.Result{}, err
+		return 0, ledger.Result{}, undo(ctx, tx, established, err)
 	}
 	if row == nil && !locked {
 		return InFlight, ledger.ErrorResult(req.Company, req.Key, req.Command,
@@ -149,68 +173,62 @@ func Process(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (Outco
 		return Replayed, res, nil
 	}
 
-	res, err := execute(ctx, tx, req, exec)
-	if err != nil {
-		return 0, ledger.Result{}, err
+	// The effects, the events and the inbox row leave in one round trip.
+	batch := &pgx.Batch{}
+	out, err := exec.Execute(ctx, tx, req.Company, req.Decoded)
+	var res ledger.Result
+	var bizErr *ledger.Error
+	switch {
+	case errors.As(err, &bizErr) && bizErr.Code != ledger.CodeInternal && bizErr.Code != ledger.CodeIdempotencyKeyInFlight:
+		batch.Queue("ROLLBACK TO SAVEPOINT " + savepoint)
+		res = ledger.ErrorResult(req.Company, req.Key, req.Command, bizErr)
+	case err != nil:
+		return 0, ledger.Result{}, undo(ctx, tx, true, err)
+	default:
+		for _, ev := range out.Events {
+			if _, err := outbox.Queue(batch, req.Company, ev.Type, ev.Data); err != nil {
+				return 0, ledger.Result{}, undo(ctx, tx, true, err)
+			}
+		}
+		raw, err := json.Marshal(out.Result)
+		if err != nil {
+			return 0, ledger.Result{}, undo(ctx, tx, true, fmt.Errorf("inbox: encode %s result: %w", req.Command, err))
+		}
+		res = ledger.Result{Company: req.Company, IdempotencyKey: req.Key, Command: req.Command, Status: ledger.StatusOK, Result: raw}
 	}
 	body, err := json.Marshal(res)
 	if err != nil {
-		return 0, ledger.Result{}, fmt.Errorf("inbox: encode result: %w", err)
+		return 0, ledger.Result{}, undo(ctx, tx, true, fmt.Errorf("inbox: encode result: %w", err))
 	}
 	var seq *int64
 	if req.StreamSequence > 0 {
 		s := int64(req.StreamSequence)
 		seq = &s
 	}
-	if _, err := tx.Exec(ctx, `
+	batch.Queue(`
 		INSERT INTO inbox (company_id, idempotency_key, command, fingerprint, status, result, stream_sequence)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		req.Company, req.Key, req.Command, req.Fingerprint, res.Status, string(body), seq); err != nil {
-		return 0, ledger.Result{}, fmt.Errorf("inbox: store result: %w", err)
+		req.Company, req.Key, req.Command, req.Fingerprint, res.Status, string(body), seq)
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return 0, ledger.Result{}, undo(ctx, tx, true, fmt.Errorf("inbox: store result: %w", err))
 	}
 	return Executed, res, nil
 }
 
-// execute runs the command in a savepoint. A business error rolls back to
-// the savepoint and becomes the stored result; events are written only for
-// a success.
-func execute(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (ledger.Result, error) {
-	sp, err := tx.Begin(ctx)
-	if err != nil {
-		return ledger.Result{}, fmt.Errorf("inbox: savepoint: %w", err)
+// undo rolls the transaction back to the command's savepoint after err and
+// returns err; if the savepoint was never set or the rollback fails, the
+// transaction cannot go on and the error says so.
+func undo(ctx context.Context, tx pgx.Tx, established bool, err error) error {
+	if errors.Is(err, errTxBroken) {
+		return err
 	}
-	out, err := exec.Execute(ctx, sp, req.Company, req.Decoded)
-	var bizErr *ledger.Error
-	if errors.As(err, &bizErr) && bizErr.Code != ledger.CodeInternal && bizErr.Code != ledger.CodeIdempotencyKeyInFlight {
-		if rbErr := sp.Rollback(ctx); rbErr != nil {
-			return ledger.Result{}, fmt.Errorf("inbox: roll back to savepoint: %w", rbErr)
-		}
-		return ledger.ErrorResult(req.Company, req.Key, req.Command, bizErr), nil
+	if !established {
+		return fmt.Errorf("%w: %w", errTxBroken, err)
 	}
-	if err != nil {
-		_ = sp.Rollback(ctx)
-		return ledger.Result{}, err
+	if _, rbErr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+savepoint); rbErr != nil {
+		return fmt.Errorf("%w: %w (and rolling back the command failed: %v)", errTxBroken, err, rbErr)
 	}
-	for _, ev := range out.Events {
-		if _, err := outbox.Enqueue(ctx, sp, req.Company, ev.Type, ev.Data); err != nil {
-			_ = sp.Rollback(ctx)
-			return ledger.Result{}, err
-		}
-	}
-	if err := sp.Commit(ctx); err != nil {
-		return ledger.Result{}, fmt.Errorf("inbox: release savepoint: %w", err)
-	}
-	raw, err := json.Marshal(out.Result)
-	if err != nil {
-		return ledger.Result{}, fmt.Errorf("inbox: encode %s result: %w", req.Command, err)
-	}
-	return ledger.Result{
-		Company:        req.Company,
-		IdempotencyKey: req.Key,
-		Command:        req.Command,
-		Status:         ledger.StatusOK,
-		Result:         raw,
-	}, nil
+	return err
 }
 
 // Lookup answers the result lookup for (company, key) from the inbox: the
@@ -223,7 +241,7 @@ func Lookup(ctx context.Context, db interface {
 		return ledger.Result{}, fmt.Errorf("inbox: begin: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	locked, row, err := claim(ctx, tx, company, key)
+	locked, row, _, err := claim(ctx, tx, company, key, false)
 	if err != nil {
 		return ledger.Result{}, err
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,6 +42,27 @@ const SubjectPrefix = "ledger.evt."
 // Enqueue writes an event in tx, the transaction of the command that
 // produced it. The event is visible to the relay only once tx commits.
 func Enqueue(ctx context.Context, tx pgx.Tx, company, eventType string, data any) (Event, error) {
+	batch := &pgx.Batch{}
+	ev, err := Queue(batch, company, eventType, data)
+	if err != nil {
+		return Event{}, err
+	}
+	br := tx.SendBatch(ctx, batch)
+	defer br.Close()
+	if err := br.QueryRow().Scan(&ev.Sequence); err != nil {
+		return Event{}, fmt.Errorf("outbox: insert event: %w", err)
+	}
+	if err := br.Close(); err != nil {
+		return Event{}, fmt.Errorf("outbox: insert event: %w", err)
+	}
+	return ev, nil
+}
+
+// Queue adds the statements that write an event to batch, so they travel
+// with the caller's other statements in one round trip. The first queued
+// statement returns the event's sequence. The returned Event lacks the
+// sequence, which the database allocates.
+func Queue(batch *pgx.Batch, company, eventType string, data any) (Event, error) {
 	// An event the relay cannot publish would block every event behind it,
 	// so names that are not valid subject tokens are refused here.
 	if !companySyntax.MatchString(company) {
@@ -59,25 +82,32 @@ func Enqueue(ctx context.Context, tx pgx.Tx, company, eventType string, data any
 		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
 		Data:      raw,
 	}
-	err = tx.QueryRow(ctx, `
-		INSERT INTO outbox_sequences (company_id, last_value) VALUES ($1, 1)
-		ON CONFLICT (company_id) DO UPDATE SET last_value = outbox_sequences.last_value + 1
-		RETURNING last_value`, company).Scan(&ev.Sequence)
-	if err != nil {
-		return Event{}, fmt.Errorf("outbox: allocate sequence: %w", err)
-	}
+	// The body is the JSON of ev with the sequence the counter row returns
+	// spliced in: encoding ev with a marker sequence and cutting there keeps
+	// the body byte for byte what json.Marshal(ev) gives with the real one.
+	ev.Sequence = sequenceMarker
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return Event{}, fmt.Errorf("outbox: encode event: %w", err)
 	}
-	batch := &pgx.Batch{}
-	batch.Queue(`
-		INSERT INTO outbox_events (id, company_id, sequence, type, body, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`,
-		ev.ID, company, ev.Sequence, eventType, string(body), ev.CreatedAt)
-	batch.Queue(`SELECT pg_notify($1, '')`, NotifyChannel)
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return Event{}, fmt.Errorf("outbox: insert event: %w", err)
+	ev.Sequence = 0
+	head, tail, ok := strings.Cut(string(body), `"sequence":`+strconv.FormatInt(sequenceMarker, 10))
+	if !ok {
+		return Event{}, fmt.Errorf("outbox: encode event: no sequence field")
 	}
+	batch.Queue(`
+		WITH seq AS (
+			INSERT INTO outbox_sequences (company_id, last_value) VALUES ($2, 1)
+			ON CONFLICT (company_id) DO UPDATE SET last_value = outbox_sequences.last_value + 1
+			RETURNING last_value)
+		INSERT INTO outbox_events (id, company_id, sequence, type, body, created_at)
+		SELECT $1, $2, seq.last_value, $3, ($4 || seq.last_value || $5)::json, $6 FROM seq
+		RETURNING sequence`,
+		ev.ID, company, eventType, head+`"sequence":`, tail, ev.CreatedAt)
+	batch.Queue(`SELECT pg_notify($1, '')`, NotifyChannel)
 	return ev, nil
 }
+
+// sequenceMarker stands for the sequence while the body is encoded; no
+// company reaches it.
+const sequenceMarker int64 = 1<<62 + 7

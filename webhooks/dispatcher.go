@@ -243,8 +243,14 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 			 ORDER BY d.next_attempt_at
 			 LIMIT $1 * 4),
 		due AS (
+			-- The due condition again, on the locked row: candidates was read
+			-- from an older snapshot, and a row another dispatcher claimed and
+			-- committed meanwhile is re-checked here (EvalPlanQual), not
+			-- claimed a second time.
 			SELECT d.id FROM webhook_deliveries d
 			  JOIN candidates c ON c.id = d.id AND c.rn + c.busy <= $2
+			 WHERE (d.status = 'pending' AND d.next_attempt_at <= now())
+			    OR (d.status = 'delivering' AND d.claimed_until <= now())
 			 ORDER BY d.next_attempt_at
 			 LIMIT $1
 			   FOR UPDATE OF d SKIP LOCKED)

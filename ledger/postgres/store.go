@@ -91,11 +91,21 @@ func companyExists(ctx context.Context, tx pgx.Tx, id string) error {
 		return fmt.Errorf("look up company: %w", err)
 	}
 	if !ok {
-		e := ledger.Errorf(ledger.CodeUnknownCompany, "company %q does not exist; create it with company.create first", id)
-		e.Details = map[string]any{"company": id}
-		return e
+		return unknownCompany(id)
 	}
 	return nil
+}
+
+func unknownCompany(id string) *ledger.Error {
+	e := ledger.Errorf(ledger.CodeUnknownCompany, "company %q does not exist; create it with company.create first", id)
+	e.Details = map[string]any{"company": id}
+	return e
+}
+
+func unknownSeries(company, series string) *ledger.Error {
+	e := ledger.Errorf(ledger.CodeNotFound, "number series %q does not exist for company %q", series, company)
+	e.Details = map[string]any{"series": series}
+	return e
 }
 
 // nextNumber allocates the next number of a series inside tx. The row lock it
@@ -107,9 +117,7 @@ func nextNumber(ctx context.Context, tx pgx.Tx, company, series string) (int64, 
 		 WHERE company_id = $1 AND series = $2
 		RETURNING last_value`, company, series).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
-		e := ledger.Errorf(ledger.CodeNotFound, "number series %q does not exist for company %q", series, company)
-		e.Details = map[string]any{"series": series}
-		return 0, e
+		return 0, unknownSeries(company, series)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("allocate number in series %s: %w", series, err)
@@ -118,19 +126,52 @@ func nextNumber(ctx context.Context, tx pgx.Tx, company, series string) (int64, 
 }
 
 func (s *Store) createInvoice(ctx context.Context, tx pgx.Tx, company string, c *ledger.CreateInvoice) (ledger.Outcome, error) {
-	if err := companyExists(ctx, tx, company); err != nil {
-		return ledger.Outcome{}, err
-	}
-	seq, err := nextNumber(ctx, tx, company, c.Series)
-	if err != nil {
-		return ledger.Outcome{}, err
-	}
 	dup := func(ctx context.Context, tx pgx.Tx) error { return invoiceForOrder(ctx, tx, company, c.OrderID) }
-	if err := dup(ctx, tx); err != nil {
+	// The company, the order's earlier invoice and the next number, in one
+	// round trip. The duplicate check may run before a concurrent issuer of
+	// the same order commits; the unique index then catches it, and dup
+	// reports it once that issuer committed.
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT EXISTS (SELECT 1 FROM companies WHERE id = $1)`, company)
+	batch.Queue(`SELECT id, number FROM invoices WHERE company_id = $1 AND order_id = $2`, company, c.OrderID)
+	batch.Queue(`
+		UPDATE number_series SET last_value = last_value + 1
+		 WHERE company_id = $1 AND series = $2
+		RETURNING last_value`, company, c.Series)
+	br := tx.SendBatch(ctx, batch)
+	var exists bool
+	if err := br.QueryRow().Scan(&exists); err != nil {
+		br.Close()
+		return ledger.Outcome{}, fmt.Errorf("look up company: %w", err)
+	}
+	if !exists {
+		br.Close()
+		return ledger.Outcome{}, unknownCompany(company)
+	}
+	var existingID uuid.UUID
+	var existingNumber string
+	switch err := br.QueryRow().Scan(&existingID, &existingNumber); {
+	case err == nil:
+		br.Close()
+		return ledger.Outcome{}, duplicateInvoice(c.OrderID, existingID, existingNumber)
+	case !errors.Is(err, pgx.ErrNoRows):
+		br.Close()
+		return ledger.Outcome{}, fmt.Errorf("look up invoice for order: %w", err)
+	}
+	var seq int64
+	switch err := br.QueryRow().Scan(&seq); {
+	case errors.Is(err, pgx.ErrNoRows):
+		br.Close()
+		return ledger.Outcome{}, unknownSeries(company, c.Series)
+	case err != nil:
+		br.Close()
+		return ledger.Outcome{}, fmt.Errorf("allocate number in series %s: %w", c.Series, err)
+	}
+	if err := br.Close(); err != nil {
 		return ledger.Outcome{}, err
 	}
 	inv, entry := ledger.IssueInvoice(company, c, newID(), newID(), seq)
-	err = postDocument(ctx, tx, entry, "invoices_one_per_order", dup, func(batch *pgx.Batch) {
+	err := postDocument(ctx, tx, entry, "invoices_one_per_order", dup, func(batch *pgx.Batch) {
 		batch.Queue(`
 			INSERT INTO invoices (id, company_id, series, sequence, number, order_id,
 				customer_id, customer_name, customer_vat_id, customer_country,
@@ -161,11 +202,12 @@ func outcome(eventType string, view any) ledger.Outcome {
 }
 
 // postDocument writes a document and its journal entry (nil for documents
-// that post nothing) in one round trip, inside a savepoint. The caller has
-// already checked the document's business key; when a concurrent command
-// committed the same key in between, the unique index named constraint
-// refuses the insert, but only once that command committed, so dup can then
-// read and report the existing document deterministically.
+// that post nothing) in one round trip, inside a savepoint set and released
+// in the same round trip. The caller has already checked the document's
+// business key; when a concurrent command committed the same key in
+// between, the unique index named constraint refuses the insert, but only
+// once that command committed, so after rolling back to the savepoint dup
+// can read and report the existing document deterministically.
 func postDocument(ctx context.Context, tx pgx.Tx, entry *ledger.JournalEntry, constraint string,
 	dup func(context.Context, pgx.Tx) error, add func(*pgx.Batch)) error {
 	if entry != nil {
@@ -173,22 +215,22 @@ func postDocument(ctx context.Context, tx pgx.Tx, entry *ledger.JournalEntry, co
 			return err
 		}
 	}
-	sp, err := tx.Begin(ctx)
-	if err != nil {
-		return err
-	}
 	batch := &pgx.Batch{}
+	batch.Queue("SAVEPOINT onceledger_document")
 	if entry != nil {
 		queueEntry(batch, entry)
 	}
 	add(batch)
-	err = sp.SendBatch(ctx, batch).Close()
+	batch.Queue("RELEASE SAVEPOINT onceledger_document")
+	err := tx.SendBatch(ctx, batch).Close()
 	if err == nil {
-		return sp.Commit(ctx)
+		return nil
 	}
-	_ = sp.Rollback(ctx)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == sqlstateUniqueViolation && pgErr.ConstraintName == constraint && dup != nil {
+		if _, rbErr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT onceledger_document"); rbErr != nil {
+			return fmt.Errorf("%w (and rolling back failed: %v)", err, rbErr)
+		}
 		if dupErr := dup(ctx, tx); dupErr != nil {
 			return dupErr
 		}
@@ -209,6 +251,10 @@ func invoiceForOrder(ctx context.Context, tx pgx.Tx, company, orderID string) er
 	if err != nil {
 		return fmt.Errorf("look up invoice for order: %w", err)
 	}
+	return duplicateInvoice(orderID, id, number)
+}
+
+func duplicateInvoice(orderID string, id uuid.UUID, number string) *ledger.Error {
 	e := ledger.Errorf(ledger.CodeDuplicateDocument, "order %q is already invoiced by invoice %s", orderID, number)
 	e.Details = map[string]any{"document": "invoice", "invoice_id": id.String(), "number": number, "order_id": orderID}
 	return e
