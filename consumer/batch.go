@@ -22,19 +22,21 @@ import (
 // one transaction, each in its own savepoint.
 type BatchConfig struct {
 	// MaxSize is the most commands per transaction. 1 gives every command
-	// its own transaction. Defaults to 128.
+	// its own transaction. Defaults to 64: every command is a subtransaction
+	// that writes, and a Postgres backend caches 64 subtransaction IDs;
+	// beyond that, other sessions' snapshots fall back to pg_subtrans.
 	MaxSize int
-	// Parallel is how many transactions run at once, so one batch executes
-	// while another waits for its commit to be flushed. Defaults to 2.
+	// Parallel is how many transactions run at once; commands are assigned
+	// to one by company. Defaults to 4.
 	Parallel int
 }
 
 func (c *BatchConfig) setDefaults() {
 	if c.MaxSize == 0 {
-		c.MaxSize = 128
+		c.MaxSize = 64
 	}
 	if c.Parallel == 0 {
-		c.Parallel = 2
+		c.Parallel = 4
 	}
 }
 
