@@ -76,6 +76,7 @@ type batcher struct {
 	commitTimeout time.Duration
 	afterCommit   func(*Delivery)
 	logger        *slog.Logger
+	metrics       *Metrics
 
 	// One queue per transaction slot; a company always goes to the same one,
 	// so concurrent batches never wait on each other's number-series and
@@ -88,9 +89,9 @@ type batcher struct {
 
 var errBatcherClosed = errors.New("inbox: worker is shutting down")
 
-func newBatcher(pool *pgxpool.Pool, cfg BatchConfig, commitTimeout time.Duration, afterCommit func(*Delivery), logger *slog.Logger) *batcher {
+func newBatcher(pool *pgxpool.Pool, cfg BatchConfig, commitTimeout time.Duration, afterCommit func(*Delivery), logger *slog.Logger, metrics *Metrics) *batcher {
 	b := &batcher{
-		pool: pool, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger,
+		pool: pool, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics,
 		closing: make(chan struct{}),
 	}
 	for range cfg.Parallel {
@@ -205,6 +206,7 @@ func (b *batcher) run(batch []*submission) {
 		return
 	}
 	crashAt("after_commit")
+	b.metrics.batch(len(batch), committing.Sub(started), time.Since(committing))
 	b.logger.Debug("batch committed", "commands", len(batch), "executed", executed,
 		"execute", committing.Sub(started), "commit", time.Since(committing))
 	if b.afterCommit != nil {

@@ -82,7 +82,7 @@ func (dl *DeadLetters) Publish(ctx context.Context, d *Delivery, code ledger.Cod
 // been delivered maxDeliver times, then dead-lettered. A message is
 // terminated only after its copy is stored; if storing fails, the message is
 // NAKed and retried, so it is never lost.
-func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger *slog.Logger) message.HandlerMiddleware {
+func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger *slog.Logger, metrics *Metrics) message.HandlerMiddleware {
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			produced, err := h(msg)
@@ -113,7 +113,10 @@ func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger *slog.Logger) 
 				return nil, fmt.Errorf("%w (and dead-lettering failed: %v)", err, pubErr)
 			}
 			logger.Warn("message dead-lettered", "stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
-				"deliveries", d.NumDelivered, "code", code, "reason", reason)
+				"deliveries", d.NumDelivered, "code", code, "reason", reason,
+				"idempotency_key", d.Msg.Headers().Get(HeaderIdempotencyKey))
+			_, command, _ := parseSubjectLoose(d.Msg.Subject())
+			metrics.count(command, outcomeDeadLettered)
 			d.Terminate(string(code) + ": " + truncate(reason, 200))
 			return nil, nil
 		}

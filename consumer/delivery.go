@@ -25,6 +25,8 @@ type Delivery struct {
 	Msg          jetstream.Msg
 	StreamSeq    uint64
 	NumDelivered uint64
+	// Published is when the message was stored in the stream.
+	Published time.Time
 
 	mu         sync.Mutex
 	settle     settlement

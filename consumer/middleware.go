@@ -72,6 +72,7 @@ type inboxConfig struct {
 	batcher       *batcher
 	inFlightDelay time.Duration
 	logger        *slog.Logger
+	metrics       *Metrics
 }
 
 // inboxMiddleware is the innermost middleware: it validates the delivery,
@@ -94,25 +95,37 @@ func inboxMiddleware(cfg inboxConfig) message.HandlerMiddleware {
 			log := cfg.logger.With("company", req.Company, "idempotency_key", req.Key, "command", req.Command,
 				"stream_seq", d.StreamSeq, "deliveries", d.NumDelivered)
 
+			started := time.Now()
 			s := &submission{req: req, exec: handlerExecutor{next: next, msg: msg}, delivery: d, done: make(chan struct{})}
 			if err := cfg.batcher.submit(s); err != nil {
+				cfg.metrics.count(req.Command, outcomeRetried)
+				log.Warn("command failed; it will be retried", "error", err)
 				return nil, err
 			}
 			res := s.res
 			switch s.outcome {
 			case Executed:
-				log.Info("command executed", "status", res.Status)
+				log.Debug("command executed", "status", res.Status)
+				cfg.metrics.handled(req.Command, started, d.Published)
+				if res.Status == ledger.StatusOK {
+					cfg.metrics.count(req.Command, outcomeOK)
+				} else {
+					cfg.metrics.count(req.Command, outcomeBusinessError)
+				}
 			case InFlight:
+				cfg.metrics.count(req.Command, outcomeInFlight)
 				d.SetReply(mustJSON(res))
 				delay := inFlightDelay(cfg.inFlightDelay, d.NumDelivered)
 				d.NakWithDelay(delay)
 				log.Info("command in flight elsewhere; retrying later", "retry_in", delay)
 				return nil, errInFlight
 			case Reused:
+				cfg.metrics.count(req.Command, outcomeReused)
 				d.SetReply(mustJSON(res))
 				return nil, &PermanentError{Code: ledger.CodeIdempotencyKeyReused, Reason: ledger.MessageKeyReused}
 			case Replayed:
-				log.Info("command replayed from the inbox")
+				cfg.metrics.count(req.Command, outcomeReplayed)
+				log.Debug("command replayed from the inbox")
 			}
 			d.SetReply(mustJSON(res))
 			return nil, nil

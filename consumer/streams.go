@@ -44,6 +44,13 @@ type StreamConfig struct {
 	MaxAckPending int
 }
 
+// WithDefaults returns c with its defaults filled in, for an inbox
+// retention of retention.
+func (c StreamConfig) WithDefaults(retention time.Duration) StreamConfig {
+	c.setDefaults(retention)
+	return c
+}
+
 func (c *StreamConfig) setDefaults(retention time.Duration) {
 	if c.Stream == "" {
 		c.Stream = "LEDGER_CMD"

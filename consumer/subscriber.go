@@ -224,7 +224,7 @@ func release(slots chan struct{}, n int) {
 func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *message.Message) {
 	d := &Delivery{Msg: jm}
 	if md, err := jm.Metadata(); err == nil {
-		d.StreamSeq, d.NumDelivered = md.Sequence.Stream, md.NumDelivered
+		d.StreamSeq, d.NumDelivered, d.Published = md.Sequence.Stream, md.NumDelivered, md.Timestamp
 	}
 	msg := message.NewMessage(strconv.FormatUint(d.StreamSeq, 10), jm.Data())
 	for k, v := range jm.Headers() {

@@ -45,6 +45,8 @@ type Config struct {
 	ResultQueue string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Metrics, when set, records command outcomes and latencies.
+	Metrics *Metrics
 
 	afterCommit func(*Delivery)
 }
@@ -154,13 +156,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("router: %w", err)
 	}
 	dl := &DeadLetters{js: w.js}
-	batches := newBatcher(w.pool, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log)
+	batches := newBatcher(w.pool, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log, w.cfg.Metrics)
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.close()
 	router.AddMiddleware(
-		deadLetterMiddleware(dl, w.cfg.Streams.MaxDeliver, log),
+		deadLetterMiddleware(dl, w.cfg.Streams.MaxDeliver, log, w.cfg.Metrics),
 		middleware.Recoverer,
-		inboxMiddleware(inboxConfig{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: log}),
+		inboxMiddleware(inboxConfig{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: log, metrics: w.cfg.Metrics}),
 	)
 	router.AddNoPublisherHandler("commands", w.cfg.Streams.Stream, sub, LedgerHandler(w.exec))
 

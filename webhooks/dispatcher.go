@@ -58,6 +58,8 @@ type DispatcherConfig struct {
 	Transport http.RoundTripper
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Metrics, when set, records attempts and delivery latency.
+	Metrics *Metrics
 }
 
 func (c *DispatcherConfig) setDefaults() {
@@ -148,6 +150,7 @@ type claimed struct {
 	body                    []byte
 	secrets                 []storedSecret
 	eventType               string
+	eventCreated            time.Time
 }
 
 // Run delivers until ctx is cancelled, then lets running attempts finish.
@@ -259,7 +262,7 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 		       claimed_until = now() + $3 * interval '1 millisecond'
 		  FROM due, outbox_events ev, webhook_endpoints e
 		 WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
-		RETURNING d.id, d.event_id, d.endpoint_id, d.company_id, d.attempts, e.url, ev.body::text, e.secrets, ev.type`,
+		RETURNING d.id, d.event_id, d.endpoint_id, d.company_id, d.attempts, e.url, ev.body::text, e.secrets, ev.type, ev.created_at`,
 		n, d.cfg.PerEndpoint, d.lease.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
@@ -270,7 +273,7 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 		var c claimed
 		var body string
 		var secrets []byte
-		if err := rows.Scan(&c.id, &c.eventID, &c.endpointID, &c.company, &c.attempt, &c.url, &body, &secrets, &c.eventType); err != nil {
+		if err := rows.Scan(&c.id, &c.eventID, &c.endpointID, &c.company, &c.attempt, &c.url, &body, &secrets, &c.eventType, &c.eventCreated); err != nil {
 			return nil, fmt.Errorf("read claimed delivery: %w", err)
 		}
 		c.body = []byte(body)
@@ -296,6 +299,7 @@ const snippetBytes = 1024
 
 func (d *Dispatcher) attempt(ctx context.Context, c claimed) {
 	r := d.send(ctx, c)
+	d.cfg.Metrics.attempt(r, c.eventCreated)
 	if err := d.record(ctx, c, r); err != nil {
 		// The lease runs out and the delivery is attempted again: at least
 		// once, never lost.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -208,6 +209,20 @@ func TestRunEndToEnd(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
+	metrics := httpGet(t, "http://"+httpAddr+"/metrics")
+	for _, want := range []string{
+		`onceledger_commands_total{command="invoice.create",outcome="ok"} 1`,
+		`onceledger_commands_total{command="invoice.create",outcome="reused_key"} 1`,
+		`onceledger_commands_total{command="invoice.create",outcome="dead_lettered"} 1`,
+		`onceledger_consumer_ack_pending_messages 0`,
+		`onceledger_command_end_to_end_seconds_count{command="invoice.create"} 1`,
+		`onceledger_db_pool_max_connections`,
+		`onceledger_outbox_unpublished_events`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	if code, _, errOut := invoke(ctx, "", "healthcheck", "-http", httpAddr); code != 0 {
 		t.Fatalf("healthcheck: exit %d %s", code, errOut)
 	}
@@ -247,4 +262,18 @@ func lastMsg(ctx context.Context, js jetstream.JetStream, subject string) (*jets
 		return nil, err
 	}
 	return stream.GetLastMsgForSubject(ctx, subject)
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v", url, resp.Status, err)
+	}
+	return string(b)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/ledger/postgres"
@@ -96,7 +97,13 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		return err
 	}
 
-	worker, err := consumer.NewWorker(pool, nc, webhooks.NewCommands(postgres.New()), s.consumerConfig(logger))
+	ccfg := s.consumerConfig(logger)
+	obs, err := newObservability(pool, js, ccfg.Streams.WithDefaults(ccfg.InboxRetention))
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	ccfg.Metrics = obs.consumer
+	worker, err := consumer.NewWorker(pool, nc, webhooks.NewCommands(postgres.New()), ccfg)
 	if err != nil {
 		return err
 	}
@@ -108,7 +115,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		return err
 	}
 	policy, _ := webhooks.ParseAllowCIDRs(s.WebhookAllow) // validated with the settings
-	dispatcher, err := webhooks.NewDispatcher(pool, webhooks.DispatcherConfig{Policy: policy, Logger: logger})
+	dispatcher, err := webhooks.NewDispatcher(pool, webhooks.DispatcherConfig{Policy: policy, Logger: logger, Metrics: obs.webhooks})
 	if err != nil {
 		return err
 	}
@@ -119,7 +126,9 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		if err != nil {
 			return fmt.Errorf("listen on %s (ONCELEDGER_HTTP_ADDR): %w", s.HTTPAddr, err)
 		}
-		httpSrv = &http.Server{Handler: healthHandler(pool, nc, s.DatabaseURL), ReadHeaderTimeout: 5 * time.Second}
+		mux := healthHandler(pool, nc, s.DatabaseURL)
+		mux.Handle("GET /metrics", promhttp.HandlerFor(obs.registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}))
+		httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error("health endpoint failed", "error", err)
@@ -178,7 +187,7 @@ func collect(ch <-chan error) []error {
 
 // healthHandler serves /healthz (the process is alive) and /readyz
 // (Postgres and NATS are reachable and the schema is current).
-func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string) http.Handler {
+func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -1,0 +1,57 @@
+package webhooks
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the dispatcher's Prometheus metrics. A nil *Metrics records
+// nothing.
+type Metrics struct {
+	attempts *prometheus.CounterVec
+	latency  prometheus.Histogram
+	delivery prometheus.Histogram
+}
+
+// NewMetrics registers the dispatcher's metrics with reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "onceledger_webhook_attempts_total",
+			Help: "Webhook delivery attempts by HTTP status class (2xx, 3xx, 4xx, 5xx) or error (no HTTP answer).",
+		}, []string{"status"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "onceledger_webhook_attempt_seconds",
+			Help:    "Duration of webhook delivery attempts.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
+		}),
+		delivery: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "onceledger_webhook_delivery_seconds",
+			Help:    "Time from an event's commit to its successful delivery to an endpoint.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600, 86400},
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.attempts, m.latency, m.delivery} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) attempt(r result, eventCreated time.Time) {
+	if m == nil {
+		return
+	}
+	class := "error"
+	if r.status > 0 {
+		class = strconv.Itoa(r.status/100) + "xx"
+	}
+	m.attempts.WithLabelValues(class).Inc()
+	m.latency.Observe(r.latency.Seconds())
+	if r.status >= 200 && r.status < 300 && !eventCreated.IsZero() {
+		m.delivery.Observe(time.Since(eventCreated).Seconds())
+	}
+}
