@@ -1,20 +1,14 @@
-// Package client publishes commands to onceledger and waits for their
-// results.
-//
-// The one rule a producer must follow: one idempotency key per logical
-// operation, generated once (or derived from a domain ID, such as
-// "order-1041-invoice") and reused for every retry of that operation. A new
-// key per attempt makes every retry a new operation; a hash of the payload
-// makes two legitimate identical operations collide. Publish retries with the
-// same key by design.
 package client
 
 import (
 	"context"
+	crand "crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,22 +17,105 @@ import (
 	"github.com/onceledger/onceledger/ledger"
 )
 
-// Client publishes commands over one NATS connection.
-type Client struct {
-	nc *nats.Conn
-	js jetstream.JetStream
-	// LookupEvery is how often the result lookup is asked while a result is
-	// not available. Defaults to 250ms.
-	LookupEvery time.Duration
+// Config configures a Client. The zero value is ready to use.
+type Config struct {
+	// AttemptTimeout is how long an attempt waits for the worker's reply
+	// before it asks the result lookup; it also bounds one publish.
+	// Defaults to 5s.
+	AttemptTimeout time.Duration
+	// MaxWait bounds one Do or Publish call, all attempts included, unless
+	// the context ends first. Then the call returns an error wrapping
+	// ErrNoResult. Defaults to 1 minute.
+	MaxWait time.Duration
+	// MinBackoff is the pause before the second attempt; every further
+	// pause doubles, up to MaxBackoff. Each pause is drawn at random between
+	// half and all of its nominal length, so producers that failed together
+	// do not retry in step. Default to 100ms and 5s.
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+	// LookupTimeout bounds one request to the result lookup. Defaults to 2s.
+	LookupTimeout time.Duration
 }
 
-// New returns a client on nc.
+func (c *Config) setDefaults() {
+	if c.AttemptTimeout == 0 {
+		c.AttemptTimeout = 5 * time.Second
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = time.Minute
+	}
+	if c.MinBackoff == 0 {
+		c.MinBackoff = 100 * time.Millisecond
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = 5 * time.Second
+	}
+	if c.LookupTimeout == 0 {
+		c.LookupTimeout = 2 * time.Second
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"AttemptTimeout", c.AttemptTimeout}, {"MaxWait", c.MaxWait}, {"MinBackoff", c.MinBackoff}, {"MaxBackoff", c.MaxBackoff}, {"LookupTimeout", c.LookupTimeout}} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s %s is negative", d.name, d.v))
+		}
+	}
+	if c.MinBackoff > c.MaxBackoff {
+		errs = append(errs, fmt.Errorf("MinBackoff %s is above MaxBackoff %s", c.MinBackoff, c.MaxBackoff))
+	}
+	return errors.Join(errs...)
+}
+
+// Client publishes commands over one NATS connection. It is safe for
+// concurrent use.
+type Client struct {
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	cfg Config
+
+	// LookupEvery, when set, replaces Config.MinBackoff.
+	//
+	// Deprecated: set Config.MinBackoff and use NewWithConfig.
+	LookupEvery time.Duration
+
+	// loseReplies, set by tests, is how many replies the client drops as
+	// if the network had lost them.
+	loseReplies atomic.Int32
+}
+
+func (c *Client) loseReply() bool {
+	for {
+		n := c.loseReplies.Load()
+		if n <= 0 {
+			return false
+		}
+		if c.loseReplies.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+// New returns a client on nc with the default Config.
 func New(nc *nats.Conn) (*Client, error) {
+	return NewWithConfig(nc, Config{})
+}
+
+// NewWithConfig returns a client on nc.
+func NewWithConfig(nc *nats.Conn, cfg Config) (*Client, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("client config: %w", err)
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{nc: nc, js: js, LookupEvery: 250 * time.Millisecond}, nil
+	return &Client{nc: nc, js: js, cfg: cfg}, nil
 }
 
 // MsgID is the Nats-Msg-Id of a command: JetStream drops a repeat of the
@@ -49,59 +126,63 @@ func MsgID(company, key string, fingerprint []byte) string {
 	return company + "/" + key + "/" + hex.EncodeToString(fingerprint[:8])
 }
 
-// Publish sends a command and waits until its result is known or ctx ends.
-// A result with status "error" is returned as a Result, not as an error;
-// the error return is for transport failures and ctx expiry.
-func (c *Client) Publish(ctx context.Context, company, command, key string, body []byte) (ledger.Result, error) {
-	fp, err := ledger.Fingerprint(command, body)
+// Do sends cmd for company under key and returns its result. An error
+// result comes back as an *Error (see IsCode); any other error means no
+// result is known yet, and calling Do again with the same key is safe.
+func (c *Client) Do(ctx context.Context, company string, cmd ledger.Command, key string) (ledger.Result, error) {
+	body, err := json.Marshal(cmd)
 	if err != nil {
-		return ledger.Result{}, fmt.Errorf("command body: %w", err)
+		return ledger.Result{}, fmt.Errorf("encode %s: %w", cmd.CommandName(), err)
 	}
-	inbox := c.nc.NewRespInbox()
-	sub, err := c.nc.SubscribeSync(inbox)
+	res, err := c.Publish(ctx, company, cmd.CommandName(), key, body)
 	if err != nil {
-		return ledger.Result{}, err
+		return res, err
 	}
-	defer sub.Unsubscribe()
+	return res, errorOf(res)
+}
 
+// Publish is Do for a raw JSON body: it sends the command, retrying with
+// the same key, and returns its result. Unlike Do it returns error results
+// as a Result with a nil error; the error return means no result is known.
+func (c *Client) Publish(ctx context.Context, company, command, key string, body []byte) (ledger.Result, error) {
+	return c.send(ctx, company, command, key, body, true)
+}
+
+// PublishOnce publishes the command once and returns the first answer: its
+// result, or an idempotency_key_in_flight result when another request with
+// the key is being processed. When ctx ends first it returns an error
+// wrapping ErrNoResult. It never publishes again, except to confirm a result
+// found by the result lookup (see the package documentation), and leaves
+// retrying to its caller: it is for servers, such as the HTTP API, that
+// relay the answer to a client who retries.
+func (c *Client) PublishOnce(ctx context.Context, company, command, key string, body []byte) (ledger.Result, error) {
+	return c.send(ctx, company, command, key, body, false)
+}
+
+// Enqueue publishes the command and returns as soon as JetStream has stored
+// it, without waiting for its result; Lookup or Await get the result later.
+// A body that fails the local check is returned as an *Error.
+func (c *Client) Enqueue(ctx context.Context, company, command, key string, body []byte) (*jetstream.PubAck, error) {
+	fp, perr := check(company, command, key, body)
+	if perr != nil {
+		return nil, errorOf(ledger.ErrorResult(company, key, command, perr))
+	}
 	msg := nats.NewMsg(ledger.CommandSubject(company, command))
 	msg.Data = body
 	msg.Header.Set(ledger.HeaderIdempotencyKey, key)
-	msg.Header.Set(ledger.HeaderReplyTo, inbox)
 	msg.Header.Set(jetstream.MsgIDHeader, MsgID(company, key, fp))
 	ack, err := c.js.PublishMsg(ctx, msg)
 	if err != nil {
-		return ledger.Result{}, fmt.Errorf("publish: %w", err)
+		return nil, fmt.Errorf("publish: %w", err)
 	}
-	if ack.Duplicate {
-		// The stream already holds this command: the reply went to the
-		// first publisher. Ask the inbox.
-		return c.Await(ctx, company, key)
-	}
-	for {
-		// Wait a while for the reply, then fall back to the lookup: a reply
-		// may be lost, the lookup answers from the inbox.
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		reply, err := sub.NextMsgWithContext(wctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return ledger.Result{}, ctx.Err()
-			}
-			return c.Await(ctx, company, key)
-		}
-		var res ledger.Result
-		if err := json.Unmarshal(reply.Data, &res); err != nil {
-			return ledger.Result{}, fmt.Errorf("decode result: %w", err)
-		}
-		if res.Error != nil && res.Error.Code == ledger.CodeIdempotencyKeyInFlight {
-			continue // the worker retries the delivery and replies again
-		}
-		return res, nil
-	}
+	return ack, nil
 }
 
-// Lookup asks the worker for the stored result of (company, key) once.
+// Lookup asks the worker for the stored result of (company, key) once. The
+// answer is the stored result (Replayed set), an idempotency_key_in_flight
+// result, or a not_found result with an empty Command: nothing is stored
+// for the key, either because no command with it was processed yet or
+// because it never existed.
 func (c *Client) Lookup(ctx context.Context, company, key string) (ledger.Result, error) {
 	req := nats.NewMsg(ledger.ResultSubjectPrefix + company)
 	req.Header.Set(ledger.HeaderIdempotencyKey, key)
@@ -116,28 +197,275 @@ func (c *Client) Lookup(ctx context.Context, company, key string) (ledger.Result
 	return res, nil
 }
 
-// Await asks the result lookup until the key has a result or ctx ends.
-// In-flight and not-yet-found answers are waited out: a command that is in
-// the stream but not yet processed is not found until it is.
+// Await asks the result lookup until the key has a stored result or ctx
+// ends. In-flight and not-yet-found answers are waited out: a command that
+// is in the stream but not yet processed is not found until it is.
 func (c *Client) Await(ctx context.Context, company, key string) (ledger.Result, error) {
-	for {
-		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	for pause := 0; ; pause++ {
+		lctx, cancel := context.WithTimeout(ctx, c.cfg.LookupTimeout)
 		res, err := c.Lookup(lctx, company, key)
 		cancel()
 		switch {
-		case err == nil && !pending(res):
+		case err == nil && res.Command != "":
 			return res, nil
-		case err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, nats.ErrTimeout):
+		case err != nil && !transient(err):
 			return ledger.Result{}, err
 		}
 		select {
 		case <-ctx.Done():
 			return ledger.Result{}, ctx.Err()
-		case <-time.After(c.LookupEvery):
+		case <-time.After(c.backoff(pause)):
 		}
 	}
 }
 
-func pending(r ledger.Result) bool {
-	return r.Error != nil && (r.Error.Code == ledger.CodeIdempotencyKeyInFlight || r.Error.Code == ledger.CodeNotFound)
+// check applies, in the worker's order, every rule that needs no database:
+// company, key, command, JSON, body. It returns the body's fingerprint.
+func check(company, command, key string, body []byte) ([]byte, *ledger.Error) {
+	if !ledger.ValidCompanyID(company) {
+		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "company %q is not a valid company id (1-63 of a-z, 0-9, '-', '_')", company)
+	}
+	if e := ledger.CheckKey(key); e != nil {
+		return nil, e
+	}
+	if !ledger.KnownCommand(command) {
+		_, err := ledger.Decode(command, nil)
+		return nil, asLedgerError(err)
+	}
+	fp, err := ledger.Fingerprint(command, body)
+	if err != nil {
+		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "%v", err)
+	}
+	if _, err := ledger.Decode(command, body); err != nil {
+		return nil, asLedgerError(err)
+	}
+	return fp, nil
+}
+
+func asLedgerError(err error) *ledger.Error {
+	var e *ledger.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return ledger.Errorf(ledger.CodeInvalidCommand, "%v", err)
+}
+
+// backoff returns the n-th pause (from 0), jittered.
+func (c *Client) backoff(n int) time.Duration {
+	base := c.cfg.MinBackoff
+	if c.LookupEvery > 0 {
+		base = c.LookupEvery
+	}
+	d := base
+	for i := 0; i < n && d < c.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, max(c.cfg.MaxBackoff, base))
+	return d/2 + rand.N(d/2+1)
+}
+
+// transient reports whether a NATS error may go away by itself: no
+// responder yet, a timeout, a connection being re-established.
+func transient(err error) bool {
+	return !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubject) &&
+		!errors.Is(err, nats.ErrMaxPayload) && !errors.Is(err, context.Canceled)
+}
+
+func (c *Client) send(ctx context.Context, company, command, key string, body []byte, retry bool) (ledger.Result, error) {
+	fp, perr := check(company, command, key, body)
+	if perr != nil {
+		return ledger.ErrorResult(company, key, command, perr), nil
+	}
+	if retry {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.MaxWait)
+		defer cancel()
+	}
+	inbox := c.nc.NewRespInbox()
+	sub, err := c.nc.SubscribeSync(inbox)
+	if err != nil {
+		return ledger.Result{}, fmt.Errorf("subscribe to replies: %w", err)
+	}
+	defer sub.Unsubscribe()
+	cl := &call{
+		c: c, company: company, command: command, key: key, body: body,
+		msgID: MsgID(company, key, fp), inbox: inbox, sub: sub, retry: retry,
+	}
+	return cl.run(ctx)
+}
+
+// call is one Do, Publish or PublishOnce.
+type call struct {
+	c                     *Client
+	company, command, key string
+	body                  []byte
+	msgID, inbox          string
+	sub                   *nats.Subscription
+	retry                 bool
+
+	publishes int
+	pauses    int
+	confirms  int
+	last      string // what the last answer said, for ErrNoResult
+}
+
+// lookupState classifies an answer of the result lookup.
+type lookupState int
+
+const (
+	pending  lookupState = iota // nothing stored yet, or no answer
+	inFlight                    // the key is held by a running command
+	stored                      // a result is stored for the key
+)
+
+func (cl *call) run(ctx context.Context) (ledger.Result, error) {
+	publish, confirm := true, false
+	for {
+		if publish {
+			dup, err := cl.publish(ctx, confirm)
+			if err != nil {
+				if !cl.retry || !transient(err) || ctx.Err() != nil {
+					return ledger.Result{}, cl.noResult(ctx, err)
+				}
+				cl.last = err.Error()
+				if res, done, err := cl.wait(ctx, cl.c.backoff(cl.pauses)); done || err != nil {
+					return res, err
+				}
+				cl.pauses++
+				continue
+			}
+			publish, confirm = false, false
+			if !dup {
+				if res, done, err := cl.wait(ctx, cl.c.cfg.AttemptTimeout); done || err != nil {
+					return res, err
+				}
+			}
+		}
+
+		// No answer on the reply subject: ask the result lookup.
+		res, state, err := cl.lookup(ctx)
+		if err != nil {
+			return ledger.Result{}, err
+		}
+		switch state {
+		case stored:
+			// The lookup answers by key alone; the worker also compares
+			// the payload. Confirm under a fresh message ID, at once the
+			// first time.
+			publish, confirm = true, true
+			cl.confirms++
+			if cl.confirms == 1 {
+				continue
+			}
+		case inFlight:
+			if !cl.retry {
+				return res, nil
+			}
+			publish = true
+		case pending:
+			publish = cl.retry
+		}
+		if res, done, err := cl.wait(ctx, cl.c.backoff(cl.pauses)); done || err != nil {
+			return res, err
+		}
+		cl.pauses++
+	}
+}
+
+// publish sends the command once. A confirming publish gets a message ID of
+// its own, so JetStream does not drop it as a duplicate.
+func (cl *call) publish(ctx context.Context, confirm bool) (duplicate bool, err error) {
+	id := cl.msgID
+	if confirm {
+		var nonce [8]byte
+		_, _ = crand.Read(nonce[:])
+		id += "/" + hex.EncodeToString(nonce[:])
+	}
+	msg := nats.NewMsg(ledger.CommandSubject(cl.company, cl.command))
+	msg.Data = cl.body
+	msg.Header.Set(ledger.HeaderIdempotencyKey, cl.key)
+	msg.Header.Set(ledger.HeaderReplyTo, cl.inbox)
+	msg.Header.Set(jetstream.MsgIDHeader, id)
+	pctx, cancel := context.WithTimeout(ctx, cl.c.cfg.AttemptTimeout)
+	defer cancel()
+	cl.publishes++
+	ack, err := cl.c.js.PublishMsg(pctx, msg)
+	if err != nil {
+		return false, fmt.Errorf("publish: %w", err)
+	}
+	return ack.Duplicate, nil
+}
+
+// wait reads the reply subject for up to d. It reports done with the result
+// when a final answer arrives (or, for PublishOnce, an in-flight one), and an
+// error wrapping ErrNoResult when ctx ends.
+func (cl *call) wait(ctx context.Context, d time.Duration) (ledger.Result, bool, error) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		msg, err := cl.sub.NextMsgWithContext(wctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ledger.Result{}, false, cl.noResult(ctx, nil)
+			}
+			if wctx.Err() != nil {
+				return ledger.Result{}, false, nil
+			}
+			return ledger.Result{}, false, fmt.Errorf("read reply: %w", err)
+		}
+		if cl.c.loseReply() {
+			continue
+		}
+		var res ledger.Result
+		if err := json.Unmarshal(msg.Data, &res); err != nil {
+			return ledger.Result{}, false, fmt.Errorf("decode result: %w", err)
+		}
+		if res.Error != nil && res.Error.Code == ledger.CodeIdempotencyKeyInFlight {
+			if !cl.retry {
+				return res, true, nil
+			}
+			// The worker redelivers this message once the key is free and
+			// replies again.
+			cl.last = "the key was in flight"
+			continue
+		}
+		return res, true, nil
+	}
+}
+
+func (cl *call) lookup(ctx context.Context) (ledger.Result, lookupState, error) {
+	lctx, cancel := context.WithTimeout(ctx, cl.c.cfg.LookupTimeout)
+	res, err := cl.c.Lookup(lctx, cl.company, cl.key)
+	cancel()
+	switch {
+	case ctx.Err() != nil:
+		return ledger.Result{}, pending, cl.noResult(ctx, nil)
+	case err != nil && !transient(err):
+		return ledger.Result{}, pending, err
+	case err != nil:
+		cl.last = err.Error()
+		return res, pending, nil
+	case res.Command != "":
+		return res, stored, nil
+	case res.Error != nil && res.Error.Code == ledger.CodeIdempotencyKeyInFlight:
+		cl.last = "the key was in flight"
+		return res, inFlight, nil
+	}
+	cl.last = "no result was stored yet"
+	if res.Error != nil {
+		cl.last += " (" + res.Error.Message + ")"
+	}
+	return res, pending, nil
+}
+
+func (cl *call) noResult(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	last := cl.last
+	if last == "" {
+		last = "no answer"
+	}
+	return fmt.Errorf("%w: %s key %q for %s, %d publish(es), last: %s: %w",
+		ErrNoResult, cl.command, cl.key, cl.company, cl.publishes, last, context.Cause(ctx))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/ledger"
 )
@@ -55,6 +56,9 @@ type submission struct {
 	req      *Request
 	exec     Executor
 	delivery *Delivery
+	// span is the delivery's span: the command runs under it, so its events
+	// carry it, and its commit span is its child.
+	span trace.Span
 
 	outcome Outcome
 	res     ledger.Result
@@ -77,6 +81,7 @@ type batcher struct {
 	afterCommit   func(*Delivery)
 	logger        *slog.Logger
 	metrics       *Metrics
+	tracer        trace.Tracer
 
 	// One queue per transaction slot; a company always goes to the same one,
 	// so concurrent batches never wait on each other's number-series and
@@ -89,9 +94,9 @@ type batcher struct {
 
 var errBatcherClosed = errors.New("inbox: worker is shutting down")
 
-func newBatcher(pool *pgxpool.Pool, cfg BatchConfig, commitTimeout time.Duration, afterCommit func(*Delivery), logger *slog.Logger, metrics *Metrics) *batcher {
+func newBatcher(pool *pgxpool.Pool, cfg BatchConfig, commitTimeout time.Duration, afterCommit func(*Delivery), logger *slog.Logger, metrics *Metrics, tracer trace.Tracer) *batcher {
 	b := &batcher{
-		pool: pool, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics,
+		pool: pool, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics, tracer: tracer,
 		closing: make(chan struct{}),
 	}
 	for range cfg.Parallel {
@@ -186,7 +191,7 @@ func (b *batcher) run(batch []*submission) {
 	for _, s := range batch {
 		// Process runs each command in a savepoint of its own and rolls a
 		// failed one back to it; only a broken transaction stops the batch.
-		s.outcome, s.res, s.err = processSafely(ctx, tx, s.req, s.exec)
+		s.outcome, s.res, s.err = processSafely(trace.ContextWithSpan(ctx, s.span), tx, s.req, s.exec)
 		if errors.Is(s.err, errTxBroken) {
 			fail(s.err)
 			return
@@ -195,9 +200,12 @@ func (b *batcher) run(batch []*submission) {
 			executed++
 		}
 	}
+	ackBeforeCommit(batch)
 	crashAt("before_commit")
 	committing := time.Now()
-	if err := tx.Commit(ctx); err != nil {
+	err = tx.Commit(ctx)
+	traceCommit(b.tracer, batch, committing, time.Now(), err)
+	if err != nil {
 		// The commit may or may not have happened; redeliveries find out
 		// (a replay, or a first run).
 		for _, s := range batch {

@@ -12,6 +12,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/ledger"
 )
@@ -117,6 +119,10 @@ func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger *slog.Logger, 
 				"idempotency_key", d.Msg.Headers().Get(HeaderIdempotencyKey))
 			_, command, _ := parseSubjectLoose(d.Msg.Subject())
 			metrics.count(command, outcomeDeadLettered)
+			// The code only: a reason can quote the command's body.
+			span := trace.SpanFromContext(msg.Context())
+			span.SetAttributes(attrOutcome.String(outcomeDeadLettered))
+			span.SetStatus(codes.Error, string(code))
 			d.Terminate(string(code) + ": " + truncate(reason, 200))
 			return nil, nil
 		}

@@ -33,6 +33,17 @@
 // terminated; so is a message that still fails after MaxDeliver attempts.
 // Nothing is dropped silently.
 //
+// Tracing. With Config.TracerProvider set, each delivery is a consumer span
+// "onceledger.command <command>", the child of the producer's span when the
+// message carries a W3C traceparent header, with a "commit" child (every
+// command of a group-commit batch gets one over the same interval) and an
+// "ack" child (the settlement). The command runs under its span, so its
+// outbox events store that context and the relay and webhook deliveries
+// continue the trace. A replay writes nothing, so an event always carries
+// the context of the delivery that first executed its command. Trace
+// context is observability only: nothing about effects, deduplication or
+// settlement depends on it, and a malformed traceparent is ignored.
+//
 // Not guaranteed: exactly-once delivery of replies (a reply can be lost or
 // repeated; the result lookup on ledger.result.<company> answers from the
 // inbox), or remembering keys beyond the inbox retention (business

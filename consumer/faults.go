@@ -19,6 +19,11 @@ import (
 //
 //	after_commit   a batch committed, its messages are neither acked nor answered
 //	before_commit  a batch executed, nothing committed
+//
+// and one point that breaks the guarantee on purpose, so the fault-injection
+// suite can show it catches a broken build (see faults_broken.go):
+//
+//	ack_before_commit  a batch executed and its messages acked, nothing committed
 var faultPoints = sync.OnceValue(func() map[string]float64 {
 	points := map[string]float64{}
 	spec := os.Getenv("ONCELEDGER_FAULTS")
@@ -28,14 +33,16 @@ var faultPoints = sync.OnceValue(func() map[string]float64 {
 	for _, part := range strings.Split(spec, ",") {
 		name, p, ok := strings.Cut(strings.TrimSpace(part), "=")
 		prob, err := strconv.ParseFloat(p, 64)
-		if !ok || err != nil || prob < 0 || prob > 1 || (name != "after_commit" && name != "before_commit") {
-			fmt.Fprintf(os.Stderr, "ONCELEDGER_FAULTS: %q is not point=probability with point after_commit or before_commit\n", part)
+		if !ok || err != nil || prob < 0 || prob > 1 || !knownFaultPoints[name] {
+			fmt.Fprintf(os.Stderr, "ONCELEDGER_FAULTS: %q is not point=probability with point after_commit, before_commit or ack_before_commit\n", part)
 			os.Exit(2)
 		}
 		points[name] = prob
 	}
 	return points
 })
+
+var knownFaultPoints = map[string]bool{"after_commit": true, "before_commit": true, "ack_before_commit": true}
 
 func crashAt(point string) {
 	if p := faultPoints()[point]; p > 0 && rand.Float64() < p {

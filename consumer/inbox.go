@@ -186,7 +186,7 @@ func Process(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (Outco
 		return 0, ledger.Result{}, undo(ctx, tx, true, err)
 	default:
 		for _, ev := range out.Events {
-			if _, err := outbox.Queue(batch, req.Company, ev.Type, ev.Data); err != nil {
+			if _, err := outbox.Queue(ctx, batch, req.Company, ev.Type, ev.Data); err != nil {
 				return 0, ledger.Result{}, undo(ctx, tx, true, err)
 			}
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/ledger"
 )
@@ -87,6 +89,11 @@ func inboxMiddleware(cfg inboxConfig) message.HandlerMiddleware {
 			if !ok {
 				return nil, errors.New("inbox: message did not come from the consumer's subscriber")
 			}
+			span := trace.SpanFromContext(msg.Context())
+			count := func(command, outcome string) {
+				cfg.metrics.count(command, outcome)
+				span.SetAttributes(attrOutcome.String(outcome))
+			}
 			req, perr := parseRequest(d)
 			if perr != nil {
 				d.SetReply(mustJSON(errorResultFor(d, perr)))
@@ -96,9 +103,10 @@ func inboxMiddleware(cfg inboxConfig) message.HandlerMiddleware {
 				"stream_seq", d.StreamSeq, "deliveries", d.NumDelivered)
 
 			started := time.Now()
-			s := &submission{req: req, exec: handlerExecutor{next: next, msg: msg}, delivery: d, done: make(chan struct{})}
+			s := &submission{req: req, exec: handlerExecutor{next: next, msg: msg}, delivery: d, span: span, done: make(chan struct{})}
 			if err := cfg.batcher.submit(s); err != nil {
-				cfg.metrics.count(req.Command, outcomeRetried)
+				count(req.Command, outcomeRetried)
+				span.SetStatus(codes.Error, err.Error())
 				log.Warn("command failed; it will be retried", "error", err)
 				return nil, err
 			}
@@ -108,23 +116,23 @@ func inboxMiddleware(cfg inboxConfig) message.HandlerMiddleware {
 				log.Debug("command executed", "status", res.Status)
 				cfg.metrics.handled(req.Command, started, d.Published)
 				if res.Status == ledger.StatusOK {
-					cfg.metrics.count(req.Command, outcomeOK)
+					count(req.Command, outcomeOK)
 				} else {
-					cfg.metrics.count(req.Command, outcomeBusinessError)
+					count(req.Command, outcomeBusinessError)
 				}
 			case InFlight:
-				cfg.metrics.count(req.Command, outcomeInFlight)
+				count(req.Command, outcomeInFlight)
 				d.SetReply(mustJSON(res))
 				delay := inFlightDelay(cfg.inFlightDelay, d.NumDelivered)
 				d.NakWithDelay(delay)
 				log.Info("command in flight elsewhere; retrying later", "retry_in", delay)
 				return nil, errInFlight
 			case Reused:
-				cfg.metrics.count(req.Command, outcomeReused)
+				count(req.Command, outcomeReused)
 				d.SetReply(mustJSON(res))
 				return nil, &PermanentError{Code: ledger.CodeIdempotencyKeyReused, Reason: ledger.MessageKeyReused}
 			case Replayed:
-				cfg.metrics.count(req.Command, outcomeReplayed)
+				count(req.Command, outcomeReplayed)
 				log.Debug("command replayed from the inbox")
 			}
 			d.SetReply(mustJSON(res))

@@ -13,6 +13,9 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // AckMode chooses how a processed message is acknowledged.
@@ -48,6 +51,9 @@ type SubscriberConfig struct {
 	Backoff func(numDelivered uint64) time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// TracerProvider records a span per delivery (see Config). Defaults to
+	// a no-op provider.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *SubscriberConfig) setDefaults() {
@@ -71,6 +77,9 @@ func (c *SubscriberConfig) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = noop.NewTracerProvider()
 	}
 }
 
@@ -107,9 +116,10 @@ func DefaultBackoff(numDelivered uint64) time.Duration {
 // messages alive with InProgress, settles each message (ack, NAK with delay,
 // or term) after the handler returns, and only then sends the reply.
 type Subscriber struct {
-	cons jetstream.Consumer
-	nc   *nats.Conn
-	cfg  SubscriberConfig
+	cons   jetstream.Consumer
+	nc     *nats.Conn
+	cfg    SubscriberConfig
+	tracer trace.Tracer
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -123,7 +133,7 @@ func NewSubscriber(cons jetstream.Consumer, nc *nats.Conn, cfg SubscriberConfig)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Subscriber{cons: cons, nc: nc, cfg: cfg, closing: make(chan struct{})}, nil
+	return &Subscriber{cons: cons, nc: nc, cfg: cfg, tracer: cfg.TracerProvider.Tracer(tracerName), closing: make(chan struct{})}, nil
 }
 
 // Subscribe starts pulling. The topic is informational: the subscriber is
@@ -226,6 +236,10 @@ func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *m
 	if md, err := jm.Metadata(); err == nil {
 		d.StreamSeq, d.NumDelivered, d.Published = md.Sequence.Stream, md.NumDelivered, md.Timestamp
 	}
+	// The span rides in the message's context, so the middlewares record
+	// the outcome on it and the events the command writes carry it.
+	ctx, span := startCommandSpan(ctx, s.tracer, d)
+	defer span.End()
 	msg := message.NewMessage(strconv.FormatUint(d.StreamSeq, 10), jm.Data())
 	for k, v := range jm.Headers() {
 		if len(v) > 0 {
@@ -238,6 +252,7 @@ func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *m
 	case out <- msg:
 	case <-s.closing:
 		// Not handed to a handler: give it back for another worker now.
+		span.SetAttributes(attrOutcome.String("returned"))
 		if err := jm.Nak(); err != nil {
 			s.cfg.Logger.Warn("NAK on shutdown failed; the message is redelivered after AckWait", "stream_seq", d.StreamSeq, "error", err)
 		}
@@ -264,29 +279,40 @@ func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *m
 
 // settle acknowledges, NAKs or terminates the message, then replies: the
 // reply never precedes the settlement, so a result a producer has seen is
-// always one whose transaction committed.
+// always one whose transaction committed. ctx carries the delivery's span,
+// under which the settlement gets an "ack" span.
 func (s *Subscriber) settle(ctx context.Context, d *Delivery, acked bool) {
 	how, delay, reason, reply := d.state()
 	log := s.cfg.Logger.With("stream_seq", d.StreamSeq, "deliveries", d.NumDelivered)
+	ctx, span := s.tracer.Start(ctx, "ack")
 	var err error
+	var settlement string
 	switch {
 	case how == settleTerm:
+		settlement = "term"
 		err = d.Msg.TermWithReason(reason)
 	case how == settleNak:
+		settlement = "nak"
 		err = d.Msg.NakWithDelay(delay)
 	case acked && s.cfg.AckMode == AckDouble:
+		settlement = "double_ack"
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err = d.Msg.DoubleAck(actx)
 		cancel()
 	case acked:
+		settlement = "ack"
 		err = d.Msg.Ack()
 	default:
+		settlement = "nak"
 		err = d.Msg.NakWithDelay(s.cfg.Backoff(d.NumDelivered))
 	}
+	span.SetAttributes(attrSettlement.String(settlement))
 	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		// The inbox makes the redelivery that follows a replay.
 		log.Warn("settling message failed; it will be redelivered", "error", err)
 	}
+	span.End()
 	replyTo := d.Msg.Headers().Get(HeaderReplyTo)
 	if replyTo != "" && reply != nil && s.nc != nil {
 		if err := s.nc.Publish(replyTo, reply); err != nil {

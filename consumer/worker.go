@@ -15,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/onceledger/onceledger/ledger"
 )
@@ -47,6 +49,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics, when set, records command outcomes and latencies.
 	Metrics *Metrics
+	// TracerProvider records a span per delivery, "onceledger.command
+	// <command>", the child of the producer's span when the message has a
+	// W3C traceparent header, with "commit" and "ack" children; the events
+	// the command writes carry its context on to the relay and to webhook
+	// deliveries. Defaults to a no-op provider: nothing is recorded, and a
+	// traceparent that arrives with a command is still passed on to its
+	// events. Also used by Subscriber when Subscriber.TracerProvider is nil.
+	TracerProvider trace.TracerProvider
 
 	afterCommit func(*Delivery)
 }
@@ -78,6 +88,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.Subscriber.Logger == nil {
 		c.Subscriber.Logger = c.Logger
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = noop.NewTracerProvider()
+	}
+	if c.Subscriber.TracerProvider == nil {
+		c.Subscriber.TracerProvider = c.TracerProvider
 	}
 	c.Streams.setDefaults(c.InboxRetention)
 	c.Subscriber.setDefaults()
@@ -156,7 +172,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("router: %w", err)
 	}
 	dl := &DeadLetters{js: w.js}
-	batches := newBatcher(w.pool, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log, w.cfg.Metrics)
+	batches := newBatcher(w.pool, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log, w.cfg.Metrics, w.cfg.TracerProvider.Tracer(tracerName))
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.close()
 	router.AddMiddleware(

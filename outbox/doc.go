@@ -2,6 +2,7 @@
 // transaction and relays them to NATS JetStream.
 //
 // Guarantees:
+//
 //   - An event exists if and only if the command that produced it committed:
 //     Enqueue takes the caller's transaction.
 //   - Each event's ID (a UUIDv7) and body are fixed when it is enqueued; every
@@ -14,6 +15,16 @@
 //     JetStream drops re-publications inside its duplicate window. It marks an
 //     event published only after JetStream acknowledged it, and survives
 //     restarts: an unmarked event is published again.
+//   - The span context the event was written under (W3C traceparent and
+//     tracestate) is stored beside it, fixed like its ID and body, and every
+//     publication continues that trace in its headers; it is never part of
+//     the body.
+//
+// Retention: PurgeEvents deletes events that are published and whose
+// webhook deliveries are settled once they are older than a retention,
+// with those deliveries. A company's remaining events then start at a
+// later sequence and may have gaps where old events went; gaps newer than
+// the retention are never purges.
 //
 // Not guaranteed: exactly-once publication beyond the stream's duplicate
 // window (consumers dedupe by event ID), or global order across companies.

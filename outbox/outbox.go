@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/internal/tracecontext"
 )
 
 // NotifyChannel is the Postgres LISTEN/NOTIFY channel that wakes relays when
@@ -40,10 +42,11 @@ var (
 const SubjectPrefix = "ledger.evt."
 
 // Enqueue writes an event in tx, the transaction of the command that
-// produced it. The event is visible to the relay only once tx commits.
+// produced it. The event is visible to the relay only once tx commits. The
+// span context of ctx, if any, is stored with the event (see Queue).
 func Enqueue(ctx context.Context, tx pgx.Tx, company, eventType string, data any) (Event, error) {
 	batch := &pgx.Batch{}
-	ev, err := Queue(batch, company, eventType, data)
+	ev, err := Queue(ctx, batch, company, eventType, data)
 	if err != nil {
 		return Event{}, err
 	}
@@ -62,7 +65,12 @@ func Enqueue(ctx context.Context, tx pgx.Tx, company, eventType string, data any
 // with the caller's other statements in one round trip. The first queued
 // statement returns the event's sequence. The returned Event lacks the
 // sequence, which the database allocates.
-func Queue(batch *pgx.Batch, company, eventType string, data any) (Event, error) {
+//
+// The span context of ctx (W3C traceparent and tracestate) is stored beside
+// the event, so the relay and the webhook dispatcher continue the trace of
+// the command that wrote it; ctx is not otherwise used, the statements run
+// when the caller sends the batch.
+func Queue(ctx context.Context, batch *pgx.Batch, company, eventType string, data any) (Event, error) {
 	// An event the relay cannot publish would block every event behind it,
 	// so names that are not valid subject tokens are refused here.
 	if !companySyntax.MatchString(company) {
@@ -95,15 +103,16 @@ func Queue(batch *pgx.Batch, company, eventType string, data any) (Event, error)
 	if !ok {
 		return Event{}, fmt.Errorf("outbox: encode event: no sequence field")
 	}
+	traceparent, tracestate := tracecontext.Columns(ctx)
 	batch.Queue(`
 		WITH seq AS (
 			INSERT INTO outbox_sequences (company_id, last_value) VALUES ($2, 1)
 			ON CONFLICT (company_id) DO UPDATE SET last_value = outbox_sequences.last_value + 1
 			RETURNING last_value)
-		INSERT INTO outbox_events (id, company_id, sequence, type, body, created_at)
-		SELECT $1, $2, seq.last_value, $3, ($4 || seq.last_value || $5)::json, $6 FROM seq
+		INSERT INTO outbox_events (id, company_id, sequence, type, body, created_at, traceparent, tracestate)
+		SELECT $1, $2, seq.last_value, $3, ($4 || seq.last_value || $5)::json, $6, NULLIF($7, ''), NULLIF($8, '') FROM seq
 		RETURNING sequence`,
-		ev.ID, company, eventType, head+`"sequence":`, tail, ev.CreatedAt)
+		ev.ID, company, eventType, head+`"sequence":`, tail, ev.CreatedAt, traceparent, tracestate)
 	batch.Queue(`SELECT pg_notify($1, '')`, NotifyChannel)
 	return ev, nil
 }

@@ -12,9 +12,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/onceledger/onceledger/internal/pglisten"
+	"github.com/onceledger/onceledger/internal/tracecontext"
 )
+
+// tracerName is the instrumentation scope of the relay's spans.
+const tracerName = "github.com/onceledger/onceledger/outbox"
 
 // RelayConfig configures a Relay.
 type RelayConfig struct {
@@ -29,6 +37,12 @@ type RelayConfig struct {
 	PublishTimeout time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// TracerProvider records a producer span per published event, a child
+	// of the span that wrote the event, and its context goes out in the
+	// message's traceparent and tracestate headers. Defaults to a no-op
+	// provider: nothing is recorded, and the event's stored context, if
+	// any, is passed on unchanged.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *RelayConfig) setDefaults() {
@@ -43,6 +57,9 @@ func (c *RelayConfig) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = noop.NewTracerProvider()
 	}
 }
 
@@ -61,9 +78,10 @@ func (c *RelayConfig) validate() error {
 // Relay publishes committed outbox events to JetStream. Several relays may
 // run against one database: each claims its batch with FOR UPDATE SKIP LOCKED.
 type Relay struct {
-	pool *pgxpool.Pool
-	js   jetstream.JetStream
-	cfg  RelayConfig
+	pool   *pgxpool.Pool
+	js     jetstream.JetStream
+	cfg    RelayConfig
+	tracer trace.Tracer
 }
 
 // NewRelay returns a relay from pool to js.
@@ -72,7 +90,7 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) (*Rel
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Relay{pool: pool, js: js, cfg: cfg}, nil
+	return &Relay{pool: pool, js: js, cfg: cfg, tracer: cfg.TracerProvider.Tracer(tracerName)}, nil
 }
 
 // Run relays events until ctx is cancelled. It wakes on NOTIFY and polls as
@@ -113,7 +131,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
-			SELECT id, company_id, type, body::text FROM outbox_events
+			SELECT id, company_id, type, body::text, coalesce(traceparent, ''), coalesce(tracestate, '') FROM outbox_events
 			 WHERE published_at IS NULL
 			 ORDER BY id
 			 LIMIT $1
@@ -122,18 +140,18 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 			return fmt.Errorf("claim events: %w", err)
 		}
 		type pending struct {
-			id   uuid.UUID
-			subj string
-			body string
+			id                      uuid.UUID
+			company, typ, subj      string
+			body                    string
+			traceparent, tracestate string
 		}
 		var batch []pending
 		for rows.Next() {
 			var p pending
-			var company, typ string
-			if err := rows.Scan(&p.id, &company, &typ, &p.body); err != nil {
+			if err := rows.Scan(&p.id, &p.company, &p.typ, &p.body, &p.traceparent, &p.tracestate); err != nil {
 				return fmt.Errorf("read event: %w", err)
 			}
-			p.subj = SubjectPrefix + company + "." + typ
+			p.subj = SubjectPrefix + p.company + "." + p.typ
 			batch = append(batch, p)
 		}
 		if err := rows.Err(); err != nil {
@@ -143,12 +161,35 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 			return nil
 		}
 		futures := make([]jetstream.PubAckFuture, 0, len(batch))
+		spans := make([]trace.Span, 0, len(batch))
+		// Every span ends, also when the batch is abandoned half-way: a
+		// span left open is never exported. Ending one twice is a no-op.
+		defer func() {
+			for _, sp := range spans {
+				sp.End()
+			}
+		}()
 		for _, p := range batch {
+			// A span per event, not per batch: the events of a batch
+			// belong to different commands' traces.
+			_, sp := r.tracer.Start(tracecontext.FromColumns(ctx, p.traceparent, p.tracestate), "onceledger.publish "+p.typ,
+				trace.WithSpanKind(trace.SpanKindProducer),
+				trace.WithAttributes(
+					attribute.String("messaging.system", "nats"),
+					attribute.String("messaging.operation.type", "send"),
+					attribute.String("messaging.destination.name", p.subj),
+					attribute.String("messaging.message.id", p.id.String()),
+					attribute.String("onceledger.company", p.company),
+					attribute.String("onceledger.event_type", p.typ),
+				))
+			spans = append(spans, sp)
 			msg := nats.NewMsg(p.subj)
 			msg.Data = []byte(p.body)
 			msg.Header.Set(jetstream.MsgIDHeader, p.id.String())
+			tracecontext.ToHeader(trace.ContextWithSpan(ctx, sp), msg.Header)
 			f, err := r.js.PublishMsgAsync(msg)
 			if err != nil {
+				sp.SetStatus(codes.Error, err.Error())
 				return fmt.Errorf("publish event %s: %w", p.id, err)
 			}
 			futures = append(futures, f)
@@ -159,10 +200,13 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		for i, f := range futures {
 			select {
 			case <-f.Ok():
+				spans[i].End()
 				ids = append(ids, batch[i].id)
 			case err := <-f.Err():
+				spans[i].SetStatus(codes.Error, err.Error())
 				return fmt.Errorf("publish event %s: %w", batch[i].id, err)
 			case <-timeout.C:
+				spans[i].SetStatus(codes.Error, "no acknowledgement from JetStream")
 				return fmt.Errorf("publish events: no acknowledgement from JetStream within %s", r.cfg.PublishTimeout)
 			case <-ctx.Done():
 				return ctx.Err()

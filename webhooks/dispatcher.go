@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,10 +19,19 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/onceledger/onceledger/internal/pglisten"
+	"github.com/onceledger/onceledger/internal/tracecontext"
 	"github.com/onceledger/onceledger/outbox"
 )
+
+// tracerName is the instrumentation scope of the dispatcher's spans.
+const tracerName = "github.com/onceledger/onceledger/webhooks"
 
 // NotifyChannel wakes dispatchers when deliveries are created or replayed.
 const NotifyChannel = "onceledger_webhooks"
@@ -60,6 +70,12 @@ type DispatcherConfig struct {
 	Logger *slog.Logger
 	// Metrics, when set, records attempts and delivery latency.
 	Metrics *Metrics
+	// TracerProvider records a client span "webhook.deliver" per attempt,
+	// a child of the span that wrote the event, and the request carries its
+	// context in the traceparent and tracestate headers. Defaults to a
+	// no-op provider: nothing is recorded, and the event's stored context,
+	// if any, is passed on unchanged.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *DispatcherConfig) setDefaults() {
@@ -83,6 +99,9 @@ func (c *DispatcherConfig) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = noop.NewTracerProvider()
 	}
 }
 
@@ -112,6 +131,7 @@ type Dispatcher struct {
 	cfg    DispatcherConfig
 	client *http.Client
 	lease  time.Duration
+	tracer trace.Tracer
 }
 
 // NewDispatcher returns a dispatcher on pool.
@@ -138,7 +158,8 @@ func NewDispatcher(pool *pgxpool.Pool, cfg DispatcherConfig) (*Dispatcher, error
 		// deliver to a URL nobody registered.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Dispatcher{pool: pool, cfg: cfg, client: client, lease: cfg.RequestTimeout + 30*time.Second}, nil
+	return &Dispatcher{pool: pool, cfg: cfg, client: client, lease: cfg.RequestTimeout + 30*time.Second,
+		tracer: cfg.TracerProvider.Tracer(tracerName)}, nil
 }
 
 // claimed is one delivery this dispatcher holds the lease of.
@@ -151,6 +172,8 @@ type claimed struct {
 	secrets                 []storedSecret
 	eventType               string
 	eventCreated            time.Time
+	// The W3C context of the span that wrote the event; empty when none.
+	traceparent, tracestate string
 }
 
 // Run delivers until ctx is cancelled, then lets running attempts finish.
@@ -262,7 +285,8 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 		       claimed_until = now() + $3 * interval '1 millisecond'
 		  FROM due, outbox_events ev, webhook_endpoints e
 		 WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
-		RETURNING d.id, d.event_id, d.endpoint_id, d.company_id, d.attempts, e.url, ev.body::text, e.secrets, ev.type, ev.created_at`,
+		RETURNING d.id, d.event_id, d.endpoint_id, d.company_id, d.attempts, e.url, ev.body::text, e.secrets, ev.type, ev.created_at,
+		          coalesce(ev.traceparent, ''), coalesce(ev.tracestate, '')`,
 		n, d.cfg.PerEndpoint, d.lease.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
@@ -273,7 +297,8 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 		var c claimed
 		var body string
 		var secrets []byte
-		if err := rows.Scan(&c.id, &c.eventID, &c.endpointID, &c.company, &c.attempt, &c.url, &body, &secrets, &c.eventType, &c.eventCreated); err != nil {
+		if err := rows.Scan(&c.id, &c.eventID, &c.endpointID, &c.company, &c.attempt, &c.url, &body, &secrets, &c.eventType, &c.eventCreated,
+			&c.traceparent, &c.tracestate); err != nil {
 			return nil, fmt.Errorf("read claimed delivery: %w", err)
 		}
 		c.body = []byte(body)
@@ -293,13 +318,19 @@ type result struct {
 	err        string
 	snippet    string
 	retryAfter time.Duration
+	// cause is the client's error when there was no HTTP answer.
+	cause error
 }
 
 const snippetBytes = 1024
 
 func (d *Dispatcher) attempt(ctx context.Context, c claimed) {
+	ctx, span := d.startSpan(ctx, c)
 	r := d.send(ctx, c)
+	endSpan(span, r)
 	d.cfg.Metrics.attempt(r, c.eventCreated)
+	// Recorded under the attempt's span, so a webhook_endpoint.disabled
+	// event this attempt causes continues the same trace.
 	if err := d.record(ctx, c, r); err != nil {
 		// The lease runs out and the delivery is attempted again: at least
 		// once, never lost.
@@ -322,12 +353,15 @@ func (d *Dispatcher) send(ctx context.Context, c claimed) result {
 	for k, v := range Headers(c.eventID.String(), r.at, c.body, secrets...) {
 		req.Header[k] = v
 	}
+	// Beside the signature, not under it: Standard Webhooks signs the ID,
+	// the timestamp and the body only, so receivers verify as before.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "onceledger-webhooks/1")
 	resp, err := d.client.Do(req)
 	r.latency = time.Since(r.at)
 	if err != nil {
-		r.err = err.Error()
+		r.err, r.cause = err.Error(), err
 		return r
 	}
 	defer resp.Body.Close()
@@ -342,6 +376,49 @@ func (d *Dispatcher) send(ctx context.Context, c claimed) result {
 		r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), r.at)
 	}
 	return r
+}
+
+// startSpan starts the attempt's client span, a child of the context the
+// event was written under (a root when it has none). Only the endpoint's
+// host is recorded: the URL's path and query often hold a receiver's
+// access token.
+func (d *Dispatcher) startSpan(ctx context.Context, c claimed) (context.Context, trace.Span) {
+	host := c.url
+	if u, err := url.Parse(c.url); err == nil {
+		host = u.Host
+	}
+	return d.tracer.Start(tracecontext.FromColumns(ctx, c.traceparent, c.tracestate), "webhook.deliver",
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			attribute.String("http.request.method", http.MethodPost),
+			attribute.String("server.address", host),
+			attribute.String("onceledger.company", c.company),
+			attribute.String("onceledger.event_id", c.eventID.String()),
+			attribute.String("onceledger.event_type", c.eventType),
+			attribute.String("onceledger.delivery_id", c.id.String()),
+			attribute.String("onceledger.endpoint_id", c.endpointID.String()),
+			attribute.Int("onceledger.attempt", c.attempt),
+		))
+}
+
+// endSpan ends an attempt's span with its answer. The error text is the
+// cause without the URL, which net/http's errors quote in full.
+func endSpan(span trace.Span, r result) {
+	switch {
+	case r.status >= 200 && r.status < 300:
+		span.SetAttributes(attribute.Int("http.response.status_code", r.status))
+	case r.status != 0:
+		span.SetAttributes(attribute.Int("http.response.status_code", r.status))
+		span.SetStatus(codes.Error, http.StatusText(r.status))
+	default:
+		msg := "no HTTP answer"
+		var ue *url.Error
+		if errors.As(r.cause, &ue) {
+			msg = ue.Err.Error()
+		}
+		span.SetStatus(codes.Error, msg)
+	}
+	span.End()
 }
 
 // parseRetryAfter reads seconds or an HTTP date; capped at a day.

@@ -15,6 +15,11 @@
 // with the old and the new secret and sends both signatures, space
 // separated, so receivers may switch at their own pace.
 //
+// When the event was written under a trace, each attempt also carries a W3C
+// traceparent (and tracestate) header naming the attempt's span. These
+// headers are not signed: they are hints for the receiver's tracing, not
+// part of the event.
+//
 // # What the sender guarantees
 //
 //   - At-least-once delivery: an event is retried until an endpoint answers

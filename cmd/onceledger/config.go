@@ -32,6 +32,14 @@ type settings struct {
 	ShutdownTimeout time.Duration
 	WebhookAllow    string
 
+	// How long published events (with their deliveries) and webhook
+	// attempt logs are kept.
+	OutboxRetention      time.Duration
+	DeliveryLogRetention time.Duration
+
+	// API configures the HTTP command API on HTTPAddr (api.go).
+	API apiSettings
+
 	envErrs []error
 }
 
@@ -42,7 +50,8 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 		fs.StringVar(&s.DatabaseURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
 		fs.StringVar(&s.NATSURL, "nats-url", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL (env NATS_URL)")
 	}
-	fs.StringVar(&s.HTTPAddr, "http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "address of the health endpoints /healthz and /readyz; empty disables (env ONCELEDGER_HTTP_ADDR)")
+	fs.StringVar(&s.HTTPAddr, "http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "address of the HTTP API (/v1/...), /metrics and the health endpoints /healthz and /readyz; empty disables (env ONCELEDGER_HTTP_ADDR)")
+	s.API.register(fs, s)
 	fs.StringVar(&s.LogFormat, "log-format", envOr("ONCELEDGER_LOG_FORMAT", "text"), "log format: text or json (env ONCELEDGER_LOG_FORMAT)")
 	fs.StringVar(&s.LogLevel, "log-level", envOr("ONCELEDGER_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env ONCELEDGER_LOG_LEVEL)")
 	fs.IntVar(&s.Concurrency, "concurrency", s.envInt("ONCELEDGER_CONCURRENCY", 256), "commands in flight at once, from which batches are formed (env ONCELEDGER_CONCURRENCY)")
@@ -50,6 +59,8 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.IntVar(&s.BatchParallel, "batch-parallel", s.envInt("ONCELEDGER_BATCH_PARALLEL", 4), "transactions running at once; a company always uses the same one (env ONCELEDGER_BATCH_PARALLEL)")
 	fs.StringVar(&s.AckMode, "ack-mode", envOr("ONCELEDGER_ACK_MODE", string(consumer.AckPlain)), "ack after commit: ack (fire and forget) or double (wait for the server) (env ONCELEDGER_ACK_MODE)")
 	fs.DurationVar(&s.InboxRetention, "inbox-retention", s.envDuration("ONCELEDGER_INBOX_RETENTION", 7*24*time.Hour), "how long idempotency keys are remembered; the command stream keeps messages no longer (env ONCELEDGER_INBOX_RETENTION)")
+	fs.DurationVar(&s.OutboxRetention, "outbox-retention", s.envDuration("ONCELEDGER_OUTBOX_RETENTION", 30*24*time.Hour), "how long published events whose deliveries are settled are kept, with their deliveries (env ONCELEDGER_OUTBOX_RETENTION)")
+	fs.DurationVar(&s.DeliveryLogRetention, "delivery-log-retention", s.envDuration("ONCELEDGER_DELIVERY_LOG_RETENTION", 30*24*time.Hour), "how long webhook attempt logs are kept (env ONCELEDGER_DELIVERY_LOG_RETENTION)")
 	fs.IntVar(&s.StreamReplicas, "stream-replicas", s.envInt("ONCELEDGER_STREAM_REPLICAS", 1), "JetStream replicas of the streams; 3 on a cluster (env ONCELEDGER_STREAM_REPLICAS)")
 	fs.StringVar(&s.WebhookAllow, "webhook-allow-cidrs", envOr("ONCELEDGER_WEBHOOK_ALLOW_CIDRS", ""), "comma-separated CIDRs webhook targets may be in although private, loopback or link-local (env ONCELEDGER_WEBHOOK_ALLOW_CIDRS)")
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", s.envDuration("ONCELEDGER_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight commands (env ONCELEDGER_SHUTDOWN_TIMEOUT)")
@@ -123,6 +134,12 @@ func (s *settings) validate(withConnections bool) error {
 	if s.InboxRetention < time.Hour {
 		errs = append(errs, fmt.Errorf("inbox retention %s: at least 1h", s.InboxRetention))
 	}
+	if s.OutboxRetention < time.Hour {
+		errs = append(errs, fmt.Errorf("outbox retention %s: at least 1h", s.OutboxRetention))
+	}
+	if s.DeliveryLogRetention < time.Hour {
+		errs = append(errs, fmt.Errorf("delivery log retention %s: at least 1h", s.DeliveryLogRetention))
+	}
 	if s.StreamReplicas != 1 && s.StreamReplicas != 3 && s.StreamReplicas != 5 {
 		errs = append(errs, fmt.Errorf("stream replicas %d: use 1, 3 or 5", s.StreamReplicas))
 	}
@@ -132,6 +149,8 @@ func (s *settings) validate(withConnections bool) error {
 	if s.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("shutdown timeout %s: must be positive", s.ShutdownTimeout))
 	}
+	errs = append(errs, s.API.validate()...)
+	errs = append(errs, checkTracingEnv()...)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration:\n  %w", joinIndented(errs))
 	}

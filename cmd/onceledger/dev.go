@@ -128,6 +128,7 @@ onceledger dev is running.
   NATS      %s
   Postgres  %s
   health    http://%s/healthz
+  HTTP API  http://%s/v1/  (OpenAPI: /v1/openapi.json)
   data      %s
 
 Try it (in another shell, from the repository root):
@@ -136,8 +137,14 @@ Try it (in another shell, from the repository root):
   go run ./cmd/onceledger publish -company acme -command company.create -key acme-setup examples/company.json
   go run ./cmd/onceledger publish -company acme -command invoice.create -key order-1041-invoice examples/invoice.json
 
+Or over HTTP, with an API token of the company (printed once):
+
+  TOKEN=$(DATABASE_URL=%s go run ./cmd/onceledger tokens create -company acme -name dev)
+  curl -i http://%s/v1/sales/invoices/create -H "Authorization: Bearer $TOKEN" \
+       -H 'Idempotency-Key: order-1041-invoice' --data-binary @examples/invoice.json
+
 Stop with Ctrl-C (in-flight commands finish first).
-`, s.NATSURL, redact(s.DatabaseURL), s.HTTPAddr, dataDir, s.NATSURL)
+`, s.NATSURL, redact(s.DatabaseURL), s.HTTPAddr, s.HTTPAddr, dataDir, s.NATSURL, redact(s.DatabaseURL), s.HTTPAddr)
 }
 
 func redact(dsn string) string {

@@ -7,6 +7,9 @@
 //	onceledger healthcheck  probe a running worker's /healthz (for containers)
 //	onceledger books      read the books: trial balance, VAT return, i.SAF register, …
 //	onceledger webhooks   inspect and replay webhook deliveries
+//	onceledger audit      check the database for every invariant; exit 1 on a violation
+//	onceledger admin      inspect idempotency keys; list, show and replay dead letters
+//	onceledger tokens     create, list and revoke API tokens of the HTTP API
 package main
 
 import (
@@ -47,6 +50,9 @@ Usage:
   onceledger healthcheck probe a running worker's /healthz
   onceledger books       read the books: trial balance, account, invoice, VAT return, register
   onceledger webhooks    inspect and replay webhook deliveries
+  onceledger audit       check the books, the inbox, the outbox and webhooks for violations
+  onceledger admin       inspect idempotency keys; list, show and replay dead letters
+  onceledger tokens      create, list and revoke API tokens of the HTTP API
 
 Run "onceledger <command> -h" for the options of a command.
 `
@@ -72,6 +78,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdBooks(ctx, args[1:], stdout, stderr)
 	case "webhooks":
 		err = cmdWebhooks(ctx, args[1:], stdout, stderr)
+	case "audit":
+		err = cmdAudit(ctx, args[1:], stdout, stderr)
+	case "admin":
+		err = cmdAdmin(ctx, args[1:], stdout, stderr)
+	case "tokens":
+		err = cmdTokens(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -17,6 +17,10 @@ import (
 	"github.com/onceledger/onceledger/ledger"
 )
 
+// Exit status of publish when no result is known: NATS unreachable, or no
+// result within -timeout. Publishing again with the same -key is safe.
+const exitNoResult = 3
+
 func cmdPublish(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -24,13 +28,18 @@ func cmdPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	company := fs.String("company", "", "company id, the <company> of ledger.cmd.<company>.<command> (required)")
 	command := fs.String("command", "", "command, e.g. invoice.create (required; one of "+strings.Join(ledger.CommandNames(), ", ")+")")
 	key := fs.String("key", "", "Idempotency-Key: one per logical operation, the same for every retry of it (required)")
-	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the result")
+	wait := fs.Bool("wait", true, "wait for the result and print it; -wait=false prints JetStream's acknowledgement only")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the result, retrying with the same key")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `Usage: onceledger publish -company ID -command NAME -key KEY [FILE|-]
+		fmt.Fprintf(fs.Output(), `Usage: onceledger publish -company ID -command NAME -key KEY [-wait] [FILE|-]
 
-Publishes the command body read from FILE (or stdin) and prints its result.
-Exit status: 0 for an ok result, 1 for an error result, 2 for bad usage.
-Retrying with the same -key is always safe: it returns the first result.
+Publishes the command body read from FILE (or stdin) with the Idempotency-Key
+KEY and prints its result. While no result comes it asks the result lookup
+and publishes again, always with the same key, until -timeout.
+
+Exit status: 0 for an ok result, 1 for an error result, 2 for bad usage,
+3 when no result is known (NATS unreachable, or none within -timeout): the
+command may still run, and publishing again with the same -key is safe.
 
 `)
 		fs.PrintDefaults()
@@ -50,6 +59,8 @@ Retrying with the same -key is always safe: it returns the first result.
 		return &usageError{"-key is required: pick one per logical operation (e.g. order-1041-invoice) and reuse it for retries"}
 	case fs.NArg() > 1:
 		return &usageError{"at most one FILE"}
+	case *timeout <= 0:
+		return &usageError{"-timeout must be positive"}
 	}
 	var body []byte
 	var err error
@@ -63,22 +74,53 @@ Retrying with the same -key is always safe: it returns the first result.
 	}
 	nc, err := nats.Connect(*natsURL, nats.Name("onceledger publish"))
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", *natsURL, err)
+		fmt.Fprintf(stderr, "onceledger publish: connect to NATS at %s: %v; publishing again with the same -key is safe\n", *natsURL, err)
+		return &exitError{code: exitNoResult}
 	}
 	defer nc.Close()
-	cl, err := client.New(nc)
+	cl, err := client.NewWithConfig(nc, client.Config{MaxWait: *timeout})
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+
+	if !*wait {
+		ack, err := cl.Enqueue(ctx, *company, *command, *key, body)
+		var ce *client.Error
+		switch {
+		case errors.As(err, &ce):
+			return printResult(stdout, ce.Result)
+		case err != nil:
+			fmt.Fprintf(stderr, "onceledger publish: %v; publishing again with the same -key is safe\n", err)
+			return &exitError{code: exitNoResult}
+		}
+		out, _ := json.MarshalIndent(struct {
+			Company        string `json:"company"`
+			IdempotencyKey string `json:"idempotency_key"`
+			Command        string `json:"command"`
+			Stream         string `json:"stream"`
+			Sequence       uint64 `json:"sequence"`
+			Duplicate      bool   `json:"duplicate"`
+		}{*company, *key, *command, ack.Stream, ack.Sequence, ack.Duplicate}, "", "  ")
+		fmt.Fprintln(stdout, string(out))
+		return nil
+	}
+
 	res, err := cl.Publish(ctx, *company, *command, *key, body)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("no result within %s; the command may still be processed: run the same publish again (same -key) to get its result", *timeout)
+		if errors.Is(err, client.ErrNoResult) {
+			fmt.Fprintf(stderr, "onceledger publish: no result within %s; the command may still run: publish again with the same -key to get its result\n", *timeout)
+		} else {
+			fmt.Fprintf(stderr, "onceledger publish: %v; publishing again with the same -key is safe\n", err)
 		}
-		return err
+		return &exitError{code: exitNoResult}
 	}
+	return printResult(stdout, res)
+}
+
+// printResult prints a result; an error result exits 1.
+func printResult(stdout io.Writer, res ledger.Result) error {
 	out, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Fprintln(stdout, string(out))
 	if res.Status != ledger.StatusOK {

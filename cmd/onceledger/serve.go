@@ -51,6 +51,12 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 // ends, then shuts them down in order. ready, if set, is called once
 // everything is running.
 func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) error {
+	tracerProvider, stopTracing, err := startTracing(ctx, logger)
+	if err != nil {
+		return err
+	}
+	// Deferred first so it runs last: the spans of the shutdown are flushed too.
+	defer stopTracing()
 	pending, err := migrations.Pending(ctx, s.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("check database schema: %w", err)
@@ -103,6 +109,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		return fmt.Errorf("metrics: %w", err)
 	}
 	ccfg.Metrics = obs.consumer
+	ccfg.TracerProvider = tracerProvider
 	worker, err := consumer.NewWorker(pool, nc, webhooks.NewCommands(postgres.New()), ccfg)
 	if err != nil {
 		return err
@@ -110,12 +117,12 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	if _, err := worker.Provision(ctx); err != nil {
 		return err
 	}
-	relay, err := outbox.NewRelay(pool, js, outbox.RelayConfig{Logger: logger})
+	relay, err := outbox.NewRelay(pool, js, outbox.RelayConfig{Logger: logger, TracerProvider: tracerProvider})
 	if err != nil {
 		return err
 	}
 	policy, _ := webhooks.ParseAllowCIDRs(s.WebhookAllow) // validated with the settings
-	dispatcher, err := webhooks.NewDispatcher(pool, webhooks.DispatcherConfig{Policy: policy, Logger: logger, Metrics: obs.webhooks})
+	dispatcher, err := webhooks.NewDispatcher(pool, webhooks.DispatcherConfig{Policy: policy, Logger: logger, Metrics: obs.webhooks, TracerProvider: tracerProvider})
 	if err != nil {
 		return err
 	}
@@ -128,6 +135,10 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		}
 		mux := healthHandler(pool, nc, s.DatabaseURL)
 		mux.Handle("GET /metrics", promhttp.HandlerFor(obs.registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}))
+		if err := mountAPI(mux, pool, nc, s.API, logger); err != nil {
+			ln.Close()
+			return err
+		}
 		httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -162,6 +173,11 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 			errs <- fmt.Errorf("webhook dispatcher: %w", err)
 			cancel()
 		}
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		retentionLoop(runCtx, pool, s.OutboxRetention, s.DeliveryLogRetention, logger)
 	}()
 	if ready != nil {
 		ready()

@@ -27,6 +27,10 @@ type Config struct {
 	ServerName string
 	// Logger receives the server's log; nil silences it.
 	Logger *slog.Logger
+	// SyncAlways fsyncs every JetStream write before acknowledging it
+	// (sync_interval: always). The server's default syncs every two minutes,
+	// so an acknowledged publish can be lost on power loss.
+	SyncAlways bool
 }
 
 // Server is a running embedded NATS server with JetStream.
@@ -62,6 +66,7 @@ func Start(cfg Config) (*Server, error) {
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   cfg.StoreDir,
+		SyncAlways: cfg.SyncAlways,
 		// Signal handling belongs to the embedding program, not the library.
 		NoSigs: true,
 	}

@@ -1,0 +1,58 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/onceledger/onceledger/ledger"
+)
+
+// ErrNoResult is wrapped by the error Do and Publish return when no result
+// arrived in the time allowed (Config.MaxWait or the context's deadline).
+// The command may still run: call again with the same key to get its result.
+var ErrNoResult = errors.New("onceledger: no result yet")
+
+// Error is a command's error result: a business error (unknown_company,
+// duplicate_document, conflict, not_found), a contract error
+// (idempotency_key_reused, idempotency_key_missing, idempotency_key_invalid)
+// or invalid_command. Retryable says whether the same key may succeed later;
+// Do waits out the retryable codes itself, so an *Error from Do is final for
+// its key.
+type Error struct {
+	Code      ledger.Code
+	Message   string
+	Retryable bool
+	Details   map[string]any
+	// Result is the whole result message, as the worker sent it.
+	Result ledger.Result
+}
+
+func (e *Error) Error() string {
+	if e.Result.Command != "" {
+		return fmt.Sprintf("onceledger %s: %s: %s", e.Result.Command, e.Code, e.Message)
+	}
+	return fmt.Sprintf("onceledger: %s: %s", e.Code, e.Message)
+}
+
+// IsCode reports whether err is (or wraps) an *Error with code.
+func IsCode(err error, code ledger.Code) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// errorOf returns the *Error of an error result, or nil for a success.
+func errorOf(res ledger.Result) error {
+	if res.Status == ledger.StatusOK {
+		return nil
+	}
+	if res.Error == nil {
+		return &Error{Code: ledger.CodeInternal, Message: "the result has status " + res.Status + " and no error", Retryable: true, Result: res}
+	}
+	return &Error{
+		Code:      res.Error.Code,
+		Message:   res.Error.Message,
+		Retryable: res.Error.Retryable,
+		Details:   res.Error.Details,
+		Result:    res,
+	}
+}

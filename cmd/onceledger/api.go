@@ -1,0 +1,52 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+
+	"github.com/onceledger/onceledger/httpapi"
+)
+
+// apiSettings configure the HTTP command API served on the -http address.
+type apiSettings struct {
+	RequestTimeout time.Duration
+	MaxBodyBytes   int
+}
+
+func (a *apiSettings) register(fs *flag.FlagSet, s *settings) {
+	fs.DurationVar(&a.RequestTimeout, "http-request-timeout", s.envDuration("ONCELEDGER_HTTP_REQUEST_TIMEOUT", 10*time.Second), "how long an HTTP command waits for its result before it is answered 202 with a Location to poll (env ONCELEDGER_HTTP_REQUEST_TIMEOUT)")
+	fs.IntVar(&a.MaxBodyBytes, "http-max-body", s.envInt("ONCELEDGER_HTTP_MAX_BODY", 1<<20), "largest HTTP command body in bytes; larger ones are answered 413 (env ONCELEDGER_HTTP_MAX_BODY)")
+}
+
+func (a *apiSettings) validate() []error {
+	var errs []error
+	if a.RequestTimeout < 100*time.Millisecond || a.RequestTimeout > 5*time.Minute {
+		errs = append(errs, fmt.Errorf("HTTP request timeout %s: use 100ms..5m", a.RequestTimeout))
+	}
+	if a.MaxBodyBytes < 1024 || a.MaxBodyBytes > 64<<20 {
+		errs = append(errs, fmt.Errorf("HTTP max body %d: use 1024..67108864 bytes", a.MaxBodyBytes))
+	}
+	return errs
+}
+
+// mountAPI serves the HTTP command API under /v1/ on mux, next to the
+// health endpoints.
+func mountAPI(mux *http.ServeMux, pool *pgxpool.Pool, nc *nats.Conn, a apiSettings, logger *slog.Logger) error {
+	api, err := httpapi.New(pool, nc, httpapi.Config{
+		RequestTimeout: a.RequestTimeout,
+		MaxBodyBytes:   int64(a.MaxBodyBytes),
+		Logger:         logger.With("component", "httpapi"),
+	})
+	if err != nil {
+		return errors.Join(errors.New("HTTP API"), err)
+	}
+	mux.Handle("/v1/", api)
+	return nil
+}

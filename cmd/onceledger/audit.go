@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/internal/audit"
+	"github.com/onceledger/onceledger/migrations"
+)
+
+const auditUsage = `Usage: onceledger audit [-company ID] [-format text|json] [flags]
+
+Checks the database for every invariant onceledger promises: trial balance
+and journal entries balance, gapless number series, every idempotency key
+has its effect and every recent effect its key, every event its webhook
+deliveries and a gapless sequence, and nothing waits too long to be
+published or delivered. Reads one snapshot; writes nothing. Progress goes
+to stderr, the report to stdout.
+
+Exit status: 0 when clean, 1 on any violation (or error), 2 on bad usage.
+
+`
+
+func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dsn := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
+	company := fs.String("company", "", "audit only this company (default: all)")
+	format := fs.String("format", "text", "report format: text or json")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	var env settings // collects unparseable environment values, as run does
+	outboxRetention := fs.Duration("outbox-retention", env.envDuration("ONCELEDGER_OUTBOX_RETENTION", 30*24*time.Hour),
+		"the outbox retention the worker purges with: older gaps in event sequences are purged events (env ONCELEDGER_OUTBOX_RETENTION)")
+	maxUnpublished := fs.Duration("max-unpublished-age", time.Hour, "oldest an unpublished event may be")
+	maxUndelivered := fs.Duration("max-undelivered-age", time.Hour, "oldest a pending delivery to an enabled endpoint may be")
+	grace := fs.Duration("grace", time.Minute, "clock skew and commit delay tolerated when comparing times of different transactions")
+	maxViolations := fs.Int("max-violations", 100, "violations listed per check (all are counted)")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), auditUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &usageError{err.Error()}
+	}
+	switch {
+	case fs.NArg() > 0:
+		return &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	case len(env.envErrs) > 0:
+		return &usageError{env.envErrs[0].Error()}
+	case *format != "text" && *format != "json":
+		return &usageError{fmt.Sprintf("-format %q: text or json", *format)}
+	case *dsn == "":
+		return &usageError{"DATABASE_URL (or -database-url) is required"}
+	case *outboxRetention <= 0 || *maxUnpublished <= 0 || *maxUndelivered <= 0 || *grace <= 0 || *maxViolations < 1:
+		return &usageError{"-outbox-retention, -max-unpublished-age, -max-undelivered-age, -grace and -max-violations must be positive"}
+	}
+
+	pending, err := migrations.Pending(ctx, *dsn)
+	if err != nil {
+		return fmt.Errorf("check database schema: %w", err)
+	}
+	if pending {
+		return errors.New("the database schema is behind this binary: run `onceledger migrate` first")
+	}
+	conn, err := pgx.Connect(ctx, *dsn)
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+
+	opts := audit.Options{
+		Company:           *company,
+		MaxUnpublishedAge: *maxUnpublished,
+		MaxUndeliveredAge: *maxUndelivered,
+		OutboxRetention:   *outboxRetention,
+		Grace:             *grace,
+		MaxViolations:     *maxViolations,
+	}
+	if !*quiet {
+		opts.Progress = stderr
+	}
+	report, err := audit.Run(ctx, conn, opts)
+	if err != nil {
+		return err
+	}
+	if *format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(report)
+	} else {
+		err = report.WriteText(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if !report.OK() {
+		return &exitError{code: 1}
+	}
+	return nil
+}

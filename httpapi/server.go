@@ -1,0 +1,417 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gowebpki/jcs"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+
+	"github.com/onceledger/onceledger/client"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/postgres"
+)
+
+// Config configures the HTTP API.
+type Config struct {
+	// RequestTimeout is how long a command request waits for its result
+	// before it is answered 202 Accepted with a Location to poll; it also
+	// bounds reads. Defaults to 10s.
+	RequestTimeout time.Duration
+	// MaxBodyBytes is the largest command body accepted; a larger one is
+	// answered 413. Defaults to 1 MiB. NATS's max_payload (1 MB by default)
+	// is a second limit: a body it refuses is answered 413 as well.
+	MaxBodyBytes int64
+	// Client configures the publisher. Its zero value is the client's
+	// defaults.
+	Client client.Config
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 10 * time.Second
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.RequestTimeout < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("RequestTimeout %s is below 100ms", c.RequestTimeout))
+	}
+	if c.MaxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("MaxBodyBytes %d is below 1024", c.MaxBodyBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// commandRoute is the route of one command.
+type commandRoute struct {
+	path    string
+	command string
+	status  int // of a success
+}
+
+// commandRoutes lists a route for every command: creating something answers
+// 201, changing something 200.
+var commandRoutes = []commandRoute{
+	{"/v1/companies/create", "company.create", http.StatusCreated},
+	{"/v1/sales/invoices/create", "invoice.create", http.StatusCreated},
+	{"/v1/sales/credit-notes/create", "credit_note.create", http.StatusCreated},
+	{"/v1/payments/record", "payment.record", http.StatusCreated},
+	{"/v1/settlements/record", "settlement.record", http.StatusCreated},
+	{"/v1/purchases/invoices/record", "purchase_invoice.record", http.StatusCreated},
+	{"/v1/assets/register", "asset.register", http.StatusCreated},
+	{"/v1/depreciation/run", "depreciation.run", http.StatusCreated},
+	{"/v1/webhook-endpoints/create", "webhook_endpoint.create", http.StatusCreated},
+	{"/v1/webhook-endpoints/update", "webhook_endpoint.update", http.StatusOK},
+	{"/v1/webhook-endpoints/disable", "webhook_endpoint.disable", http.StatusOK},
+	{"/v1/webhook-endpoints/rotate-secret", "webhook_endpoint.rotate_secret", http.StatusOK},
+}
+
+// successStatus is the status of a command's successful result.
+func successStatus(command string) int {
+	for _, rt := range commandRoutes {
+		if rt.command == command {
+			return rt.status
+		}
+	}
+	return http.StatusOK
+}
+
+// Server serves the HTTP API. It is an http.Handler for paths under /v1/.
+type Server struct {
+	pool     *pgxpool.Pool
+	client   *client.Client
+	cfg      Config
+	mux      *http.ServeMux
+	patterns []string // "METHOD /path" of every route, in registration order
+}
+
+// New returns the API on pool (tokens and reads) and nc (commands and
+// result lookups, answered by the worker).
+func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Server, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("httpapi config: %w", err)
+	}
+	cl, err := client.NewWithConfig(nc, cfg.Client)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{pool: pool, client: cl, cfg: cfg, mux: http.NewServeMux()}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// handlerFunc handles a request authenticated for company.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, company string)
+
+func (s *Server) routes() {
+	for _, rt := range commandRoutes {
+		s.handle("POST "+rt.path, s.authed(s.command(rt)))
+	}
+	s.handle("GET /v1/sales/invoices/{invoice}", s.authed(s.invoice))
+	s.handle("GET /v1/books/trial-balance", s.authed(s.trialBalance))
+	s.handle("GET /v1/books/vat-return", s.authed(s.vatReturn))
+	s.handle("GET /v1/commands/{key}", s.authed(s.commandResult))
+	s.handle("GET /v1/openapi.json", serveOpenAPI)
+	s.handle("GET /v1/schemas/{file}", serveSchema)
+
+	// Everything else under /v1/ is a problem too: 405 for a known path
+	// with another method, 404 for an unknown path.
+	byPath := map[string][]string{}
+	var paths []string
+	for _, p := range s.patterns {
+		method, path, _ := strings.Cut(p, " ")
+		if byPath[path] == nil {
+			paths = append(paths, path)
+		}
+		byPath[path] = append(byPath[path], method)
+	}
+	fallback := http.NewServeMux()
+	for _, path := range paths {
+		allow := byPath[path]
+		if slices.Contains(allow, http.MethodGet) {
+			allow = append(allow, http.MethodHead)
+		}
+		fallback.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeProblem(w, codeMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s; use %s.", r.Method, r.URL.Path, strings.Join(allow, " or ")), nil)
+		})
+	}
+	fallback.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, ledger.CodeNotFound, fmt.Sprintf("There is no route %s; see /v1/openapi.json.", r.URL.Path), nil)
+	})
+	s.mux.Handle("/v1/", fallback)
+}
+
+func (s *Server) handle(pattern string, h http.HandlerFunc) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.HandleFunc(pattern, h)
+}
+
+// authed authenticates the request's bearer token and passes on the
+// company it acts for: the only source of the company.
+func (s *Server) authed(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		token = strings.TrimSpace(token)
+		if !strings.EqualFold(scheme, "Bearer") || token == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="onceledger"`)
+			writeProblem(w, codeUnauthorized, "An API token is required: Authorization: Bearer <token>.", nil)
+			return
+		}
+		company, err := authenticate(r.Context(), s.pool, token)
+		if errors.Is(err, errBadToken) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="onceledger", error="invalid_token"`)
+			writeProblem(w, codeUnauthorized, "The API token is unknown or revoked.", nil)
+			return
+		}
+		if err != nil {
+			s.cfg.Logger.Warn("authenticating a request failed", "error", err)
+			writeProblem(w, ledger.CodeInternal, "The API token could not be checked; retry shortly.", nil)
+			return
+		}
+		h(w, r, company)
+	}
+}
+
+// idempotencyKey reads the Idempotency-Key header: a plain value or, as the
+// IETF draft writes it, a structured-field string ("…").
+func idempotencyKey(h http.Header) (string, *ledger.Error) {
+	values := h.Values(ledger.HeaderIdempotencyKey)
+	if len(values) > 1 {
+		return "", ledger.Errorf(ledger.CodeIdempotencyKeyInvalid, "The %s header must appear once.", ledger.HeaderIdempotencyKey)
+	}
+	key := ""
+	if len(values) == 1 {
+		key = values[0]
+	}
+	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
+		unquoted, ok := sfString(key)
+		if !ok {
+			return "", ledger.Errorf(ledger.CodeIdempotencyKeyInvalid, "The %s header is a malformed quoted string.", ledger.HeaderIdempotencyKey)
+		}
+		key = unquoted
+	}
+	return key, ledger.CheckKey(key)
+}
+
+// sfString decodes an RFC 8941 string: printable ASCII in quotes, with \"
+// and \\ as the only escapes.
+func sfString(s string) (string, bool) {
+	var b strings.Builder
+	for i := 1; i < len(s)-1; i++ {
+		c := s[i]
+		switch {
+		case c == '\\':
+			i++
+			if i >= len(s)-1 || (s[i] != '"' && s[i] != '\\') {
+				return "", false
+			}
+			b.WriteByte(s[i])
+		case c == '"' || c < 0x20 || c > 0x7e:
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
+// command publishes the request body as rt's command and answers with its
+// result.
+func (s *Server) command(rt commandRoute) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, company string) {
+		key, kerr := idempotencyKey(r.Header)
+		if kerr != nil {
+			writeProblem(w, kerr.Code, kerr.Message, nil)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			writeProblem(w, codeTooLarge, fmt.Sprintf("The request body is larger than %d bytes.", s.cfg.MaxBodyBytes), nil)
+			return
+		case err != nil:
+			writeProblem(w, ledger.CodeInvalidCommand, "The request body could not be read: "+err.Error(), nil)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		res, err := s.client.PublishOnce(ctx, company, rt.command, key, body)
+		switch {
+		case errors.Is(err, client.ErrNoResult):
+			location := "/v1/commands/" + url.PathEscape(key)
+			w.Header().Set("Location", location)
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusAccepted, accepted{Status: "accepted", Command: rt.command, IdempotencyKey: key, Location: location})
+		case errors.Is(err, nats.ErrMaxPayload):
+			writeProblem(w, codeTooLarge, "The request body is larger than the message size NATS accepts.", nil)
+		case err != nil:
+			s.cfg.Logger.Warn("publishing a command failed", "company", company, "command", rt.command, "idempotency_key", key, "error", err)
+			writeProblem(w, ledger.CodeInternal, "The command could not be published; retry shortly with the same Idempotency-Key.", nil)
+		default:
+			writeResult(w, res)
+		}
+	}
+}
+
+// accepted is the body of a 202.
+type accepted struct {
+	Status         string `json:"status"`
+	Command        string `json:"command"`
+	IdempotencyKey string `json:"idempotency_key"`
+	Location       string `json:"location"`
+}
+
+// writeResult answers with a command's result. The body depends only on
+// the result, and a success's body is its RFC 8785 canonical form, so the
+// first answer and every replay of it are the same bytes.
+func writeResult(w http.ResponseWriter, res ledger.Result) {
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	if res.Status != ledger.StatusOK || res.Error != nil {
+		e := res.Error
+		if e == nil {
+			e = &ledger.ResultError{Code: ledger.CodeInternal, Message: "The result has no error and is not ok."}
+		}
+		writeProblem(w, e.Code, e.Message, e.Details)
+		return
+	}
+	body, err := jcs.Transform(res.Result)
+	if err != nil {
+		body = res.Result
+	}
+	if res.Command == "invoice.create" {
+		var inv struct {
+			ID string `json:"invoice_id"`
+		}
+		if json.Unmarshal(body, &inv) == nil && inv.ID != "" {
+			w.Header().Set("Location", "/v1/sales/invoices/"+url.PathEscape(inv.ID))
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(successStatus(res.Command))
+	w.Write(append(body, '\n'))
+}
+
+// commandResult answers GET /v1/commands/{key} from the worker's inbox.
+func (s *Server) commandResult(w http.ResponseWriter, r *http.Request, company string) {
+	key := r.PathValue("key")
+	if kerr := ledger.CheckKey(key); kerr != nil {
+		writeProblem(w, kerr.Code, kerr.Message, nil)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), min(s.cfg.RequestTimeout, 5*time.Second))
+	defer cancel()
+	res, err := s.client.Lookup(ctx, company, key)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		writeProblem(w, ledger.CodeInternal, "No worker answered the result lookup; retry shortly.", nil)
+	case err != nil:
+		s.cfg.Logger.Warn("result lookup failed", "company", company, "idempotency_key", key, "error", err)
+		writeProblem(w, ledger.CodeInternal, "The result lookup failed; retry shortly.", nil)
+	default:
+		writeResult(w, res)
+	}
+}
+
+// invoice answers GET /v1/sales/invoices/{invoice}: by number or ID.
+func (s *Server) invoice(w http.ResponseWriter, r *http.Request, company string) {
+	ref := r.PathValue("invoice")
+	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
+		d, err := postgres.Invoice(ctx, tx, company, ref)
+		if err != nil {
+			return nil, err
+		}
+		return d.View(), nil
+	})
+}
+
+// trialBalance answers GET /v1/books/trial-balance?date=YYYY-MM-DD.
+func (s *Server) trialBalance(w http.ResponseWriter, r *http.Request, company string) {
+	day, _ := ledger.ParseDate(time.Now().UTC().Format("2006-01-02"))
+	if v := r.URL.Query().Get("date"); v != "" {
+		d, err := ledger.ParseDate(v)
+		if err != nil {
+			writeProblem(w, codeInvalidRequest, "date: "+err.Error(), map[string]any{"parameter": "date"})
+			return
+		}
+		day = d
+	}
+	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
+		tb, err := postgres.TrialBalance(ctx, tx, company, day)
+		if err != nil {
+			return nil, err
+		}
+		return tb.View(), nil
+	})
+}
+
+// vatReturn answers GET /v1/books/vat-return?period=YYYY-MM.
+func (s *Server) vatReturn(w http.ResponseWriter, r *http.Request, company string) {
+	v := r.URL.Query().Get("period")
+	if v == "" {
+		writeProblem(w, codeInvalidRequest, "period is required: the month, YYYY-MM.", map[string]any{"parameter": "period"})
+		return
+	}
+	p, err := ledger.ParsePeriod(v)
+	if err != nil {
+		writeProblem(w, codeInvalidRequest, "period: "+err.Error(), map[string]any{"parameter": "period"})
+		return
+	}
+	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
+		vr, err := postgres.VATReturn(ctx, tx, company, p)
+		if err != nil {
+			return nil, err
+		}
+		return vr.View(), nil
+	})
+}
+
+// read runs fn in one read-only, repeatable-read snapshot and answers with
+// what it returns.
+func (s *Server) read(w http.ResponseWriter, r *http.Request, fn func(context.Context, pgx.Tx) (any, error)) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	var view any
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		view, err = fn(ctx, tx)
+		return err
+	})
+	var le *ledger.Error
+	switch {
+	case errors.As(err, &le):
+		writeProblem(w, le.Code, le.Message, le.Details)
+	case err != nil:
+		s.cfg.Logger.Warn("read failed", "path", r.URL.Path, "error", err)
+		writeProblem(w, ledger.CodeInternal, "The books could not be read; retry shortly.", nil)
+	default:
+		writeJSON(w, http.StatusOK, view)
+	}
+}

@@ -1,0 +1,321 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Check names, as they appear in Violation.Check and CheckResult.Name.
+const (
+	CheckTrialBalance    = "trial_balance"
+	CheckJournalEntries  = "journal_entries"
+	CheckNumberSeries    = "number_series"
+	CheckInboxEffects    = "inbox_effects"
+	CheckEffectsInbox    = "effects_inbox"
+	CheckEventDeliveries = "event_deliveries"
+	CheckDeliveryEvents  = "delivery_events"
+	CheckEventSequences  = "event_sequences"
+	CheckUnpublishedAge  = "unpublished_age"
+	CheckUndeliveredAge  = "undelivered_age"
+)
+
+// Options configure Run. The zero value audits every company with the
+// defaults below.
+type Options struct {
+	// Company limits the audit to one company; empty audits all.
+	Company string
+	// MaxUnpublishedAge is how old the oldest unpublished event may be.
+	// Defaults to 1 hour.
+	MaxUnpublishedAge time.Duration
+	// MaxUndeliveredAge is how old the oldest pending or in-flight delivery
+	// to an enabled endpoint may be. Defaults to 1 hour.
+	MaxUndeliveredAge time.Duration
+	// OutboxRetention is the retention the outbox purge runs with: gaps in
+	// event sequences that old may be purged events. Defaults to 30 days.
+	OutboxRetention time.Duration
+	// Grace is how far a transaction's start may lie before its commit, or
+	// one clock before another, when the audit compares times written by
+	// different transactions. Defaults to 1 minute.
+	Grace time.Duration
+	// MaxViolations is how many violations of each check are listed; more
+	// are counted in CheckResult.Violations. Defaults to 100.
+	MaxViolations int
+	// Progress, if set, receives a line per check as it finishes.
+	Progress io.Writer
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxUnpublishedAge == 0 {
+		o.MaxUnpublishedAge = time.Hour
+	}
+	if o.MaxUndeliveredAge == 0 {
+		o.MaxUndeliveredAge = time.Hour
+	}
+	if o.OutboxRetention == 0 {
+		o.OutboxRetention = 30 * 24 * time.Hour
+	}
+	if o.Grace == 0 {
+		o.Grace = time.Minute
+	}
+	if o.MaxViolations == 0 {
+		o.MaxViolations = 100
+	}
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"MaxUnpublishedAge", o.MaxUnpublishedAge}, {"MaxUndeliveredAge", o.MaxUndeliveredAge},
+		{"OutboxRetention", o.OutboxRetention}, {"Grace", o.Grace}} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s %s is negative", d.name, d.v))
+		}
+	}
+	if o.MaxViolations < 0 {
+		errs = append(errs, fmt.Errorf("MaxViolations %d is negative", o.MaxViolations))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("audit options: %w", err)
+	}
+	return nil
+}
+
+// Report is the outcome of an audit.
+type Report struct {
+	// AsOf is the database's clock when the audit's snapshot was taken.
+	AsOf time.Time `json:"as_of"`
+	// Company is Options.Company: empty for all companies.
+	Company    string        `json:"company,omitempty"`
+	Checks     []CheckResult `json:"checks"`
+	Violations []Violation   `json:"violations"`
+	Stats      Stats         `json:"stats"`
+}
+
+// CheckResult is what one check looked at and found.
+type CheckResult struct {
+	Name string `json:"name"`
+	// Checked counts what the check examined, in Unit.
+	Checked int64  `json:"checked"`
+	Unit    string `json:"unit"`
+	// Violations counts every violation found, also those beyond
+	// Options.MaxViolations that Report.Violations does not list.
+	Violations int64 `json:"violations"`
+	// Note says what the check had to leave out, if anything.
+	Note     string        `json:"note,omitempty"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Violation is one broken invariant.
+type Violation struct {
+	Check   string `json:"check"`
+	Company string `json:"company"`
+	// Ref names the offending thing: an entry, document or event ID, a
+	// series, an idempotency key, a currency.
+	Ref    string `json:"ref"`
+	Detail string `json:"detail"`
+}
+
+// Stats are figures an operator watches besides the violations.
+type Stats struct {
+	Companies int64 `json:"companies"`
+	InboxKeys int64 `json:"inbox_keys"`
+	// InboxHorizon is the creation time of the oldest stored key: documents
+	// older than it are not matched to keys. Nil when no key is stored.
+	InboxHorizon      *time.Time `json:"inbox_horizon,omitempty"`
+	UnpublishedEvents int64      `json:"unpublished_events"`
+	OldestUnpublished *time.Time `json:"oldest_unpublished,omitempty"`
+	// UndeliveredDeliveries are pending or in-flight deliveries to enabled
+	// endpoints.
+	UndeliveredDeliveries int64      `json:"undelivered_deliveries"`
+	OldestUndelivered     *time.Time `json:"oldest_undelivered,omitempty"`
+	// ParkedDeliveries wait for their disabled endpoint to be re-enabled.
+	ParkedDeliveries int64 `json:"parked_deliveries"`
+}
+
+// OK reports whether the audit found no violation.
+func (r *Report) OK() bool {
+	for _, c := range r.Checks {
+		if c.Violations > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Check returns the result of the named check.
+func (r *Report) Check(name string) (CheckResult, bool) {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return CheckResult{}, false
+}
+
+// DB is where Run reads: a *pgxpool.Pool or *pgx.Conn, in which Run opens
+// its own repeatable-read, read-only transaction, or a pgx.Tx, in which Run
+// reads what that transaction sees (through a savepoint, writing nothing).
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Run audits the database and returns the report. An error means the audit
+// could not be completed, not that it found violations: see Report.OK.
+func Run(ctx context.Context, db DB, opts Options) (*Report, error) {
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	var tx pgx.Tx
+	var err error
+	if b, ok := db.(interface {
+		BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
+	}); ok {
+		tx, err = b.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	} else {
+		tx, err = db.Begin(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("audit: begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+
+	a := &auditor{tx: tx, opts: opts, report: &Report{Company: opts.Company, Violations: []Violation{}}}
+	if err := a.stats(ctx); err != nil {
+		return nil, err
+	}
+	for _, c := range checks {
+		start := time.Now()
+		res, err := c.run(ctx, a, c.name)
+		if err != nil {
+			return nil, fmt.Errorf("audit: %s: %w", c.name, err)
+		}
+		res.Name, res.Unit, res.Duration = c.name, c.unit, time.Since(start)
+		a.report.Checks = append(a.report.Checks, res)
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "audit: %-17s %s\n", c.name, progressLine(res))
+		}
+	}
+	return a.report, nil
+}
+
+func progressLine(c CheckResult) string {
+	s := fmt.Sprintf("%d %s, %s (%s)", c.Checked, c.Unit, plural(c.Violations, "violation"), c.Duration.Round(time.Millisecond))
+	if c.Note != "" {
+		s += "; " + c.Note
+	}
+	return s
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// check is one invariant and how to examine it.
+type check struct {
+	name string
+	unit string
+	run  func(ctx context.Context, a *auditor, name string) (CheckResult, error)
+}
+
+// checks run in this order: the books first, then the inbox, then the
+// outbox and webhooks, then the lag figures.
+var checks = []check{
+	{CheckTrialBalance, "currency totals", flaggedBy(trialBalanceSQL)},
+	{CheckJournalEntries, "journal entries", flaggedBy(journalEntriesSQL)},
+	{CheckNumberSeries, "number series", flaggedBy(numberSeriesSQL)},
+	{CheckInboxEffects, "successful keys", flaggedBy(inboxEffectsSQL)},
+	{CheckEffectsInbox, "documents", effectsInbox},
+	{CheckEventDeliveries, "events", eventDeliveries},
+	{CheckDeliveryEvents, "deliveries", flaggedBy(deliveryEventsSQL)},
+	{CheckEventSequences, "companies", eventSequences},
+	{CheckUnpublishedAge, "unpublished events", unpublishedAge},
+	{CheckUndeliveredAge, "undelivered deliveries", undeliveredAge},
+}
+
+type auditor struct {
+	tx     pgx.Tx
+	opts   Options
+	report *Report
+}
+
+// stats reads the figures that are not a check's by-product, and fixes the
+// snapshot: the first statement of a repeatable-read transaction takes it.
+func (a *auditor) stats(ctx context.Context) error {
+	s := &a.report.Stats
+	err := a.tx.QueryRow(ctx, `
+		SELECT now(),
+		       (SELECT count(*) FROM companies WHERE ($1::text = '' OR id = $1)),
+		       (SELECT count(*) FROM inbox WHERE ($1::text = '' OR company_id = $1)),
+		       -- The horizon is global even for one company: the purge is.
+		       (SELECT min(created_at) FROM inbox)`, a.opts.Company).
+		Scan(&a.report.AsOf, &s.Companies, &s.InboxKeys, &s.InboxHorizon)
+	if err != nil {
+		return fmt.Errorf("audit: read stats: %w", err)
+	}
+	return nil
+}
+
+// flaggedTail finishes every flagged query. The query before it defines
+// counted(n, note), one row saying how much was examined, and
+// flagged(company_id, ref, detail), one row per violation. The tail
+// returns the counts on every row and at most $2 violations, and one row
+// with null violation columns when there are none, so a clean check still
+// reports its counts.
+const flaggedTail = `
+SELECT (SELECT n FROM counted), (SELECT note FROM counted), (SELECT count(*) FROM flagged),
+       f.company_id, f.ref, f.detail
+  FROM (VALUES (1)) AS one (x)
+  LEFT JOIN LATERAL (
+	SELECT company_id, ref, detail FROM flagged ORDER BY company_id, ref LIMIT $2) AS f ON true`
+
+// flaggedBy makes a check of a flagged query that takes no parameters
+// besides the company filter ($1) and the listing limit ($2).
+func flaggedBy(query string) func(context.Context, *auditor, string) (CheckResult, error) {
+	return func(ctx context.Context, a *auditor, name string) (CheckResult, error) {
+		return a.flagged(ctx, name, query)
+	}
+}
+
+// flagged runs query (the check's CTEs; flaggedTail is appended) with the
+// company filter as $1, the listing limit as $2 and args from $3 on, and
+// records what it flags as violations of check.
+func (a *auditor) flagged(ctx context.Context, check, query string, args ...any) (CheckResult, error) {
+	var res CheckResult
+	rows, err := a.tx.Query(ctx, query+flaggedTail, append([]any{a.opts.Company, a.opts.MaxViolations}, args...)...)
+	if err != nil {
+		return res, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var company, ref, detail *string
+		if err := rows.Scan(&res.Checked, &res.Note, &res.Violations, &company, &ref, &detail); err != nil {
+			return res, err
+		}
+		if detail != nil {
+			a.violate(check, deref(company), deref(ref), *detail)
+		}
+	}
+	return res, rows.Err()
+}
+
+func (a *auditor) violate(check, company, ref, detail string) {
+	a.report.Violations = append(a.report.Violations, Violation{Check: check, Company: company, Ref: ref, Detail: detail})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

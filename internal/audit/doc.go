@@ -1,0 +1,83 @@
+// Package audit checks a onceledger database for the invariants the rest of
+// the system promises, after the fact, from the data alone. It is what
+// `onceledger audit` runs, and what a fault-injection suite runs after it has
+// crashed workers, cut connections and redelivered messages: a clean report
+// says the faults left no trace in the books.
+//
+// Run reads everything in one repeatable-read, read-only snapshot, so the
+// checks agree with each other while commands keep committing, and uses
+// set-based queries only (a handful of scans per check, never a query per
+// row), so it works on millions of rows. It writes nothing.
+//
+// # What each check proves
+//
+// trial_balance: for every company and currency, the debits of all journal
+// lines equal the credits. Together with journal_entries this proves double
+// entry held for every posting, not only at the database's commit trigger.
+//
+// journal_entries: every journal entry has at least two lines and balances
+// in each currency on its own, and no line belongs to a missing entry. A
+// trial balance can net to zero while two entries are off by opposite
+// amounts; this check cannot be fooled that way.
+//
+// number_series: for every company and series, the sequences of its
+// documents (invoices and credit notes share the counter of their series)
+// are exactly 1..n with n equal to number_series.last_value: no number is
+// missing, none is used twice, and the counter neither lags (the next
+// document would reuse a number) nor runs ahead (a number was burnt).
+//
+// inbox_effects: every idempotency key whose stored result is a success
+// names, in that result, a document that exists for the key's company
+// (invoice.create its invoice, company.create its company, asset.register
+// its asset by asset_id, webhook_endpoint.create its endpoint, …), and no
+// two keys name the same document. (Commands that create nothing, the
+// endpoint updates, disables and rotations, are not matched.) This is the
+// "effects committed with the key" half of exactly-once: a key cannot claim
+// an effect that is not there.
+//
+// effects_inbox: every document created at or after the inbox horizon has
+// the successful key that created it. The horizon is the creation time of
+// the oldest key still stored: keys are purged oldest first after their
+// retention, and a document's creation time is its key's (both take the
+// time of the transaction that wrote them), so a document from before the
+// horizon may legitimately have lost its key, and none after it can have.
+// This is the other half: no effect without its key, so no command ran
+// outside the inbox or twice.
+//
+// event_deliveries: every outbox event has a webhook delivery for each
+// endpoint of its company that is enabled, matches the event's type, and
+// was created and last changed at least Grace before the event. Only the
+// endpoint's current state is stored, so an endpoint changed (disabled,
+// re-enabled, refiltered, its secret rotated) after an event is not held
+// against that event. An endpoint's times are those of the start of the
+// transaction that wrote it, which may still have been open when another
+// transaction wrote an event, or may have written events of other commands
+// before it (commands share transactions); Grace absorbs that, and clock
+// skew between workers and the database.
+//
+// delivery_events: every webhook delivery points at an event that exists
+// and belongs to the delivery's company. (Event IDs are a primary key, so
+// they cannot repeat; this is what is left to check about them.)
+//
+// event_sequences: each company's events are numbered without gaps or
+// repeats up to outbox_sequences.last_value. Events are purged after the
+// outbox retention, so a gap is reported only where the missing events
+// must be younger than OutboxRetention (minus Grace), judged by the event
+// before the gap (or the company's creation for a gap at the start): older
+// gaps are what retention leaves and are only counted in the check's note.
+//
+// unpublished_age and undelivered_age: the oldest event the relay has not
+// yet published, and the oldest delivery still pending or being attempted
+// to an enabled endpoint, must be younger than MaxUnpublishedAge and
+// MaxUndeliveredAge. Deliveries to disabled endpoints wait for the endpoint
+// to be re-enabled and are only counted (Stats.ParkedDeliveries). These two
+// prove liveness, not safety: a failing receiver also trips
+// undelivered_age, and the violation names it.
+//
+// # What it does not prove
+//
+// That the right amounts were posted (the ledger's own tests and the
+// property test check arithmetic against a model), that a key purged before
+// the horizon ever existed, or anything about messages still in NATS
+// (dead letters are inspected with `onceledger admin dlq`).
+package audit

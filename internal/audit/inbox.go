@@ -1,0 +1,104 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// effectsSQL defines the two sides the inbox checks match:
+//
+//   - kinds: which command creates which document, and the field of the
+//     command's stored result that holds the document's reference (the json
+//     tags of the ledger's and webhooks' *View structs);
+//   - documents(company_id, command, ref, created_at): every document, under
+//     the command that creates it; an asset is referenced by its asset_id
+//     (asset_ref), everything else by its ID;
+//   - keys(company_id, idempotency_key, command, noun, field, ref): every
+//     successful key with the reference read from its stored result
+//     (null when the result has no such field).
+//
+// Both sides are matched on (company, command, ref) with hash anti-joins:
+// no per-row lookups, whatever the table sizes.
+const effectsSQL = `
+WITH kinds (command, noun, field) AS (VALUES
+	('company.create', 'company', 'id'),
+	('invoice.create', 'invoice', 'invoice_id'),
+	('credit_note.create', 'credit note', 'credit_note_id'),
+	('payment.record', 'payment', 'payment_id'),
+	('settlement.record', 'settlement', 'settlement_id'),
+	('purchase_invoice.record', 'purchase invoice', 'purchase_invoice_id'),
+	('asset.register', 'asset', 'asset_id'),
+	('depreciation.run', 'depreciation run', 'depreciation_run_id'),
+	('webhook_endpoint.create', 'webhook endpoint', 'endpoint_id')),
+documents (company_id, command, ref, created_at) AS (
+	SELECT id, 'company.create', id, created_at FROM companies WHERE ($1::text = '' OR id = $1)
+	UNION ALL
+	SELECT company_id, 'invoice.create', id::text, created_at FROM invoices WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'credit_note.create', id::text, created_at FROM credit_notes WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'payment.record', id::text, created_at FROM payments WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'settlement.record', id::text, created_at FROM settlements WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'purchase_invoice.record', id::text, created_at FROM purchase_invoices WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'asset.register', asset_ref, created_at FROM assets WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'depreciation.run', id::text, created_at FROM depreciation_runs WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'webhook_endpoint.create', id::text, created_at FROM webhook_endpoints WHERE ($1::text = '' OR company_id = $1)),
+keys AS (
+	SELECT i.company_id, i.idempotency_key, i.command, k.noun, k.field,
+	       nullif(i.result -> 'result' ->> k.field, '') AS ref
+	  FROM inbox AS i JOIN kinds AS k ON k.command = i.command
+	 WHERE i.status = 'ok' AND ($1::text = '' OR i.company_id = $1))`
+
+// inboxEffectsSQL flags successful keys whose document is missing, and
+// documents that more than one key claims.
+const inboxEffectsSQL = effectsSQL + `,
+counted AS (SELECT count(*) AS n, '' AS note FROM keys),
+flagged AS (
+	SELECT company_id, idempotency_key AS ref,
+	       format('%s succeeded but its stored result has no %s', command, field) AS detail
+	  FROM keys AS k
+	 WHERE ref IS NULL
+	UNION ALL
+	SELECT company_id, idempotency_key, format('%s succeeded with %s %s, which does not exist', command, noun, ref)
+	  FROM keys AS k
+	 WHERE ref IS NOT NULL
+	   AND NOT EXISTS (SELECT 1 FROM documents AS d
+	                    WHERE d.company_id = k.company_id AND d.command = k.command AND d.ref = k.ref)
+	UNION ALL
+	SELECT company_id, min(idempotency_key),
+	       format('%s %s is claimed by %s keys: %s', min(noun), ref, count(*),
+	              left(string_agg(idempotency_key, ', ' ORDER BY idempotency_key), 200))
+	  FROM keys
+	 WHERE ref IS NOT NULL
+	 GROUP BY company_id, command, ref
+	HAVING count(*) > 1)`
+
+// effectsInboxSQL flags documents created at or after the horizon ($3)
+// without a successful key naming them.
+const effectsInboxSQL = effectsSQL + `,
+recent AS (SELECT * FROM documents WHERE created_at >= $3),
+counted AS (SELECT count(*) AS n, $4::text AS note FROM recent),
+flagged AS (
+	SELECT d.company_id, d.ref,
+	       format('%s %s was created at %s and has no idempotency key, though keys are kept from %s',
+	              k.noun, d.ref, d.created_at, $3::timestamptz) AS detail
+	  FROM recent AS d JOIN kinds AS k ON k.command = d.command
+	 WHERE NOT EXISTS (SELECT 1 FROM keys
+	                    WHERE keys.company_id = d.company_id AND keys.command = d.command AND keys.ref = d.ref))`
+
+func effectsInbox(ctx context.Context, a *auditor, name string) (CheckResult, error) {
+	horizon := a.report.Stats.InboxHorizon
+	if horizon == nil {
+		// Without a single key there is no telling a purged key from a
+		// missing one.
+		return CheckResult{Note: "skipped: no idempotency key is stored"}, nil
+	}
+	note := fmt.Sprintf("documents from %s on (the oldest stored key)", horizon.UTC().Format(time.RFC3339Nano))
+	return a.flagged(ctx, name, effectsInboxSQL, *horizon, note)
+}
