@@ -159,7 +159,7 @@ func parseRequest(d *Delivery) (*Request, *ledger.Error) {
 		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "%v", err)
 	}
 	key := d.Msg.Headers().Get(HeaderIdempotencyKey)
-	if kerr := checkKey(key); kerr != nil {
+	if kerr := ledger.CheckKey(key); kerr != nil {
 		return nil, kerr
 	}
 	if !ledger.KnownCommand(command) {

@@ -229,7 +229,7 @@ func (w *Worker) serveLookups(ctx context.Context) (*nats.Subscription, error) {
 		var res ledger.Result
 		if !ledger.ValidCompanyID(company) {
 			res = ledger.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInvalidCommand, "subject must be %s<company>", ResultSubjectPrefix))
-		} else if kerr := checkKey(key); kerr != nil {
+		} else if kerr := ledger.CheckKey(key); kerr != nil {
 			res = ledger.ErrorResult(company, key, "", kerr)
 		} else {
 			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
