@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,6 +32,16 @@ type Config struct {
 	// (sync_interval: always). The server's default syncs every two minutes,
 	// so an acknowledged publish can be lost on power loss.
 	SyncAlways bool
+	// Cluster, when its Port is set, makes the server a node of a JetStream
+	// cluster: it listens for routes on 127.0.0.1:Port and dials Routes.
+	Cluster Cluster
+}
+
+// Cluster configures clustering.
+type Cluster struct {
+	Name   string   // the same on every node
+	Port   int      // route port on Host
+	Routes []string // nats-route://host:port of the other nodes
 }
 
 // Server is a running embedded NATS server with JetStream.
@@ -69,6 +80,16 @@ func Start(cfg Config) (*Server, error) {
 		SyncAlways: cfg.SyncAlways,
 		// Signal handling belongs to the embedding program, not the library.
 		NoSigs: true,
+	}
+	if cfg.Cluster.Port > 0 {
+		opts.Cluster = server.ClusterOpts{Name: cfg.Cluster.Name, Host: cfg.Host, Port: cfg.Cluster.Port}
+		for _, r := range cfg.Cluster.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("natsserver: route %q: %w", r, err)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

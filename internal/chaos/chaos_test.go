@@ -1,0 +1,114 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onceledger/onceledger/internal/chaos"
+)
+
+var (
+	seed = flag.Uint64("chaos.seed", 0, "seed of TestChaos (default: a new one, printed in the report)")
+	keep = flag.Bool("chaos.keep", false, "keep the work directories (process logs, data) and print where they are")
+)
+
+// binaries builds the worker (with fault points) and natsd once per test
+// binary, without -race: the suite's processes run at production speed
+// whatever the test binary was built with.
+var binDir string
+
+var binaries = sync.OnceValues(func() ([2]string, error) {
+	dir, err := os.MkdirTemp("", "onceledger-chaos-bin-")
+	if err != nil {
+		return [2]string{}, err
+	}
+	binDir = dir
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	w, n, err := chaos.Build(ctx, dir)
+	return [2]string{w, n}, err
+})
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+func config(t *testing.T) chaos.Config {
+	t.Helper()
+	b, err := binaries()
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	return chaos.Config{
+		WorkerBinary: b[0],
+		NATSBinary:   b[1],
+		DatabaseURL:  os.Getenv("DATABASE_URL"),
+		KeepWorkDir:  *keep,
+		Progress:     testWriter{t},
+	}
+}
+
+// TestChaos is the short configuration: about a minute of load with real
+// processes and real faults, then every invariant.
+func TestChaos(t *testing.T) {
+	t.Parallel()
+	cfg := config(t)
+	cfg.Seed = *seed
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	rep, err := chaos.Run(ctx, cfg)
+	if rep != nil {
+		t.Logf("\n%s", rep)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChaosCatchesAckBeforeCommit runs the suite against a worker that
+// acknowledges a batch before committing it and sometimes dies in between
+// (ONCELEDGER_FAULTS=ack_before_commit): the suite must report lost
+// commands. A suite that passed this build would prove nothing.
+func TestChaosCatchesAckBeforeCommit(t *testing.T) {
+	t.Parallel()
+	cfg := config(t)
+	cfg.WorkerFaults = "ack_before_commit=0.03"
+	cfg.Commands, cfg.Rate = 300, 40
+	cfg.Faults = -1
+	cfg.ReceiverFailure = -1
+	cfg.ResultWait = 10 * time.Second
+	cfg.SettleTimeout = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, err := chaos.Run(ctx, cfg)
+	if rep != nil {
+		t.Logf("\n%s", rep)
+	}
+	if !errors.Is(err, chaos.ErrViolations) {
+		t.Fatalf("Run against ack_before_commit: err = %v, want %v", err, chaos.ErrViolations)
+	}
+	if failed := rep.Failed(); !slices.Contains(failed, chaos.CheckKeysExecuted) {
+		t.Fatalf("failed checks %v do not include %s: the lost commands went unnoticed", failed, chaos.CheckKeysExecuted)
+	}
+	if rep.WorkerExits["crashed"] == 0 {
+		t.Fatalf("the broken switch never fired (worker exits %v)", rep.WorkerExits)
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p[:len(p)-1]))
+	return len(p), nil
+}

@@ -1,0 +1,771 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/audit"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/outbox"
+)
+
+// Check names.
+const (
+	CheckSettled          = "nothing_pending"
+	CheckKeysExecuted     = "accepted_keys_executed"
+	CheckReplays          = "results_replay_identically"
+	CheckChangedPayload   = "changed_payload_refused"
+	CheckDocuments        = "one_effect_per_key"
+	CheckBusinessDupes    = "one_invoice_per_order"
+	CheckMalformed        = "malformed_dead_lettered"
+	CheckEventsRelayed    = "events_relayed"
+	CheckWebhooks         = "webhooks_delivered"
+	CheckProducerAnswers  = "answers_well_formed"
+	auditCheckPrefix      = "audit/"
+	lookupConcurrency     = 32
+	streamReadBatch       = 500
+	streamReadIdleTimeout = 5 * time.Second
+)
+
+// inboxRow is a stored key.
+type inboxRow struct {
+	command     string
+	fingerprint []byte
+	status      string
+	result      []byte
+}
+
+type companyKey struct{ company, key string }
+
+// verify runs every check over the settled system and adds them to rep.
+func verify(ctx context.Context, rep *Report, pool *pgxpool.Pool, g *generator, rcv *receiver, ops []*op) error {
+	if err := auditChecks(ctx, rep, pool); err != nil {
+		return err
+	}
+	inbox, err := readInbox(ctx, pool)
+	if err != nil {
+		return err
+	}
+	rep.count("inbox keys", int64(len(inbox)))
+	if err := keyChecks(ctx, rep, g, ops, inbox); err != nil {
+		return err
+	}
+	if err := documentChecks(ctx, rep, pool, ops, inbox); err != nil {
+		return err
+	}
+	if err := deadLetterChecks(ctx, rep, g.js, ops, inbox); err != nil {
+		return err
+	}
+	return eventChecks(ctx, rep, pool, g.js, rcv, ops, inbox)
+}
+
+// auditChecks runs the operators' auditor: the books, the numbering, the
+// inbox against the documents, and the outbox against the deliveries.
+func auditChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool) error {
+	ar, err := audit.Run(ctx, pool, audit.Options{MaxViolations: maxListed})
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	for _, c := range ar.Checks {
+		ch := newCheck(auditCheckPrefix+c.Name, c.Unit)
+		ch.res.Checked, ch.res.Note = c.Checked, c.Note
+		for _, v := range ar.Violations {
+			if v.Check == c.Name {
+				ch.violate("company %s, %s: %s", v.Company, v.Ref, v.Detail)
+			}
+		}
+		// The auditor counts violations beyond the ones it lists.
+		ch.res.Violations = max(ch.res.Violations, c.Violations)
+		rep.add(ch)
+	}
+	return nil
+}
+
+func readInbox(ctx context.Context, pool *pgxpool.Pool) (map[companyKey]inboxRow, error) {
+	rows, err := pool.Query(ctx, `SELECT company_id, idempotency_key, command, fingerprint, status, result::text FROM inbox`)
+	if err != nil {
+		return nil, fmt.Errorf("read inbox: %w", err)
+	}
+	out := map[companyKey]inboxRow{}
+	for rows.Next() {
+		var k companyKey
+		var r inboxRow
+		var result string
+		if err := rows.Scan(&k.company, &k.key, &r.command, &r.fingerprint, &r.status, &result); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read inbox: %w", err)
+		}
+		r.result = []byte(result)
+		out[k] = r
+	}
+	return out, rows.Err()
+}
+
+// normalize renders a result as the worker encodes it, with replayed
+// false: "the same result" is byte equality of this form.
+func normalize(raw []byte) ([]byte, error) {
+	var r ledger.Result
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, err
+	}
+	r.Replayed = false
+	return json.Marshal(r)
+}
+
+// keyChecks: every accepted key has its stored result, only with the
+// payload sent first, and every answer for it (replies, lookups during the
+// run, and one more lookup now) is that stored result.
+func keyChecks(ctx context.Context, rep *Report, g *generator, ops []*op, inbox map[companyKey]inboxRow) error {
+	executed := newCheck(CheckKeysExecuted, "accepted keys")
+	replays := newCheck(CheckReplays, "answers")
+	changed := newCheck(CheckChangedPayload, "keys with a changed payload")
+	wellFormed := newCheck(CheckProducerAnswers, "replies")
+	wellFormed.examined(g.replies.Load())
+	if n := g.badReplies.Load(); n > 0 {
+		wellFormed.violate("%d replies or lookup answers were not result JSON", n)
+	}
+
+	type final struct {
+		o   *op
+		row inboxRow
+	}
+	var finals []final
+	notAccepted := int64(0)
+	for _, o := range ops {
+		if o.kind == kindMalformed {
+			continue
+		}
+		o.mu.Lock()
+		accepted, started := o.accepted, o.started
+		o.mu.Unlock()
+		row, stored := inbox[companyKey{o.company, o.key}]
+		if !started {
+			if stored {
+				executed.violate("key %s/%s was never published but has a stored result", o.company, o.key)
+			}
+			continue
+		}
+		if !accepted {
+			notAccepted++
+		}
+		if accepted {
+			executed.examined(1)
+		}
+		firstAns, answered := o.firstDefinitive()
+		switch {
+		case !stored && accepted:
+			executed.violate("key %s/%s (%s, %s) is in the command stream but was never executed: no stored result", o.company, o.key, o.command, modeNames[o.mode])
+			continue
+		case !stored && answered:
+			executed.violate("key %s/%s was answered %s but nothing is stored: the answer came before a commit that never happened", o.company, o.key, firstAns.raw)
+			continue
+		case !stored:
+			continue // never reached the stream: no expectation
+		}
+		fp, _ := ledger.Fingerprint(o.command, o.body)
+		if row.command != o.command || !bytes.Equal(row.fingerprint, fp) {
+			target := executed
+			what := "another payload"
+			if o.mode == modeChanged {
+				target, what = changed, "the changed payload"
+			}
+			target.violate("key %s/%s was executed with %s (stored command %s, fingerprint %x; first payload's %x)",
+				o.company, o.key, what, row.command, row.fingerprint[:8], fp[:8])
+		}
+		finals = append(finals, final{o, row})
+	}
+	rep.count("keys never accepted by JetStream (publish failed throughout)", notAccepted)
+
+	// Changed payloads: refused, and so dead-lettered (checked with the
+	// dead letters).
+	for _, o := range ops {
+		o.mu.Lock()
+		ca, answers := o.changedAccepted, append([]answer(nil), o.changedAnswers...)
+		o.mu.Unlock()
+		if !ca {
+			continue
+		}
+		changed.examined(1)
+		for _, a := range answers {
+			if !definitive(a.res) {
+				continue
+			}
+			if a.res.Error == nil || a.res.Error.Code != ledger.CodeIdempotencyKeyReused || a.res.Error.Message != ledger.MessageKeyReused {
+				changed.violate("key %s/%s: the changed payload was answered %s, want %s", o.company, o.key, a.raw, ledger.CodeIdempotencyKeyReused)
+			}
+		}
+	}
+
+	// One more lookup per stored key, as a producer would ask now.
+	var mu sync.Mutex
+	lookups := map[*op][]byte{}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, lookupConcurrency)
+	var lookupErrs int64
+	for _, f := range finals {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			raw, err := finalLookup(ctx, g.nc, f.o)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				lookupErrs++
+				return
+			}
+			lookups[f.o] = raw
+		}()
+	}
+	wg.Wait()
+	if lookupErrs > 0 {
+		replays.violate("%d final lookups got no answer", lookupErrs)
+	}
+	for _, f := range finals {
+		stored, err := normalize(f.row.result)
+		if err != nil {
+			replays.violate("key %s/%s: stored result is not a result: %v", f.o.company, f.o.key, err)
+			continue
+		}
+		f.o.mu.Lock()
+		answers := append([]answer(nil), f.o.answers...)
+		f.o.mu.Unlock()
+		if raw, ok := lookups[f.o]; ok {
+			answers = append(answers, answer{raw: raw, lookup: true})
+			_ = json.Unmarshal(raw, &answers[len(answers)-1].res)
+		}
+		for i, a := range answers {
+			if !definitive(a.res) {
+				if a.lookup && i == len(answers)-1 {
+					replays.violate("key %s/%s: the final lookup answered %s", f.o.company, f.o.key, a.raw)
+				}
+				continue
+			}
+			replays.examined(1)
+			got, err := normalize(a.raw)
+			if err != nil || !bytes.Equal(got, stored) {
+				src := "reply"
+				if a.lookup {
+					src = "lookup"
+				}
+				replays.violate("key %s/%s: %s #%d differs from the stored result:\n    got    %s\n    stored %s", f.o.company, f.o.key, src, i+1, got, stored)
+			}
+		}
+	}
+	rep.add(executed)
+	rep.add(replays)
+	rep.add(changed)
+	rep.add(wellFormed)
+	return nil
+}
+
+// finalLookup asks for o's result once the system has settled. Transport
+// errors and "try again" answers are retried a few times; the last answer
+// is returned.
+func finalLookup(ctx context.Context, nc *nats.Conn, o *op) ([]byte, error) {
+	req := nats.NewMsg(ledger.ResultSubjectPrefix + o.company)
+	req.Header.Set(ledger.HeaderIdempotencyKey, o.key)
+	var last []byte
+	var err error
+	for range 5 {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		var reply *nats.Msg
+		reply, err = nc.RequestMsgWithContext(lctx, req)
+		cancel()
+		if err == nil {
+			last = reply.Data
+			var res ledger.Result
+			if json.Unmarshal(last, &res) != nil || definitive(res) {
+				return last, nil
+			}
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+	if last != nil {
+		return last, nil
+	}
+	return nil, err
+}
+
+// doc is a document as the database has it, or as a result names it.
+type doc struct {
+	kind, company, number, order, entry string
+	sequence                            int64
+}
+
+// documentChecks: every successful key names a document that exists as
+// named, every document and journal entry is named by exactly one key, and
+// each order has exactly one invoice, whichever key won.
+func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []*op, inbox map[companyKey]inboxRow) error {
+	effects := newCheck(CheckDocuments, "documents and journal entries")
+	orders := newCheck(CheckBusinessDupes, "orders")
+
+	inDB := map[string]doc{}
+	entries := map[string]string{} // journal entry → company
+	queries := []struct {
+		kind, sql string
+	}{
+		{"invoice", `SELECT id::text, company_id, number, sequence, order_id, journal_entry_id::text FROM invoices`},
+		{"credit note", `SELECT id::text, company_id, number, sequence, '', journal_entry_id::text FROM credit_notes`},
+		{"payment", `SELECT id::text, company_id, payment_ref, 0, '', journal_entry_id::text FROM payments`},
+	}
+	counts := map[string]int64{}
+	for _, q := range queries {
+		rows, err := pool.Query(ctx, q.sql)
+		if err != nil {
+			return fmt.Errorf("read %s documents: %w", q.kind, err)
+		}
+		for rows.Next() {
+			var id string
+			d := doc{kind: q.kind}
+			if err := rows.Scan(&id, &d.company, &d.number, &d.sequence, &d.order, &d.entry); err != nil {
+				rows.Close()
+				return err
+			}
+			inDB[id] = d
+			counts[q.kind]++
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	rows, err := pool.Query(ctx, `SELECT id::text, company_id FROM journal_entries`)
+	if err != nil {
+		return fmt.Errorf("read journal entries: %w", err)
+	}
+	for rows.Next() {
+		var id, company string
+		if err := rows.Scan(&id, &company); err != nil {
+			rows.Close()
+			return err
+		}
+		entries[id] = company
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rep.count("invoices", counts["invoice"])
+	rep.count("credit notes", counts["credit note"])
+	rep.count("payments", counts["payment"])
+	rep.count("journal entries", int64(len(entries)))
+
+	named := map[string]string{}      // document id → key that names it
+	namedEntry := map[string]string{} // journal entry → key
+	for k, row := range inbox {
+		if row.status != ledger.StatusOK {
+			continue
+		}
+		var res ledger.Result
+		if err := json.Unmarshal(row.result, &res); err != nil {
+			effects.violate("key %s/%s: stored result unreadable: %v", k.company, k.key, err)
+			continue
+		}
+		var v struct {
+			InvoiceID    string `json:"invoice_id"`
+			CreditNoteID string `json:"credit_note_id"`
+			PaymentID    string `json:"payment_id"`
+			PaymentRef   string `json:"payment_ref"`
+			Number       string `json:"number"`
+			Sequence     int64  `json:"sequence"`
+			OrderID      string `json:"order_id"`
+			Entry        string `json:"journal_entry_id"`
+		}
+		_ = json.Unmarshal(res.Result, &v)
+		var id string
+		want := doc{company: k.company, number: v.Number, sequence: v.Sequence, entry: v.Entry}
+		switch row.command {
+		case "invoice.create":
+			id, want.kind, want.order = v.InvoiceID, "invoice", v.OrderID
+		case "credit_note.create":
+			id, want.kind = v.CreditNoteID, "credit note"
+		case "payment.record":
+			id, want.kind, want.number = v.PaymentID, "payment", v.PaymentRef
+		default:
+			continue
+		}
+		effects.examined(1)
+		name := k.company + "/" + k.key
+		got, ok := inDB[id]
+		switch {
+		case !ok:
+			effects.violate("key %s: its %s %s does not exist", name, want.kind, id)
+		case got != want:
+			effects.violate("key %s: result names %s %+v, the database has %+v", name, want.kind, want, got)
+		}
+		if prev, dup := named[id]; dup {
+			effects.violate("keys %s and %s both name %s %s", prev, name, want.kind, id)
+		}
+		named[id] = name
+		if prev, dup := namedEntry[want.entry]; dup {
+			effects.violate("keys %s and %s both name journal entry %s", prev, name, want.entry)
+		}
+		namedEntry[want.entry] = name
+	}
+	for id, d := range inDB {
+		effects.examined(1)
+		if _, ok := named[id]; !ok {
+			effects.violate("%s %s (%s %s) exists without a key that created it: an effect without a key, or one executed twice", d.kind, id, d.company, d.number)
+		}
+	}
+	for id, company := range entries {
+		effects.examined(1)
+		if _, ok := namedEntry[id]; !ok {
+			effects.violate("journal entry %s of %s was posted by no key", id, company)
+		}
+	}
+
+	// Business duplicates: of all keys that asked for one order's invoice,
+	// exactly one got it; the others got duplicate_document.
+	byOrder := map[[2]string][]*op{}
+	for _, o := range ops {
+		if (o.kind == kindInvoice || o.kind == kindDupInvoice) && o.orderID != "" {
+			k := [2]string{o.company, o.orderID}
+			byOrder[k] = append(byOrder[k], o)
+		}
+	}
+	for k, list := range byOrder {
+		oks, stored := 0, 0
+		for _, o := range list {
+			row, ok := inbox[companyKey{o.company, o.key}]
+			if !ok {
+				continue
+			}
+			stored++
+			if row.status == ledger.StatusOK {
+				oks++
+				continue
+			}
+			var res ledger.Result
+			_ = json.Unmarshal(row.result, &res)
+			if res.Error == nil || res.Error.Code != ledger.CodeDuplicateDocument {
+				orders.violate("order %s/%s: key %s stored %s, want success or %s", k[0], k[1], o.key, row.result, ledger.CodeDuplicateDocument)
+			}
+		}
+		if stored == 0 {
+			continue
+		}
+		orders.examined(1)
+		if oks != 1 {
+			orders.violate("order %s/%s: %d of its %d keys created an invoice, want exactly 1", k[0], k[1], oks, len(list))
+		}
+	}
+	for _, o := range ops {
+		if o.kind != kindUnknownCompany {
+			continue
+		}
+		if row, ok := inbox[companyKey{o.company, o.key}]; ok && row.status == ledger.StatusOK {
+			orders.violate("key %s/%s for a company that was never created succeeded", o.company, o.key)
+		}
+	}
+	rep.add(effects)
+	rep.add(orders)
+	return nil
+}
+
+// readStream reads every message of a stream once, with an ordered
+// consumer, and returns how many it read.
+func readStream(ctx context.Context, js jetstream.JetStream, name string, fn func(jetstream.Msg)) (int, error) {
+	stream, err := js.Stream(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", name, err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", name, err)
+	}
+	want := info.State.Msgs
+	if want == 0 {
+		return 0, nil
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", name, err)
+	}
+	read := 0
+	idle := time.Now()
+	for uint64(read) < want {
+		if ctx.Err() != nil {
+			return read, ctx.Err()
+		}
+		batch, err := cons.Fetch(streamReadBatch, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return read, fmt.Errorf("read %s: %w", name, err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			fn(m)
+			got++
+		}
+		read += got
+		if got > 0 {
+			idle = time.Now()
+		} else if time.Since(idle) > streamReadIdleTimeout {
+			return read, fmt.Errorf("read %s: stuck at %d of %d messages", name, read, want)
+		}
+	}
+	return read, nil
+}
+
+// deadLetterChecks: every malformed message and every changed payload the
+// stream accepted is in the dead-letter stream, with nothing there that
+// should have been executed; and no malformed message left a key behind.
+func deadLetterChecks(ctx context.Context, rep *Report, js jetstream.JetStream, ops []*op, inbox map[companyKey]inboxRow) error {
+	ch := newCheck(CheckMalformed, "messages that must be dead letters")
+	markers := map[string]string{} // marker → dead-letter code
+	var unmarked []string
+	codes := map[string]int64{}
+	n, err := readStream(ctx, js, "LEDGER_DLQ", func(m jetstream.Msg) {
+		h := m.Headers()
+		code := h.Get(consumer.HeaderDeadLetterCode)
+		codes[code]++
+		if mk := h.Get(HeaderMarker); mk != "" {
+			markers[mk] = code
+			return
+		}
+		unmarked = append(unmarked, fmt.Sprintf("%s key %q: %s: %s", h.Get(consumer.HeaderOriginalSubject),
+			h.Get(ledger.HeaderIdempotencyKey), code, h.Get(consumer.HeaderDeadLetterReason)))
+	})
+	if err != nil {
+		return err
+	}
+	rep.count("dead letters", int64(n))
+	for _, u := range unmarked {
+		ch.violate("a command that should have been executed was dead-lettered: %s", u)
+	}
+	for _, o := range ops {
+		o.mu.Lock()
+		accepted, changedAccepted := o.accepted, o.changedAccepted
+		o.mu.Unlock()
+		switch {
+		case o.kind == kindMalformed && accepted:
+			ch.examined(1)
+			if _, ok := markers[o.marker]; !ok {
+				ch.violate("malformed message %s (%s) is not in LEDGER_DLQ", o.marker, o.variant)
+			}
+			if o.key != "" {
+				if _, ok := inbox[companyKey{o.company, o.key}]; ok {
+					ch.violate("malformed message %s (%s) left a stored result under its key", o.marker, o.variant)
+				}
+			}
+		case changedAccepted:
+			ch.examined(1)
+			code, ok := markers[o.marker]
+			switch {
+			case !ok:
+				ch.violate("the changed payload of key %s/%s is not in LEDGER_DLQ", o.company, o.key)
+			case code != string(ledger.CodeIdempotencyKeyReused):
+				ch.violate("the changed payload of key %s/%s was dead-lettered as %s, want %s", o.company, o.key, code, ledger.CodeIdempotencyKeyReused)
+			}
+		}
+	}
+	rep.add(ch)
+	return nil
+}
+
+// eventChecks: every event is relayed to LEDGER_EVT under its ID with its
+// body, no two bodies share an ID, the events match the successful keys,
+// and every delivery reached the receiver with that ID and body.
+func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstream.JetStream, rcv *receiver, ops []*op, inbox map[companyKey]inboxRow) error {
+	relayed := newCheck(CheckEventsRelayed, "events")
+	hooks := newCheck(CheckWebhooks, "deliveries")
+
+	type event struct {
+		company, typ string
+		hash         [32]byte
+		published    bool
+	}
+	events := map[string]event{}
+	rows, err := pool.Query(ctx, `SELECT id::text, company_id, type, body::text, published_at IS NOT NULL FROM outbox_events`)
+	if err != nil {
+		return fmt.Errorf("read events: %w", err)
+	}
+	byType := map[string]int64{}
+	for rows.Next() {
+		var id, body string
+		var e event
+		if err := rows.Scan(&id, &e.company, &e.typ, &body, &e.published); err != nil {
+			rows.Close()
+			return err
+		}
+		e.hash = sha256.Sum256([]byte(body))
+		events[id] = e
+		byType[e.typ]++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rep.count("events", int64(len(events)))
+
+	// Events per type against the successful keys that must have written them.
+	want := map[string]int64{}
+	eventOf := map[string]string{"company.create": "company.created", "invoice.create": "invoice.created",
+		"credit_note.create": "credit_note.created", "payment.record": "payment.recorded"}
+	for _, row := range inbox {
+		if t, ok := eventOf[row.command]; ok && row.status == ledger.StatusOK {
+			want[t]++
+		}
+	}
+	for t, n := range byType {
+		if want[t] != n {
+			relayed.violate("%d %s events, but %d successful keys that write one", n, t, want[t])
+		}
+	}
+	for t, n := range want {
+		if _, ok := byType[t]; !ok {
+			relayed.violate("no %s events, but %d successful keys that write one", t, n)
+		}
+	}
+
+	inStream := map[string]map[[32]byte]bool{}
+	copies, err := readStream(ctx, js, outbox.StreamName, func(m jetstream.Msg) {
+		id := m.Headers().Get(jetstream.MsgIDHeader)
+		if inStream[id] == nil {
+			inStream[id] = map[[32]byte]bool{}
+		}
+		inStream[id][sha256.Sum256(m.Data())] = true
+	})
+	if err != nil {
+		return err
+	}
+	rep.count("event messages in LEDGER_EVT", int64(copies))
+	for id, e := range events {
+		relayed.examined(1)
+		bodies := inStream[id]
+		switch {
+		case !e.published:
+			relayed.violate("event %s (%s %s) is not marked published", id, e.company, e.typ)
+		case len(bodies) == 0:
+			relayed.violate("event %s (%s %s) is not in %s", id, e.company, e.typ, outbox.StreamName)
+		case len(bodies) > 1 || !bodies[e.hash]:
+			relayed.violate("event %s is in %s with %d different bodies, or not with its own", id, outbox.StreamName, len(bodies))
+		}
+	}
+	for id := range inStream {
+		if _, ok := events[id]; !ok {
+			relayed.violate("%s holds an event %q the outbox never wrote", outbox.StreamName, id)
+		}
+	}
+
+	// Deliveries.
+	accepted, refusals := rcv.snapshot()
+	for _, r := range refusals {
+		hooks.violate("the receiver refused a delivery: %s", r)
+	}
+	delivered := map[receiptKey]bool{}
+	rows, err = pool.Query(ctx, `SELECT event_id::text, company_id, status, attempts FROM webhook_deliveries`)
+	if err != nil {
+		return fmt.Errorf("read deliveries: %w", err)
+	}
+	var attempts, deliveries int64
+	for rows.Next() {
+		var id, company, status string
+		var n int64
+		if err := rows.Scan(&id, &company, &status, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		deliveries++
+		attempts += n
+		hooks.examined(1)
+		k := receiptKey{company, id}
+		delivered[k] = true
+		rc, ok := accepted[k]
+		e := events[id]
+		switch {
+		case status != "delivered":
+			hooks.violate("delivery of event %s to %s is %s", id, company, status)
+		case !ok:
+			hooks.violate("event %s is marked delivered to %s, but the receiver never accepted webhook-id %s", id, company, id)
+		case len(rc.bodies) != 1 || rc.bodies[e.hash] == 0:
+			hooks.violate("event %s reached %s with %d different bodies, or not with its own", id, company, len(rc.bodies))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rep.count("webhook deliveries", deliveries)
+	rep.count("webhook attempts recorded by the dispatchers", attempts)
+	var received, dupes int64
+	for k, rc := range accepted {
+		received += int64(rc.times)
+		dupes += int64(rc.times - 1)
+		if _, ok := events[k.eventID]; !ok {
+			hooks.violate("the receiver accepted webhook-id %s for %s, which is no event", k.eventID, k.company)
+		} else if !delivered[k] {
+			hooks.violate("the receiver accepted event %s for %s, which has no delivery there", k.eventID, k.company)
+		}
+	}
+	rep.count("webhook requests accepted by the receiver", received)
+	rep.count("of which repeats of an accepted event (at-least-once)", dupes)
+	// Every event after its company's endpoint existed has a delivery: the
+	// endpoint is created right after the company, before anything else.
+	for id, e := range events {
+		if e.typ == "company.created" {
+			continue
+		}
+		if !delivered[receiptKey{e.company, id}] {
+			hooks.violate("event %s (%s %s) has no delivery to the company's endpoint", id, e.company, e.typ)
+		}
+	}
+	rep.add(relayed)
+	rep.add(hooks)
+	return nil
+}
+
+// pending is what is still in flight somewhere.
+type pending struct {
+	cmdPending, cmdAckPending uint64
+	unpublished, undelivered  int64
+}
+
+func (p pending) zero() bool {
+	return p.cmdPending == 0 && p.cmdAckPending == 0 && p.unpublished == 0 && p.undelivered == 0
+}
+
+func (p pending) String() string {
+	return fmt.Sprintf("%d commands not yet delivered and %d delivered but unacknowledged in the consumer, %d events unpublished, %d webhook deliveries not delivered",
+		p.cmdPending, p.cmdAckPending, p.unpublished, p.undelivered)
+}
+
+func readPending(ctx context.Context, js jetstream.JetStream, pool *pgxpool.Pool) (pending, error) {
+	var p pending
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cons, err := js.Consumer(cctx, "LEDGER_CMD", "onceledger")
+	if err != nil {
+		return p, err
+	}
+	info, err := cons.Info(cctx)
+	if err != nil {
+		return p, err
+	}
+	p.cmdPending, p.cmdAckPending = info.NumPending, uint64(info.NumAckPending)
+	err = pool.QueryRow(cctx, `
+		SELECT (SELECT count(*) FROM outbox_events WHERE published_at IS NULL),
+		       (SELECT count(*) FROM webhook_deliveries WHERE status <> 'delivered')`).Scan(&p.unpublished, &p.undelivered)
+	return p, err
+}
+
+// stuckDeliveries lists deliveries that wait for a later retry or gave up:
+// what an operator replays once the endpoint is healthy again.
+func stuckDeliveries(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+	rows, err := pool.Query(ctx, `
+		SELECT id::text FROM webhook_deliveries
+		 WHERE status = 'failed' OR (status = 'pending' AND next_attempt_at > now() + interval '1 second')`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

@@ -1,0 +1,181 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Config configures one run of the suite. The zero value plus the two
+// binaries (see Build) is the short configuration that runs in CI.
+type Config struct {
+	// WorkerBinary is `onceledger` built with -tags faults. Required.
+	WorkerBinary string
+	// NATSBinary is internal/chaos/cmd/natsd. Required.
+	NATSBinary string
+
+	// Seed drives the command generator and the fault schedule; the same
+	// seed gives the same commands and the same faults at the same offsets
+	// (the interleaving of real processes is not reproducible). Defaults to
+	// one derived from the clock, printed in the report.
+	Seed uint64
+	// Commands is how many logical operations (idempotency keys) the
+	// generator runs, not counting retries. Defaults to 1500.
+	Commands int
+	// Rate is how many operations start per second. Defaults to 60.
+	Rate float64
+	// Producers bounds the operations in flight at once. Defaults to 48.
+	Producers int
+	// Companies is how many tenants the commands are spread over. Defaults to 4.
+	Companies int
+	// Workers is how many `onceledger run` processes share the consumer.
+	// Defaults to 2.
+	Workers int
+
+	// Faults is how many faults the scheduler injects at seeded random times
+	// during the load phase: kills, SIGTERMs, NATS and Postgres restarts,
+	// receiver pauses. Defaults to 10; a negative value injects none.
+	Faults int
+	// CrashAfterCommit and CrashBeforeCommit are the per-batch probabilities
+	// of the worker's compiled-in fault points (ONCELEDGER_FAULTS): SIGKILL
+	// right after the commit, before the ack, and right before the commit.
+	// Workers started after the load phase run without them. Default to
+	// 0.0015 and 0.0008; a negative value turns the point off.
+	CrashAfterCommit, CrashBeforeCommit float64
+	// WorkerFaults, when set, is passed as ONCELEDGER_FAULTS instead of the
+	// spec built from the two probabilities, for the whole run: it is how a
+	// deliberately broken switch (ack_before_commit) is run through the suite.
+	WorkerFaults string
+	// ReceiverFailure is the probability that the webhook receiver fails an
+	// attempt (HTTP 500, a connection reset after reading the body, or,
+	// rarely, no answer until the dispatcher's timeout). Defaults to 0.1; a
+	// negative value turns failures off.
+	ReceiverFailure float64
+
+	// DatabaseURL is a PostgreSQL server on which the suite creates (and
+	// afterwards drops) a database of its own. Empty starts a throwaway
+	// cluster, which is the only way Postgres restarts are injected: the
+	// suite never restarts a server it did not start.
+	DatabaseURL string
+	// WorkDir holds the processes' data and logs. Defaults to a new
+	// temporary directory, removed at the end unless KeepWorkDir is set.
+	WorkDir     string
+	KeepWorkDir bool
+
+	// ResultWait is how long a producer waits for its command's result
+	// (reply, then lookups) before it leaves the key to the checks, which
+	// ask again once the system has settled. Defaults to 25s.
+	ResultWait time.Duration
+	// LoadTimeout bounds the load phase beyond its planned length
+	// (Commands/Rate). Defaults to 2 minutes.
+	LoadTimeout time.Duration
+	// SettleTimeout bounds the wait, after the last fault, for the system to
+	// drain: nothing pending in the command consumer, the outbox or the
+	// webhook deliveries. Defaults to 2 minutes.
+	SettleTimeout time.Duration
+
+	// Progress, if set, receives a line per phase and per fault.
+	Progress io.Writer
+	// Logger receives diagnostics. Defaults to discarding them.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Seed == 0 {
+		c.Seed = uint64(time.Now().UnixNano())
+	}
+	if c.Commands == 0 {
+		c.Commands = 1500
+	}
+	if c.Rate == 0 {
+		c.Rate = 60
+	}
+	if c.Producers == 0 {
+		c.Producers = 48
+	}
+	if c.Companies == 0 {
+		c.Companies = 4
+	}
+	if c.Workers == 0 {
+		c.Workers = 2
+	}
+	if c.Faults == 0 {
+		c.Faults = 10
+	}
+	if c.CrashAfterCommit == 0 {
+		c.CrashAfterCommit = 0.0015
+	}
+	if c.CrashBeforeCommit == 0 {
+		c.CrashBeforeCommit = 0.0008
+	}
+	if c.ReceiverFailure == 0 {
+		c.ReceiverFailure = 0.1
+	}
+	if c.ResultWait == 0 {
+		c.ResultWait = 25 * time.Second
+	}
+	if c.LoadTimeout == 0 {
+		c.LoadTimeout = 2 * time.Minute
+	}
+	if c.SettleTimeout == 0 {
+		c.SettleTimeout = 2 * time.Minute
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	for _, b := range []struct{ name, path string }{{"WorkerBinary", c.WorkerBinary}, {"NATSBinary", c.NATSBinary}} {
+		if b.path == "" {
+			errs = append(errs, fmt.Errorf("%s is required (see Build)", b.name))
+		} else if _, err := os.Stat(b.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", b.name, err))
+		}
+	}
+	switch {
+	case c.Commands < 1:
+		errs = append(errs, fmt.Errorf("Commands %d: at least 1", c.Commands))
+	case c.Rate <= 0:
+		errs = append(errs, fmt.Errorf("Rate %v: must be positive", c.Rate))
+	case c.Producers < 1:
+		errs = append(errs, fmt.Errorf("Producers %d: at least 1", c.Producers))
+	case c.Companies < 1 || c.Companies > 100:
+		errs = append(errs, fmt.Errorf("Companies %d: use 1..100", c.Companies))
+	case c.Workers < 1 || c.Workers > 16:
+		errs = append(errs, fmt.Errorf("Workers %d: use 1..16", c.Workers))
+	case c.CrashAfterCommit > 1 || c.CrashBeforeCommit > 1 || c.ReceiverFailure > 1:
+		errs = append(errs, errors.New("probabilities must be at most 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// loadDuration is how long the generator takes to start every operation.
+func (c *Config) loadDuration() time.Duration {
+	return time.Duration(float64(c.Commands) / c.Rate * float64(time.Second))
+}
+
+// faultSpec is ONCELEDGER_FAULTS for workers started during the load phase.
+func (c *Config) faultSpec() string {
+	if c.WorkerFaults != "" {
+		return c.WorkerFaults
+	}
+	spec := ""
+	if c.CrashAfterCommit > 0 {
+		spec = fmt.Sprintf("after_commit=%g", c.CrashAfterCommit)
+	}
+	if c.CrashBeforeCommit > 0 {
+		if spec != "" {
+			spec += ","
+		}
+		spec += fmt.Sprintf("before_commit=%g", c.CrashBeforeCommit)
+	}
+	return spec
+}

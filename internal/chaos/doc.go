@@ -1,0 +1,103 @@
+// Package chaos is the fault-injection suite: it proves onceledger's promise
+// — every command has exactly one effect, and every event reaches every
+// endpoint at least once under one ID — the way Jepsen and Kafka's
+// transaction tests do, with real processes, real faults and checked
+// invariants.
+//
+// # What runs
+//
+// Everything on 127.0.0.1, as separate OS processes where it matters:
+//
+//   - a NATS JetStream server (cmd/natsd: the embedded server of
+//     internal/natsserver behind a fixed port and store directory, so a
+//     restarted server has the same streams and consumer state; no external
+//     nats-server binary is needed);
+//   - PostgreSQL: a database of the suite's own on DATABASE_URL's server,
+//     or a throwaway cluster (internal/pgcluster) run with
+//     synchronous_commit on, which the suite may crash and restart;
+//   - Config.Workers `onceledger run` processes, built with -tags faults,
+//     sharing the durable consumer, each restarted by a supervisor shortly
+//     after it ends, whoever ended it;
+//   - in this process: the webhook receiver of every company (an HTTP
+//     server verifying each attempt with webhooks.Verifier, failing some on
+//     purpose) and the producers.
+//
+// # What it does
+//
+// Setup creates the companies and a webhook endpoint each through the
+// pipeline (webhook_endpoint.create; the generated secret comes back in the
+// result). The load phase then starts Config.Commands operations at
+// Config.Rate, drawn from the seed: invoices for new orders, business
+// duplicates (a fresh key for an order another key already invoiced),
+// payments and credit notes against invoices seen to succeed, commands for
+// companies that do not exist, and malformed messages (no key, a key too
+// long, bad JSON, an unknown command). Each well-formed operation has one
+// idempotency key and a producer behaviour: published once; retried with the
+// same key and payload after a short wait (with the Go client's
+// Nats-Msg-Id, which JetStream deduplicates, or without, so the retry
+// reaches a worker); published as several concurrent copies; or, once its
+// result is known, published again under the same key with another payload.
+// Producers wait for the reply and fall back to the result lookup, as the
+// client does; everything they receive is recorded.
+//
+// Meanwhile Config.Faults faults strike at seeded times: SIGKILL or SIGTERM
+// of a worker, a NATS restart, a Postgres crash (SIGQUIT to the postmaster,
+// as `pg_ctl stop -m immediate`; only with the throwaway cluster — the
+// suite never restarts a server it did not start, and says so in the
+// report), and a paused receiver. The workers' compiled-in fault points
+// (ONCELEDGER_FAULTS: after_commit, before_commit) kill them from inside,
+// between commit and ack and just before the commit. The receiver fails a
+// fraction of attempts: HTTP 500, a TCP reset after reading the body, or no
+// answer until the dispatcher's timeout.
+//
+// Then the system is left alone, as after an incident: new workers start
+// without fault points, the receiver answers, and deliveries waiting for a
+// later retry are replayed (webhooks.ReplayDelivery, what an operator's
+// `onceledger webhooks replay` does). The suite waits until nothing is
+// pending: no command undelivered or unacknowledged in the consumer, no
+// event unpublished, no webhook delivery outstanding.
+//
+// # What it checks
+//
+// The database invariants come from internal/audit, the operators' auditor
+// (trial balance per company and currency, balanced entries, gapless number
+// series, keys against documents both ways, events against deliveries,
+// event sequences, nothing stuck). On top, from what the producers sent and
+// saw:
+//
+//   - every key JetStream accepted has its stored result, stored with the
+//     payload sent first (a changed payload is never executed), and every
+//     result that was answered was committed;
+//   - every answer for a key — replies, lookups during the run, and one
+//     more lookup after settling — is the stored result byte for byte,
+//     except "replayed";
+//   - every changed payload was refused with idempotency_key_reused;
+//   - every successful key names a document that exists as named, and every
+//     document and journal entry is named by exactly one key; each order has
+//     exactly one invoice whichever of its keys won, the others got
+//     duplicate_document;
+//   - every malformed message and every changed payload is in LEDGER_DLQ
+//     (found by a Chaos-Marker header), nothing else is, and no malformed
+//     message left a key behind;
+//   - every event is in LEDGER_EVT under its ID with its body, and the
+//     events match the successful keys;
+//   - every event reached its company's endpoint, verified, with webhook-id
+//     equal to its ID and its body, and the receiver accepted no ID twice
+//     with different bodies.
+//
+// A violation makes Run return an error wrapping ErrViolations that names
+// the seed. The same seed gives the same operations and the same faults at
+// the same offsets; the interleaving of real processes is not
+// reproducible, so a replay is likely, not certain, to hit the same bug.
+//
+// # What it does not cover
+//
+// Power loss and disk corruption (processes are killed, machines are not:
+// the kernel's page cache survives, so JetStream's and Postgres' fsync
+// policies are not exercised), network partitions between live processes,
+// clock skew, and a JetStream cluster (one server, R1 streams). NATS is
+// restarted cleanly, not killed: JetStream acknowledges a publish before it
+// is fsynced, and a SIGKILLed server can lose acknowledged messages, which
+// the suite would report as lost commands that are not onceledger's to
+// keep (see README, Durability).
+package chaos

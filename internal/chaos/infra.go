@@ -1,0 +1,395 @@
+package chaos
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/internal/pgcluster"
+)
+
+// natsd is the NATS server process. It keeps its port and store across
+// restarts, so clients reconnect to the same streams and consumer state.
+type natsd struct {
+	bin, store string
+	port       int
+	log        io.Writer
+
+	mu sync.Mutex
+	p  *proc
+}
+
+func (n *natsd) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.port) }
+
+func (n *natsd) start() error {
+	p, err := startProc("natsd", n.bin, []string{"-port", strconv.Itoa(n.port), "-store", n.store}, nil, n.log)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.p = p
+	n.mu.Unlock()
+	if err := waitTCP(fmt.Sprintf("127.0.0.1:%d", n.port), 20*time.Second); err != nil {
+		p.stop(syscall.SIGKILL, time.Second)
+		return fmt.Errorf("natsd: %w", err)
+	}
+	return nil
+}
+
+// restart stops the server with sig (SIGTERM: cleanly; SIGKILL: as a
+// crash), keeps it down for down, and starts it again on the same port and
+// store.
+func (n *natsd) restart(sig syscall.Signal, down time.Duration) error {
+	n.mu.Lock()
+	p := n.p
+	n.mu.Unlock()
+	p.stop(sig, 15*time.Second)
+	time.Sleep(down)
+	return n.start()
+}
+
+func (n *natsd) close() {
+	n.mu.Lock()
+	p := n.p
+	n.mu.Unlock()
+	if p != nil {
+		p.stop(syscall.SIGTERM, 15*time.Second)
+	}
+}
+
+// workerSet runs the `onceledger run` processes and restarts each one a
+// moment after it ends, whoever ended it.
+type workerSet struct {
+	bin          string
+	args         func(slot int) []string
+	logDir       string
+	restartDelay time.Duration
+	logger       *slog.Logger
+
+	mu      sync.Mutex
+	faults  string // ONCELEDGER_FAULTS for the next start
+	slots   []*proc
+	addrs   []string
+	closing bool
+	starts  int
+	exits   map[string]int
+	wg      sync.WaitGroup
+	quit    chan struct{}
+}
+
+func newWorkerSet(bin string, n int, logDir string, args func(slot int) []string, logger *slog.Logger) (*workerSet, error) {
+	w := &workerSet{bin: bin, args: args, logDir: logDir, restartDelay: 700 * time.Millisecond, logger: logger,
+		slots: make([]*proc, n), exits: map[string]int{}, quit: make(chan struct{})}
+	for range n {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		w.addrs = append(w.addrs, fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	return w, nil
+}
+
+func (w *workerSet) setFaults(spec string) {
+	w.mu.Lock()
+	w.faults = spec
+	w.mu.Unlock()
+}
+
+func (w *workerSet) run() {
+	for i := range w.slots {
+		w.wg.Add(1)
+		go w.supervise(i)
+	}
+}
+
+func (w *workerSet) supervise(slot int) {
+	defer w.wg.Done()
+	logFile, err := os.OpenFile(filepath.Join(w.logDir, fmt.Sprintf("worker-%d.log", slot)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		w.logger.Error("worker log", "error", err)
+		logFile = nil
+	}
+	var out io.Writer = io.Discard
+	if logFile != nil {
+		defer logFile.Close()
+		out = logFile
+	}
+	for {
+		w.mu.Lock()
+		if w.closing {
+			w.mu.Unlock()
+			return
+		}
+		faults := w.faults
+		w.starts++
+		w.mu.Unlock()
+		fmt.Fprintf(out, "=== chaos: start worker %d at %s with ONCELEDGER_FAULTS=%q\n", slot, time.Now().Format(time.RFC3339Nano), faults)
+		p, err := startProc(fmt.Sprintf("worker-%d", slot), w.bin, w.args(slot), []string{"ONCELEDGER_FAULTS=" + faults}, out)
+		if err != nil {
+			w.logger.Error("start worker", "slot", slot, "error", err)
+		} else {
+			w.mu.Lock()
+			w.slots[slot] = p
+			w.mu.Unlock()
+			<-p.done
+			reason := p.exitReason()
+			fmt.Fprintf(out, "=== chaos: worker %d ended at %s: %s\n", slot, time.Now().Format(time.RFC3339Nano), reason)
+			w.mu.Lock()
+			if !w.closing {
+				w.exits[reason]++
+			}
+			w.mu.Unlock()
+		}
+		select {
+		case <-w.quit:
+			return
+		case <-time.After(w.restartDelay):
+		}
+	}
+}
+
+// signal sends sig to the worker in slot, if one is running.
+func (w *workerSet) signal(slot int, sig syscall.Signal) bool {
+	w.mu.Lock()
+	p := w.slots[slot]
+	w.mu.Unlock()
+	if p == nil || p.exited() {
+		return false
+	}
+	p.signal(sig)
+	return true
+}
+
+// ready waits until every slot runs a worker that answers /readyz.
+func (w *workerSet) ready(ctx context.Context) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	for i, addr := range w.addrs {
+		for {
+			resp, err := client.Get("http://" + addr + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("worker %d never became ready on %s: %w", i, addr, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func (w *workerSet) stats() (starts int, exits map[string]int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	exits = map[string]int{}
+	for k, v := range w.exits {
+		exits[k] = v
+	}
+	return w.starts, exits
+}
+
+// close stops every worker with SIGTERM (SIGKILL after grace) and stops
+// restarting them.
+func (w *workerSet) close(grace time.Duration) {
+	w.mu.Lock()
+	w.closing = true
+	slots := append([]*proc(nil), w.slots...)
+	w.mu.Unlock()
+	close(w.quit)
+	var wg sync.WaitGroup
+	for _, p := range slots {
+		if p != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.stop(syscall.SIGTERM, grace)
+			}()
+		}
+	}
+	wg.Wait()
+	w.wg.Wait()
+}
+
+// database is where the workers keep the books: a database of the suite's
+// own on DatabaseURL's server, or a throwaway cluster the suite may crash
+// and restart.
+type database struct {
+	url string
+
+	adminURL, name string // on DatabaseURL's server: dropped at close
+
+	dir     string // throwaway cluster
+	cluster *pgcluster.Cluster
+	logger  *slog.Logger
+}
+
+func openDatabase(ctx context.Context, serverURL, workDir string, logger *slog.Logger) (*database, error) {
+	if serverURL != "" {
+		name := "onceledger_chaos_" + randomHex(6)
+		d := &database{adminURL: serverURL, name: name, url: withDatabase(serverURL, name), logger: logger}
+		if err := d.admin(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
+	if _, err := pgcluster.Find(); err != nil {
+		return nil, fmt.Errorf("no DATABASE_URL and no PostgreSQL server binaries for a throwaway cluster: %w", err)
+	}
+	d := &database{dir: filepath.Join(workDir, "pg"), logger: logger}
+	// Not Fast: the suite crashes this server, and a result may only be sent
+	// once its commit is durable (synchronous_commit = on), as in production.
+	c, err := pgcluster.Start(ctx, pgcluster.Config{Dir: d.dir, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	d.cluster = c
+	d.adminURL = c.URL("postgres")
+	if err := d.admin(ctx, "CREATE DATABASE onceledger"); err != nil {
+		_ = c.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	d.url = c.URL("onceledger")
+	return d, nil
+}
+
+func (d *database) admin(ctx context.Context, sql string) error {
+	conn, err := pgx.Connect(ctx, d.adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", redact(d.adminURL), err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("%s: %w", sql, err)
+	}
+	return nil
+}
+
+func (d *database) canRestart() bool { return d.cluster != nil }
+
+// crash ends the server the way `pg_ctl stop -m immediate` does (SIGQUIT to
+// the postmaster: every backend exits at once, nothing is checkpointed),
+// keeps it down for down, and starts it again, which runs crash recovery.
+func (d *database) crash(ctx context.Context, down time.Duration) error {
+	if d.cluster == nil {
+		return errors.New("not a throwaway cluster")
+	}
+	data, err := os.ReadFile(filepath.Join(d.dir, "postmaster.pid"))
+	if err != nil {
+		return fmt.Errorf("read postmaster.pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(data), "\n", 2)[0]))
+	if err != nil || pid <= 0 {
+		return fmt.Errorf("postmaster.pid: no pid: %q", data)
+	}
+	if err := syscall.Kill(pid, syscall.SIGQUIT); err != nil {
+		return fmt.Errorf("SIGQUIT postmaster %d: %w", pid, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("postmaster %d still running 30s after SIGQUIT", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(down)
+	c, err := pgcluster.Start(ctx, pgcluster.Config{Dir: d.dir, Port: d.cluster.Port, Logger: d.logger})
+	if err != nil {
+		return fmt.Errorf("restart after crash: %w", err)
+	}
+	d.cluster = c
+	return nil
+}
+
+func (d *database) close(ctx context.Context) error {
+	if d.cluster != nil {
+		return d.cluster.Stop(ctx)
+	}
+	return d.admin(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.name}.Sanitize()+" WITH (FORCE)")
+}
+
+// withDatabase points a URL or keyword/value DSN at dbname.
+func withDatabase(dsn, dbname string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		u.Path, u.RawPath = "/"+dbname, ""
+		return u.String()
+	}
+	return strings.TrimSpace(dsn) + " dbname=" + dbname
+}
+
+func redact(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		return u.Redacted()
+	}
+	return "(keyword/value DSN)"
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+const (
+	workDirPrefix = "onceledger-chaos-"
+	ownerFile     = "owner.pid"
+)
+
+// newWorkDir creates a temporary work directory owned by this process.
+// Children die with the suite (Pdeathsig), but a throwaway Postgres is a
+// daemon: directories whose owner died without cleaning up are reaped
+// first, their cluster stopped.
+func newWorkDir(ctx context.Context, logger *slog.Logger) (string, error) {
+	reapOrphans(ctx, logger)
+	dir, err := os.MkdirTemp("", workDirPrefix)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+func reapOrphans(ctx context.Context, logger *slog.Logger) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), workDirPrefix+"*"))
+	for _, dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue // not a work dir, or one being created
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || pid <= 0 || pid == os.Getpid() || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue
+		}
+		pg := filepath.Join(dir, "pg")
+		if _, err := os.Stat(filepath.Join(pg, "postmaster.pid")); err == nil {
+			// Start adopts the running server, which gives a handle to stop it.
+			if c, err := pgcluster.Start(ctx, pgcluster.Config{Dir: pg}); err == nil {
+				_ = c.Stop(ctx)
+			}
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			logger.Warn("chaos: could not remove an orphaned work dir", "dir", dir, "error", err)
+		}
+	}
+}

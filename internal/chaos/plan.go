@@ -1,0 +1,362 @@
+package chaos
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/onceledger/onceledger/ledger"
+)
+
+// opKind is what a logical operation does.
+type opKind int
+
+const (
+	kindCompany        opKind = iota // company.create (setup)
+	kindEndpoint                     // webhook_endpoint.create (setup)
+	kindInvoice                      // invoice.create for a new order
+	kindDupInvoice                   // invoice.create for an order another key already used
+	kindPayment                      // payment.record, allocated to an invoice when one is known
+	kindCreditNote                   // credit_note.create of one unit of an invoice's first line
+	kindUnknownCompany               // invoice.create for a company that does not exist
+	kindMalformed                    // never valid: must end in the dead-letter stream
+)
+
+var kindNames = map[opKind]string{
+	kindCompany: "company.create", kindEndpoint: "webhook_endpoint.create", kindInvoice: "invoice",
+	kindDupInvoice: "invoice, business duplicate", kindPayment: "payment", kindCreditNote: "credit note",
+	kindUnknownCompany: "unknown company", kindMalformed: "malformed",
+}
+
+// mode is how the producer of an operation behaves.
+type mode int
+
+const (
+	modeOnce       mode = iota // publish once, wait for the reply, else ask the lookup
+	modeRetry                  // republish the same key and payload after a short wait, whatever came back
+	modeConcurrent             // publish several copies at once
+	modeChanged                // after the result, publish the same key with another payload
+)
+
+var modeNames = map[mode]string{modeOnce: "once", modeRetry: "retried", modeConcurrent: "concurrent copies", modeChanged: "changed payload"}
+
+// Malformed variants.
+const (
+	malNoKey          = "no Idempotency-Key"
+	malBadJSON        = "bad JSON"
+	malUnknownCommand = "unknown command"
+	malLongKey        = "key too long"
+)
+
+// op is one logical operation: one idempotency key (or, for malformed
+// messages, one message) and everything the suite saw happen to it.
+type op struct {
+	idx     int
+	kind    opKind
+	mode    mode
+	company string
+	command string
+	key     string
+	orderID string
+	pick    uint64 // seeded choice made at run time (which known invoice)
+	copies  int    // retries or concurrent copies
+	body    []byte // the first payload; payments and credit notes get it at run time
+	changed []byte // the other payload of modeChanged
+	variant string // malformed variant
+	marker  string // Chaos-Marker header of malformed and changed messages
+
+	mu              sync.Mutex
+	started         bool
+	accepted        bool // a message with the first payload is in the stream
+	changedAccepted bool
+	changedSkipped  bool
+	answers         []answer // to the first payload: replies and lookups, in arrival order
+	changedAnswers  []answer
+	notify          chan struct{}
+}
+
+// answer is one result the producer received.
+type answer struct {
+	raw    []byte
+	res    ledger.Result
+	lookup bool
+}
+
+// definitive reports whether a result is the key's outcome rather than a
+// "try again": in flight, a transient failure, or the lookup's "nothing
+// stored yet" (not_found without a command; a command's own not_found, such
+// as a credit note for a missing invoice, is an outcome).
+func definitive(r ledger.Result) bool {
+	if r.Error == nil {
+		return r.Status == ledger.StatusOK
+	}
+	switch r.Error.Code {
+	case ledger.CodeIdempotencyKeyInFlight, ledger.CodeInternal:
+		return false
+	case ledger.CodeNotFound:
+		return r.Command != ""
+	}
+	return true
+}
+
+func (o *op) firstDefinitive() (answer, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, a := range o.answers {
+		if definitive(a.res) {
+			return a, true
+		}
+	}
+	return answer{}, false
+}
+
+func (o *op) record(changed bool, a answer) {
+	o.mu.Lock()
+	if changed {
+		o.changedAnswers = append(o.changedAnswers, a)
+	} else {
+		o.answers = append(o.answers, a)
+	}
+	o.mu.Unlock()
+	select {
+	case o.notify <- struct{}{}:
+	default:
+	}
+}
+
+// planner draws the operations from the seed. Everything about an
+// operation that does not depend on what the system answered is fixed here.
+type planner struct {
+	rng       *rand.Rand
+	companies []string
+	invoices  map[string][]int // company → indexes of invoice operations
+	bodies    map[int][2][]byte
+}
+
+func companyIDs(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("co-%d", i+1)
+	}
+	return out
+}
+
+// plan returns the setup operations (company and endpoint per company) and
+// the n operations of the load phase.
+func plan(seed uint64, companies []string, n int, runID string) (setup, load []*op) {
+	p := &planner{rng: rand.New(rand.NewPCG(seed, 0x706c616e)), companies: companies, invoices: map[string][]int{}, bodies: map[int][2][]byte{}}
+	for _, c := range companies {
+		body, _ := json.Marshal(map[string]string{"name": "Chaos " + c + " UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"})
+		setup = append(setup, &op{kind: kindCompany, company: c, command: "company.create", key: "setup-company", body: body})
+		setup = append(setup, &op{kind: kindEndpoint, company: c, command: "webhook_endpoint.create", key: "setup-endpoint"})
+	}
+	for i := range n {
+		load = append(load, p.next(i, runID))
+	}
+	for i, o := range append(setup, load...) {
+		o.idx = i
+		o.notify = make(chan struct{}, 1)
+	}
+	return setup, load
+}
+
+func (p *planner) weighted(weights ...int) int {
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	x := p.rng.IntN(total)
+	for i, w := range weights {
+		if x < w {
+			return i
+		}
+		x -= w
+	}
+	return len(weights) - 1
+}
+
+func (p *planner) next(i int, runID string) *op {
+	o := &op{company: p.companies[p.rng.IntN(len(p.companies))], pick: p.rng.Uint64()}
+	o.key = fmt.Sprintf("k%06d-%08x", i, p.rng.Uint32())
+	kinds := []opKind{kindInvoice, kindDupInvoice, kindPayment, kindCreditNote, kindUnknownCompany, kindMalformed}
+	o.kind = kinds[p.weighted(56, 5, 14, 14, 2, 5)]
+	if o.kind == kindDupInvoice && len(p.invoices[o.company]) == 0 {
+		o.kind = kindInvoice
+	}
+	o.mode = []mode{modeOnce, modeRetry, modeConcurrent, modeChanged}[p.weighted(40, 30, 15, 15)]
+	o.copies = 1 + p.rng.IntN(3)
+	switch o.kind {
+	case kindInvoice, kindUnknownCompany:
+		o.command = "invoice.create"
+		o.orderID = fmt.Sprintf("order-%06d", i)
+		o.body, o.changed = p.invoice(o.orderID)
+		if o.kind == kindUnknownCompany {
+			o.company = fmt.Sprintf("ghost-%d", p.rng.IntN(3))
+		} else {
+			p.invoices[o.company] = append(p.invoices[o.company], i)
+			p.bodies[i] = [2][]byte{o.body, o.changed}
+		}
+	case kindDupInvoice:
+		// Same order and body as an earlier invoice, fresh key: the mistake
+		// of a producer that makes a new key per attempt.
+		o.command = "invoice.create"
+		list := p.invoices[o.company]
+		orig := list[p.rng.IntN(len(list))]
+		o.orderID = fmt.Sprintf("order-%06d", orig)
+		o.body, o.changed = p.bodies[orig][0], p.bodies[orig][1]
+	case kindPayment:
+		o.command = "payment.record"
+	case kindCreditNote:
+		o.command = "credit_note.create"
+	case kindMalformed:
+		o.mode = modeOnce
+		o.command = "invoice.create"
+		o.variant = []string{malNoKey, malBadJSON, malUnknownCommand, malLongKey}[p.rng.IntN(4)]
+		o.body, _ = p.invoice(fmt.Sprintf("order-%06d", i))
+		switch o.variant {
+		case malNoKey:
+			o.key = ""
+		case malBadJSON:
+			o.body = o.body[:len(o.body)/2]
+		case malUnknownCommand:
+			o.command = "invoice.frobnicate"
+		case malLongKey:
+			o.key = strings.Repeat("x", ledger.MaxKeyLength+1+p.rng.IntN(50))
+		}
+	}
+	if o.kind == kindMalformed || o.mode == modeChanged {
+		o.marker = fmt.Sprintf("%s-%d", runID, i)
+	}
+	return o
+}
+
+// invoice returns an invoice body for order and, for modeChanged, the same
+// invoice with one quantity changed.
+func (p *planner) invoice(order string) (body, changed []byte) {
+	currency := "EUR"
+	if p.rng.IntN(100) < 15 {
+		currency = "USD"
+	}
+	lines := []map[string]string{{
+		"description": "Consulting", "quantity": "10",
+		"unit_price": fmt.Sprintf("%d.%02d", 10+p.rng.IntN(90), p.rng.IntN(100)), "vat_rate": "21",
+	}}
+	if p.rng.IntN(2) == 0 {
+		lines = append(lines, map[string]string{"description": "Books", "quantity": fmt.Sprint(1 + p.rng.IntN(5)),
+			"unit_price": fmt.Sprintf("%d.50", 1+p.rng.IntN(20)), "vat_rate": "9"})
+	}
+	if p.rng.IntN(3) == 0 {
+		lines = append(lines, map[string]string{"description": "Export freight", "quantity": "1",
+			"unit_price": fmt.Sprintf("%d.00", 5+p.rng.IntN(50)), "vat_rate": "0"})
+	}
+	inv := map[string]any{
+		"order_id": order, "series": "INV", "currency": currency,
+		"customer":   map[string]string{"id": fmt.Sprintf("cust-%d", p.rng.IntN(10)), "name": "Pirkėjas UAB", "country": "LT"},
+		"issue_date": fmt.Sprintf("2026-12-%02d", 1+p.rng.IntN(15)), "due_date": "2027-01-15",
+		"lines": lines,
+	}
+	body, _ = json.Marshal(inv)
+	lines[0]["quantity"] = "11"
+	changed, _ = json.Marshal(inv)
+	return body, changed
+}
+
+// knownInvoice is an invoice a producer saw succeed: what payments and
+// credit notes refer to.
+type knownInvoice struct {
+	id, customer, currency string
+}
+
+// runtimeBody builds the body of a payment or credit note against one of
+// the invoices known so far (by the op's seeded pick), or against none.
+func runtimeBody(o *op, known []knownInvoice) (body, changed []byte) {
+	var inv *knownInvoice
+	if len(known) > 0 {
+		inv = &known[o.pick%uint64(len(known))]
+	}
+	switch o.kind {
+	case kindPayment:
+		pay := map[string]any{
+			"payment_ref": "pay-" + o.key, "customer_id": "cust-walk-in", "received_on": "2026-12-21",
+			"method": "bank", "currency": "EUR", "amount": "1.00",
+		}
+		if inv != nil {
+			pay["customer_id"], pay["currency"] = inv.customer, inv.currency
+			pay["allocations"] = []map[string]string{{"invoice_id": inv.id, "amount": "1.00"}}
+		}
+		body, _ = json.Marshal(pay)
+		pay["amount"] = "2.00"
+		changed, _ = json.Marshal(pay)
+	case kindCreditNote:
+		id := "00000000-0000-7000-8000-000000000000" // no invoice known yet: a not_found business error
+		if inv != nil {
+			id = inv.id
+		}
+		cn := map[string]any{
+			"invoice_id": id, "series": "CN", "issue_date": "2026-12-20", "reason": "Returned one unit",
+			"lines": []map[string]any{{"line": 1, "quantity": "1"}},
+		}
+		body, _ = json.Marshal(cn)
+		cn["reason"] = "Returned one unit, damaged"
+		changed, _ = json.Marshal(cn)
+	}
+	return body, changed
+}
+
+// faultKind is a fault the scheduler injects.
+type faultKind string
+
+const (
+	faultKill         faultKind = "worker SIGKILL"
+	faultTerm         faultKind = "worker SIGTERM"
+	faultNATSRestart  faultKind = "NATS SIGTERM+restart"
+	faultNATSKill     faultKind = "NATS SIGKILL+restart"
+	faultPGCrash      faultKind = "Postgres crash+restart"
+	faultPauseReceive faultKind = "receiver pause"
+)
+
+// fault is one scheduled fault.
+type fault struct {
+	at     time.Duration // from the start of the load phase
+	kind   faultKind
+	worker int
+	hold   time.Duration // downtime or pause
+}
+
+// schedule draws n faults over the fault window from the seed. Postgres
+// crashes are only drawn when the suite may restart the server.
+func schedule(seed uint64, n, workers int, window time.Duration, pgRestart bool) []fault {
+	rng := rand.New(rand.NewPCG(seed, 0x6661756c74))
+	kinds := []faultKind{faultKill, faultTerm, faultNATSRestart, faultNATSKill, faultPGCrash, faultPauseReceive}
+	weights := []int{48, 14, 6, 6, 14, 12}
+	if !pgRestart {
+		weights[4] = 0
+	}
+	p := &planner{rng: rng}
+	out := make([]fault, n)
+	const lead = 3 * time.Second
+	if window < 2*lead {
+		window = 2 * lead
+	}
+	for i := range out {
+		f := fault{
+			at:     lead + time.Duration(rng.Int64N(int64(window-lead))),
+			kind:   kinds[p.weighted(weights...)],
+			worker: rng.IntN(workers),
+		}
+		switch f.kind {
+		case faultNATSRestart, faultNATSKill, faultPGCrash:
+			f.hold = time.Duration(300+rng.IntN(2700)) * time.Millisecond
+		case faultPauseReceive:
+			f.hold = time.Duration(2000+rng.IntN(6000)) * time.Millisecond
+		}
+		out[i] = f
+	}
+	slices.SortFunc(out, func(a, b fault) int { return cmp.Compare(a.at, b.at) })
+	return out
+}
