@@ -106,11 +106,8 @@ func adminKey(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	key := fs.String("key", "", "idempotency key (required)")
 	format := fs.String("format", "text", "text or json")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), adminUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	switch {
 	case fs.NArg() > 0:

@@ -44,11 +44,8 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	grace := fs.Duration("grace", time.Minute, "clock skew and commit delay tolerated when comparing times of different transactions")
 	maxViolations := fs.Int("max-violations", 100, "violations listed per check (all are counted)")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), auditUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	switch {
 	case fs.NArg() > 0:

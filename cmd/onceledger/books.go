@@ -77,11 +77,8 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(fs.Output(), "%s\nFlags of %s:\n", booksUsage, name)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	switch {
 	case fs.NArg() > 0:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,11 +38,8 @@ Data survives restarts; delete -data-dir to start over.
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	if s.HTTPAddr == ":8080" && os.Getenv("ONCELEDGER_HTTP_ADDR") == "" {
 		s.HTTPAddr = "127.0.0.1:8080"

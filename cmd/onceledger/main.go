@@ -15,6 +15,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -112,3 +113,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 type exitError struct{ code int }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// parseFlags parses args into fs. help is true when -h was asked for (the
+// usage was printed; the command ends successfully); a bad flag is a usage
+// error.
+func parseFlags(fs *flag.FlagSet, args []string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return false, &usageError{err.Error()}
+	}
+	return false, nil
+}

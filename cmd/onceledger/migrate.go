@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,11 +18,8 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(fs.Output(), "Usage: onceledger migrate [flags]\n\nApplies pending migrations, each in its own transaction. Re-running is a no-op.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	if *dsn == "" {
 		return &usageError{"DATABASE_URL (or -database-url) is required"}

@@ -35,11 +35,8 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 		fmt.Fprintf(fs.Output(), "Usage: onceledger run [flags]\n\nRuns the worker: consumes commands, relays events, answers result lookups.\n\nFlags (each also read from the environment variable named):\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	if err := s.validate(true); err != nil {
 		return err
@@ -239,11 +236,8 @@ func cmdHealthcheck(ctx context.Context, args []string, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	addr := fs.String("http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "the worker's health address (env ONCELEDGER_HTTP_ADDR)")
 	path := fs.String("path", "/healthz", "endpoint to probe: /healthz or /readyz")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	host, port, err := net.SplitHostPort(*addr)
 	if err != nil {

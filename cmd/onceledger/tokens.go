@@ -64,11 +64,8 @@ func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(fs.Output(), "%s\nFlags of %s:\n", tokensUsage, verb)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	switch {
 	case fs.NArg() > 0:

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -52,11 +51,8 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	since := fs.String("since", "", "replay failed deliveries created since (RFC 3339 or a duration such as 72h)")
 	format := fs.String("format", "text", "text or json")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), webhooksUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &usageError{err.Error()}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	if *dsn == "" {
 		return &usageError{"DATABASE_URL (or -database-url) is required"}
