@@ -101,15 +101,17 @@ func TestWebhooksEndToEnd(t *testing.T) {
 
 	failing.Store(true)
 	publish("invoice.create", "inv-2", strings.Replace(invoice, "%s", "o-2", 1))
-	eventually(t, "a failed attempt", func() bool { return requests.Load() >= 2 })
-	failing.Store(false)
-	code, out, errOut := invoke(ctx, "", "webhooks", "deliveries", "-database-url", dsn, "-endpoint", ep.EndpointID, "-format", "json")
+	// The failure is recorded once the dispatcher has read the answer.
 	var deliveries []webhooks.Delivery
-	if code != 0 || json.Unmarshal([]byte(out), &deliveries) != nil || len(deliveries) != 2 {
-		t.Fatalf("deliveries: exit %d %s %s", code, out, errOut)
-	}
+	eventually(t, "a recorded failed attempt", func() bool {
+		code, out, _ := invoke(ctx, "", "webhooks", "deliveries", "-database-url", dsn, "-endpoint", ep.EndpointID, "-format", "json")
+		deliveries = nil
+		return code == 0 && json.Unmarshal([]byte(out), &deliveries) == nil && len(deliveries) == 2 &&
+			deliveries[0].LastStatus != nil && *deliveries[0].LastStatus == 503
+	})
+	failing.Store(false)
 	failed := deliveries[0] // newest first
-	if failed.Status != "pending" || failed.LastStatus == nil || *failed.LastStatus != 503 {
+	if failed.Status != "pending" {
 		t.Fatalf("the failing delivery: %+v", failed)
 	}
 	// The schedule would wait 5 s; an operator replays it now.
@@ -117,7 +119,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 		t.Fatalf("replay: %s%s", out, errOut)
 	}
 	eventually(t, "the second invoice applied after the replay", func() bool { return applied() == 2 })
-	code, out, _ = invoke(ctx, "", "webhooks", "attempts", "-database-url", dsn, "-delivery", failed.ID.String())
+	code, out, _ := invoke(ctx, "", "webhooks", "attempts", "-database-url", dsn, "-delivery", failed.ID.String())
 	if code != 0 || !strings.Contains(out, "503") || !strings.Contains(out, "204") {
 		t.Fatalf("attempt log:\n%s", out)
 	}
