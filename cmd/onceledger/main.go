@@ -54,6 +54,7 @@ Usage:
   onceledger audit       check the books, the inbox, the outbox and webhooks for violations
   onceledger admin       inspect idempotency keys; list, show and replay dead letters
   onceledger tokens      create, list and revoke API tokens of the HTTP API
+  onceledger bench       measure throughput and latency end to end against real servers
 
 Run "onceledger <command> -h" for the options of a command.
 `
@@ -85,6 +86,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdAdmin(ctx, args[1:], stdout, stderr)
 	case "tokens":
 		err = cmdTokens(ctx, args[1:], stdout, stderr)
+	case "bench":
+		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -83,8 +83,8 @@ func TestChaos(t *testing.T) {
 func TestChaosCatchesAckBeforeCommit(t *testing.T) {
 	t.Parallel()
 	cfg := config(t)
-	cfg.WorkerFaults = "ack_before_commit=0.03"
-	cfg.Commands, cfg.Rate = 300, 40
+	cfg.WorkerFaults = "ack_before_commit=0.05"
+	cfg.Commands, cfg.Rate = 600, 60
 	cfg.Faults = -1
 	cfg.ReceiverFailure = -1
 	cfg.ResultWait = 10 * time.Second

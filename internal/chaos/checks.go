@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -141,6 +142,7 @@ func keyChecks(ctx context.Context, rep *Report, g *generator, ops []*op, inbox 
 		row inboxRow
 	}
 	var finals []final
+	var lost []*op
 	notAccepted := int64(0)
 	for _, o := range ops {
 		if o.kind == kindMalformed {
@@ -165,7 +167,7 @@ func keyChecks(ctx context.Context, rep *Report, g *generator, ops []*op, inbox 
 		firstAns, answered := o.firstDefinitive()
 		switch {
 		case !stored && accepted:
-			executed.violate("key %s/%s (%s, %s) is in the command stream but was never executed: no stored result", o.company, o.key, o.command, modeNames[o.mode])
+			lost = append(lost, o)
 			continue
 		case !stored && answered:
 			executed.violate("key %s/%s was answered %s but nothing is stored: the answer came before a commit that never happened", o.company, o.key, firstAns.raw)
@@ -186,6 +188,16 @@ func keyChecks(ctx context.Context, rep *Report, g *generator, ops []*op, inbox 
 		finals = append(finals, final{o, row})
 	}
 	rep.count("keys never accepted by JetStream (publish failed throughout)", notAccepted)
+	if len(lost) > 0 {
+		where, err := locateCommands(ctx, g.js)
+		if err != nil {
+			return err
+		}
+		for _, o := range lost {
+			executed.violate("key %s/%s (%s, %s) was accepted by JetStream but never executed: no stored result; %s",
+				o.company, o.key, o.command, modeNames[o.mode], where.describe(companyKey{o.company, o.key}, ""))
+		}
+	}
 
 	// Changed payloads: refused, and so dead-lettered (checked with the
 	// dead letters).
@@ -544,6 +556,7 @@ func deadLetterChecks(ctx context.Context, rep *Report, js jetstream.JetStream, 
 	for _, u := range unmarked {
 		ch.violate("a command that should have been executed was dead-lettered: %s", u)
 	}
+	var missing []func(*commandIndex)
 	for _, o := range ops {
 		o.mu.Lock()
 		accepted, changedAccepted := o.accepted, o.changedAccepted
@@ -552,7 +565,9 @@ func deadLetterChecks(ctx context.Context, rep *Report, js jetstream.JetStream, 
 		case o.kind == kindMalformed && accepted:
 			ch.examined(1)
 			if _, ok := markers[o.marker]; !ok {
-				ch.violate("malformed message %s (%s) is not in LEDGER_DLQ", o.marker, o.variant)
+				missing = append(missing, func(w *commandIndex) {
+					ch.violate("malformed message %s (%s) is not in LEDGER_DLQ; %s", o.marker, o.variant, w.describe(companyKey{}, o.marker))
+				})
 			}
 			if o.key != "" {
 				if _, ok := inbox[companyKey{o.company, o.key}]; ok {
@@ -564,14 +579,71 @@ func deadLetterChecks(ctx context.Context, rep *Report, js jetstream.JetStream, 
 			code, ok := markers[o.marker]
 			switch {
 			case !ok:
-				ch.violate("the changed payload of key %s/%s is not in LEDGER_DLQ", o.company, o.key)
+				missing = append(missing, func(w *commandIndex) {
+					ch.violate("the changed payload of key %s/%s is not in LEDGER_DLQ; %s", o.company, o.key, w.describe(companyKey{}, o.marker))
+				})
 			case code != string(ledger.CodeIdempotencyKeyReused):
 				ch.violate("the changed payload of key %s/%s was dead-lettered as %s, want %s", o.company, o.key, code, ledger.CodeIdempotencyKeyReused)
 			}
 		}
 	}
+	if len(missing) > 0 {
+		where, err := locateCommands(ctx, js)
+		if err != nil {
+			return err
+		}
+		for _, f := range missing {
+			f(where)
+		}
+	}
 	rep.add(ch)
 	return nil
+}
+
+// commandIndex says where messages are in the command stream, to tell a
+// message JetStream lost from one the workers never finished.
+type commandIndex struct {
+	byKey    map[companyKey][]uint64
+	byMarker map[string][]uint64
+	ackFloor uint64
+}
+
+func locateCommands(ctx context.Context, js jetstream.JetStream) (*commandIndex, error) {
+	w := &commandIndex{byKey: map[companyKey][]uint64{}, byMarker: map[string][]uint64{}}
+	_, err := readStream(ctx, js, "LEDGER_CMD", func(m jetstream.Msg) {
+		md, err := m.Metadata()
+		if err != nil {
+			return
+		}
+		company, _, _ := strings.Cut(strings.TrimPrefix(m.Subject(), ledger.CommandSubjectPrefix), ".")
+		if key := m.Headers().Get(ledger.HeaderIdempotencyKey); key != "" {
+			k := companyKey{company, key}
+			w.byKey[k] = append(w.byKey[k], md.Sequence.Stream)
+		}
+		if mk := m.Headers().Get(HeaderMarker); mk != "" {
+			w.byMarker[mk] = append(w.byMarker[mk], md.Sequence.Stream)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cons, err := js.Consumer(ctx, "LEDGER_CMD", "onceledger"); err == nil {
+		if info, err := cons.Info(ctx); err == nil {
+			w.ackFloor = info.AckFloor.Stream
+		}
+	}
+	return w, nil
+}
+
+func (w *commandIndex) describe(k companyKey, marker string) string {
+	seqs := w.byKey[k]
+	if marker != "" {
+		seqs = w.byMarker[marker]
+	}
+	if len(seqs) == 0 {
+		return "its message is not in LEDGER_CMD: JetStream lost a message it had acknowledged"
+	}
+	return fmt.Sprintf("its message is in LEDGER_CMD at stream sequence %v (the consumer's ack floor is %d): a worker settled it without executing it", seqs, w.ackFloor)
 }
 
 // eventChecks: every event is relayed to LEDGER_EVT under its ID with its

@@ -23,7 +23,7 @@ type Config struct {
 	// one derived from the clock, printed in the report.
 	Seed uint64
 	// Commands is how many logical operations (idempotency keys) the
-	// generator runs, not counting retries. Defaults to 1500.
+	// generator runs, not counting retries. Defaults to 1200.
 	Commands int
 	// Rate is how many operations start per second. Defaults to 60.
 	Rate float64
@@ -67,7 +67,7 @@ type Config struct {
 
 	// ResultWait is how long a producer waits for its command's result
 	// (reply, then lookups) before it leaves the key to the checks, which
-	// ask again once the system has settled. Defaults to 25s.
+	// ask again once the system has settled. Defaults to 15s.
 	ResultWait time.Duration
 	// LoadTimeout bounds the load phase beyond its planned length
 	// (Commands/Rate). Defaults to 2 minutes.
@@ -88,7 +88,7 @@ func (c *Config) setDefaults() {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
 	if c.Commands == 0 {
-		c.Commands = 1500
+		c.Commands = 1200
 	}
 	if c.Rate == 0 {
 		c.Rate = 60
@@ -115,7 +115,7 @@ func (c *Config) setDefaults() {
 		c.ReceiverFailure = 0.1
 	}
 	if c.ResultWait == 0 {
-		c.ResultWait = 25 * time.Second
+		c.ResultWait = 15 * time.Second
 	}
 	if c.LoadTimeout == 0 {
 		c.LoadTimeout = 2 * time.Minute

@@ -41,7 +41,7 @@
 // client does; everything they receive is recorded.
 //
 // Meanwhile Config.Faults faults strike at seeded times: SIGKILL or SIGTERM
-// of a worker, a NATS restart, a Postgres crash (SIGQUIT to the postmaster,
+// of a worker, a NATS restart (SIGTERM, or SIGKILL), a Postgres crash (SIGQUIT to the postmaster,
 // as `pg_ctl stop -m immediate`; only with the throwaway cluster — the
 // suite never restarts a server it did not start, and says so in the
 // report), and a paused receiver. The workers' compiled-in fault points
@@ -94,10 +94,17 @@
 //
 // Power loss and disk corruption (processes are killed, machines are not:
 // the kernel's page cache survives, so JetStream's and Postgres' fsync
-// policies are not exercised), network partitions between live processes,
-// clock skew, and a JetStream cluster (one server, R1 streams). NATS is
-// restarted cleanly, not killed: JetStream acknowledges a publish before it
-// is fsynced, and a SIGKILLed server can lose acknowledged messages, which
-// the suite would report as lost commands that are not onceledger's to
-// keep (see README, Durability).
+// policies are not exercised; a killed NATS server keeps what it
+// acknowledged because its file store writes each message before the
+// acknowledgement, but does not fsync it), network partitions between live
+// processes, clock skew, and a JetStream cluster (one server, R1 streams).
+//
+// # Cleaning up
+//
+// Every process runs in a process group of its own and dies with the suite
+// (Pdeathsig); Run stops them, stops the throwaway cluster and removes the
+// work directory when it returns, also on failure. A suite killed outright
+// leaves its throwaway cluster running: the next run stops it and removes
+// its directory. A database it created on DATABASE_URL's server is then
+// left behind (onceledger_chaos_<random>).
 package chaos

@@ -38,7 +38,7 @@ type generator struct {
 	known map[string][]knownInvoice
 
 	publishes, acks, dupAcks, pubErrors, replies, badReplies, lookups atomic.Int64
-	started, skipped                                               atomic.Int64
+	started, skipped                                                  atomic.Int64
 }
 
 func newGenerator(natsURL, runID string, ops []*op, logger *slog.Logger) (*generator, error) {
@@ -330,13 +330,13 @@ func (g *generator) setup(ctx context.Context, ops []*op, rcv *receiver) error {
 		}
 		// A careful producer: without a result it publishes again under the
 		// same key, so setup gets through even a worker that loses commands.
-		g.runOp(ctx, o, 20*time.Second)
+		g.runOp(ctx, o, 8*time.Second)
 		for ctx.Err() == nil {
 			if _, ok := o.firstDefinitive(); ok {
 				break
 			}
-			g.publishFirst(ctx, o, false, time.Now().Add(20*time.Second))
-			g.await(ctx, o, 5*time.Second, time.Now().Add(20*time.Second))
+			g.publishFirst(ctx, o, false, time.Now().Add(8*time.Second))
+			g.await(ctx, o, 3*time.Second, time.Now().Add(8*time.Second))
 		}
 		a, ok := o.firstDefinitive()
 		if !ok || a.res.Status != ledger.StatusOK {

@@ -146,7 +146,12 @@ func (w *workerSet) supervise(slot int) {
 		} else {
 			w.mu.Lock()
 			w.slots[slot] = p
+			closing := w.closing
 			w.mu.Unlock()
+			if closing {
+				// Started while close was taking its snapshot of the slots.
+				p.stop(syscall.SIGTERM, workerShutdownTimeout+5*time.Second)
+			}
 			<-p.done
 			reason := p.exitReason()
 			fmt.Fprintf(out, "=== chaos: worker %d ended at %s: %s\n", slot, time.Now().Format(time.RFC3339Nano), reason)

@@ -58,7 +58,7 @@ func (c *Config) flags() string {
 	} else {
 		s += fmt.Sprintf(" -crash-after-commit %g -crash-before-commit %g", max(c.CrashAfterCommit, 0), max(c.CrashBeforeCommit, 0))
 	}
-	return s + fmt.Sprintf(" -receiver-failure %g", max(c.ReceiverFailure, 0))
+	return s + fmt.Sprintf(" -receiver-failure %g -result-wait %s -settle-timeout %s", max(c.ReceiverFailure, 0), c.ResultWait, c.SettleTimeout)
 }
 
 type runner struct {

@@ -34,7 +34,7 @@ func run() int {
 	var cfg chaos.Config
 	long := flag.Bool("long", false, "the long configuration: 60000 commands at 100/s, 60 faults, 8 companies, about 15 minutes (flags given explicitly still win)")
 	flag.Uint64Var(&cfg.Seed, "seed", 0, "seed of the commands and the fault schedule (default: from the clock)")
-	flag.IntVar(&cfg.Commands, "commands", 0, "logical operations (idempotency keys) to run (default 1500)")
+	flag.IntVar(&cfg.Commands, "commands", 0, "logical operations (idempotency keys) to run (default 1200)")
 	flag.Float64Var(&cfg.Rate, "rate", 0, "operations started per second (default 60)")
 	flag.IntVar(&cfg.Producers, "producers", 0, "operations in flight at most (default 48)")
 	flag.IntVar(&cfg.Companies, "companies", 0, "companies (default 4)")
@@ -44,7 +44,7 @@ func run() int {
 	flag.Float64Var(&cfg.CrashBeforeCommit, "crash-before-commit", 0, "per-batch probability of the before_commit fault point (default 0.0008; negative: off)")
 	flag.StringVar(&cfg.WorkerFaults, "worker-faults", "", "ONCELEDGER_FAULTS for the workers instead, e.g. ack_before_commit=0.03 (a broken build the suite must catch)")
 	flag.Float64Var(&cfg.ReceiverFailure, "receiver-failure", 0, "probability that the webhook receiver fails an attempt (default 0.1; negative: never)")
-	flag.DurationVar(&cfg.ResultWait, "result-wait", 0, "how long a producer waits for a result (default 25s)")
+	flag.DurationVar(&cfg.ResultWait, "result-wait", 0, "how long a producer waits for a result (default 15s)")
 	flag.DurationVar(&cfg.SettleTimeout, "settle-timeout", 0, "how long the system may take to drain after the load (default 2m)")
 	flag.StringVar(&cfg.DatabaseURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL server to create the suite's database on (env DATABASE_URL); empty: a throwaway cluster")
 	flag.StringVar(&cfg.WorkDir, "work-dir", "", "directory for the processes' data and logs, kept afterwards (default: a temporary one, removed)")
@@ -70,6 +70,7 @@ func run() int {
 		preset("crash-after-commit", func() { cfg.CrashAfterCommit = 0.0003 })
 		preset("crash-before-commit", func() { cfg.CrashBeforeCommit = 0.0002 })
 		preset("settle-timeout", func() { cfg.SettleTimeout = 5 * time.Minute })
+		preset("result-wait", func() { cfg.ResultWait = 25 * time.Second })
 	}
 	cfg.Progress = os.Stderr
 	if *verbose {

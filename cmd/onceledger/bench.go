@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/onceledger/onceledger/internal/bench"
+)
+
+func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dsn := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL server to create (and drop) the run's database on (env DATABASE_URL); empty starts a throwaway local cluster with durable settings")
+	full := fs.Bool("full", false, "the full run: 25,000 commands per peak, 60s paced, 1,000,000 prefilled inbox keys (other flags still win)")
+	commands := fs.Int("commands", 10000, "invoice.create commands per peak phase")
+	refCommands := fs.Int("reference-commands", 0, "commands of the reference path's peak phase (default: -commands)")
+	paced := fs.Duration("paced", 30*time.Second, "how long the latency phase publishes; 0 skips it")
+	pacedRate := fs.Float64("paced-rate", 0, "commands/s of the latency phase (default: half the group-commit peak)")
+	prefill := fs.Int("prefill", 0, "inbox keys written before the group-commit peak is measured again; 0 skips that phase")
+	companies := fs.Int("companies", 10, "companies the commands are spread over")
+	concurrency := fs.Int("concurrency", 256, "the worker's commands in flight")
+	batchMax := fs.Int("batch-max", 64, "group commit: most commands per transaction")
+	batchParallel := fs.Int("batch-parallel", 4, "group commit: transactions at once")
+	natsSync := fs.String("nats-sync", "default", "JetStream fsync: default (every 2 minutes) or always")
+	stall := fs.Duration("stall", time.Minute, "fail a phase that makes no progress for this long")
+	format := fs.String("format", "text", "report format: text or json")
+	logLevel := fs.String("log-level", "warn", "the worker's log level (logs go to stderr)")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (worker, NATS, load generator) over the whole run to this file")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: onceledger bench [flags]
+
+Measures invoice.create (3 lines, spread over 10 companies) end to end
+against real servers on 127.0.0.1: a database of its own on the server of
+DATABASE_URL (or a throwaway cluster), an embedded NATS JetStream server,
+and the worker (consumer, outbox relay, webhook dispatcher) in this process.
+
+Phases: peak throughput with group commit; peak throughput through the
+reference path (one transaction and one synchronous ack per command);
+publish→result and commit→webhook latency at half the group-commit peak;
+with -prefill, peak throughput just before and after writing that many
+keys to the inbox.
+Each figure is printed next to its target. The defaults take 2–3 minutes;
+-full takes about 10.
+
+`)
+		fs.PrintDefaults()
+	}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *full {
+		if !set["commands"] {
+			*commands = 25000
+		}
+		if !set["paced"] {
+			*paced = time.Minute
+		}
+		if !set["prefill"] {
+			*prefill = 1_000_000
+		}
+	}
+	for name, v := range map[string]int{"commands": *commands, "companies": *companies, "concurrency": *concurrency, "batch-max": *batchMax, "batch-parallel": *batchParallel} {
+		if v < 1 {
+			return &usageError{fmt.Sprintf("-%s %d: at least 1", name, v)}
+		}
+	}
+	if *format != "text" && *format != "json" {
+		return &usageError{fmt.Sprintf("-format %q: use text or json", *format)}
+	}
+	if *natsSync != "default" && *natsSync != "always" {
+		return &usageError{fmt.Sprintf("-nats-sync %q: use default or always", *natsSync)}
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		return &usageError{fmt.Sprintf("-log-level %q: use debug, info, warn or error", *logLevel)}
+	}
+	if *paced == 0 {
+		*paced = -1 // bench.Config: negative skips, zero means the default
+	}
+	cfg := bench.Config{
+		DatabaseURL:       *dsn,
+		Companies:         *companies,
+		Commands:          *commands,
+		ReferenceCommands: *refCommands,
+		Paced:             *paced,
+		PacedRate:         *pacedRate,
+		Prefill:           *prefill,
+		Concurrency:       *concurrency,
+		NATSSyncAlways:    *natsSync == "always",
+		Stall:             *stall,
+		Logger:            slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})),
+		Progress:          stderr,
+	}
+	cfg.GroupCommit.MaxSize, cfg.GroupCommit.Parallel = *batchMax, *batchParallel
+	if *quiet {
+		cfg.Progress = io.Discard
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rep, err := bench.Run(ctx, cfg)
+	if rep != nil {
+		rep.Invocation = benchInvocation(args)
+		var werr error
+		if *format == "json" {
+			werr = rep.WriteJSON(stdout)
+		} else {
+			werr = rep.WriteText(stdout)
+		}
+		err = errors.Join(err, werr)
+	}
+	if errors.Is(err, bench.ErrConfig) {
+		return &usageError{err.Error()}
+	}
+	return err
+}
+
+// benchInvocation is the command line for the report, without a password.
+func benchInvocation(args []string) string {
+	out := []string{"onceledger", "bench"}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-database-url" || a == "--database-url":
+			out = append(out, a)
+			if i+1 < len(args) {
+				i++
+				out = append(out, redact(args[i]))
+			}
+		case strings.HasPrefix(a, "-database-url=") || strings.HasPrefix(a, "--database-url="):
+			name, value, _ := strings.Cut(a, "=")
+			out = append(out, name+"="+redact(value))
+		default:
+			out = append(out, a)
+		}
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBenchUsageErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"bench", "-format", "yaml"},
+		{"bench", "-nats-sync", "sometimes"},
+		{"bench", "-commands", "0"},
+		{"bench", "-companies", "0"},
+		{"bench", "extra"},
+	} {
+		if code, _, errOut := invoke(ctx, "", args...); code != 2 || !strings.HasPrefix(errOut, "onceledger bench: ") {
+			t.Errorf("%v: exit %d, want 2: %s", args, code, errOut)
+		}
+	}
+	if code, out, errOut := invoke(ctx, "", "bench", "-h"); code != 0 || out != "" || !strings.Contains(errOut, "-prefill") {
+		t.Errorf("bench -h: exit %d: %s", code, errOut)
+	}
+}
+
+// A tiny run through the CLI: the JSON report is whole and every command
+// became exactly one invoice. How fast is not tested.
+func TestBenchReportsJSON(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := []string{"bench", "-commands", "100", "-paced", "1s", "-format", "json", "-quiet"}
+	if dsn := os.Getenv("DATABASE_URL"); dsn != "" {
+		args = append(args, "-database-url", dsn)
+	}
+	code, out, errOut := invoke(ctx, "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	var rep struct {
+		Invocation   string `json:"invocation"`
+		CommandsSent int    `json:"commands_sent"`
+		Invoices     int    `json:"invoices"`
+		Phases       []struct {
+			Name string  `json:"name"`
+			Rate float64 `json:"commands_per_second"`
+		} `json:"phases"`
+		Figures []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+		} `json:"figures"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out)
+	}
+	if len(rep.Phases) != 3 || rep.CommandsSent < 200 || rep.Invoices != rep.CommandsSent || len(rep.Figures) == 0 {
+		t.Fatalf("report: %+v", rep)
+	}
+	for _, p := range rep.Phases {
+		if p.Rate <= 0 {
+			t.Errorf("phase %s: %g commands/s", p.Name, p.Rate)
+		}
+	}
+	if !strings.HasPrefix(rep.Invocation, "onceledger bench -commands 100") {
+		t.Errorf("invocation %q", rep.Invocation)
+	}
+}

@@ -1,0 +1,150 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/bench"
+)
+
+// TestRunProducesAReport runs every phase with tiny sizes. It checks that
+// the code path works and the report is whole, not how fast anything is:
+// timing targets belong to the benchmark, not to tests.
+func TestRunProducesAReport(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const commands = 300
+	rep, err := bench.Run(ctx, bench.Config{
+		DatabaseURL:       os.Getenv("DATABASE_URL"),
+		Commands:          commands,
+		ReferenceCommands: commands,
+		Paced:             2 * time.Second,
+		Prefill:           2000,
+		Stall:             30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	names := []string{bench.PhaseGroupCommit, bench.PhaseReference, bench.PhasePaced, bench.PhaseBaseline, bench.PhasePrefilled}
+	if len(rep.Phases) != len(names) {
+		t.Fatalf("%d phases, want %d: %+v", len(rep.Phases), len(names), rep.Phases)
+	}
+	sent := 0
+	for i, p := range rep.Phases {
+		if p.Name != names[i] {
+			t.Errorf("phase %d is %q, want %q", i, p.Name, names[i])
+		}
+		if p.Commands <= 0 || p.Seconds <= 0 || p.Rate <= 0 {
+			t.Errorf("%s: commands %d, seconds %g, rate %g; want all positive", p.Name, p.Commands, p.Seconds, p.Rate)
+		}
+		if p.Batches.Transactions <= 0 || p.Batches.MeanCommands < 1 {
+			t.Errorf("%s: %d transactions of %g commands on average", p.Name, p.Batches.Transactions, p.Batches.MeanCommands)
+		}
+		if p.RSS.Start <= 0 || p.RSS.Max < p.RSS.Start || p.RSS.Max < p.RSS.End {
+			t.Errorf("%s: RSS %+v", p.Name, p.RSS)
+		}
+		sent += p.Commands
+	}
+	if ref := rep.Phase(bench.PhaseReference); ref.Batches.MeanCommands != 1 {
+		t.Errorf("reference path ran %g commands per transaction, want 1", ref.Batches.MeanCommands)
+	}
+	paced := rep.Phase(bench.PhasePaced)
+	// The warm-up leaves out the first quarter of a 2 s phase.
+	if l := paced.Latency; l == nil || l.Count < paced.Commands/2 || l.Count > paced.Commands || l.P50 <= 0 || l.P99 < l.P50 || l.Max < l.P99 {
+		t.Errorf("publish→result latency %+v for %d commands", l, paced.Commands)
+	}
+	if l := paced.Webhook; l == nil || l.Count < paced.Commands/2 || l.Count > paced.Commands || l.P50 <= 0 {
+		t.Errorf("commit→webhook latency %+v for %d commands", l, paced.Commands)
+	}
+	if pre := rep.Phase(bench.PhasePrefilled); pre.InboxKeys < 2000 {
+		t.Errorf("prefilled phase started with %d inbox keys", pre.InboxKeys)
+	}
+	if rep.CommandsSent != sent || rep.Invoices != int64(sent) {
+		t.Errorf("%d commands in the phases, %d sent, %d invoices: want all equal", sent, rep.CommandsSent, rep.Invoices)
+	}
+	if !rep.Durability.DurableCommits {
+		t.Logf("the Postgres under test does not commit durably: %+v", rep.Durability)
+	}
+	if rep.Machine.CPUs <= 0 || rep.Machine.Postgres == "" || rep.Machine.NATS == "" {
+		t.Errorf("machine %+v", rep.Machine)
+	}
+
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Figures", "group commit ÷ reference", "publish→result p99", "commit→webhook delivery p99", "inbox keys ÷ at", "worker RSS", "fsync=", "JetStream"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+	for _, f := range rep.Figures {
+		if f.Target != "" && f.Status != "PASS" && f.Status != "MISS" {
+			t.Errorf("figure %q has target %q but status %q", f.Name, f.Target, f.Status)
+		}
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back bench.Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Figures) != len(rep.Figures) || back.Invoices != rep.Invoices {
+		t.Errorf("JSON report does not round-trip: %s", js.String())
+	}
+}
+
+func TestConfigIsValidated(t *testing.T) {
+	t.Parallel()
+	_, err := bench.Run(context.Background(), bench.Config{Commands: -1, Companies: 5000})
+	if err == nil || !strings.Contains(err.Error(), "commands -1") || !strings.Contains(err.Error(), "companies 5000") {
+		t.Fatalf("Run with a bad config: %v", err)
+	}
+}
+
+// BenchmarkBench measures peak end-to-end throughput of invoice.create
+// through group commit and through the reference path, b.N commands each,
+// with the full worker (consumer, relay, dispatcher) in this process:
+//
+//	go test -run '^$' -bench Bench -benchtime 5000x ./internal/bench/
+//
+// `onceledger bench` runs the same phases and more, with a report.
+func BenchmarkBench(b *testing.B) {
+	modes := []bench.Mode{bench.GroupCommit(consumer.BatchConfig{}), bench.Reference}
+	for _, mode := range modes {
+		b.Run(mode.Name, func(b *testing.B) {
+			ctx := context.Background()
+			b.StopTimer()
+			env, err := bench.Start(ctx, bench.Config{DatabaseURL: os.Getenv("DATABASE_URL"), Paced: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				if err := env.Close(); err != nil {
+					b.Error(err)
+				}
+			}()
+			b.StartTimer()
+			p, err := env.Peak(ctx, mode.Name, mode, b.N)
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Peak also waits for the webhooks to drain; ns/op counts only
+			// the span from first publish to last result.
+			b.ReportMetric(float64(time.Second)/p.Rate, "ns/op")
+			b.ReportMetric(p.Rate, "commands/s")
+			b.ReportMetric(p.Batches.MeanCommands, "commands/tx")
+		})
+	}
+}

@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/onceledger/onceledger/consumer"
+)
+
+// ErrConfig marks an invalid Config.
+var ErrConfig = errors.New("bench config")
+
+// Config sizes a benchmark run.
+type Config struct {
+	// DatabaseURL is a server on which the run may create and drop a
+	// database of its own (onceledger_bench_<random>). Empty starts a
+	// throwaway PostgreSQL cluster with durable settings instead.
+	DatabaseURL string
+	// Companies the commands are spread over, round robin. Defaults to 10.
+	Companies int
+	// Commands is how many invoice.create commands each peak phase sends.
+	// Defaults to 10,000.
+	Commands int
+	// ReferenceCommands is how many the reference path's peak phase sends.
+	// Defaults to Commands.
+	ReferenceCommands int
+	// Paced is how long the latency phase publishes. Defaults to 30s;
+	// negative skips the phase.
+	Paced time.Duration
+	// PacedRate is the latency phase's rate in commands per second. Defaults
+	// to half the measured group-commit peak.
+	PacedRate float64
+	// Prefill is how many synthetic keys are written to the inbox between
+	// two more group-commit peaks, one just before and one just after.
+	// 0 skips those phases.
+	Prefill int
+	// GroupCommit is the worker's batch configuration under test. Defaults
+	// to consumer.BatchConfig's defaults.
+	GroupCommit consumer.BatchConfig
+	// Concurrency is the worker's SubscriberConfig.Concurrency. Defaults to
+	// 256, as `onceledger run`.
+	Concurrency int
+	// NATSSyncAlways makes JetStream fsync every write before acknowledging
+	// it. Defaults to the server's default: a sync every two minutes.
+	NATSSyncAlways bool
+	// Stall is how long a phase may go without progress (a result, a
+	// webhook) before the run fails. Defaults to 60s.
+	Stall time.Duration
+	// Logger receives the worker's logs. Defaults to warnings on stderr.
+	Logger *slog.Logger
+	// Progress, when set, receives one line per step, for the impatient.
+	Progress io.Writer
+}
+
+// Reference is the path group commit is compared with: one transaction per
+// command, and an ack the worker waits for before it answers.
+var Reference = Mode{
+	Name:  "reference",
+	Batch: consumer.BatchConfig{MaxSize: 1, Parallel: 16},
+	Ack:   consumer.AckDouble,
+}
+
+// Mode is one way of running the worker.
+type Mode struct {
+	Name  string
+	Batch consumer.BatchConfig
+	Ack   consumer.AckMode
+}
+
+// GroupCommit is the mode under test: batches as configured (zero fields
+// take the worker's defaults), plain acks.
+func GroupCommit(batch consumer.BatchConfig) Mode {
+	if batch.MaxSize == 0 {
+		batch.MaxSize = defaultBatchMax
+	}
+	if batch.Parallel == 0 {
+		batch.Parallel = defaultBatchParallel
+	}
+	return Mode{Name: "group-commit", Batch: batch, Ack: consumer.AckPlain}
+}
+
+// The worker's batch defaults (consumer.BatchConfig), stated here so the
+// report can name them.
+const (
+	defaultBatchMax      = 64
+	defaultBatchParallel = 4
+)
+
+func (m Mode) String() string {
+	ack := "plain acks"
+	if m.Ack == consumer.AckDouble {
+		ack = "double acks (the worker waits for each)"
+	}
+	if m.Batch.MaxSize == 1 {
+		return fmt.Sprintf("one transaction per command, %d at once, %s", m.Batch.Parallel, ack)
+	}
+	return fmt.Sprintf("group commit, up to %d commands per transaction, %d transactions at once, %s", m.Batch.MaxSize, m.Batch.Parallel, ack)
+}
+
+func (c *Config) setDefaults() {
+	if c.Companies == 0 {
+		c.Companies = 10
+	}
+	if c.Commands == 0 {
+		c.Commands = 10000
+	}
+	if c.ReferenceCommands == 0 {
+		c.ReferenceCommands = c.Commands
+	}
+	if c.Paced == 0 {
+		c.Paced = 30 * time.Second
+	}
+	c.GroupCommit = GroupCommit(c.GroupCommit).Batch
+	if c.Concurrency == 0 {
+		c.Concurrency = 256
+	}
+	if c.Stall == 0 {
+		c.Stall = time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.Companies < 1 || c.Companies > 1000 {
+		errs = append(errs, fmt.Errorf("companies %d: use 1..1000", c.Companies))
+	}
+	if c.Commands < 1 {
+		errs = append(errs, fmt.Errorf("commands %d: at least 1", c.Commands))
+	}
+	if c.ReferenceCommands < 1 {
+		errs = append(errs, fmt.Errorf("reference commands %d: at least 1", c.ReferenceCommands))
+	}
+	if c.PacedRate < 0 {
+		errs = append(errs, fmt.Errorf("paced rate %g: must not be negative", c.PacedRate))
+	}
+	if c.Prefill < 0 {
+		errs = append(errs, fmt.Errorf("prefill %d: must not be negative", c.Prefill))
+	}
+	if c.GroupCommit.MaxSize < 1 || c.GroupCommit.MaxSize > 10000 {
+		errs = append(errs, fmt.Errorf("batch max %d: use 1..10000", c.GroupCommit.MaxSize))
+	}
+	if c.GroupCommit.Parallel < 1 || c.GroupCommit.Parallel > 256 {
+		errs = append(errs, fmt.Errorf("batch parallel %d: use 1..256", c.GroupCommit.Parallel))
+	}
+	if c.Concurrency < 1 || c.Concurrency > 4096 {
+		errs = append(errs, fmt.Errorf("concurrency %d: use 1..4096", c.Concurrency))
+	}
+	if c.Stall < time.Second {
+		errs = append(errs, fmt.Errorf("stall %s: at least 1s", c.Stall))
+	}
+	return errors.Join(errs...)
+}
+
+// groupMode is the mode under test.
+func (c *Config) groupMode() Mode { return GroupCommit(c.GroupCommit) }

@@ -1,0 +1,510 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/natsserver"
+	"github.com/onceledger/onceledger/internal/pgcluster"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/migrations"
+	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/webhooks"
+)
+
+// Env is a running benchmark world: a database, a JetStream server, the
+// webhook receiver, the outbox relay and webhook dispatcher, and the
+// companies. Phases start and stop the consumer worker in the mode they
+// measure. Close releases everything.
+type Env struct {
+	cfg       Config
+	runID     string
+	companies []string
+	subjects  []string // invoice.create subject per company
+	invoice   invoiceTemplate
+
+	pool *pgxpool.Pool
+	exec consumer.Executor
+	wnc  *nats.Conn // the worker's connection, as in `onceledger run`
+	pnc  *nats.Conn // the producer's
+	pjs  jetstream.JetStream
+	recv *receiver
+	rss  *rssSampler
+
+	machine    Machine
+	durability Durability
+
+	pubErrs  atomic.Int64
+	pubErrMu sync.Mutex
+	pubErr   error
+
+	stopBackground context.CancelFunc
+	background     sync.WaitGroup
+	bgErrMu        sync.Mutex
+	bgErr          error
+
+	phases   int // phases started, for unique key prefixes
+	sent     int // invoice.create commands sent
+	cleanups []func() error
+}
+
+// Durability is what a commit and a publish survive.
+type Durability struct {
+	Fsync             string `json:"fsync"`
+	SynchronousCommit string `json:"synchronous_commit"`
+	FullPageWrites    string `json:"full_page_writes"`
+	WALSyncMethod     string `json:"wal_sync_method"`
+	// DurableCommits: a commit returns only once its WAL is flushed.
+	DurableCommits bool `json:"durable_commits"`
+	// JetStreamSync is how often JetStream fsyncs its store.
+	JetStreamSync string `json:"jetstream_sync"`
+}
+
+// Start sets up a benchmark world. The caller must Close it.
+func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	e := &Env{cfg: cfg, runID: randomHex(3), machine: hostMachine()}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, e.Close())
+		}
+	}()
+	e.rss = startRSSSampler(100 * time.Millisecond)
+	e.onClose(func() error { e.rss.close(); return nil })
+	e.invoice, err = newInvoiceTemplate()
+	if err != nil {
+		return nil, err
+	}
+
+	dsn, err := e.database(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.progress("migrating")
+	if _, err := migrations.Up(ctx, dsn, nil); err != nil {
+		return nil, err
+	}
+	poolCfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("database URL: %w", err)
+	}
+	// As `onceledger run`: a connection per batch transaction, plus the
+	// relay, the dispatcher, lookups and purges; the reference path runs
+	// more transactions at once than group commit.
+	poolCfg.MaxConns = int32(max(cfg.GroupCommit.Parallel, Reference.Batch.Parallel) + 12)
+	if e.pool, err = pgxpool.NewWithConfig(ctx, poolCfg); err != nil {
+		return nil, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	e.onClose(func() error { e.pool.Close(); return nil })
+	if err := e.describePostgres(ctx); err != nil {
+		return nil, err
+	}
+
+	if err := e.startNATS(ctx); err != nil {
+		return nil, err
+	}
+	e.recv = newReceiver(cfg.Companies)
+	e.onClose(func() error { e.recv.close(); return nil })
+	if err := e.startBackground(); err != nil {
+		return nil, err
+	}
+	if err := e.setupCompanies(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close stops everything Start started, in reverse order, and removes what
+// it created: the database, the cluster, the store directories.
+func (e *Env) Close() error {
+	if e.stopBackground != nil {
+		e.stopBackground()
+		e.background.Wait()
+		e.stopBackground = nil
+	}
+	var errs []error
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		errs = append(errs, e.cleanups[i]())
+	}
+	e.cleanups = nil
+	e.bgErrMu.Lock()
+	errs = append(errs, e.bgErr)
+	e.bgErrMu.Unlock()
+	return errors.Join(errs...)
+}
+
+func (e *Env) onClose(fn func() error) { e.cleanups = append(e.cleanups, fn) }
+
+func (e *Env) progress(format string, args ...any) {
+	fmt.Fprintf(e.cfg.Progress, "bench: "+format+"\n", args...)
+}
+
+// database creates the run's database and returns its URL.
+func (e *Env) database(ctx context.Context) (string, error) {
+	name := "onceledger_bench_" + e.runID + randomHex(3)
+	admin := e.cfg.DatabaseURL
+	if admin != "" {
+		e.machine.PostgresSource = "DATABASE_URL " + redact(admin) + ", database " + name + " (dropped afterwards)"
+	} else {
+		if _, err := pgcluster.Find(); err != nil {
+			return "", fmt.Errorf("no DATABASE_URL, and no PostgreSQL binaries for a throwaway cluster: %w", err)
+		}
+		dir, err := os.MkdirTemp("", "onceledger-bench-pg-")
+		if err != nil {
+			return "", err
+		}
+		e.onClose(func() error { return os.RemoveAll(dir) })
+		e.progress("starting a throwaway PostgreSQL cluster in %s", dir)
+		// Not Fast: the figures are meant to be with durable commits.
+		cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: filepath.Join(dir, "data"), Logger: e.cfg.Logger})
+		if err != nil {
+			return "", err
+		}
+		e.onClose(func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			return cluster.Stop(ctx)
+		})
+		admin = cluster.URL("postgres")
+		e.machine.PostgresSource = "throwaway cluster on 127.0.0.1:" + fmt.Sprint(cluster.Port) + " in " + dir + " (removed afterwards)"
+	}
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", fmt.Errorf("connect to %s: %w", redact(admin), err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	e.onClose(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			return fmt.Errorf("drop database %s: %w", name, err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			return fmt.Errorf("drop database %s: %w", name, err)
+		}
+		return nil
+	})
+	return withDatabase(admin, name), nil
+}
+
+func (e *Env) describePostgres(ctx context.Context) error {
+	d := &e.durability
+	if err := e.pool.QueryRow(ctx, `SELECT version(), current_setting('fsync'), current_setting('synchronous_commit'),
+		current_setting('full_page_writes'), current_setting('wal_sync_method')`).
+		Scan(&e.machine.Postgres, &d.Fsync, &d.SynchronousCommit, &d.FullPageWrites, &d.WALSyncMethod); err != nil {
+		return fmt.Errorf("read Postgres settings: %w", err)
+	}
+	d.DurableCommits = d.Fsync == "on" && d.SynchronousCommit != "off"
+	return nil
+}
+
+func (e *Env) startNATS(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "onceledger-bench-nats-")
+	if err != nil {
+		return err
+	}
+	e.onClose(func() error { return os.RemoveAll(dir) })
+	ns, err := natsserver.Start(natsserver.Config{StoreDir: dir, ServerName: "onceledger-bench", SyncAlways: e.cfg.NATSSyncAlways})
+	if err != nil {
+		return err
+	}
+	e.onClose(func() error { ns.Shutdown(); return nil })
+	e.durability.JetStreamSync = "every 2 minutes (server default): a publish is acknowledged before it is on disk"
+	if e.cfg.NATSSyncAlways {
+		e.durability.JetStreamSync = "always: every write is fsynced before it is acknowledged"
+	}
+
+	if e.wnc, err = nats.Connect(ns.ClientURL(), nats.Name("onceledger bench worker")); err != nil {
+		return fmt.Errorf("connect to NATS: %w", err)
+	}
+	e.onClose(func() error { e.wnc.Close(); return nil })
+	if e.pnc, err = nats.Connect(ns.ClientURL(), nats.Name("onceledger bench producer")); err != nil {
+		return fmt.Errorf("connect to NATS: %w", err)
+	}
+	e.onClose(func() error { e.pnc.Close(); return nil })
+	e.machine.NATS = "nats-server " + e.pnc.ConnectedServerVersion() + ", embedded in this process, store " + dir
+	e.pjs, err = jetstream.New(e.pnc, jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
+		e.pubErrs.Add(1)
+		e.pubErrMu.Lock()
+		if e.pubErr == nil {
+			e.pubErr = fmt.Errorf("publish to %s: %w", m.Subject, err)
+		}
+		e.pubErrMu.Unlock()
+	}))
+	if err != nil {
+		return err
+	}
+	wjs, err := jetstream.New(e.wnc)
+	if err != nil {
+		return err
+	}
+	return outbox.EnsureStream(ctx, wjs, outbox.StreamConfig{})
+}
+
+// startBackground runs the outbox relay and the webhook dispatcher for the
+// whole run, as `onceledger run` does next to the consumer.
+func (e *Env) startBackground() error {
+	e.exec = webhooks.NewCommands(postgres.New())
+	wjs, err := jetstream.New(e.wnc)
+	if err != nil {
+		return err
+	}
+	relay, err := outbox.NewRelay(e.pool, wjs, outbox.RelayConfig{Logger: e.cfg.Logger})
+	if err != nil {
+		return err
+	}
+	policy, err := webhooks.ParseAllowCIDRs("127.0.0.0/8")
+	if err != nil {
+		return err
+	}
+	dispatcher, err := webhooks.NewDispatcher(e.pool, webhooks.DispatcherConfig{Policy: policy, Logger: e.cfg.Logger})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stopBackground = cancel
+	for name, run := range map[string]func(context.Context) error{"outbox relay": relay.Run, "webhook dispatcher": dispatcher.Run} {
+		e.background.Add(1)
+		go func() {
+			defer e.background.Done()
+			if err := run(ctx); err != nil {
+				e.bgErrMu.Lock()
+				e.bgErr = errors.Join(e.bgErr, fmt.Errorf("%s: %w", name, err))
+				e.bgErrMu.Unlock()
+			}
+		}()
+	}
+	return nil
+}
+
+func (e *Env) backgroundErr() error {
+	e.bgErrMu.Lock()
+	defer e.bgErrMu.Unlock()
+	return e.bgErr
+}
+
+func (e *Env) publishErr() error {
+	if e.pubErrs.Load() == 0 {
+		return nil
+	}
+	e.pubErrMu.Lock()
+	defer e.pubErrMu.Unlock()
+	return fmt.Errorf("%d publishes failed, the first: %w", e.pubErrs.Load(), e.pubErr)
+}
+
+// setupCompanies creates the companies and their webhook endpoints through
+// the worker, as a producer would.
+func (e *Env) setupCompanies(ctx context.Context) (err error) {
+	e.progress("creating %d companies, one webhook endpoint each", e.cfg.Companies)
+	w, err := e.startWorker(ctx, e.cfg.groupMode())
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, w.stop()) }()
+	for i := range e.cfg.Companies {
+		id := fmt.Sprintf("bench-%02d", i)
+		e.companies = append(e.companies, id)
+		e.subjects = append(e.subjects, ledger.CommandSubject(id, "invoice.create"))
+		company := map[string]string{"name": fmt.Sprintf("Bench %02d UAB", i), "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"}
+		if err := e.request(ctx, id, "company.create", id+"-setup", company); err != nil {
+			return err
+		}
+		endpoint := map[string]any{"url": e.recv.url(i), "description": "bench receiver", "event_types": []string{"invoice.created"}}
+		if err := e.request(ctx, id, "webhook_endpoint.create", id+"-webhook", endpoint); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// request publishes one command and waits for its ok result.
+func (e *Env) request(ctx context.Context, company, command, key string, body any) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	reply := e.pnc.NewRespInbox()
+	sub, err := e.pnc.SubscribeSync(reply)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	m := nats.NewMsg(ledger.CommandSubject(company, command))
+	m.Data = data
+	m.Header.Set(consumer.HeaderIdempotencyKey, key)
+	m.Header.Set(consumer.HeaderReplyTo, reply)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := e.pjs.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("%s %s: %w", company, command, err)
+	}
+	for {
+		msg, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return fmt.Errorf("%s %s: no result: %w", company, command, err)
+		}
+		var res ledger.Result
+		if err := json.Unmarshal(msg.Data, &res); err != nil {
+			return fmt.Errorf("%s %s: result: %w", company, command, err)
+		}
+		if res.Status == ledger.StatusOK {
+			return nil
+		}
+		if res.Error != nil && res.Error.Retryable {
+			continue // the worker retries it
+		}
+		return fmt.Errorf("%s %s: %+v", company, command, res.Error)
+	}
+}
+
+// worker is a consumer worker running in one mode.
+type worker struct {
+	cancel context.CancelFunc
+	done   chan error
+	reg    *prometheus.Registry
+	once   sync.Once
+	err    error
+}
+
+func (e *Env) startWorker(ctx context.Context, mode Mode) (*worker, error) {
+	reg := prometheus.NewRegistry()
+	metrics, err := consumer.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	wk, err := consumer.NewWorker(e.pool, e.wnc, e.exec, consumer.Config{
+		Subscriber: consumer.SubscriberConfig{Concurrency: e.cfg.Concurrency, AckMode: mode.Ack},
+		Batch:      mode.Batch,
+		Logger:     e.cfg.Logger,
+		Metrics:    metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := wk.Provision(ctx); err != nil {
+		return nil, err
+	}
+	// Stopped by stop, not by ctx: the phase decides when it is done.
+	wctx, cancel := context.WithCancel(context.Background())
+	w := &worker{cancel: cancel, done: make(chan error, 1), reg: reg}
+	go func() { w.done <- wk.Run(wctx) }()
+	return w, nil
+}
+
+// stop shuts the worker down gracefully and returns Run's error.
+func (w *worker) stop() error {
+	w.once.Do(func() {
+		w.cancel()
+		select {
+		case w.err = <-w.done:
+		case <-time.After(time.Minute):
+			w.err = errors.New("worker did not stop within a minute")
+		}
+	})
+	return w.err
+}
+
+// BatchStats describes the transactions of a phase, from the worker's
+// metrics.
+type BatchStats struct {
+	Transactions int64   `json:"transactions"`
+	MeanCommands float64 `json:"mean_commands"`
+	// MeanExecuteMs is the mean time a transaction spent executing its
+	// commands, MeanCommitMs the mean time its COMMIT took.
+	MeanExecuteMs float64 `json:"mean_execute_ms"`
+	MeanCommitMs  float64 `json:"mean_commit_ms"`
+	// Outcomes counts deliveries by outcome (ok, retried, replayed, …).
+	Outcomes map[string]int64 `json:"outcomes"`
+}
+
+func (w *worker) stats() BatchStats {
+	var s BatchStats
+	families, err := w.reg.Gather()
+	if err != nil {
+		return s
+	}
+	s.Outcomes = map[string]int64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			switch f.GetName() {
+			case "onceledger_batch_commands":
+				h := m.GetHistogram()
+				s.Transactions = int64(h.GetSampleCount())
+				if s.Transactions > 0 {
+					s.MeanCommands = h.GetSampleSum() / float64(s.Transactions)
+				}
+			case "onceledger_batch_seconds":
+				h := m.GetHistogram()
+				if h.GetSampleCount() == 0 {
+					continue
+				}
+				mean := 1000 * h.GetSampleSum() / float64(h.GetSampleCount())
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "phase" && l.GetValue() == "execute" {
+						s.MeanExecuteMs = mean
+					} else if l.GetName() == "phase" && l.GetValue() == "commit" {
+						s.MeanCommitMs = mean
+					}
+				}
+			case "onceledger_commands_total":
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "outcome" {
+						s.Outcomes[l.GetValue()] += int64(m.GetCounter().GetValue())
+					}
+				}
+			}
+		}
+	}
+	return s
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails: crypto/rand aborts the program instead
+	return hex.EncodeToString(b)
+}
+
+// withDatabase points a URL or keyword/value DSN at dbname.
+func withDatabase(dsn, dbname string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		u.Path = "/" + dbname
+		u.RawPath = ""
+		return u.String()
+	}
+	return strings.TrimSpace(dsn) + " dbname=" + dbname
+}
+
+func redact(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		u.RawQuery = ""
+		return u.Redacted()
+	}
+	return "(keyword/value DSN)"
+}

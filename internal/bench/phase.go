@@ -1,0 +1,326 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/onceledger/onceledger/ledger"
+)
+
+// Phase is what one phase measured.
+type Phase struct {
+	Name string `json:"name"`
+	Mode string `json:"mode"`
+	// Commands is how many invoice.create commands the phase sent; each got
+	// exactly one ok result.
+	Commands int `json:"commands"`
+	// InboxKeys is how many keys the inbox held when the phase started.
+	InboxKeys int64 `json:"inbox_keys"`
+	// Seconds from the first publish to the last result.
+	Seconds float64 `json:"seconds"`
+	// Rate is Commands / Seconds: completed commands per second.
+	Rate float64 `json:"commands_per_second"`
+	// TargetRate is the rate a paced phase published at.
+	TargetRate float64 `json:"target_rate,omitempty"`
+	// Latency is publish→result per command (paced phases), over the
+	// commands published after the warm-up.
+	Latency *Latency `json:"latency,omitempty"`
+	// WarmUpSeconds is the start of a paced phase left out of Latency and
+	// Webhook: the phase starts a fresh worker, which a running
+	// deployment would not.
+	WarmUpSeconds float64 `json:"warm_up_seconds,omitempty"`
+	// Webhook is commit→webhook arrival per event (paced phases).
+	Webhook *Latency `json:"webhook,omitempty"`
+	// Retried counts retryable error answers (the command was redelivered
+	// and then succeeded); Duplicates counts repeated results.
+	Retried    int64 `json:"retried"`
+	Duplicates int64 `json:"duplicates"`
+	// Batches describes the worker's transactions.
+	Batches BatchStats `json:"batches"`
+	// CPU during the timed window.
+	CPU CPU `json:"cpu"`
+	// RSS of this process: at the start and end of the phase, and the
+	// largest seen in between.
+	RSS RSS `json:"rss"`
+	// SettleSeconds is how long after the last result the last webhook of
+	// the phase was delivered.
+	SettleSeconds float64 `json:"settle_seconds"`
+}
+
+// RSS is a process's resident set size in bytes.
+type RSS struct {
+	Start int64 `json:"start_bytes"`
+	End   int64 `json:"end_bytes"`
+	Max   int64 `json:"max_bytes"`
+}
+
+// Latency is a distribution in milliseconds.
+type Latency struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50_ms"`
+	P99   float64 `json:"p99_ms"`
+	Max   float64 `json:"max_ms"`
+}
+
+func latencyOf(sorted []time.Duration) *Latency {
+	if len(sorted) == 0 {
+		return &Latency{}
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return &Latency{Count: len(sorted), P50: ms(percentile(sorted, 0.50)), P99: ms(percentile(sorted, 0.99)), Max: ms(sorted[len(sorted)-1])}
+}
+
+// percentile is the nearest-rank percentile of sorted.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	rank := int(p*float64(len(sorted)) + 0.999999)
+	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+type phaseStart struct {
+	cpu cpuSample
+	rss int64
+}
+
+func (e *Env) begin(ctx context.Context) phaseStart {
+	return phaseStart{rss: e.rss.reset(), cpu: e.readCPU(ctx)}
+}
+
+// readCPU samples the machine, this process and the run's Postgres
+// backends.
+func (e *Env) readCPU(ctx context.Context) cpuSample {
+	var pids []int
+	rows, err := e.pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err == nil {
+		for rows.Next() {
+			var pid int
+			if rows.Scan(&pid) == nil {
+				pids = append(pids, pid)
+			}
+		}
+		rows.Close()
+	}
+	return readCPU(pids)
+}
+
+func (e *Env) finish(p *Phase, s phaseStart) {
+	end := rss()
+	e.rss.observe(end)
+	p.RSS = RSS{Start: s.rss, End: end, Max: e.rss.max.Load()}
+}
+
+// Peak publishes n commands as fast as JetStream takes them, with the
+// worker in mode, and measures completed commands per second.
+func (e *Env) Peak(ctx context.Context, name string, mode Mode, n int) (p Phase, err error) {
+	p = Phase{Name: name, Mode: mode.String(), Commands: n}
+	w, err := e.startWorker(ctx, mode)
+	if err != nil {
+		return p, err
+	}
+	defer func() { err = errors.Join(err, w.stop()) }()
+	if err := e.quiesce(ctx, &p); err != nil {
+		return p, err
+	}
+	e.progress("%s: %d commands, %s", name, n, mode)
+	s := e.begin(ctx)
+	t, sub, err := e.newTracker(n)
+	if err != nil {
+		return p, err
+	}
+	defer sub.Unsubscribe()
+	for i := range n {
+		if err := e.send(t, i); err != nil {
+			return p, err
+		}
+		if i%1024 == 0 && ctx.Err() != nil {
+			return p, ctx.Err()
+		}
+	}
+	if err := e.await(ctx, t); err != nil {
+		return p, fmt.Errorf("%s: %w", name, err)
+	}
+	p.CPU = cpuBetween(s.cpu, e.readCPU(ctx))
+	p.Seconds = t.elapsed().Seconds()
+	p.Rate = float64(n) / p.Seconds
+	p.Retried, p.Duplicates = t.retried.Load(), t.duplicate.Load()
+	p.Batches = w.stats()
+
+	settling := time.Now()
+	if err := e.settle(ctx); err != nil {
+		return p, fmt.Errorf("%s: %w", name, err)
+	}
+	p.SettleSeconds = time.Since(settling).Seconds()
+	e.finish(&p, s)
+	e.progress("%s: %.0f commands/s", name, p.Rate)
+	return p, nil
+}
+
+// Paced publishes at rate for d on a fixed schedule (each command at its
+// slot, however late earlier results are) with group commit, and measures
+// publish→result and commit→webhook latency.
+func (e *Env) Paced(ctx context.Context, name string, rate float64, d time.Duration) (p Phase, err error) {
+	n := max(1, int(rate*d.Seconds()))
+	mode := e.cfg.groupMode()
+	p = Phase{Name: name, Mode: mode.String(), Commands: n, TargetRate: rate}
+	w, err := e.startWorker(ctx, mode)
+	if err != nil {
+		return p, err
+	}
+	defer func() { err = errors.Join(err, w.stop()) }()
+	if err := e.quiesce(ctx, &p); err != nil {
+		return p, err
+	}
+	e.progress("%s: %d commands at %.0f/s for %s", name, n, rate, d)
+	interval := float64(time.Second) / rate
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	s := e.begin(ctx)
+	t, sub, err := e.newTracker(n)
+	if err != nil {
+		return p, err
+	}
+	defer sub.Unsubscribe()
+	e.recv.record(t.prefix)
+	defer e.recv.record("")
+	for i := range n {
+		if wait := time.Until(t.start.Add(time.Duration(float64(i) * interval))); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return p, ctx.Err()
+			}
+		}
+		if err := e.send(t, i); err != nil {
+			return p, err
+		}
+	}
+	if err := e.await(ctx, t); err != nil {
+		return p, fmt.Errorf("%s: %w", name, err)
+	}
+	p.CPU = cpuBetween(s.cpu, e.readCPU(ctx))
+	p.Seconds = t.elapsed().Seconds()
+	p.Rate = float64(n) / p.Seconds
+	p.Retried, p.Duplicates = t.retried.Load(), t.duplicate.Load()
+	warmUp := min(time.Second, d/4)
+	p.WarmUpSeconds = warmUp.Seconds()
+	p.Latency = latencyOf(t.latencies(warmUp))
+	p.Batches = w.stats()
+
+	settling := time.Now()
+	if err := e.waitFor(ctx, "webhooks", func(context.Context) (int64, bool, error) {
+		// Every event of the phase, warm-up included, so none is still
+		// being delivered when the next phase starts.
+		got := e.recv.recorded.Load()
+		return got, got >= int64(n), nil
+	}); err != nil {
+		return p, fmt.Errorf("%s: %w", name, err)
+	}
+	delays := e.recv.delays(t.start.Add(warmUp))
+	slices.Sort(delays)
+	p.Webhook = latencyOf(delays)
+	if err := e.settle(ctx); err != nil {
+		return p, fmt.Errorf("%s: %w", name, err)
+	}
+	p.SettleSeconds = time.Since(settling).Seconds()
+	e.finish(&p, s)
+	e.progress("%s: publish→result p99 %.1f ms, commit→webhook p99 %.1f ms", name, p.Latency.P99, p.Webhook.P99)
+	return p, nil
+}
+
+// quiesce brings every phase to the same start: nothing left over from
+// the phase before, dirty pages written out, so that no phase pays for an
+// earlier one's checkpoint. It records the inbox size.
+func (e *Env) quiesce(ctx context.Context, p *Phase) error {
+	if err := e.settle(ctx); err != nil {
+		return err
+	}
+	// CHECKPOINT needs superuser or pg_checkpoint; without, phases still
+	// run, only less alike.
+	if _, err := e.pool.Exec(ctx, "CHECKPOINT"); err != nil && !strings.Contains(err.Error(), "permission") {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return e.pool.QueryRow(ctx, `SELECT count(*) FROM inbox`).Scan(&p.InboxKeys)
+}
+
+// Prefilled says how the inbox was filled before the last phase.
+type Prefilled struct {
+	Keys          int     `json:"keys"`
+	Companies     int     `json:"companies"`
+	InsertSeconds float64 `json:"insert_seconds"`
+	VacuumSeconds float64 `json:"vacuum_seconds"`
+	InboxBytes    int64   `json:"inbox_bytes"`
+}
+
+const prefillCompanies = 100
+
+// Prefill writes n synthetic keys to the inbox of 100 other companies,
+// shaped like invoice.create results and spread over the last six days
+// (inside the retention, so the worker's purge leaves them), then vacuums
+// and analyzes the table.
+func (e *Env) Prefill(ctx context.Context, n int) (Prefilled, error) {
+	out := Prefilled{Keys: n, Companies: prefillCompanies}
+	tpl, err := resultTemplate()
+	if err != nil {
+		return out, err
+	}
+	const chunk = 100_000
+	started := time.Now()
+	for from := 1; from <= n; from += chunk {
+		to := min(from+chunk-1, n)
+		if _, err := e.pool.Exec(ctx, `
+			INSERT INTO inbox (company_id, idempotency_key, command, fingerprint, status, result, created_at)
+			SELECT c, k, 'invoice.create', sha256(convert_to(k, 'UTF8')), 'ok',
+			       replace(replace(replace(replace($3::text, '@company@', c), '@key@', k),
+			               '@number@', lpad(i::text, 6, '0')), '@seq@', i::text)::json,
+			       now() - (i % 500000) * interval '1 second'
+			  FROM generate_series($1::bigint, $2::bigint) AS i,
+			       LATERAL (SELECT 'prefill-' || lpad((i % $4)::text, 2, '0') AS c,
+			                       'prefill-' || $5 || '-' || i AS k) AS x`,
+			from, to, tpl, prefillCompanies, e.runID); err != nil {
+			return out, fmt.Errorf("prefill inbox: %w", err)
+		}
+		e.progress("prefill: %d of %d keys", to, n)
+	}
+	out.InsertSeconds = time.Since(started).Seconds()
+	started = time.Now()
+	if _, err := e.pool.Exec(ctx, `VACUUM ANALYZE inbox`); err != nil {
+		return out, fmt.Errorf("vacuum inbox: %w", err)
+	}
+	out.VacuumSeconds = time.Since(started).Seconds()
+	err = e.pool.QueryRow(ctx, `SELECT pg_total_relation_size('inbox')`).Scan(&out.InboxBytes)
+	return out, err
+}
+
+// resultTemplate is a stored invoice.create result with slots for the
+// company, the key, the invoice number and the sequence.
+func resultTemplate() (string, error) {
+	line := func(desc, qty, price, rate, net, vat, gross string) ledger.InvoiceLineView {
+		return ledger.InvoiceLineView{Description: desc, Quantity: qty, UnitPrice: price, VATRate: rate, Net: net, VAT: vat, Gross: gross}
+	}
+	view, err := json.Marshal(ledger.InvoiceView{
+		InvoiceID: "0193a0c4-7e35-7b4e-9c1f-3d2a8f0e5b61", Number: "INV-2026-@number@", Series: "INV", Sequence: 0,
+		OrderID:  "@key@",
+		Customer: ledger.Party{ID: "cust-42", Name: "UAB Pavyzdys", VATID: "LT100000000010", Country: "LT"},
+		Currency: "EUR", IssueDate: "2026-12-02", DueDate: "2026-12-16",
+		Lines: []ledger.InvoiceLineView{
+			line("Consulting", "3", "100.00", "21", "300.00", "63.00", "363.00"),
+			line("Books", "2", "12.50", "9", "25.00", "2.25", "27.25"),
+			line("Travel", "1", "80.00", "0", "80.00", "0.00", "80.00"),
+		},
+		VATBreakdown: []ledger.RateView{{Rate: "21", Net: "300.00", VAT: "63.00"}, {Rate: "9", Net: "25.00", VAT: "2.25"}, {Rate: "0", Net: "80.00", VAT: "0.00"}},
+		Net:          "405.00", VAT: "65.25", Gross: "470.25", JournalEntryID: "0193a0c4-7e36-7c2d-8b0a-6e4f1d2c3b5a",
+	})
+	if err != nil {
+		return "", err
+	}
+	res, err := json.Marshal(ledger.Result{Company: "@company@", IdempotencyKey: "@key@", Command: "invoice.create", Status: ledger.StatusOK, Result: view})
+	if err != nil {
+		return "", err
+	}
+	return strings.Replace(string(res), `"sequence":0`, `"sequence":@seq@`, 1), nil
+}
