@@ -48,8 +48,8 @@ reference path (one transaction and one synchronous ack per command);
 publish→result and commit→webhook latency at half the group-commit peak;
 with -prefill, peak throughput just before and after writing that many
 keys to the inbox.
-Each figure is printed next to its target. The defaults take 2–3 minutes;
--full takes about 10.
+Each figure is printed next to its target. The defaults take 2–3 minutes
+on a 2-core machine; -full 10–15, most of it waiting for webhooks to drain.
 
 `)
 		fs.PrintDefaults()

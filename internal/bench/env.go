@@ -42,6 +42,7 @@ type Env struct {
 	subjects  []string // invoice.create subject per company
 	invoice   invoiceTemplate
 
+	dir  string // holds the throwaway cluster and the JetStream store
 	pool *pgxpool.Pool
 	exec consumer.Executor
 	wnc  *nats.Conn // the worker's connection, as in `onceledger run`
@@ -93,6 +94,11 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	}()
 	e.rss = startRSSSampler(100 * time.Millisecond)
 	e.onClose(func() error { e.rss.close(); return nil })
+	reapOrphans(ctx, cfg.DatabaseURL, cfg.Logger)
+	if e.dir, err = newWorkDir(); err != nil {
+		return nil, err
+	}
+	e.onClose(func() error { return os.RemoveAll(e.dir) })
 	e.invoice, err = newInvoiceTemplate()
 	if err != nil {
 		return nil, err
@@ -171,14 +177,10 @@ func (e *Env) database(ctx context.Context) (string, error) {
 		if _, err := pgcluster.Find(); err != nil {
 			return "", fmt.Errorf("no DATABASE_URL, and no PostgreSQL binaries for a throwaway cluster: %w", err)
 		}
-		dir, err := os.MkdirTemp("", "onceledger-bench-pg-")
-		if err != nil {
-			return "", err
-		}
-		e.onClose(func() error { return os.RemoveAll(dir) })
+		dir := filepath.Join(e.dir, "pg")
 		e.progress("starting a throwaway PostgreSQL cluster in %s", dir)
 		// Not Fast: the figures are meant to be with durable commits.
-		cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: filepath.Join(dir, "data"), Logger: e.cfg.Logger})
+		cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: dir, Logger: e.cfg.Logger})
 		if err != nil {
 			return "", err
 		}
@@ -211,6 +213,11 @@ func (e *Env) database(ctx context.Context) (string, error) {
 		}
 		return nil
 	})
+	// A run killed before it could drop its database (SIGKILL, a test
+	// timeout) leaves this for the next run on this host to find.
+	if _, err := conn.Exec(ctx, "COMMENT ON DATABASE "+pgx.Identifier{name}.Sanitize()+" IS "+quote(ownerComment())); err != nil {
+		return "", fmt.Errorf("mark database %s: %w", name, err)
+	}
 	return withDatabase(admin, name), nil
 }
 
@@ -226,11 +233,7 @@ func (e *Env) describePostgres(ctx context.Context) error {
 }
 
 func (e *Env) startNATS(ctx context.Context) error {
-	dir, err := os.MkdirTemp("", "onceledger-bench-nats-")
-	if err != nil {
-		return err
-	}
-	e.onClose(func() error { return os.RemoveAll(dir) })
+	dir := filepath.Join(e.dir, "nats")
 	ns, err := natsserver.Start(natsserver.Config{StoreDir: dir, ServerName: "onceledger-bench", SyncAlways: e.cfg.NATSSyncAlways})
 	if err != nil {
 		return err

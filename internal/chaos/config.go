@@ -39,6 +39,9 @@ type Config struct {
 	// during the load phase: kills, SIGTERMs, NATS and Postgres restarts,
 	// receiver pauses. Defaults to 10; a negative value injects none.
 	Faults int
+	// FaultKinds limits the faults to these kinds (keys of FaultKinds:
+	// kill, term, nats-term, nats-kill, pg-crash, pause). Defaults to all.
+	FaultKinds []string
 	// CrashAfterCommit and CrashBeforeCommit are the per-batch probabilities
 	// of the worker's compiled-in fault points (ONCELEDGER_FAULTS): SIGKILL
 	// right after the commit, before the ack, and right before the commit.
@@ -153,6 +156,11 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("Workers %d: use 1..16", c.Workers))
 	case c.CrashAfterCommit > 1 || c.CrashBeforeCommit > 1 || c.ReceiverFailure > 1:
 		errs = append(errs, errors.New("probabilities must be at most 1"))
+	}
+	for _, k := range c.FaultKinds {
+		if _, ok := FaultKinds[k]; !ok {
+			errs = append(errs, fmt.Errorf("FaultKinds: unknown kind %q (kill, term, nats-term, nats-kill, pg-crash, pause)", k))
+		}
 	}
 	return errors.Join(errs...)
 }

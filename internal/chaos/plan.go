@@ -320,6 +320,12 @@ const (
 	faultPauseReceive faultKind = "receiver pause"
 )
 
+// FaultKinds names the fault kinds for Config.FaultKinds.
+var FaultKinds = map[string]faultKind{
+	"kill": faultKill, "term": faultTerm, "nats-term": faultNATSRestart, "nats-kill": faultNATSKill,
+	"pg-crash": faultPGCrash, "pause": faultPauseReceive,
+}
+
 // fault is one scheduled fault.
 type fault struct {
 	at     time.Duration // from the start of the load phase
@@ -328,14 +334,25 @@ type fault struct {
 	hold   time.Duration // downtime or pause
 }
 
-// schedule draws n faults over the fault window from the seed. Postgres
-// crashes are only drawn when the suite may restart the server.
-func schedule(seed uint64, n, workers int, window time.Duration, pgRestart bool) []fault {
+// schedule draws n faults over the fault window from the seed, of the
+// kinds in only (all when empty). Postgres crashes are only drawn when the
+// suite may restart the server.
+func schedule(seed uint64, n, workers int, window time.Duration, pgRestart bool, only []string) []fault {
 	rng := rand.New(rand.NewPCG(seed, 0x6661756c74))
 	kinds := []faultKind{faultKill, faultTerm, faultNATSRestart, faultNATSKill, faultPGCrash, faultPauseReceive}
 	weights := []int{48, 14, 6, 6, 14, 12}
+	if len(only) > 0 {
+		for i, k := range kinds {
+			if !slices.ContainsFunc(only, func(name string) bool { return FaultKinds[name] == k }) {
+				weights[i] = 0
+			}
+		}
+	}
 	if !pgRestart {
 		weights[4] = 0
+	}
+	if slices.Max(weights) == 0 {
+		return nil
 	}
 	p := &planner{rng: rng}
 	out := make([]fault, n)

@@ -32,8 +32,8 @@ func TestPlanIsDeterministic(t *testing.T) {
 	if same(a, c) {
 		t.Fatal("different seeds planned the same operations")
 	}
-	fa := schedule(42, 20, 2, time.Minute, true)
-	if !reflect.DeepEqual(fa, schedule(42, 20, 2, time.Minute, true)) {
+	fa := schedule(42, 20, 2, time.Minute, true, nil)
+	if !reflect.DeepEqual(fa, schedule(42, 20, 2, time.Minute, true, nil)) {
 		t.Fatal("the same seed scheduled different faults")
 	}
 	for i := 1; i < len(fa); i++ {
@@ -117,5 +117,21 @@ func TestNormalizeIgnoresOnlyReplayed(t *testing.T) {
 	c, _ := normalize(other)
 	if !bytes.Equal(a, b) || bytes.Equal(a, c) {
 		t.Fatalf("normalize: %s %s %s", a, b, c)
+	}
+}
+
+func TestScheduleKinds(t *testing.T) {
+	for _, f := range schedule(1, 200, 2, time.Minute, false, nil) {
+		if f.kind == faultPGCrash {
+			t.Fatal("a Postgres crash was scheduled on a server the suite may not restart")
+		}
+	}
+	for _, f := range schedule(1, 200, 2, time.Minute, true, []string{"nats-kill", "pause"}) {
+		if f.kind != faultNATSKill && f.kind != faultPauseReceive {
+			t.Fatalf("scheduled %s, want only nats-kill and pause", f.kind)
+		}
+	}
+	if fs := schedule(1, 10, 2, time.Minute, false, []string{"pg-crash"}); len(fs) != 0 {
+		t.Fatalf("scheduled %d faults of a kind that cannot be injected", len(fs))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -53,6 +54,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func (c *Config) flags() string {
 	s := fmt.Sprintf("-seed %d -commands %d -rate %g -producers %d -companies %d -workers %d -faults %d",
 		c.Seed, c.Commands, c.Rate, c.Producers, c.Companies, c.Workers, c.Faults)
+	if len(c.FaultKinds) > 0 {
+		s += " -fault-kinds " + strings.Join(c.FaultKinds, ",")
+	}
 	if c.WorkerFaults != "" {
 		s += fmt.Sprintf(" -worker-faults %q", c.WorkerFaults)
 	} else {
@@ -119,7 +123,7 @@ func (r *runner) run(ctx context.Context) error {
 
 	r.phase("load")
 	window := cfg.loadDuration() * 4 / 5
-	faults := schedule(cfg.Seed, max(cfg.Faults, 0), cfg.Workers, window, r.db.canRestart())
+	faults := schedule(cfg.Seed, max(cfg.Faults, 0), cfg.Workers, window, r.db.canRestart(), cfg.FaultKinds)
 	if !r.db.canRestart() {
 		r.rep.Skipped = append(r.rep.Skipped, "Postgres crash+restart: the books are on DATABASE_URL's server, which the suite does not restart (run without DATABASE_URL to include it)")
 	}

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,6 +41,7 @@ func run() int {
 	flag.IntVar(&cfg.Companies, "companies", 0, "companies (default 4)")
 	flag.IntVar(&cfg.Workers, "workers", 0, "onceledger run processes (default 2)")
 	flag.IntVar(&cfg.Faults, "faults", 0, "faults injected during the load (default 10; negative: none)")
+	kinds := flag.String("fault-kinds", "", "only these fault kinds, comma-separated: kill, term, nats-term, nats-kill, pg-crash, pause (default: all)")
 	flag.Float64Var(&cfg.CrashAfterCommit, "crash-after-commit", 0, "per-batch probability of the after_commit fault point (default 0.0015; negative: off)")
 	flag.Float64Var(&cfg.CrashBeforeCommit, "crash-before-commit", 0, "per-batch probability of the before_commit fault point (default 0.0008; negative: off)")
 	flag.StringVar(&cfg.WorkerFaults, "worker-faults", "", "ONCELEDGER_FAULTS for the workers instead, e.g. ack_before_commit=0.03 (a broken build the suite must catch)")
@@ -71,6 +73,9 @@ func run() int {
 		preset("crash-before-commit", func() { cfg.CrashBeforeCommit = 0.0002 })
 		preset("settle-timeout", func() { cfg.SettleTimeout = 5 * time.Minute })
 		preset("result-wait", func() { cfg.ResultWait = 25 * time.Second })
+	}
+	if *kinds != "" {
+		cfg.FaultKinds = strings.Split(*kinds, ",")
 	}
 	cfg.Progress = os.Stderr
 	if *verbose {

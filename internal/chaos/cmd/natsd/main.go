@@ -28,6 +28,7 @@ func main() {
 	clusterName := flag.String("cluster-name", "", "cluster name, the same on every node (clustered when -cluster-port is set)")
 	clusterPort := flag.Int("cluster-port", 0, "route port on 127.0.0.1; 0: not clustered")
 	routes := flag.String("routes", "", "comma-separated nats-route://127.0.0.1:PORT of the other nodes")
+	syncAlways := flag.Bool("sync-always", false, "fsync every JetStream write before acknowledging it (sync_interval: always)")
 	flag.Parse()
 	if *port <= 0 || *store == "" {
 		fmt.Fprintln(os.Stderr, "natsd: -port and -store are required")
@@ -43,7 +44,7 @@ func main() {
 	if *routes != "" {
 		cluster.Routes = strings.Split(*routes, ",")
 	}
-	srv, err := natsserver.Start(natsserver.Config{Port: *port, StoreDir: *store, ServerName: *name, Logger: logger, Cluster: cluster})
+	srv, err := natsserver.Start(natsserver.Config{Port: *port, StoreDir: *store, ServerName: *name, Logger: logger, Cluster: cluster, SyncAlways: *syncAlways})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "natsd: %v\n", err)
 		os.Exit(1)
