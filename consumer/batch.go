@@ -82,6 +82,9 @@ type batcher struct {
 	logger        *slog.Logger
 	metrics       *Metrics
 	tracer        trace.Tracer
+	// fast, when set, executes the batchable commands of a batch together
+	// (runFast); the others go through Process one by one.
+	fast BatchExecutor
 
 	// One queue per transaction slot; a company always goes to the same one,
 	// so concurrent batches never wait on each other's number-series and
@@ -94,9 +97,9 @@ type batcher struct {
 
 var errBatcherClosed = errors.New("inbox: worker is shutting down")
 
-func newBatcher(pool *pgxpool.Pool, cfg BatchConfig, commitTimeout time.Duration, afterCommit func(*Delivery), logger *slog.Logger, metrics *Metrics, tracer trace.Tracer) *batcher {
+func newBatcher(pool *pgxpool.Pool, cfg BatchConfig, commitTimeout time.Duration, afterCommit func(*Delivery), logger *slog.Logger, metrics *Metrics, tracer trace.Tracer, fast BatchExecutor) *batcher {
 	b := &batcher{
-		pool: pool, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics, tracer: tracer,
+		pool: pool, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics, tracer: tracer, fast: fast,
 		closing: make(chan struct{}),
 	}
 	for range cfg.Parallel {
@@ -188,7 +191,17 @@ func (b *batcher) run(batch []*submission) {
 
 	started := time.Now()
 	executed := 0
+	rest, err := b.runFast(ctx, tx, batch)
+	if err != nil {
+		fail(err)
+		return
+	}
 	for _, s := range batch {
+		if s.err == nil && s.outcome == Executed {
+			executed++
+		}
+	}
+	for _, s := range rest {
 		// Process runs each command in a savepoint of its own and rolls a
 		// failed one back to it; only a broken transaction stops the batch.
 		s.outcome, s.res, s.err = processSafely(trace.ContextWithSpan(ctx, s.span), tx, s.req, s.exec)

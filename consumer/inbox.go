@@ -153,24 +153,8 @@ func Process(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (Outco
 	if err != nil {
 		return 0, ledger.Result{}, undo(ctx, tx, established, err)
 	}
-	if row == nil && !locked {
-		return InFlight, ledger.ErrorResult(req.Company, req.Key, req.Command,
-			&ledger.Error{Code: ledger.CodeIdempotencyKeyInFlight, Message: ledger.MessageKeyInFlight}), nil
-	}
-	if row != nil {
-		if row.command != req.Command || !bytes.Equal(row.fingerprint, req.Fingerprint) {
-			e := &ledger.Error{Code: ledger.CodeIdempotencyKeyReused, Message: ledger.MessageKeyReused}
-			if row.command != req.Command {
-				e.Details = map[string]any{"original_command": row.command}
-			}
-			return Reused, ledger.ErrorResult(req.Company, req.Key, req.Command, e), nil
-		}
-		var res ledger.Result
-		if err := json.Unmarshal(row.result, &res); err != nil {
-			return 0, ledger.Result{}, fmt.Errorf("inbox: stored result of %s/%s is unreadable: %w", req.Company, req.Key, err)
-		}
-		res.Replayed = true
-		return Replayed, res, nil
+	if o, res, done, err := decide(req, locked, row); done || err != nil {
+		return o, res, err
 	}
 
 	// The effects, the events and the inbox row leave in one round trip.
@@ -213,6 +197,31 @@ func Process(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (Outco
 		return 0, ledger.Result{}, undo(ctx, tx, true, fmt.Errorf("inbox: store result: %w", err))
 	}
 	return Executed, res, nil
+}
+
+// decide answers a claimed key without executing it: in flight when
+// another transaction holds it, a replay or a reuse when a result is
+// stored. done is false when the command must execute.
+func decide(req *Request, locked bool, row *stored) (o Outcome, res ledger.Result, done bool, err error) {
+	if row == nil && !locked {
+		return InFlight, ledger.ErrorResult(req.Company, req.Key, req.Command,
+			&ledger.Error{Code: ledger.CodeIdempotencyKeyInFlight, Message: ledger.MessageKeyInFlight}), true, nil
+	}
+	if row == nil {
+		return 0, ledger.Result{}, false, nil
+	}
+	if row.command != req.Command || !bytes.Equal(row.fingerprint, req.Fingerprint) {
+		e := &ledger.Error{Code: ledger.CodeIdempotencyKeyReused, Message: ledger.MessageKeyReused}
+		if row.command != req.Command {
+			e.Details = map[string]any{"original_command": row.command}
+		}
+		return Reused, ledger.ErrorResult(req.Company, req.Key, req.Command, e), true, nil
+	}
+	if err := json.Unmarshal(row.result, &res); err != nil {
+		return 0, ledger.Result{}, true, fmt.Errorf("inbox: stored result of %s/%s is unreadable: %w", req.Company, req.Key, err)
+	}
+	res.Replayed = true
+	return Replayed, res, true, nil
 }
 
 // undo rolls the transaction back to the command's savepoint after err and

@@ -25,6 +25,7 @@ type Metrics struct {
 	endToEnd   *prometheus.HistogramVec
 	batchSize  prometheus.Histogram
 	batchTimes *prometheus.HistogramVec
+	fallbacks  prometheus.Counter
 }
 
 // NewMetrics registers the consumer's metrics with reg.
@@ -55,8 +56,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time a group-commit transaction spends executing and committing.",
 			Buckets: latency,
 		}, []string{"phase"}),
+		fallbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "onceledger_batch_fallbacks_total",
+			Help: "Batches whose commands were executed together, failed, and were executed again one at a time (a concurrent transaction wrote the same order, say).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.commands, m.handle, m.endToEnd, m.batchSize, m.batchTimes} {
+	for _, c := range []prometheus.Collector{m.commands, m.handle, m.endToEnd, m.batchSize, m.batchTimes, m.fallbacks} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -77,6 +82,12 @@ func (m *Metrics) handled(command string, started time.Time, published time.Time
 	m.handle.WithLabelValues(command).Observe(time.Since(started).Seconds())
 	if !published.IsZero() {
 		m.endToEnd.WithLabelValues(command).Observe(time.Since(published).Seconds())
+	}
+}
+
+func (m *Metrics) fallback() {
+	if m != nil {
+		m.fallbacks.Inc()
 	}
 }
 

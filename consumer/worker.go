@@ -172,7 +172,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("router: %w", err)
 	}
 	dl := &DeadLetters{js: w.js}
-	batches := newBatcher(w.pool, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log, w.cfg.Metrics, w.cfg.TracerProvider.Tracer(tracerName))
+	fast, _ := w.exec.(BatchExecutor)
+	batches := newBatcher(w.pool, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log, w.cfg.Metrics, w.cfg.TracerProvider.Tracer(tracerName), fast)
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.close()
 	router.AddMiddleware(

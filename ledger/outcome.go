@@ -13,3 +13,17 @@ type Outcome struct {
 	Result any
 	Events []Event
 }
+
+// BatchItem is one command of a batch executed at once (see
+// BatchResult).
+type BatchItem struct {
+	Company string
+	Command Command
+}
+
+// BatchResult is what executing one BatchItem gave: an outcome, or a
+// business error (Err) that leaves no effects.
+type BatchResult struct {
+	Outcome Outcome
+	Err     *Error
+}

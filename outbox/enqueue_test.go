@@ -293,3 +293,67 @@ func TestEnqueueConcurrentTransactionsLeaveNoGaps(t *testing.T) {
 		t.Fatalf("committed sequences = %v, want 1..%d without gaps", got, len(committed))
 	}
 }
+
+func TestQueueManyContinuesEachCompanysSequenceInOrder(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	ctx := context.Background()
+
+	// acme already has two events; beta and gamma have none.
+	enqueue(t, pool, "acme", "invoice.created", nil)
+	enqueue(t, pool, "acme", "invoice.created", nil)
+
+	plan := []string{"beta", "acme", "beta", "gamma", "acme", "acme", "beta"}
+	pending := make([]outbox.Pending, len(plan))
+	for i, company := range plan {
+		pending[i] = outbox.Pending{Ctx: ctx, Company: company, Type: "invoice.created", Data: map[string]int{"i": i}}
+	}
+	batch := &pgx.Batch{}
+	events, err := outbox.QueueMany(batch, pending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, batch).Close() }); err != nil {
+		t.Fatal(err)
+	}
+
+	rows := storedRows(t, pool)
+	next := map[string]int64{"acme": 3, "beta": 1, "gamma": 1}
+	for i, ev := range events {
+		row, ok := rows[ev.ID]
+		if !ok {
+			t.Fatalf("event %d (%s) not stored", i, ev.ID)
+		}
+		if row.Company != plan[i] || row.Sequence != next[plan[i]] {
+			t.Fatalf("event %d stored as %s #%d, want %s #%d", i, row.Company, row.Sequence, plan[i], next[plan[i]])
+		}
+		next[plan[i]]++
+		ev.Sequence = row.Sequence
+		want, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row.Body != string(want) {
+			t.Fatalf("event %d: stored body\n  %s\nwant\n  %s", i, row.Body, want)
+		}
+	}
+	// The counters moved with the batch: the next single event follows it.
+	if ev := enqueue(t, pool, "beta", "invoice.created", nil); ev.Sequence != 4 {
+		t.Fatalf("beta's event after the batch got sequence %d, want 4", ev.Sequence)
+	}
+	if ev := enqueue(t, pool, "acme", "invoice.created", nil); ev.Sequence != 6 {
+		t.Fatalf("acme's event after the batch got sequence %d, want 6", ev.Sequence)
+	}
+}
+
+func TestQueueManyRefusesTheWholeBatchForOneBadEvent(t *testing.T) {
+	t.Parallel()
+	batch := &pgx.Batch{}
+	_, err := outbox.QueueMany(batch, []outbox.Pending{
+		{Ctx: context.Background(), Company: "acme", Type: "invoice.created"},
+		{Ctx: context.Background(), Company: "Not A Token", Type: "invoice.created"},
+	})
+	if err == nil || batch.Len() != 0 {
+		t.Fatalf("QueueMany with an invalid company: err %v, %d statements queued; want an error and none", err, batch.Len())
+	}
+}

@@ -71,17 +71,105 @@ func Enqueue(ctx context.Context, tx pgx.Tx, company, eventType string, data any
 // the command that wrote it; ctx is not otherwise used, the statements run
 // when the caller sends the batch.
 func Queue(ctx context.Context, batch *pgx.Batch, company, eventType string, data any) (Event, error) {
+	ev, enc, err := encode(ctx, company, eventType, data)
+	if err != nil {
+		return Event{}, err
+	}
+	batch.Queue(`
+		WITH seq AS (
+			INSERT INTO outbox_sequences (company_id, last_value) VALUES ($2, 1)
+			ON CONFLICT (company_id) DO UPDATE SET last_value = outbox_sequences.last_value + 1
+			RETURNING last_value)
+		INSERT INTO outbox_events (id, company_id, sequence, type, body, created_at, traceparent, tracestate)
+		SELECT $1, $2, seq.last_value, $3, ($4 || seq.last_value || $5)::json, $6, NULLIF($7, ''), NULLIF($8, '') FROM seq
+		RETURNING sequence`,
+		ev.ID, company, eventType, enc.head, enc.tail, ev.CreatedAt, enc.traceparent, enc.tracestate)
+	batch.Queue(`SELECT pg_notify($1, '')`, NotifyChannel)
+	return ev, nil
+}
+
+// Pending is an event to write with QueueMany. Ctx carries the span
+// context stored beside the event, as for Queue.
+type Pending struct {
+	Ctx     context.Context
+	Company string
+	Type    string
+	Data    any
+}
+
+// QueueMany is Queue for many events: one statement writes them all, in
+// order, each company's sequence counter advanced once by its number of
+// events, and one notification wakes the relays. Nothing is queued when
+// any event is invalid.
+func QueueMany(batch *pgx.Batch, events []Pending) ([]Event, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	n := len(events)
+	out := make([]Event, 0, n)
+	ids := make([]uuid.UUID, 0, n)
+	companies, types, heads, tails := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	parents, states := make([]string, 0, n), make([]string, 0, n)
+	created := make([]time.Time, 0, n)
+	for _, p := range events {
+		ev, enc, err := encode(p.Ctx, p.Company, p.Type, p.Data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+		ids = append(ids, ev.ID)
+		companies = append(companies, ev.Company)
+		types = append(types, ev.Type)
+		heads = append(heads, enc.head)
+		tails = append(tails, enc.tail)
+		created = append(created, ev.CreatedAt)
+		parents = append(parents, enc.traceparent)
+		states = append(states, enc.tracestate)
+	}
+	// ON CONFLICT may touch a row once per statement, hence one counter row
+	// per company (counted), and each event's sequence is the counter's new
+	// value minus the events of its company that follow it.
+	batch.Queue(`
+		WITH ev AS (
+			SELECT *, count(*) OVER (PARTITION BY company_id ORDER BY ord ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) - 1 AS after
+			  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[])
+			       WITH ORDINALITY AS t(id, company_id, type, head, tail, created_at, traceparent, tracestate, ord)),
+		seq AS (
+			INSERT INTO outbox_sequences (company_id, last_value)
+			SELECT company_id, count(*) FROM ev GROUP BY company_id
+			ON CONFLICT (company_id) DO UPDATE SET last_value = outbox_sequences.last_value + EXCLUDED.last_value
+			RETURNING company_id, last_value)
+		INSERT INTO outbox_events (id, company_id, sequence, type, body, created_at, traceparent, tracestate)
+		SELECT ev.id, ev.company_id, seq.last_value - ev.after, ev.type,
+		       (ev.head || (seq.last_value - ev.after) || ev.tail)::json, ev.created_at,
+		       NULLIF(ev.traceparent, ''), NULLIF(ev.tracestate, '')
+		  FROM ev JOIN seq USING (company_id)
+		 ORDER BY ev.ord`,
+		ids, companies, types, heads, tails, created, parents, states)
+	batch.Queue(`SELECT pg_notify($1, '')`, NotifyChannel)
+	return out, nil
+}
+
+// encoded is an event's body cut around its sequence, which the database
+// allocates, and its stored trace context.
+type encoded struct {
+	head, tail              string
+	traceparent, tracestate string
+}
+
+// encode checks and encodes one event.
+func encode(ctx context.Context, company, eventType string, data any) (Event, encoded, error) {
 	// An event the relay cannot publish would block every event behind it,
 	// so names that are not valid subject tokens are refused here.
 	if !companySyntax.MatchString(company) {
-		return Event{}, fmt.Errorf("outbox: company %q is not a valid subject token", company)
+		return Event{}, encoded{}, fmt.Errorf("outbox: company %q is not a valid subject token", company)
 	}
 	if !typeSyntax.MatchString(eventType) {
-		return Event{}, fmt.Errorf("outbox: event type %q must be dot-separated lower-case words", eventType)
+		return Event{}, encoded{}, fmt.Errorf("outbox: event type %q must be dot-separated lower-case words", eventType)
 	}
 	raw, err := json.Marshal(data)
 	if err != nil {
-		return Event{}, fmt.Errorf("outbox: encode %s data: %w", eventType, err)
+		return Event{}, encoded{}, fmt.Errorf("outbox: encode %s data: %w", eventType, err)
 	}
 	ev := Event{
 		ID:        uuid.Must(uuid.NewV7()),
@@ -96,25 +184,16 @@ func Queue(ctx context.Context, batch *pgx.Batch, company, eventType string, dat
 	ev.Sequence = sequenceMarker
 	body, err := json.Marshal(ev)
 	if err != nil {
-		return Event{}, fmt.Errorf("outbox: encode event: %w", err)
+		return Event{}, encoded{}, fmt.Errorf("outbox: encode event: %w", err)
 	}
 	ev.Sequence = 0
 	head, tail, ok := strings.Cut(string(body), `"sequence":`+strconv.FormatInt(sequenceMarker, 10))
 	if !ok {
-		return Event{}, fmt.Errorf("outbox: encode event: no sequence field")
+		return Event{}, encoded{}, fmt.Errorf("outbox: encode event: no sequence field")
 	}
-	traceparent, tracestate := tracecontext.Columns(ctx)
-	batch.Queue(`
-		WITH seq AS (
-			INSERT INTO outbox_sequences (company_id, last_value) VALUES ($2, 1)
-			ON CONFLICT (company_id) DO UPDATE SET last_value = outbox_sequences.last_value + 1
-			RETURNING last_value)
-		INSERT INTO outbox_events (id, company_id, sequence, type, body, created_at, traceparent, tracestate)
-		SELECT $1, $2, seq.last_value, $3, ($4 || seq.last_value || $5)::json, $6, NULLIF($7, ''), NULLIF($8, '') FROM seq
-		RETURNING sequence`,
-		ev.ID, company, eventType, head+`"sequence":`, tail, ev.CreatedAt, traceparent, tracestate)
-	batch.Queue(`SELECT pg_notify($1, '')`, NotifyChannel)
-	return ev, nil
+	enc := encoded{head: head + `"sequence":`, tail: tail}
+	enc.traceparent, enc.tracestate = tracecontext.Columns(ctx)
+	return ev, enc, nil
 }
 
 // sequenceMarker stands for the sequence while the body is encoded; no

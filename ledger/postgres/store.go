@@ -172,23 +172,7 @@ func (s *Store) createInvoice(ctx context.Context, tx pgx.Tx, company string, c 
 	}
 	inv, entry := ledger.IssueInvoice(company, c, newID(), newID(), seq)
 	err := postDocument(ctx, tx, entry, "invoices_one_per_order", dup, func(batch *pgx.Batch) {
-		batch.Queue(`
-			INSERT INTO invoices (id, company_id, series, sequence, number, order_id,
-				customer_id, customer_name, customer_vat_id, customer_country,
-				currency, issue_date, due_date, net, vat, gross, journal_entry_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
-			inv.ID, company, inv.Series, inv.Sequence, inv.Number, inv.OrderID,
-			inv.Customer.ID, inv.Customer.Name, inv.Customer.VATID, inv.Customer.Country,
-			inv.Currency.Code, inv.IssueDate.Time, inv.DueDate.Time,
-			inv.Totals.Net.String(), inv.Totals.VAT.String(), inv.Totals.Gross.String(), entry.ID)
-		for i, l := range inv.Lines {
-			a := inv.Totals.Lines[i]
-			batch.Queue(`
-				INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-				inv.ID, i+1, l.Description, l.Quantity.String(), l.UnitPrice.String(), l.VATRate.String(),
-				a.Net.String(), a.VAT.String(), a.Gross.String())
-		}
+		queueInvoices(batch, []*ledger.Invoice{inv})
 	})
 	if err != nil {
 		return ledger.Outcome{}, fmt.Errorf("post invoice %s: %w", inv.Number, err)
@@ -218,7 +202,7 @@ func postDocument(ctx context.Context, tx pgx.Tx, entry *ledger.JournalEntry, co
 	batch := &pgx.Batch{}
 	batch.Queue("SAVEPOINT onceledger_document")
 	if entry != nil {
-		queueEntry(batch, entry)
+		queueEntries(batch, []*ledger.JournalEntry{entry})
 	}
 	add(batch)
 	batch.Queue("RELEASE SAVEPOINT onceledger_document")
@@ -258,19 +242,6 @@ func duplicateInvoice(orderID string, id uuid.UUID, number string) *ledger.Error
 	e := ledger.Errorf(ledger.CodeDuplicateDocument, "order %q is already invoiced by invoice %s", orderID, number)
 	e.Details = map[string]any{"document": "invoice", "invoice_id": id.String(), "number": number, "order_id": orderID}
 	return e
-}
-
-func queueEntry(batch *pgx.Batch, e *ledger.JournalEntry) {
-	batch.Queue(`
-		INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
-		VALUES ($1, $2, $3, $4, $5, $6)`,
-		e.ID, e.Company, e.Date.Time, e.Description, e.SourceType, e.SourceID)
-	for i, l := range e.Lines {
-		batch.Queue(`
-			INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			e.ID, i+1, e.Company, l.Account, l.Currency, l.Debit.String(), l.Credit.String())
-	}
 }
 
 // newID returns a time-ordered UUIDv7, friendly to B-tree indexes.

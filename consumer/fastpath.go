@@ -1,0 +1,209 @@
+package consumer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/outbox"
+)
+
+// BatchExecutor is an Executor that can also execute many commands at once
+// (ledger/postgres.Store does, for invoice.create). The batcher then runs
+// the idempotency contract for a whole batch in three round trips instead
+// of four per command.
+type BatchExecutor interface {
+	Executor
+	// Batchable reports whether ExecuteBatch takes cmd.
+	Batchable(cmd ledger.Command) bool
+	// ExecuteBatch executes items in tx as Execute would one after the
+	// other, reading in tx but queueing every write on batch, which the
+	// caller sends. A business error is the item's result; an error
+	// returned fails them all.
+	ExecuteBatch(ctx context.Context, tx pgx.Tx, items []ledger.BatchItem, batch *pgx.Batch) ([]ledger.BatchResult, error)
+}
+
+// batchSavepoint encloses the writes of a batch's fast path, so a failure
+// there returns the batch to where its keys were claimed.
+const batchSavepoint = "onceledger_batch"
+
+// runFast runs the batch's batchable commands together: one round trip
+// claims every key (the same non-blocking claim as Process, for all keys at
+// once), one reads what the commands need, one writes every effect, event
+// and inbox row, one statement per table. It returns the submissions left
+// for Process, one by one in the same transaction: commands that are not
+// batchable, repeated keys (which then replay or reuse the first), and,
+// when the writes fail (a concurrent transaction that committed the same
+// order, say), all the batch's new commands, after rolling back to the
+// point where their keys were claimed. An error means the transaction is
+// broken.
+func (b *batcher) runFast(ctx context.Context, tx pgx.Tx, batch []*submission) (rest []*submission, err error) {
+	type ck struct{ company, key string }
+	var fast []*submission
+	seen := map[ck]bool{}
+	for _, s := range batch {
+		k := ck{s.req.Company, s.req.Key}
+		if b.fast == nil || seen[k] || !b.fast.Batchable(s.req.Decoded) {
+			rest = append(rest, s)
+			continue
+		}
+		seen[k] = true
+		fast = append(fast, s)
+	}
+	if len(fast) == 0 {
+		return rest, nil
+	}
+
+	locked, rows, err := claimAll(ctx, tx, fast)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errTxBroken, err)
+	}
+	var fresh []*submission
+	for i, s := range fast {
+		o, res, done, err := decide(s.req, locked[i], rows[i])
+		switch {
+		case err != nil:
+			s.err = err
+		case done:
+			s.outcome, s.res = o, res
+		default:
+			fresh = append(fresh, s)
+		}
+	}
+	if len(fresh) == 0 {
+		return rest, nil
+	}
+	if err := b.writeFast(ctx, tx, fresh); err != nil {
+		if _, rbErr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+batchSavepoint); rbErr != nil {
+			return nil, fmt.Errorf("%w: %w (and rolling back the batch failed: %v)", errTxBroken, err, rbErr)
+		}
+		b.logger.Info("batch fell back to one command at a time", "commands", len(fresh), "error", err)
+		b.metrics.fallback()
+		return append(fresh, rest...), nil
+	}
+	return rest, nil
+}
+
+// claimAll is claim for many keys in one round trip, which also sets the
+// batch savepoint. As in claim, the rows are read by a second statement,
+// after the lock attempts, so a result committed by a previous holder just
+// before it released its lock is seen.
+func claimAll(ctx context.Context, tx pgx.Tx, subs []*submission) ([]bool, []*stored, error) {
+	n := len(subs)
+	companies, keys, locks := make([]string, n), make([]string, n), make([]int64, n)
+	for i, s := range subs {
+		companies[i], keys[i], locks[i] = s.req.Company, s.req.Key, lockKey(s.req.Company, s.req.Key)
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(`
+		SELECT t.ord, pg_try_advisory_xact_lock(t.lock)
+		  FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS t(company_id, idempotency_key, lock, ord)
+		 WHERE NOT EXISTS (SELECT 1 FROM inbox i WHERE i.company_id = t.company_id AND i.idempotency_key = t.idempotency_key)`,
+		companies, keys, locks)
+	batch.Queue(`
+		SELECT t.ord, i.command, i.fingerprint, i.result::text
+		  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(company_id, idempotency_key, ord)
+		  JOIN inbox i USING (company_id, idempotency_key)`,
+		companies, keys)
+	batch.Queue("SAVEPOINT " + batchSavepoint)
+	br := tx.SendBatch(ctx, batch)
+	defer br.Close()
+
+	locked := make([]bool, n)
+	rows := make([]*stored, n)
+	var ord int64
+	var ok bool
+	r, _ := br.Query()
+	if _, err := pgx.ForEachRow(r, []any{&ord, &ok}, func() error { locked[ord-1] = ok; return nil }); err != nil {
+		return nil, nil, fmt.Errorf("inbox: lock keys: %w", err)
+	}
+	var st stored
+	var result string
+	r, _ = br.Query()
+	if _, err := pgx.ForEachRow(r, []any{&ord, &st.command, &st.fingerprint, &result}, func() error {
+		row := st
+		row.result = []byte(result)
+		rows[ord-1] = &row
+		return nil
+	}); err != nil {
+		return nil, nil, fmt.Errorf("inbox: read keys: %w", err)
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, nil, fmt.Errorf("inbox: savepoint: %w", err)
+	}
+	return locked, rows, br.Close()
+}
+
+// writeFast executes the new commands and writes their effects, events and
+// results. On error nothing of it may be kept: the caller rolls back to the
+// batch savepoint.
+func (b *batcher) writeFast(ctx context.Context, tx pgx.Tx, subs []*submission) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic while executing a batch: %v\n%s", r, debug.Stack())
+		}
+	}()
+	items := make([]ledger.BatchItem, len(subs))
+	for i, s := range subs {
+		items[i] = ledger.BatchItem{Company: s.req.Company, Command: s.req.Decoded}
+	}
+	writes := &pgx.Batch{}
+	results, err := b.fast.ExecuteBatch(ctx, tx, items, writes)
+	if err != nil {
+		return err
+	}
+	if len(results) != len(subs) {
+		return fmt.Errorf("inbox: %d results for a batch of %d commands", len(results), len(subs))
+	}
+	var events []outbox.Pending
+	res := make([]ledger.Result, len(subs))
+	n := len(subs)
+	companies, keys, commands, statuses, bodies := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	fingerprints, seqs := make([][]byte, n), make([]int64, n)
+	for i, s := range subs {
+		r := results[i]
+		req := s.req
+		switch {
+		case r.Err != nil && (r.Err.Code == ledger.CodeInternal || r.Err.Code == ledger.CodeIdempotencyKeyInFlight):
+			return fmt.Errorf("%s/%s: %w", req.Company, req.Key, r.Err)
+		case r.Err != nil:
+			res[i] = ledger.ErrorResult(req.Company, req.Key, req.Command, r.Err)
+		default:
+			evCtx := trace.ContextWithSpan(ctx, s.span)
+			for _, ev := range r.Outcome.Events {
+				events = append(events, outbox.Pending{Ctx: evCtx, Company: req.Company, Type: ev.Type, Data: ev.Data})
+			}
+			raw, err := json.Marshal(r.Outcome.Result)
+			if err != nil {
+				return fmt.Errorf("inbox: encode %s result: %w", req.Command, err)
+			}
+			res[i] = ledger.Result{Company: req.Company, IdempotencyKey: req.Key, Command: req.Command, Status: ledger.StatusOK, Result: raw}
+		}
+		body, err := json.Marshal(res[i])
+		if err != nil {
+			return fmt.Errorf("inbox: encode result: %w", err)
+		}
+		companies[i], keys[i], commands[i], statuses[i], bodies[i] = req.Company, req.Key, req.Command, res[i].Status, string(body)
+		fingerprints[i], seqs[i] = req.Fingerprint, int64(req.StreamSequence)
+	}
+	if _, err := outbox.QueueMany(writes, events); err != nil {
+		return err
+	}
+	writes.Queue(`
+		INSERT INTO inbox (company_id, idempotency_key, command, fingerprint, status, result, stream_sequence)
+		SELECT c, k, cmd, f, s, r::json, NULLIF(q, 0)
+		  FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::text[], $7::bigint[]) AS t(c, k, cmd, f, s, r, q)`,
+		companies, keys, commands, fingerprints, statuses, bodies, seqs)
+	if err := tx.SendBatch(ctx, writes).Close(); err != nil {
+		return fmt.Errorf("inbox: write batch: %w", err)
+	}
+	for i, s := range subs {
+		s.outcome, s.res = Executed, res[i]
+	}
+	return nil
+}

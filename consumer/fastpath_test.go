@@ -1,0 +1,280 @@
+package consumer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/postgres"
+)
+
+// fastWorld drives batches straight into a batcher, so a test decides
+// exactly which commands share a transaction.
+type fastWorld struct {
+	t     *testing.T
+	pool  *pgxpool.Pool
+	store *postgres.Store
+	b     *batcher
+}
+
+func newFastWorld(t *testing.T) *fastWorld {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), testenv.Migrated(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	store := postgres.New()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b := newBatcher(pool, BatchConfig{MaxSize: 64, Parallel: 1}, 30*time.Second, nil, logger, nil, noop.NewTracerProvider().Tracer(""), store)
+	t.Cleanup(b.close)
+	w := &fastWorld{t: t, pool: pool, store: store, b: b}
+	w.run(w.sub("acme", "company.create", "setup", map[string]any{"name": "Acme UAB", "country": "LT", "currency": "EUR"}))
+	return w
+}
+
+// sub is a submission of command with body under key, as parseRequest
+// would make it (the fingerprint is any digest of the payload here).
+func (w *fastWorld) sub(company, command, key string, body any) *submission {
+	w.t.Helper()
+	raw, err := json.Marshal(body)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	cmd, err := ledger.Decode(command, raw)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	fp := sha256.Sum256(raw)
+	return &submission{
+		req:  &Request{Company: company, Command: command, Key: key, Fingerprint: fp[:], Decoded: cmd, StreamSequence: 7},
+		exec: w.store,
+		span: trace.SpanFromContext(context.Background()),
+		done: make(chan struct{}),
+	}
+}
+
+func (w *fastWorld) invoice(company, key, order string) *submission {
+	return w.sub(company, "invoice.create", key, map[string]any{
+		"order_id": order, "series": "INV",
+		"customer": map[string]any{"id": "c1", "name": "UAB Pavyzdys", "country": "LT"},
+		"currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16",
+		"lines": []any{
+			map[string]any{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"},
+			map[string]any{"description": "Travel", "quantity": "1", "unit_price": "19.99", "vat_rate": "21"},
+		},
+	})
+}
+
+// run runs subs as one batch and fails the test on a batch-wide error.
+func (w *fastWorld) run(subs ...*submission) {
+	w.t.Helper()
+	w.b.run(subs)
+	for _, s := range subs {
+		if s.err != nil {
+			w.t.Fatalf("%s %s/%s: %v", s.req.Command, s.req.Company, s.req.Key, s.err)
+		}
+	}
+}
+
+func (w *fastWorld) number(s *submission) string {
+	w.t.Helper()
+	if s.res.Status != ledger.StatusOK {
+		w.t.Fatalf("%s: %+v, want ok", s.req.Key, s.res.Error)
+	}
+	var v ledger.InvoiceView
+	if err := json.Unmarshal(s.res.Result, &v); err != nil {
+		w.t.Fatal(err)
+	}
+	return v.Number
+}
+
+func (w *fastWorld) scalar(query string, args ...any) int {
+	w.t.Helper()
+	var n int
+	if err := w.pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		w.t.Fatal(err)
+	}
+	return n
+}
+
+func wantOutcome(t *testing.T, s *submission, o Outcome, code ledger.Code) {
+	t.Helper()
+	if s.outcome != o {
+		t.Fatalf("%s: outcome %s, want %s", s.req.Key, s.outcome, o)
+	}
+	var got ledger.Code
+	if s.res.Error != nil {
+		got = s.res.Error.Code
+	}
+	if got != code {
+		t.Fatalf("%s: error code %q, want %q (%+v)", s.req.Key, got, code, s.res.Error)
+	}
+}
+
+func TestOneBatchAnswersEveryOutcomeAsOneByOne(t *testing.T) {
+	w := newFastWorld(t)
+	ctx := context.Background()
+
+	first := w.invoice("acme", "k0", "o0")
+	w.run(first)
+	if got := w.number(first); got != "INV-2026-000001" {
+		t.Fatalf("first invoice numbered %s", got)
+	}
+
+	// Another transaction holds k5, as a worker executing it would.
+	holder, err := w.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey("acme", "k5")); err != nil {
+		t.Fatal(err)
+	}
+
+	replay := w.invoice("acme", "k0", "o0")
+	reuse := w.invoice("acme", "k0", "o0-changed")
+	k1 := w.invoice("acme", "k1", "o1")
+	k1again := w.invoice("acme", "k1", "o1")
+	k2 := w.invoice("acme", "k2", "o1")     // the same order as k1 under another key
+	k3 := w.invoice("acme", "k3", "o0")     // an order invoiced by an earlier batch
+	ghost := w.invoice("ghost", "k4", "o9") // a company that does not exist
+	held := w.invoice("acme", "k5", "o5")
+	k6 := w.invoice("acme", "k6", "o6")
+	w.run(replay, reuse, k1, k1again, k2, k3, ghost, held, k6)
+
+	wantOutcome(t, replay, Replayed, "")
+	if !replay.res.Replayed || w.number(replay) != "INV-2026-000001" {
+		t.Fatalf("replay of k0: %+v", replay.res)
+	}
+	wantOutcome(t, reuse, Reused, ledger.CodeIdempotencyKeyReused)
+	wantOutcome(t, k1, Executed, "")
+	wantOutcome(t, k1again, Replayed, "")
+	if w.number(k1again) != w.number(k1) {
+		t.Fatalf("k1 repeated in its batch answered %s, the first %s", w.number(k1again), w.number(k1))
+	}
+	wantOutcome(t, k2, Executed, ledger.CodeDuplicateDocument)
+	if d := k2.res.Error.Details; d["number"] != w.number(k1) {
+		t.Fatalf("k2's duplicate names %v, want k1's invoice %s", d["number"], w.number(k1))
+	}
+	wantOutcome(t, k3, Executed, ledger.CodeDuplicateDocument)
+	if d := k3.res.Error.Details; d["number"] != "INV-2026-000001" {
+		t.Fatalf("k3's duplicate names %v, want INV-2026-000001", d["number"])
+	}
+	wantOutcome(t, ghost, Executed, ledger.CodeUnknownCompany)
+	wantOutcome(t, held, InFlight, ledger.CodeIdempotencyKeyInFlight)
+	wantOutcome(t, k6, Executed, "")
+
+	// Numbers follow the batch's order without gaps; only executed keys
+	// are stored, business errors included; one event per invoice.
+	if a, b := w.number(k1), w.number(k6); a != "INV-2026-000002" || b != "INV-2026-000003" {
+		t.Fatalf("numbers %s, %s; want INV-2026-000002, INV-2026-000003", a, b)
+	}
+	var keys []string
+	rows, err := w.pool.Query(ctx, `SELECT idempotency_key FROM inbox WHERE command = 'invoice.create' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"k0", "k1", "k2", "k3", "k4", "k6"}; !slices.Equal(keys, want) {
+		t.Fatalf("stored keys %v, want %v", keys, want)
+	}
+	if n := w.scalar(`SELECT count(*) FROM inbox WHERE company_id = 'ghost'`); n != 1 {
+		t.Fatalf("%d inbox rows for the unknown company, want its error stored once", n)
+	}
+	if n := w.scalar(`SELECT count(*) FROM outbox_events WHERE type = 'invoice.created'`); n != 3 {
+		t.Fatalf("%d invoice.created events, want 3", n)
+	}
+	if n := w.scalar(`SELECT max(sequence) FROM outbox_events WHERE company_id = 'acme'`); n != 4 {
+		t.Fatalf("acme's last event sequence %d, want 4 (company and three invoices)", n)
+	}
+	if n := w.scalar(`SELECT count(*) FROM journal_lines`); n != 9 {
+		t.Fatalf("%d journal lines, want 3 per invoice", n)
+	}
+	var stored ledger.Result
+	var body string
+	if err := w.pool.QueryRow(ctx, `SELECT result::text FROM inbox WHERE company_id = 'acme' AND idempotency_key = 'k6'`).Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(body), &stored); err != nil || stored.Status != ledger.StatusOK || string(stored.Result) != string(k6.res.Result) {
+		t.Fatalf("k6 stored %s (%v), want the result it was answered", body, err)
+	}
+
+	// Released, k5 executes on its next delivery.
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again := w.invoice("acme", "k5", "o5")
+	w.run(again)
+	if got := w.number(again); got != "INV-2026-000004" {
+		t.Fatalf("k5 numbered %s, want INV-2026-000004", got)
+	}
+}
+
+func TestBatchFallsBackWhenAConcurrentTransactionWinsAnOrder(t *testing.T) {
+	w := newFastWorld(t)
+	ctx := context.Background()
+
+	// Another worker's transaction invoices order o1 and has not committed.
+	other, err := w.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback(ctx)
+	winner := w.invoice("acme", "other", "o1")
+	if _, _, err := Process(ctx, other, winner.req, w.store); err != nil {
+		t.Fatal(err)
+	}
+
+	loser := w.invoice("acme", "k1", "o1")
+	k2 := w.invoice("acme", "k2", "o2")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.b.run([]*submission{loser, k2})
+	}()
+	// The batch reads before the other transaction commits, then waits for
+	// the number series row it holds.
+	deadline := time.Now().Add(10 * time.Second)
+	for w.scalar(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the batch never waited for the other transaction's locks")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := other.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	for _, s := range []*submission{loser, k2} {
+		if s.err != nil {
+			t.Fatalf("%s: %v", s.req.Key, s.err)
+		}
+	}
+	wantOutcome(t, loser, Executed, ledger.CodeDuplicateDocument)
+	if d := loser.res.Error.Details; d["number"] != "INV-2026-000001" {
+		t.Fatalf("the loser's duplicate names %v, want the winner's INV-2026-000001", d["number"])
+	}
+	wantOutcome(t, k2, Executed, "")
+	if got := w.number(k2); got != "INV-2026-000002" {
+		t.Fatalf("k2 numbered %s after the fallback, want INV-2026-000002 (no gap)", got)
+	}
+	if n := w.scalar(`SELECT count(*) FROM invoices`); n != 2 {
+		t.Fatalf("%d invoices, want 2", n)
+	}
+}

@@ -1,0 +1,155 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/ledger"
+)
+
+// Batchable reports whether ExecuteBatch takes cmd: invoice.create, the
+// command that arrives in volume. Everything else goes one by one.
+func (s *Store) Batchable(cmd ledger.Command) bool {
+	_, ok := cmd.(*ledger.CreateInvoice)
+	return ok
+}
+
+// ExecuteBatch executes many Batchable commands in tx with the same rules
+// as Execute one after the other in the order given: companies must
+// exist, an order is invoiced once (a later command of the batch for the
+// same order is its duplicate), numbers follow each series without gaps.
+// It reads what it needs in one round trip, locking the number series
+// rows it will advance, and queues every write on batch, one statement
+// per table; nothing is written until the caller sends batch, so a caller
+// that sends it in a savepoint and meets an error (a concurrent
+// transaction that committed the same order, say) can roll back to the
+// savepoint and execute the commands one by one instead.
+func (s *Store) ExecuteBatch(ctx context.Context, tx pgx.Tx, items []ledger.BatchItem, batch *pgx.Batch) ([]ledger.BatchResult, error) {
+	type seriesKey struct{ company, series string }
+	type orderKey struct{ company, order string }
+	type invoiced struct {
+		id     uuid.UUID
+		number string
+	}
+	cmds := make([]*ledger.CreateInvoice, len(items))
+	var companies, orderCompanies, orders []string
+	var series []seriesKey
+	for i, it := range items {
+		c, ok := it.Command.(*ledger.CreateInvoice)
+		if !ok {
+			return nil, fmt.Errorf("ledger store: command %s cannot be executed in a batch", it.Command.CommandName())
+		}
+		cmds[i] = c
+		companies = append(companies, it.Company)
+		orderCompanies = append(orderCompanies, it.Company)
+		orders = append(orders, c.OrderID)
+		series = append(series, seriesKey{it.Company, c.Series})
+	}
+	slices.Sort(companies)
+	companies = slices.Compact(companies)
+	// Series rows are locked in one order by every batch.
+	slices.SortFunc(series, func(a, b seriesKey) int {
+		return cmp.Or(cmp.Compare(a.company, b.company), cmp.Compare(a.series, b.series))
+	})
+	series = slices.Compact(series)
+	seriesCompanies, seriesNames := make([]string, len(series)), make([]string, len(series))
+	for i, k := range series {
+		seriesCompanies[i], seriesNames[i] = k.company, k.series
+	}
+
+	lookup := &pgx.Batch{}
+	lookup.Queue(`SELECT id FROM companies WHERE id = ANY($1)`, companies)
+	lookup.Queue(`
+		SELECT i.company_id, i.order_id, i.id, i.number
+		  FROM unnest($1::text[], $2::text[]) AS o(company_id, order_id)
+		  JOIN invoices i USING (company_id, order_id)`, orderCompanies, orders)
+	lookup.Queue(`
+		SELECT n.company_id, n.series, n.last_value
+		  FROM number_series n
+		  JOIN unnest($1::text[], $2::text[]) AS s(company_id, series) USING (company_id, series)
+		 ORDER BY n.company_id, n.series
+		   FOR UPDATE OF n`, seriesCompanies, seriesNames)
+	br := tx.SendBatch(ctx, lookup)
+	known := map[string]bool{}
+	existing := map[orderKey]invoiced{}
+	last := map[seriesKey]int64{}
+	// each reads one result set; a failed query's rows report its error.
+	each := func(what string, scans []any, row func()) error {
+		rows, _ := br.Query()
+		if _, err := pgx.ForEachRow(rows, scans, func() error { row(); return nil }); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
+	var id string
+	var k orderKey
+	var inv invoiced
+	var sk seriesKey
+	var v int64
+	err := cmp.Or(
+		each("look up companies", []any{&id}, func() { known[id] = true }),
+		each("look up invoices for orders", []any{&k.company, &k.order, &inv.id, &inv.number}, func() { existing[k] = inv }),
+		each("lock number series", []any{&sk.company, &sk.series, &v}, func() { last[sk] = v }),
+	)
+	if closeErr := br.Close(); err == nil && closeErr != nil {
+		err = closeErr
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	results := make([]ledger.BatchResult, len(items))
+	var invs []*ledger.Invoice
+	var entries []*ledger.JournalEntry
+	advanced := map[seriesKey]bool{}
+	for i, it := range items {
+		c := cmds[i]
+		ok := orderKey{it.Company, c.OrderID}
+		sk := seriesKey{it.Company, c.Series}
+		if !known[it.Company] {
+			results[i].Err = unknownCompany(it.Company)
+			continue
+		}
+		if prev, dup := existing[ok]; dup {
+			results[i].Err = duplicateInvoice(c.OrderID, prev.id, prev.number)
+			continue
+		}
+		seq, found := last[sk]
+		if !found {
+			results[i].Err = unknownSeries(it.Company, c.Series)
+			continue
+		}
+		seq++
+		last[sk], advanced[sk] = seq, true
+		inv, entry := ledger.IssueInvoice(it.Company, c, newID(), newID(), seq)
+		if err := entry.Check(); err != nil {
+			return nil, fmt.Errorf("post invoice %s: %w", inv.Number, err)
+		}
+		existing[ok] = invoiced{inv.ID, inv.Number}
+		invs = append(invs, inv)
+		entries = append(entries, entry)
+		results[i].Outcome = outcome("invoice.created", inv.View())
+	}
+	if len(invs) == 0 {
+		return results, nil
+	}
+	var upCompanies, upSeries []string
+	var upValues []int64
+	for _, k := range series {
+		if advanced[k] {
+			upCompanies, upSeries, upValues = append(upCompanies, k.company), append(upSeries, k.series), append(upValues, last[k])
+		}
+	}
+	batch.Queue(`
+		UPDATE number_series n SET last_value = u.last_value
+		  FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(company_id, series, last_value)
+		 WHERE n.company_id = u.company_id AND n.series = u.series`, upCompanies, upSeries, upValues)
+	queueEntries(batch, entries)
+	queueInvoices(batch, invs)
+	return results, nil
+}
