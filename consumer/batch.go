@@ -16,7 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/outbox"
 )
 
 // BatchConfig configures group commit: commands that arrive together share
@@ -85,6 +87,9 @@ type batcher struct {
 	// fast, when set, executes the batchable commands of a batch together
 	// (runFast); the others go through Process one by one.
 	fast BatchExecutor
+	// wake notifies the relays and dispatchers after a commit that wrote
+	// events, outside the transaction.
+	wake *pglisten.Notifier
 
 	// One queue per transaction slot; a company always goes to the same one,
 	// so concurrent batches never wait on each other's number-series and
@@ -101,6 +106,7 @@ func newBatcher(pool *pgxpool.Pool, cfg BatchConfig, commitTimeout time.Duration
 	b := &batcher{
 		pool: pool, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics, tracer: tracer, fast: fast,
 		closing: make(chan struct{}),
+		wake:    pglisten.NewNotifier(pool, logger, outbox.WakeChannels...),
 	}
 	for range cfg.Parallel {
 		q := make(chan *submission, cfg.MaxSize)
@@ -128,6 +134,7 @@ func (b *batcher) submit(s *submission) error {
 func (b *batcher) close() {
 	b.once.Do(func() { close(b.closing) })
 	b.wg.Wait()
+	b.wake.Close()
 }
 
 func (b *batcher) loop(queue chan *submission) {
@@ -227,6 +234,9 @@ func (b *batcher) run(batch []*submission) {
 		return
 	}
 	crashAt("after_commit")
+	if executed > 0 {
+		b.wake.Poke()
+	}
 	b.metrics.batch(len(batch), committing.Sub(started), time.Since(committing))
 	b.logger.Debug("batch committed", "commands", len(batch), "executed", executed,
 		"execute", committing.Sub(started), "commit", time.Since(committing))

@@ -37,7 +37,10 @@ $$;
 DROP TRIGGER journal_lines_balanced ON journal_lines;
 
 -- Lines and allocations belong to the transaction that posted their
--- document: one check per INSERT statement over all the rows it added.
+-- document: one check per INSERT statement over all the rows it added. The
+-- planner knows nothing of a transition table's size, so the document is
+-- looked up per added row (a subquery, by primary key), never by a join
+-- that might scan the whole document table.
 -- +goose StatementBegin
 CREATE FUNCTION refuse_rows_for_posted() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -46,20 +49,20 @@ DECLARE
 BEGIN
     CASE TG_TABLE_NAME
     WHEN 'journal_lines' THEN
-        SELECT true INTO late FROM added a JOIN journal_entries d ON d.id = a.entry_id
-         WHERE d.created_xact <> pg_current_xact_id() LIMIT 1;
+        SELECT true INTO late FROM added a
+         WHERE (SELECT d.created_xact FROM journal_entries d WHERE d.id = a.entry_id) <> pg_current_xact_id() LIMIT 1;
     WHEN 'invoice_lines' THEN
-        SELECT true INTO late FROM added a JOIN invoices d ON d.id = a.invoice_id
-         WHERE d.created_xact <> pg_current_xact_id() LIMIT 1;
+        SELECT true INTO late FROM added a
+         WHERE (SELECT d.created_xact FROM invoices d WHERE d.id = a.invoice_id) <> pg_current_xact_id() LIMIT 1;
     WHEN 'credit_note_lines' THEN
-        SELECT true INTO late FROM added a JOIN credit_notes d ON d.id = a.credit_note_id
-         WHERE d.created_xact <> pg_current_xact_id() LIMIT 1;
+        SELECT true INTO late FROM added a
+         WHERE (SELECT d.created_xact FROM credit_notes d WHERE d.id = a.credit_note_id) <> pg_current_xact_id() LIMIT 1;
     WHEN 'payment_allocations' THEN
-        SELECT true INTO late FROM added a JOIN payments d ON d.id = a.payment_id
-         WHERE d.created_xact <> pg_current_xact_id() LIMIT 1;
+        SELECT true INTO late FROM added a
+         WHERE (SELECT d.created_xact FROM payments d WHERE d.id = a.payment_id) <> pg_current_xact_id() LIMIT 1;
     WHEN 'purchase_invoice_lines' THEN
-        SELECT true INTO late FROM added a JOIN purchase_invoices d ON d.id = a.purchase_invoice_id
-         WHERE d.created_xact <> pg_current_xact_id() LIMIT 1;
+        SELECT true INTO late FROM added a
+         WHERE (SELECT d.created_xact FROM purchase_invoices d WHERE d.id = a.purchase_invoice_id) <> pg_current_xact_id() LIMIT 1;
     END CASE;
     IF late THEN
         RAISE EXCEPTION '% cannot be added to a document posted by an earlier transaction', TG_TABLE_NAME
@@ -87,7 +90,11 @@ CREATE TRIGGER payment_allocations_sealed AFTER INSERT ON payment_allocations
 CREATE TRIGGER purchase_invoice_lines_sealed AFTER INSERT ON purchase_invoice_lines
     REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION refuse_rows_for_posted();
 
--- Fan-out: one INSERT per statement over all the events it wrote.
+-- Fan-out: one INSERT per statement over all the events it wrote. It no
+-- longer notifies: a transaction that sends NOTIFY holds a database-wide
+-- lock from the start of its commit until its commit record is flushed,
+-- which serialised every command transaction. Writers of events notify
+-- the dispatchers after their commit (outbox.WakeChannels).
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION webhook_fan_out() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -98,9 +105,6 @@ BEGIN
       JOIN webhook_endpoints e ON e.company_id = n.company_id
      WHERE e.status = 'enabled'
        AND (e.event_types = '{}' OR n.type = ANY (e.event_types));
-    IF FOUND THEN
-        PERFORM pg_notify('onceledger_webhooks', '');
-    END IF;
     RETURN NULL;
 END;
 $$;

@@ -19,6 +19,14 @@ import (
 // events commit.
 const NotifyChannel = "onceledger_outbox"
 
+// DispatchChannel is the channel that wakes webhook dispatchers
+// (webhooks.NotifyChannel): events fan out into deliveries in the
+// transaction that writes them.
+const DispatchChannel = "onceledger_webhooks"
+
+// WakeChannels are the channels to notify once events have committed.
+var WakeChannels = []string{NotifyChannel, DispatchChannel}
+
 // Event is an event as stored, published and delivered. Its JSON form is the
 // webhook body.
 type Event struct {
@@ -44,12 +52,18 @@ const SubjectPrefix = "ledger.evt."
 // Enqueue writes an event in tx, the transaction of the command that
 // produced it. The event is visible to the relay only once tx commits. The
 // span context of ctx, if any, is stored with the event (see Queue).
+// Enqueue also notifies the relays and dispatchers in tx, so they wake when
+// it commits: convenient for occasional writers, but a notifying
+// transaction holds a database-wide lock while it commits; writers of many
+// concurrent transactions use Queue and wake them after the commit (see
+// WakeChannels).
 func Enqueue(ctx context.Context, tx pgx.Tx, company, eventType string, data any) (Event, error) {
 	batch := &pgx.Batch{}
 	ev, err := Queue(ctx, batch, company, eventType, data)
 	if err != nil {
 		return Event{}, err
 	}
+	batch.Queue(`SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c`, WakeChannels)
 	br := tx.SendBatch(ctx, batch)
 	defer br.Close()
 	if err := br.QueryRow().Scan(&ev.Sequence); err != nil {
@@ -70,6 +84,10 @@ func Enqueue(ctx context.Context, tx pgx.Tx, company, eventType string, data any
 // the event, so the relay and the webhook dispatcher continue the trace of
 // the command that wrote it; ctx is not otherwise used, the statements run
 // when the caller sends the batch.
+//
+// Queue sends no notification: once the transaction has committed, the
+// caller notifies WakeChannels (or the relays find the event when they
+// poll).
 func Queue(ctx context.Context, batch *pgx.Batch, company, eventType string, data any) (Event, error) {
 	ev, enc, err := encode(ctx, company, eventType, data)
 	if err != nil {
@@ -84,7 +102,6 @@ func Queue(ctx context.Context, batch *pgx.Batch, company, eventType string, dat
 		SELECT $1, $2, seq.last_value, $3, ($4 || seq.last_value || $5)::json, $6, NULLIF($7, ''), NULLIF($8, '') FROM seq
 		RETURNING sequence`,
 		ev.ID, company, eventType, enc.head, enc.tail, ev.CreatedAt, enc.traceparent, enc.tracestate)
-	batch.Queue(`SELECT pg_notify($1, '')`, NotifyChannel)
 	return ev, nil
 }
 
@@ -99,15 +116,14 @@ type Pending struct {
 
 // QueueMany is Queue for many events: one statement writes them all, in
 // order, each company's sequence counter advanced once by its number of
-// events, and one notification wakes the relays. Nothing is queued when
-// any event is invalid.
+// events. Nothing is queued when any event is invalid.
 func QueueMany(batch *pgx.Batch, events []Pending) ([]Event, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
 	n := len(events)
 	out := make([]Event, 0, n)
-	ids := make([]uuid.UUID, 0, n)
+	ids := make([][16]byte, 0, n) // not uuid.UUID, which pgx encodes as text
 	companies, types, heads, tails := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	parents, states := make([]string, 0, n), make([]string, 0, n)
 	created := make([]time.Time, 0, n)
@@ -146,7 +162,6 @@ func QueueMany(batch *pgx.Batch, events []Pending) ([]Event, error) {
 		  FROM ev JOIN seq USING (company_id)
 		 ORDER BY ev.ord`,
 		ids, companies, types, heads, tails, created, parents, states)
-	batch.Queue(`SELECT pg_notify($1, '')`, NotifyChannel)
 	return out, nil
 }
 

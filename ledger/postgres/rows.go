@@ -3,12 +3,14 @@ package postgres
 import (
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/ledger"
 )
 
+// UUIDs travel as [16]byte: pgx encodes those directly, where a
+// uuid.UUID element goes through its driver.Valuer as text.
+//
 // The writers below queue one INSERT per table, whatever the number of
 // rows: the rows travel as arrays and unnest into the table, so a batch of
 // documents costs a statement (and a statement-level trigger call) per
@@ -17,10 +19,10 @@ import (
 // queueEntries queues the journal entries and all their lines.
 func queueEntries(batch *pgx.Batch, entries []*ledger.JournalEntry) {
 	n := len(entries)
-	ids, sources := make([]uuid.UUID, 0, n), make([]uuid.UUID, 0, n)
+	ids, sources := make([][16]byte, 0, n), make([][16]byte, 0, n)
 	companies, descriptions, sourceTypes := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	dates := make([]time.Time, 0, n)
-	var lineEntries []uuid.UUID
+	var lineEntries [][16]byte
 	var lineNos []int32
 	var lineCompanies, accounts, currencies, debits, credits []string
 	for _, e := range entries {
@@ -54,13 +56,13 @@ func queueEntries(batch *pgx.Batch, entries []*ledger.JournalEntry) {
 // journal entry is queued by queueEntries.
 func queueInvoices(batch *pgx.Batch, invs []*ledger.Invoice) {
 	n := len(invs)
-	ids, entries := make([]uuid.UUID, 0, n), make([]uuid.UUID, 0, n)
+	ids, entries := make([][16]byte, 0, n), make([][16]byte, 0, n)
 	companies, series, numbers, orders := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	custIDs, custNames, custVATs, custCountries := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	currencies, nets, vats, grosses := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	sequences := make([]int64, 0, n)
 	issued, due := make([]time.Time, 0, n), make([]time.Time, 0, n)
-	var lineInvoices []uuid.UUID
+	var lineInvoices [][16]byte
 	var lineNos []int32
 	var lineDescs, lineQty, linePrice, lineRate, lineNet, lineVAT, lineGross []string
 	for _, inv := range invs {
