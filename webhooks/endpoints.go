@@ -46,6 +46,28 @@ func (c *Commands) Execute(ctx context.Context, tx pgx.Tx, company string, cmd l
 	return c.next.Execute(ctx, tx, company, cmd)
 }
 
+// batchExecutor is the consumer's BatchExecutor without Execute.
+type batchExecutor interface {
+	Batchable(cmd ledger.Command) bool
+	ExecuteBatch(ctx context.Context, tx pgx.Tx, items []ledger.BatchItem, batch *pgx.Batch) ([]ledger.BatchResult, error)
+}
+
+// Batchable reports whether the wrapped executor executes cmd in batches
+// (see the consumer's BatchExecutor); endpoint commands never are.
+func (c *Commands) Batchable(cmd ledger.Command) bool {
+	b, ok := c.next.(batchExecutor)
+	return ok && b.Batchable(cmd)
+}
+
+// ExecuteBatch hands a batch of Batchable commands to the wrapped executor.
+func (c *Commands) ExecuteBatch(ctx context.Context, tx pgx.Tx, items []ledger.BatchItem, batch *pgx.Batch) ([]ledger.BatchResult, error) {
+	b, ok := c.next.(batchExecutor)
+	if !ok {
+		return nil, errors.New("webhooks: the wrapped executor does not execute batches")
+	}
+	return b.ExecuteBatch(ctx, tx, items, batch)
+}
+
 // storedSecret is one element of webhook_endpoints.secrets.
 type storedSecret struct {
 	Secret    string     `json:"secret"`
