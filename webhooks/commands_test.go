@@ -6,6 +6,7 @@ import (
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -25,5 +26,12 @@ func TestCommandsPassBatchesToTheStore(t *testing.T) {
 	}
 	if webhooks.NewCommands(nil).Batchable(&ledger.CreateInvoice{}) {
 		t.Fatal("Batchable without a batch-capable wrapped executor")
+	}
+}
+
+// Writers of events wake dispatchers on outbox.DispatchChannel.
+func TestDispatchersListenWhereEventWritersNotify(t *testing.T) {
+	if webhooks.NotifyChannel != outbox.DispatchChannel {
+		t.Fatalf("dispatchers listen on %q, event writers notify %q", webhooks.NotifyChannel, outbox.DispatchChannel)
 	}
 }

@@ -1,13 +1,13 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -27,7 +26,6 @@ import (
 
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/internal/tracecontext"
-	"github.com/onceledger/onceledger/outbox"
 )
 
 // tracerName is the instrumentation scope of the dispatcher's spans.
@@ -43,17 +41,22 @@ var DefaultSchedule = []time.Duration{
 	10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour,
 }
 
-// DispatcherConfig configures a Dispatcher.
+// DispatcherConfig configures a Dispatcher. The zero value of every field
+// means its default.
 type DispatcherConfig struct {
-	// Workers bounds concurrent attempts of this dispatcher. Defaults to 16.
+	// Workers bounds concurrent attempts of this dispatcher: an attempt
+	// holds its worker from the claim until its result is recorded.
+	// Defaults to 64.
 	Workers int
 	// PerEndpoint bounds concurrent attempts to one endpoint, across all
-	// dispatchers sharing the database. Defaults to 4.
+	// dispatchers sharing the database: a delivery counts from its claim
+	// until its result is recorded or its lease ends. Defaults to 4.
 	PerEndpoint int
 	// RequestTimeout bounds one attempt. Defaults to 15s.
 	RequestTimeout time.Duration
 	// PollInterval bounds how long a due delivery waits when a notification
-	// is lost. Defaults to 1s.
+	// is lost, or when it waits for room under another dispatcher's
+	// attempts to its endpoint. Defaults to 1s.
 	PollInterval time.Duration
 	// Schedule is the wait after each failed attempt. Defaults to
 	// DefaultSchedule; each wait is jittered by ±20%.
@@ -65,10 +68,13 @@ type DispatcherConfig struct {
 	// public addresses only.
 	Policy AddressPolicy
 	// Transport, when set, replaces the guarded transport; tests use it.
+	// The guarded transport keeps up to Workers idle connections per host,
+	// so attempts reuse their connections.
 	Transport http.RoundTripper
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// Metrics, when set, records attempts and delivery latency.
+	// Metrics, when set, records attempts, delivery latency, claims and
+	// how many attempts each recording stored.
 	Metrics *Metrics
 	// TracerProvider records a client span "webhook.deliver" per attempt,
 	// a child of the span that wrote the event, and the request carries its
@@ -80,7 +86,7 @@ type DispatcherConfig struct {
 
 func (c *DispatcherConfig) setDefaults() {
 	if c.Workers == 0 {
-		c.Workers = 16
+		c.Workers = 64
 	}
 	if c.PerEndpoint == 0 {
 		c.PerEndpoint = 4
@@ -126,6 +132,11 @@ func (c *DispatcherConfig) validate() error {
 // each claims due deliveries with FOR UPDATE SKIP LOCKED and holds them under
 // a lease (RequestTimeout plus a margin); a dispatcher that dies mid-attempt
 // loses nothing, its deliveries become due again when the lease ends.
+//
+// Attempts that finish close together are recorded together, in one
+// statement (see recorder), and a dispatcher whose last claim was cut short
+// claims again as soon as one of its attempts is recorded, since that
+// attempt's endpoint has room again.
 type Dispatcher struct {
 	pool   *pgxpool.Pool
 	cfg    DispatcherConfig
@@ -146,9 +157,12 @@ func NewDispatcher(pool *pgxpool.Pool, cfg DispatcherConfig) (*Dispatcher, error
 			DialContext:           cfg.Policy.DialContext(10 * time.Second),
 			TLSHandshakeTimeout:   10 * time.Second,
 			ResponseHeaderTimeout: cfg.RequestTimeout,
-			MaxIdleConnsPerHost:   cfg.PerEndpoint,
-			IdleConnTimeout:       90 * time.Second,
-			ForceAttemptHTTP2:     true,
+			// Several endpoints may share a host, so every worker may be
+			// talking to the same one: each keeps its connection.
+			MaxIdleConnsPerHost: cfg.Workers,
+			MaxIdleConns:        max(100, 4*cfg.Workers),
+			IdleConnTimeout:     90 * time.Second,
+			ForceAttemptHTTP2:   true,
 		}
 	}
 	client := &http.Client{
@@ -176,13 +190,33 @@ type claimed struct {
 	traceparent, tracestate string
 }
 
-// Run delivers until ctx is cancelled, then lets running attempts finish.
+// Run delivers until ctx is cancelled, then lets running attempts finish
+// and records them.
+//
+// Run claims as many due deliveries as it has free workers. When it gets
+// fewer, it waits for a notification, for the poll interval, or for one of
+// its attempts to be recorded: the per-endpoint bound may have held back
+// deliveries of that attempt's endpoint, which has room again. Each wait
+// ends at most once per recording, so Run never spins while nothing is due.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	wake, listening := pglisten.Listen(ctx, d.pool, NotifyChannel, d.cfg.PollInterval, d.cfg.Logger)
+	// The attempts and their records finish even during shutdown, so the
+	// lease never outlives the answer it waits for.
+	rec := d.startRecorder(context.WithoutCancel(ctx), d.cfg.Workers)
 	slots := make(chan struct{}, d.cfg.Workers)
+	// freed is signalled after a recording gave workers back.
+	freed := make(chan struct{}, 1)
+	release := func() {
+		<-slots
+		select {
+		case freed <- struct{}{}:
+		default:
+		}
+	}
 	var wg sync.WaitGroup
 	defer func() {
 		wg.Wait()
+		rec.close()
 		<-listening
 	}()
 	failures := 0
@@ -190,11 +224,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		free := d.cfg.Workers - len(slots)
 		if free == 0 {
 			select {
-			case slots <- struct{}{}: // wait for a slot, then give it back
-				<-slots
+			case <-freed:
 			case <-ctx.Done():
 			}
 			continue
+		}
+		// From here on a signal means a recording after this claim began.
+		select {
+		case <-freed:
+		default:
 		}
 		batch, err := d.claim(ctx, free)
 		if err != nil {
@@ -210,84 +248,115 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		for _, c := range batch {
 			slots <- struct{}{}
 			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-slots }()
-				// The attempt and its record finish even during shutdown,
-				// so the lease never outlives the answer it waits for.
-				d.attempt(context.WithoutCancel(ctx), c)
-			}()
+			go d.attempt(context.WithoutCancel(ctx), c, rec, func() {
+				release()
+				wg.Done()
+			})
 		}
 		if len(batch) == free {
 			continue
 		}
+		poll := time.NewTimer(d.cfg.PollInterval)
 		select {
 		case <-ctx.Done():
 		case <-wake:
-		case <-time.After(d.cfg.PollInterval):
+		case <-freed:
+		case <-poll.C:
 		}
+		poll.Stop()
 	}
 	return nil
 }
 
 // DispatchOnce claims what is due and attempts it, waiting for the
-// attempts; it returns how many it attempted.
+// attempts and their records; it returns how many it attempted.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	batch, err := d.claim(ctx, d.cfg.Workers)
-	if err != nil {
+	if err != nil || len(batch) == 0 {
 		return 0, err
 	}
+	rec := d.startRecorder(ctx, len(batch))
 	var wg sync.WaitGroup
+	wg.Add(len(batch))
 	for _, c := range batch {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.attempt(ctx, c)
-		}()
+		go d.attempt(ctx, c, rec, wg.Done)
 	}
 	wg.Wait()
+	rec.close()
 	return len(batch), nil
 }
 
-// claim leases up to n due deliveries of enabled endpoints, at most
-// PerEndpoint in flight per endpoint across all dispatchers. Due means
-// pending and past next_attempt_at, or delivering with an expired lease.
+// claimSQL leases up to $1 due deliveries of enabled endpoints, at most $2
+// in flight per endpoint across all dispatchers, for $3 milliseconds. Due
+// means pending and past next_attempt_at, or delivering with an expired
+// lease; in flight means delivering under a lease that has not expired.
+//
+// The statement works endpoint by endpoint, so that it reads a few index
+// entries per endpoint with due work whatever the size of the table, the
+// backlog of other endpoints or the planner's statistics: queued skips
+// through webhook_deliveries_queued from one endpoint with pending
+// deliveries to the next, noting the earliest; expired takes the oldest
+// expired leases; every enabled endpoint among them with room gives its
+// oldest due deliveries, as many as it has room for. The oldest of all
+// those are locked, skipping those another dispatcher is claiming, and the
+// due condition is checked again on the locked row: the candidates were
+// read from an older snapshot, and a row another dispatcher claimed and
+// committed meanwhile is re-checked there (EvalPlanQual), not claimed a
+// second time. That check is a CASE, which no partial index matches, so
+// the rows are found by their IDs.
+const claimSQL = `
+	WITH RECURSIVE queued (endpoint_id, first_due) AS (
+		(SELECT endpoint_id, next_attempt_at FROM webhook_deliveries WHERE status = 'pending'
+		  ORDER BY endpoint_id, next_attempt_at LIMIT 1)
+		UNION ALL
+		SELECT n.endpoint_id, n.next_attempt_at FROM queued q CROSS JOIN LATERAL (
+			SELECT d.endpoint_id, d.next_attempt_at FROM webhook_deliveries d
+			 WHERE d.status = 'pending' AND d.endpoint_id > q.endpoint_id
+			 ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1) n),
+	expired AS (
+		SELECT d.id, d.endpoint_id, d.claimed_until AS due FROM webhook_deliveries d
+		 WHERE d.status = 'delivering' AND d.claimed_until <= now()
+		   AND EXISTS (SELECT FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.status = 'enabled')
+		 ORDER BY d.claimed_until LIMIT $1),
+	open AS (
+		SELECT q.endpoint_id AS id, $2 - f.n AS room
+		  FROM (SELECT endpoint_id FROM queued WHERE first_due <= now() UNION SELECT endpoint_id FROM expired) q
+		 CROSS JOIN LATERAL (
+			SELECT count(*) FILTER (WHERE i.claimed_until > now()) AS n FROM webhook_deliveries i
+			 WHERE i.endpoint_id = q.endpoint_id AND i.status = 'delivering') f
+		 WHERE (SELECT e.status FROM webhook_endpoints e WHERE e.id = q.endpoint_id) = 'enabled'
+		   AND f.n < $2),
+	candidates AS (
+		SELECT c.id, o.id AS endpoint_id, c.due, o.room
+		  FROM open o CROSS JOIN LATERAL (
+			SELECT d.id, d.next_attempt_at AS due FROM webhook_deliveries d
+			 WHERE d.endpoint_id = o.id AND d.status = 'pending' AND d.next_attempt_at <= now()
+			 ORDER BY d.next_attempt_at LIMIT o.room) c
+		UNION ALL
+		SELECT x.id, x.endpoint_id, x.due, o.room FROM expired x JOIN open o ON o.id = x.endpoint_id),
+	picked AS (
+		SELECT id, due FROM (
+			SELECT id, due, room, row_number() OVER (PARTITION BY endpoint_id ORDER BY due) AS rn FROM candidates) r
+		 WHERE rn <= room
+		 ORDER BY due LIMIT $1),
+	due AS (
+		SELECT d.id FROM webhook_deliveries d
+		 WHERE d.id = ANY (ARRAY (SELECT id FROM picked))
+		   AND CASE d.status WHEN 'pending' THEN d.next_attempt_at <= now()
+		                     WHEN 'delivering' THEN d.claimed_until <= now() END
+		   FOR UPDATE SKIP LOCKED)
+	UPDATE webhook_deliveries d
+	   SET status = 'delivering', attempts = d.attempts + 1,
+	       claimed_until = now() + $3 * interval '1 millisecond'
+	  FROM due, outbox_events ev, webhook_endpoints e
+	 WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
+	RETURNING d.id, d.event_id, d.endpoint_id, d.company_id, d.attempts, e.url, ev.body::text, e.secrets, ev.type, ev.created_at,
+	          coalesce(ev.traceparent, ''), coalesce(ev.tracestate, '')`
+
+// claim leases up to n due deliveries (see claimSQL).
 func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
-	rows, err := d.pool.Query(ctx, `
-		WITH inflight AS (
-			SELECT endpoint_id, count(*) AS n FROM webhook_deliveries
-			 WHERE status = 'delivering' AND claimed_until > now()
-			 GROUP BY endpoint_id),
-		candidates AS (
-			SELECT d.id, row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at) AS rn,
-			       coalesce(i.n, 0) AS busy
-			  FROM webhook_deliveries d
-			  JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.status = 'enabled'
-			  LEFT JOIN inflight i ON i.endpoint_id = d.endpoint_id
-			 WHERE (d.status = 'pending' AND d.next_attempt_at <= now())
-			    OR (d.status = 'delivering' AND d.claimed_until <= now())
-			 ORDER BY d.next_attempt_at
-			 LIMIT $1 * 4),
-		due AS (
-			-- The due condition again, on the locked row: candidates was read
-			-- from an older snapshot, and a row another dispatcher claimed and
-			-- committed meanwhile is re-checked here (EvalPlanQual), not
-			-- claimed a second time.
-			SELECT d.id FROM webhook_deliveries d
-			  JOIN candidates c ON c.id = d.id AND c.rn + c.busy <= $2
-			 WHERE (d.status = 'pending' AND d.next_attempt_at <= now())
-			    OR (d.status = 'delivering' AND d.claimed_until <= now())
-			 ORDER BY d.next_attempt_at
-			 LIMIT $1
-			   FOR UPDATE OF d SKIP LOCKED)
-		UPDATE webhook_deliveries d
-		   SET status = 'delivering', attempts = d.attempts + 1,
-		       claimed_until = now() + $3 * interval '1 millisecond'
-		  FROM due, outbox_events ev, webhook_endpoints e
-		 WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
-		RETURNING d.id, d.event_id, d.endpoint_id, d.company_id, d.attempts, e.url, ev.body::text, e.secrets, ev.type, ev.created_at,
-		          coalesce(ev.traceparent, ''), coalesce(ev.tracestate, '')`,
-		n, d.cfg.PerEndpoint, d.lease.Milliseconds())
+	d.cfg.Metrics.claim()
+	rows, err := d.pool.Query(ctx, claimSQL, n, d.cfg.PerEndpoint, d.lease.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
@@ -295,13 +364,11 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 	var out []claimed
 	for rows.Next() {
 		var c claimed
-		var body string
 		var secrets []byte
-		if err := rows.Scan(&c.id, &c.eventID, &c.endpointID, &c.company, &c.attempt, &c.url, &body, &secrets, &c.eventType, &c.eventCreated,
+		if err := rows.Scan(&c.id, &c.eventID, &c.endpointID, &c.company, &c.attempt, &c.url, &c.body, &secrets, &c.eventType, &c.eventCreated,
 			&c.traceparent, &c.tracestate); err != nil {
 			return nil, fmt.Errorf("read claimed delivery: %w", err)
 		}
-		c.body = []byte(body)
 		if err := json.Unmarshal(secrets, &c.secrets); err != nil {
 			return nil, fmt.Errorf("endpoint %s secrets: %w", c.endpointID, err)
 		}
@@ -324,18 +391,16 @@ type result struct {
 
 const snippetBytes = 1024
 
-func (d *Dispatcher) attempt(ctx context.Context, c claimed) {
+// attempt sends one delivery and hands its result to rec, which calls
+// done once the result is recorded (or recording failed).
+func (d *Dispatcher) attempt(ctx context.Context, c claimed, rec *recorder, done func()) {
 	ctx, span := d.startSpan(ctx, c)
 	r := d.send(ctx, c)
 	endSpan(span, r)
 	d.cfg.Metrics.attempt(r, c.eventCreated)
 	// Recorded under the attempt's span, so a webhook_endpoint.disabled
 	// event this attempt causes continues the same trace.
-	if err := d.record(ctx, c, r); err != nil {
-		// The lease runs out and the delivery is attempted again: at least
-		// once, never lost.
-		d.cfg.Logger.Warn("recording a webhook attempt failed; it will be retried", "delivery_id", c.id, "event_id", c.eventID, "error", err)
-	}
+	rec.add(finished{ctx: ctx, c: c, r: r, done: done})
 }
 
 func (d *Dispatcher) send(ctx context.Context, c claimed) result {
@@ -345,7 +410,7 @@ func (d *Dispatcher) send(ctx context.Context, c claimed) result {
 		r.err = "endpoint has no usable signing secret"
 		return r
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(string(c.body)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(c.body))
 	if err != nil {
 		r.err = "building the request: " + err.Error()
 		return r
@@ -361,7 +426,7 @@ func (d *Dispatcher) send(ctx context.Context, c claimed) result {
 	resp, err := d.client.Do(req)
 	r.latency = time.Since(r.at)
 	if err != nil {
-		r.err, r.cause = err.Error(), err
+		r.err, r.cause = textColumn(err.Error()), err
 		return r
 	}
 	defer resp.Body.Close()
@@ -370,7 +435,7 @@ func (d *Dispatcher) send(ctx context.Context, c claimed) result {
 	for !utf8.Valid(buf) && len(buf) > 0 {
 		buf = buf[:len(buf)-1]
 	}
-	r.snippet = string(buf)
+	r.snippet = textColumn(string(buf))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), r.at)
@@ -421,6 +486,12 @@ func endSpan(span trace.Span, r result) {
 	span.End()
 }
 
+// textColumn makes valid UTF-8 s storable in a text column, which cannot
+// hold NUL: each becomes U+FFFD.
+func textColumn(s string) string {
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
 // parseRetryAfter reads seconds or an HTTP date; capped at a day.
 func parseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
@@ -433,96 +504,4 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		d = t.Sub(now)
 	}
 	return max(0, min(d, 24*time.Hour))
-}
-
-// record stores the attempt and moves the delivery on: delivered on 2xx;
-// the endpoint disabled on 410; otherwise the next attempt scheduled, or
-// the delivery failed when the schedule is exhausted. It only changes the
-// delivery if this dispatcher still holds its lease for this attempt.
-func (d *Dispatcher) record(ctx context.Context, c claimed, r result) error {
-	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		var status *int
-		if r.status != 0 {
-			status = &r.status
-		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, latency_ms, error, response_snippet)
-			VALUES ($1, $2, $3, $4, $5, $6)`, c.id, r.at, status, r.latency.Milliseconds(), r.err, r.snippet); err != nil {
-			return fmt.Errorf("log attempt: %w", err)
-		}
-		log := d.cfg.Logger.With("delivery_id", c.id, "event_id", c.eventID, "endpoint_id", c.endpointID, "company", c.company, "attempt", c.attempt)
-		ok := r.status >= 200 && r.status < 300
-		var next time.Time
-		newStatus := "delivered"
-		switch {
-		case ok:
-		case r.status == http.StatusGone:
-			newStatus = "failed"
-		case c.attempt > len(d.cfg.Schedule):
-			newStatus = "failed"
-		default:
-			newStatus = "pending"
-			wait := jitter(d.cfg.Schedule[c.attempt-1])
-			next = r.at.Add(max(wait, r.retryAfter))
-		}
-		tag, err := tx.Exec(ctx, `
-			UPDATE webhook_deliveries
-			   SET status = $3, claimed_until = NULL, last_status = $4, last_error = $5,
-			       next_attempt_at = CASE WHEN $3 = 'pending' THEN $6 ELSE next_attempt_at END,
-			       delivered_at = CASE WHEN $3 = 'delivered' THEN now() ELSE NULL END
-			 WHERE id = $1 AND status = 'delivering' AND attempts = $2`,
-			c.id, c.attempt, newStatus, status, r.err, next)
-		if err != nil {
-			return fmt.Errorf("update delivery: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			log.Warn("webhook attempt finished after its lease was taken over; only the attempt log keeps it")
-			return nil
-		}
-		switch {
-		case ok:
-			log.Debug("webhook delivered", "status", r.status, "latency", r.latency)
-			_, err = tx.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, c.endpointID)
-			return err
-		case r.status == http.StatusGone:
-			log.Warn("webhook endpoint answered 410 Gone; disabling it", "url", c.url)
-			return disableEndpoint(ctx, tx, c.endpointID, c.company, "the endpoint answered 410 Gone")
-		}
-		log.Info("webhook attempt failed", "status", r.status, "error", r.err, "next_attempt_at", next, "delivery_status", newStatus)
-		var failingFor time.Duration
-		if err := tx.QueryRow(ctx, `
-			UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, now()) WHERE id = $1
-			RETURNING now() - failing_since`, c.endpointID).Scan(&failingFor); err != nil {
-			return fmt.Errorf("endpoint health: %w", err)
-		}
-		if failingFor >= d.cfg.DisableAfter {
-			log.Warn("webhook endpoint has failed for too long; disabling it", "failing_for", failingFor)
-			return disableEndpoint(ctx, tx, c.endpointID, c.company,
-				fmt.Sprintf("no successful delivery for %s", failingFor.Round(time.Minute)))
-		}
-		return nil
-	})
-}
-
-// disableEndpoint disables an endpoint and tells the company's other
-// endpoints with the webhook_endpoint.disabled event.
-func disableEndpoint(ctx context.Context, tx pgx.Tx, id uuid.UUID, company, reason string) error {
-	var url string
-	err := tx.QueryRow(ctx, `
-		UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, updated_at = now()
-		 WHERE id = $1 AND status = 'enabled' RETURNING url`, id, reason).Scan(&url)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("disable endpoint: %w", err)
-	}
-	_, err = outbox.Enqueue(ctx, tx, company, "webhook_endpoint.disabled", EndpointView{
-		EndpointID: id.String(), URL: url, Status: "disabled", DisabledReason: reason,
-	})
-	return err
-}
-
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }

@@ -29,12 +29,12 @@ import (
 
 // world is a migrated database with one company, for delivery tests.
 type world struct {
-	t    *testing.T
+	t    testing.TB
 	pool *pgxpool.Pool
 	cmds *webhooks.Commands
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	pool, err := pgxpool.New(context.Background(), testenv.Migrated(t))
 	if err != nil {
@@ -105,7 +105,7 @@ func (w *world) dispatcher(cfg webhooks.DispatcherConfig) *webhooks.Dispatcher {
 	return d
 }
 
-func loopback(t *testing.T) webhooks.AddressPolicy {
+func loopback(t testing.TB) webhooks.AddressPolicy {
 	p, err := webhooks.ParseAllowCIDRs("127.0.0.0/8, ::1/128")
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ type receiver struct {
 	maxIn    atomic.Int32
 }
 
-func newReceiver(t *testing.T, script func(n int32, w http.ResponseWriter, r *http.Request)) *receiver {
+func newReceiver(t testing.TB, script func(n int32, w http.ResponseWriter, r *http.Request)) *receiver {
 	rc := &receiver{}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cur := rc.inFlight.Add(1)

@@ -78,10 +78,16 @@
 // lease (request timeout plus a margin), wakes on NOTIFY and polls as a
 // fallback, bounds attempts per endpoint across all dispatchers, follows no
 // redirects, and records every attempt (time, status, latency, error, the
-// start of the response). Failed attempts are retried after 5 s, 5 min,
-// 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h (±20% jitter, or later if a 429
-// or 503 asks so with Retry-After); then the delivery is failed and can be
-// replayed ([ReplayDelivery], [ReplayFailed]). An endpoint without a
+// start of the response). By default ([DispatcherConfig]) a dispatcher runs
+// up to 64 attempts at once, at most 4 per endpoint, each bounded by 15 s,
+// and polls every second. Attempts that finish together are recorded
+// together, with one statement; when the per-endpoint bound holds
+// deliveries back, the dispatcher claims them as soon as an attempt to
+// their endpoint is recorded, not at the next poll. Failed attempts are
+// retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h
+// (±20% jitter, or later if a 429 or 503 asks so with Retry-After); then
+// the delivery is failed and can be replayed ([ReplayDelivery],
+// [ReplayFailed]). An endpoint without a
 // success for DisableAfter (5 days) is disabled and a
 // webhook_endpoint.disabled event is written. A dispatcher that dies
 // mid-attempt loses nothing: when its lease ends, the delivery is due again.

@@ -13,6 +13,8 @@ type Metrics struct {
 	attempts *prometheus.CounterVec
 	latency  prometheus.Histogram
 	delivery prometheus.Histogram
+	claims   prometheus.Counter
+	recorded prometheus.Histogram
 }
 
 // NewMetrics registers the dispatcher's metrics with reg.
@@ -32,8 +34,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time from an event's commit to its successful delivery to an endpoint.",
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600, 86400},
 		}),
+		claims: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "onceledger_webhook_claims_total",
+			Help: "Claims of due webhook deliveries, whether or not they found any.",
+		}),
+		recorded: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "onceledger_webhook_recorded_attempts",
+			Help:    "Webhook attempts recorded together, per recording.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 9),
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.attempts, m.latency, m.delivery} {
+	for _, c := range []prometheus.Collector{m.attempts, m.latency, m.delivery, m.claims, m.recorded} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -53,5 +64,17 @@ func (m *Metrics) attempt(r result, eventCreated time.Time) {
 	m.latency.Observe(r.latency.Seconds())
 	if r.status >= 200 && r.status < 300 && !eventCreated.IsZero() {
 		m.delivery.Observe(time.Since(eventCreated).Seconds())
+	}
+}
+
+func (m *Metrics) claim() {
+	if m != nil {
+		m.claims.Inc()
+	}
+}
+
+func (m *Metrics) recording(attempts int) {
+	if m != nil {
+		m.recorded.Observe(float64(attempts))
 	}
 }
