@@ -25,9 +25,11 @@ import (
 // one transaction, each in its own savepoint.
 type BatchConfig struct {
 	// MaxSize is the most commands per transaction. 1 gives every command
-	// its own transaction. Defaults to 64: every command is a subtransaction
-	// that writes, and a Postgres backend caches 64 subtransaction IDs;
-	// beyond that, other sessions' snapshots fall back to pg_subtrans.
+	// its own transaction. Defaults to 256. Commands the executor takes in
+	// batches (BatchExecutor) share one savepoint; every other command is
+	// a subtransaction of its own that writes, and since a Postgres backend
+	// caches 64 subtransaction IDs (beyond that, other sessions' snapshots
+	// fall back to pg_subtrans), a transaction takes at most 64 of those.
 	MaxSize int
 	// Parallel is how many transactions run at once; commands are assigned
 	// to one by company. Defaults to 4.
@@ -36,7 +38,7 @@ type BatchConfig struct {
 
 func (c *BatchConfig) setDefaults() {
 	if c.MaxSize == 0 {
-		c.MaxSize = 64
+		c.MaxSize = 256
 	}
 	if c.Parallel == 0 {
 		c.Parallel = 4
@@ -137,33 +139,68 @@ func (b *batcher) close() {
 	b.wake.Close()
 }
 
+// fill makes a batch of first and what the queue holds, up to MaxSize
+// commands and maxSavepoints commands in savepoints of their own; carry is
+// the command taken from the queue that did not fit.
+func (b *batcher) fill(first *submission, queue chan *submission) (batch []*submission, carry *submission) {
+	batch = []*submission{first}
+	savepoints := 0
+	if b.ownSavepoint(first) {
+		savepoints++
+	}
+	for len(batch) < b.cfg.MaxSize {
+		var next *submission
+		select {
+		case next = <-queue:
+		default:
+			return batch, nil
+		}
+		if b.ownSavepoint(next) {
+			if savepoints == maxSavepoints {
+				return batch, next
+			}
+			savepoints++
+		}
+		batch = append(batch, next)
+	}
+	return batch, nil
+}
+
+// maxSavepoints bounds the commands of one transaction that run in
+// savepoints of their own (see BatchConfig.MaxSize).
+const maxSavepoints = 64
+
+// ownSavepoint reports whether s runs in a savepoint of its own, not in
+// the batch path.
+func (b *batcher) ownSavepoint(s *submission) bool {
+	return b.fast == nil || !b.fast.Batchable(s.req.Decoded)
+}
+
 func (b *batcher) loop(queue chan *submission) {
 	defer b.wg.Done()
+	// carry is a submission taken from the queue that did not fit in the
+	// previous batch; it starts the next one.
+	var carry *submission
 	for {
-		var first *submission
-		select {
-		case first = <-queue:
-		case <-b.closing:
-			// Submissions that raced with close are still answered.
-			for {
-				select {
-				case s := <-queue:
-					b.run([]*submission{s})
-				default:
-					return
+		first := carry
+		carry = nil
+		if first == nil {
+			select {
+			case first = <-queue:
+			case <-b.closing:
+				// Submissions that raced with close are still answered.
+				for {
+					select {
+					case s := <-queue:
+						b.run([]*submission{s})
+					default:
+						return
+					}
 				}
 			}
 		}
-		batch := []*submission{first}
-	fill:
-		for len(batch) < b.cfg.MaxSize {
-			select {
-			case s := <-queue:
-				batch = append(batch, s)
-			default:
-				break fill
-			}
-		}
+		var batch []*submission
+		batch, carry = b.fill(first, queue)
 		b.run(batch)
 	}
 }

@@ -25,7 +25,7 @@ func BenchmarkInvoiceCreate(b *testing.B) {
 		batch consumer.BatchConfig
 		ack   consumer.AckMode
 	}{
-		{"group-commit", consumer.BatchConfig{MaxSize: 64, Parallel: 4}, consumer.AckPlain},
+		{"group-commit", consumer.BatchConfig{}, consumer.AckPlain}, // the defaults
 		{"reference", consumer.BatchConfig{MaxSize: 1, Parallel: 16}, consumer.AckDouble},
 	}
 	for _, mode := range modes {
@@ -33,7 +33,7 @@ func BenchmarkInvoiceCreate(b *testing.B) {
 			h := newHarness(b)
 			cfg := testConfig()
 			cfg.Subscriber.AckMode = mode.ack
-			cfg.Subscriber.Concurrency = 256
+			cfg.Subscriber.Concurrency = 1024
 			cfg.Subscriber.FetchBatch = 128
 			cfg.Batch = mode.batch
 			h.startWorker(cfg, nil)

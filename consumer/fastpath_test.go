@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -276,5 +277,38 @@ func TestBatchFallsBackWhenAConcurrentTransactionWinsAnOrder(t *testing.T) {
 	}
 	if n := w.scalar(`SELECT count(*) FROM invoices`); n != 2 {
 		t.Fatalf("%d invoices, want 2", n)
+	}
+}
+
+func TestBatchHoldsAtMost64OwnSavepoints(t *testing.T) {
+	w := newFastWorld(t)
+	b := &batcher{cfg: BatchConfig{MaxSize: 256}, fast: w.store}
+	queue := make(chan *submission, 250)
+	var all []*submission
+	for i := range 250 {
+		// Two of every three commands take the batch path.
+		s := w.invoice("acme", fmt.Sprint("k", i), fmt.Sprint("o", i))
+		if i%3 == 0 {
+			s = w.sub("acme", "company.create", fmt.Sprint("c", i), map[string]any{"name": "Acme UAB", "country": "LT", "currency": "EUR"})
+		}
+		all = append(all, s)
+		queue <- s
+	}
+	first := <-queue
+	batch, carry := b.fill(first, queue)
+	own := 0
+	for _, s := range batch {
+		if b.ownSavepoint(s) {
+			own++
+		}
+	}
+	// Commands 0, 3, 6, … run in savepoints of their own: the 65th of
+	// them, command 192, does not fit and starts the next batch.
+	if own != 64 || len(batch) != 192 || carry != all[192] {
+		t.Fatalf("batch of %d with %d own savepoints, carry is command %d; want 192, 64 and 192",
+			len(batch), own, slices.Index(all, carry))
+	}
+	if next := <-queue; next != all[193] {
+		t.Fatalf("the queue goes on with command %d, want 193", slices.Index(all, next))
 	}
 }

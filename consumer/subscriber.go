@@ -33,7 +33,7 @@ const (
 // SubscriberConfig configures a Subscriber.
 type SubscriberConfig struct {
 	// Concurrency is how many messages are handled at once: the pool that
-	// group commit draws its batches from. Defaults to 256.
+	// group commit draws its batches from. Defaults to 1024.
 	Concurrency int
 	// FetchBatch is the most messages pulled per request. Defaults to 64.
 	FetchBatch int
@@ -58,7 +58,7 @@ type SubscriberConfig struct {
 
 func (c *SubscriberConfig) setDefaults() {
 	if c.Concurrency == 0 {
-		c.Concurrency = 256
+		c.Concurrency = 1024
 	}
 	if c.FetchBatch == 0 {
 		c.FetchBatch = 64

@@ -41,7 +41,7 @@ type Config struct {
 	// to consumer.BatchConfig's defaults.
 	GroupCommit consumer.BatchConfig
 	// Concurrency is the worker's SubscriberConfig.Concurrency. Defaults to
-	// 256, as `onceledger run`.
+	// 1024, as `onceledger run`.
 	Concurrency int
 	// NATSSyncAlways makes JetStream fsync every write before acknowledging
 	// it. Defaults to the server's default: a sync every two minutes.
@@ -85,7 +85,7 @@ func GroupCommit(batch consumer.BatchConfig) Mode {
 // The worker's batch defaults (consumer.BatchConfig), stated here so the
 // report can name them.
 const (
-	defaultBatchMax      = 64
+	defaultBatchMax      = 256
 	defaultBatchParallel = 4
 )
 
@@ -115,7 +115,7 @@ func (c *Config) setDefaults() {
 	}
 	c.GroupCommit = GroupCommit(c.GroupCommit).Batch
 	if c.Concurrency == 0 {
-		c.Concurrency = 256
+		c.Concurrency = 1024
 	}
 	if c.Stall == 0 {
 		c.Stall = time.Minute
