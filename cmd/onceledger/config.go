@@ -31,6 +31,10 @@ type settings struct {
 	StreamReplicas  int
 	ShutdownTimeout time.Duration
 	WebhookAllow    string
+	// Webhook dispatcher bounds: attempts at once in this worker, and per
+	// endpoint across all workers.
+	WebhookWorkers     int
+	WebhookPerEndpoint int
 
 	// How long published events (with their deliveries) and webhook
 	// attempt logs are kept.
@@ -63,6 +67,8 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.DurationVar(&s.DeliveryLogRetention, "delivery-log-retention", s.envDuration("ONCELEDGER_DELIVERY_LOG_RETENTION", 30*24*time.Hour), "how long webhook attempt logs are kept (env ONCELEDGER_DELIVERY_LOG_RETENTION)")
 	fs.IntVar(&s.StreamReplicas, "stream-replicas", s.envInt("ONCELEDGER_STREAM_REPLICAS", 1), "JetStream replicas of the streams; 3 on a cluster (env ONCELEDGER_STREAM_REPLICAS)")
 	fs.StringVar(&s.WebhookAllow, "webhook-allow-cidrs", envOr("ONCELEDGER_WEBHOOK_ALLOW_CIDRS", ""), "comma-separated CIDRs webhook targets may be in although private, loopback or link-local (env ONCELEDGER_WEBHOOK_ALLOW_CIDRS)")
+	fs.IntVar(&s.WebhookWorkers, "webhook-workers", s.envInt("ONCELEDGER_WEBHOOK_WORKERS", 64), "webhook attempts at once in this worker (env ONCELEDGER_WEBHOOK_WORKERS)")
+	fs.IntVar(&s.WebhookPerEndpoint, "webhook-per-endpoint", s.envInt("ONCELEDGER_WEBHOOK_PER_ENDPOINT", 4), "webhook attempts at once to one endpoint, across all workers (env ONCELEDGER_WEBHOOK_PER_ENDPOINT)")
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", s.envDuration("ONCELEDGER_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight commands (env ONCELEDGER_SHUTDOWN_TIMEOUT)")
 }
 
@@ -142,6 +148,12 @@ func (s *settings) validate(withConnections bool) error {
 	}
 	if s.StreamReplicas != 1 && s.StreamReplicas != 3 && s.StreamReplicas != 5 {
 		errs = append(errs, fmt.Errorf("stream replicas %d: use 1, 3 or 5", s.StreamReplicas))
+	}
+	if s.WebhookWorkers < 1 || s.WebhookWorkers > 1024 {
+		errs = append(errs, fmt.Errorf("webhook workers %d: use 1..1024", s.WebhookWorkers))
+	}
+	if s.WebhookPerEndpoint < 1 || s.WebhookPerEndpoint > 1024 {
+		errs = append(errs, fmt.Errorf("webhook per endpoint %d: use 1..1024", s.WebhookPerEndpoint))
 	}
 	if _, err := webhooks.ParseAllowCIDRs(s.WebhookAllow); err != nil {
 		errs = append(errs, fmt.Errorf("webhook allow CIDRs: %v", err))

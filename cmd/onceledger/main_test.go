@@ -81,6 +81,10 @@ func TestRunValidatesConfiguration(t *testing.T) {
 			},
 		},
 		{args: []string{"run", "-database-url", "postgres://x/y", "-inbox-retention", "10m"}, want: []string{"inbox retention 10m0s: at least 1h"}},
+		{
+			args: []string{"run", "-database-url", "postgres://x/y", "-webhook-workers", "0", "-webhook-per-endpoint", "2000"},
+			want: []string{"webhook workers 0: use 1..1024", "webhook per endpoint 2000: use 1..1024"},
+		},
 	}
 	for _, c := range cases {
 		for k, v := range c.env {

@@ -119,7 +119,8 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		return err
 	}
 	policy, _ := webhooks.ParseAllowCIDRs(s.WebhookAllow) // validated with the settings
-	dispatcher, err := webhooks.NewDispatcher(pool, webhooks.DispatcherConfig{Policy: policy, Logger: logger, Metrics: obs.webhooks, TracerProvider: tracerProvider})
+	dispatcher, err := webhooks.NewDispatcher(pool, webhooks.DispatcherConfig{
+		Workers: s.WebhookWorkers, PerEndpoint: s.WebhookPerEndpoint, Policy: policy, Logger: logger, Metrics: obs.webhooks, TracerProvider: tracerProvider})
 	if err != nil {
 		return err
 	}
