@@ -100,15 +100,19 @@ func claimAll(ctx context.Context, tx pgx.Tx, subs []*submission) ([]bool, []*st
 		companies[i], keys[i], locks[i] = s.req.Company, s.req.Key, lockKey(s.req.Company, s.req.Key)
 	}
 	batch := &pgx.Batch{}
+	// Each key is probed by primary key: a scalar subquery and a LATERAL
+	// subquery with LIMIT, which the planner cannot turn into a join with a
+	// scan of the whole inbox (it knows nothing of the arrays' sizes).
 	batch.Queue(`
 		SELECT t.ord, pg_try_advisory_xact_lock(t.lock)
 		  FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS t(company_id, idempotency_key, lock, ord)
-		 WHERE NOT EXISTS (SELECT 1 FROM inbox i WHERE i.company_id = t.company_id AND i.idempotency_key = t.idempotency_key)`,
+		 WHERE (SELECT true FROM inbox i WHERE i.company_id = t.company_id AND i.idempotency_key = t.idempotency_key) IS NULL`,
 		companies, keys, locks)
 	batch.Queue(`
 		SELECT t.ord, i.command, i.fingerprint, i.result::text
 		  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(company_id, idempotency_key, ord)
-		  JOIN inbox i USING (company_id, idempotency_key)`,
+		 CROSS JOIN LATERAL (SELECT command, fingerprint, result FROM inbox
+		                      WHERE company_id = t.company_id AND idempotency_key = t.idempotency_key LIMIT 1) i`,
 		companies, keys)
 	batch.Queue("SAVEPOINT " + batchSavepoint)
 	br := tx.SendBatch(ctx, batch)

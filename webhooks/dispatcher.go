@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -356,25 +357,48 @@ const claimSQL = `
 // claim leases up to n due deliveries (see claimSQL).
 func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 	d.cfg.Metrics.claim()
-	rows, err := d.pool.Query(ctx, claimSQL, n, d.cfg.PerEndpoint, d.lease.Milliseconds())
+	var out []claimed
+	// The claim need not wait for its commit to reach the disk: a claim lost
+	// in a crash leaves its deliveries due, exactly as a crash before their
+	// results are recorded does, and recording commits durably, which
+	// flushes the claim with it. Not waiting keeps claims out of the queue
+	// for WAL flushes that the commands' commits stand in.
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		out = out[:0]
+		batch := &pgx.Batch{}
+		batch.Queue(`SET LOCAL synchronous_commit = off`)
+		batch.Queue(claimSQL, n, d.cfg.PerEndpoint, d.lease.Milliseconds())
+		br := tx.SendBatch(ctx, batch)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c claimed
+			var secrets []byte
+			if err := rows.Scan(&c.id, &c.eventID, &c.endpointID, &c.company, &c.attempt, &c.url, &c.body, &secrets, &c.eventType, &c.eventCreated,
+				&c.traceparent, &c.tracestate); err != nil {
+				return fmt.Errorf("read claimed delivery: %w", err)
+			}
+			if err := json.Unmarshal(secrets, &c.secrets); err != nil {
+				return fmt.Errorf("endpoint %s secrets: %w", c.endpointID, err)
+			}
+			out = append(out, c)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return br.Close()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
-	defer rows.Close()
-	var out []claimed
-	for rows.Next() {
-		var c claimed
-		var secrets []byte
-		if err := rows.Scan(&c.id, &c.eventID, &c.endpointID, &c.company, &c.attempt, &c.url, &c.body, &secrets, &c.eventType, &c.eventCreated,
-			&c.traceparent, &c.tracestate); err != nil {
-			return nil, fmt.Errorf("read claimed delivery: %w", err)
-		}
-		if err := json.Unmarshal(secrets, &c.secrets); err != nil {
-			return nil, fmt.Errorf("endpoint %s secrets: %w", c.endpointID, err)
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // result is what one attempt came to.

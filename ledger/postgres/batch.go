@@ -64,10 +64,15 @@ func (s *Store) ExecuteBatch(ctx context.Context, tx pgx.Tx, items []ledger.Batc
 
 	lookup := &pgx.Batch{}
 	lookup.Queue(`SELECT id FROM companies WHERE id = ANY($1)`, companies)
+	// The lookups by key are LATERAL subqueries with LIMIT, which the
+	// planner cannot turn into a join: it knows nothing of the arrays'
+	// sizes and could otherwise hash-join them against a scan of the whole
+	// table.
 	lookup.Queue(`
-		SELECT i.company_id, i.order_id, i.id, i.number
+		SELECT o.company_id, o.order_id, i.id, i.number
 		  FROM unnest($1::text[], $2::text[]) AS o(company_id, order_id)
-		  JOIN invoices i USING (company_id, order_id)`, orderCompanies, orders)
+		 CROSS JOIN LATERAL (SELECT id, number FROM invoices
+		                      WHERE company_id = o.company_id AND order_id = o.order_id LIMIT 1) i`, orderCompanies, orders)
 	lookup.Queue(`
 		SELECT n.company_id, n.series, n.last_value
 		  FROM number_series n
