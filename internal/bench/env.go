@@ -224,8 +224,8 @@ func (e *Env) database(ctx context.Context) (string, error) {
 func (e *Env) describePostgres(ctx context.Context) error {
 	d := &e.durability
 	if err := e.pool.QueryRow(ctx, `SELECT version(), current_setting('fsync'), current_setting('synchronous_commit'),
-		current_setting('full_page_writes'), current_setting('wal_sync_method')`).
-		Scan(&e.machine.Postgres, &d.Fsync, &d.SynchronousCommit, &d.FullPageWrites, &d.WALSyncMethod); err != nil {
+		current_setting('full_page_writes'), current_setting('wal_sync_method'), current_setting('autovacuum')`).
+		Scan(&e.machine.Postgres, &d.Fsync, &d.SynchronousCommit, &d.FullPageWrites, &d.WALSyncMethod, &e.machine.Autovacuum); err != nil {
 		return fmt.Errorf("read Postgres settings: %w", err)
 	}
 	d.DurableCommits = d.Fsync == "on" && d.SynchronousCommit != "off"

@@ -241,6 +241,9 @@ func warnings(r *Report) []string {
 	if !r.Durability.DurableCommits {
 		out = append(out, "Postgres does not commit durably (fsync or synchronous_commit off): the throughput figures do not meet the targets' condition.")
 	}
+	if r.Machine.Autovacuum == "off" {
+		out = append(out, "The Postgres server runs with autovacuum off: the outbox and webhook deliveries keep every dead row version, and the relay and dispatcher slow down as they accumulate, phase after phase.")
+	}
 	for _, p := range r.Phases {
 		if share := p.CPU.OtherCores / float64(r.Machine.CPUs); share > busyOther {
 			out = append(out, fmt.Sprintf("Other work used %.2f of %d cores during %s (%.0f%% of the machine): that phase's figures are lower, and comparisons between phases less exact, than on a quiet machine.",
@@ -300,7 +303,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  CPU         %d × %s (nproc %d), %.1f GiB memory, %s\n", m.CPUs, m.CPUModel, m.CPUs, float64(m.MemoryBytes)/(1<<30), m.Kernel)
 	fmt.Fprintf(&b, "  load        %s (1, 5, 15 min) at start\n", m.LoadAverage)
 	fmt.Fprintf(&b, "  Go          %s\n", m.Go)
-	fmt.Fprintf(&b, "  PostgreSQL  %s\n              %s\n", m.Postgres, m.PostgresSource)
+	fmt.Fprintf(&b, "  PostgreSQL  %s\n              %s; autovacuum %s\n", m.Postgres, m.PostgresSource, m.Autovacuum)
 	fmt.Fprintf(&b, "  NATS        %s\n", m.NATS)
 	d := r.Durability
 	durable := "durable commits: a result is sent only after its commit is on disk"

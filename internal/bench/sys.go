@@ -218,7 +218,9 @@ type Machine struct {
 	Postgres    string `json:"postgres"`
 	// PostgresSource says where the server came from.
 	PostgresSource string `json:"postgres_source"`
-	NATS           string `json:"nats"`
+	// Autovacuum is the server's autovacuum setting.
+	Autovacuum string `json:"postgres_autovacuum"`
+	NATS       string `json:"nats"`
 }
 
 func hostMachine() Machine {
