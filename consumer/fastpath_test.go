@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -24,10 +26,27 @@ import (
 // fastWorld drives batches straight into a batcher, so a test decides
 // exactly which commands share a transaction.
 type fastWorld struct {
-	t     *testing.T
-	pool  *pgxpool.Pool
-	store *postgres.Store
-	b     *batcher
+	t       *testing.T
+	pool    *pgxpool.Pool
+	store   *countingStore
+	metrics *Metrics
+	b       *batcher
+}
+
+// countingStore records what reaches the batch path, so a test can tell it
+// from the one-by-one path, which answers the same.
+type countingStore struct {
+	*postgres.Store
+	batches [][]string // the idempotency keys' orders of each ExecuteBatch
+}
+
+func (c *countingStore) ExecuteBatch(ctx context.Context, tx pgx.Tx, items []ledger.BatchItem, batch *pgx.Batch) ([]ledger.BatchResult, error) {
+	var orders []string
+	for _, it := range items {
+		orders = append(orders, it.Command.(*ledger.CreateInvoice).OrderID)
+	}
+	c.batches = append(c.batches, orders)
+	return c.Store.ExecuteBatch(ctx, tx, items, batch)
 }
 
 func newFastWorld(t *testing.T) *fastWorld {
@@ -37,11 +56,15 @@ func newFastWorld(t *testing.T) *fastWorld {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	store := postgres.New()
+	store := &countingStore{Store: postgres.New()}
+	metrics, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b := newBatcher(pool, BatchConfig{MaxSize: 64, Parallel: 1}, 30*time.Second, nil, logger, nil, noop.NewTracerProvider().Tracer(""), store)
+	b := newBatcher(pool, BatchConfig{MaxSize: 64, Parallel: 1}, 30*time.Second, nil, logger, metrics, noop.NewTracerProvider().Tracer(""), store)
 	t.Cleanup(b.close)
-	w := &fastWorld{t: t, pool: pool, store: store, b: b}
+	w := &fastWorld{t: t, pool: pool, store: store, metrics: metrics, b: b}
 	w.run(w.sub("acme", "company.create", "setup", map[string]any{"name": "Acme UAB", "country": "LT", "currency": "EUR"}))
 	return w
 }
@@ -156,6 +179,14 @@ func TestOneBatchAnswersEveryOutcomeAsOneByOne(t *testing.T) {
 	k6 := w.invoice("acme", "k6", "o6")
 	w.run(replay, reuse, k1, k1again, k2, k3, ghost, held, k6)
 
+	// New keys reached the batch path together, sorted by company and key;
+	// repeated and held keys did not.
+	if got := w.store.batches[len(w.store.batches)-1]; !slices.Equal(got, []string{"o1", "o1", "o0", "o6", "o9"}) {
+		t.Fatalf("the batch path executed orders %v, want o1 o1 o0 o6 o9", got)
+	}
+	if n := counterValue(t, w.metrics.fallbacks); n != 0 {
+		t.Fatalf("%v fallbacks, want none", n)
+	}
 	wantOutcome(t, replay, Replayed, "")
 	if !replay.res.Replayed || w.number(replay) != "INV-2026-000001" {
 		t.Fatalf("replay of k0: %+v", replay.res)
@@ -267,6 +298,14 @@ func TestBatchFallsBackWhenAConcurrentTransactionWinsAnOrder(t *testing.T) {
 			t.Fatalf("%s: %v", s.req.Key, s.err)
 		}
 	}
+	// The batch path took both, its writes failed on the winner's order,
+	// and the batch ran again one command at a time.
+	if got := w.store.batches; len(got) != 1 || !slices.Equal(got[0], []string{"o1", "o2"}) {
+		t.Fatalf("batch path calls %v, want one with o1 o2", got)
+	}
+	if n := counterValue(t, w.metrics.fallbacks); n != 1 {
+		t.Fatalf("%v fallbacks, want 1", n)
+	}
 	wantOutcome(t, loser, Executed, ledger.CodeDuplicateDocument)
 	if d := loser.res.Error.Details; d["number"] != "INV-2026-000001" {
 		t.Fatalf("the loser's duplicate names %v, want the winner's INV-2026-000001", d["number"])
@@ -311,4 +350,13 @@ func TestBatchHoldsAtMost64OwnSavepoints(t *testing.T) {
 	if next := <-queue; next != all[193] {
 		t.Fatalf("the queue goes on with command %d, want 193", slices.Index(all, next))
 	}
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
