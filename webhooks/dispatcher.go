@@ -354,6 +354,24 @@ const claimSQL = `
 	RETURNING d.id, d.event_id, d.endpoint_id, d.company_id, d.attempts, e.url, ev.body::text, e.secrets, ev.type, ev.created_at,
 	          coalesce(ev.traceparent, ''), coalesce(ev.tracestate, '')`
 
+// queueSettings selects the planner settings, for the rest of the
+// transaction, under which the dispatcher's statements over
+// webhook_deliveries run.
+//
+// A fresh plan each time: a prepared statement soon settles on a generic
+// plan, which it keeps for the connection's life, and one settled on while
+// the table was small (a new database, a drained queue) scans it
+// sequentially ever after, through every delivery ever made.
+//
+// No bitmap scans: every claim and every recording moves deliveries
+// between statuses with updates no index can keep HOT, so the indexes on
+// status hold an entry for every row version until vacuum removes it. A
+// plain index scan marks the entries of dead versions it meets, and later
+// scans skip them; a bitmap scan visits them again each time, and between
+// two vacuums counting one endpoint's leases grew to thousands of heap
+// visits per claim.
+const queueSettings = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('enable_bitmapscan', 'off', true)`
+
 // claim leases up to n due deliveries (see claimSQL).
 func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 	d.cfg.Metrics.claim()
@@ -366,7 +384,7 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		out = out[:0]
 		batch := &pgx.Batch{}
-		batch.Queue(`SET LOCAL synchronous_commit = off`)
+		batch.Queue(queueSettings + `, set_config('synchronous_commit', 'off', true)`)
 		batch.Queue(claimSQL, n, d.cfg.PerEndpoint, d.lease.Milliseconds())
 		br := tx.SendBatch(ctx, batch)
 		defer br.Close()

@@ -206,25 +206,40 @@ func (d *Dispatcher) recordMany(ctx context.Context, many []finished) error {
 		statuses[i], nexts[i] = d.step(f.c, f.r)
 		byDelivery[f.c.id] = i
 	}
-	rows, err := d.pool.Query(ctx, recordManySQL, ids, attempts, ats, codes, latencies, errs, snippets, statuses, nexts)
-	if err != nil {
-		return fmt.Errorf("record attempts: %w", err)
-	}
 	moved := make([]bool, n)
 	failingFor := make([]time.Duration, n)
-	for rows.Next() {
-		var id uuid.UUID
-		var ok bool
-		var failing time.Duration
-		if err := rows.Scan(&id, &ok, &failing); err != nil {
-			rows.Close()
-			return fmt.Errorf("record attempts: %w", err)
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		clear(moved)
+		batch := &pgx.Batch{}
+		batch.Queue(queueSettings)
+		batch.Queue(recordManySQL, ids, attempts, ats, codes, latencies, errs, snippets, statuses, nexts)
+		br := tx.SendBatch(ctx, batch)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return err
 		}
-		if i, known := byDelivery[id]; known {
-			moved[i], failingFor[i] = true, failing
+		rows, err := br.Query()
+		if err != nil {
+			return err
 		}
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			var id uuid.UUID
+			var ok bool
+			var failing time.Duration
+			if err := rows.Scan(&id, &ok, &failing); err != nil {
+				return err
+			}
+			if i, known := byDelivery[id]; known {
+				moved[i], failingFor[i] = true, failing
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return br.Close()
+	})
+	if err != nil {
 		return fmt.Errorf("record attempts: %w", err)
 	}
 
