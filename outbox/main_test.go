@@ -147,19 +147,20 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 
 func countUnpublished(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	var n int
-	err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox_events WHERE published_at IS NULL`).Scan(&n)
+	err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox_pending`).Scan(&n)
 	return n, err
 }
 
 // storedRow is an outbox_events row.
 type storedRow struct {
-	ID          uuid.UUID
-	Company     string
-	Sequence    int64
-	Type        string
-	Body        string
-	CreatedAt   time.Time
-	PublishedAt *time.Time
+	ID        uuid.UUID
+	Company   string
+	Sequence  int64
+	Type      string
+	Body      string
+	CreatedAt time.Time
+	// Published: the relay has taken the event off its queue.
+	Published bool
 }
 
 func storedRows(t *testing.T, pool *pgxpool.Pool) map[uuid.UUID]storedRow {
@@ -167,15 +168,16 @@ func storedRows(t *testing.T, pool *pgxpool.Pool) map[uuid.UUID]storedRow {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	rows, err := pool.Query(ctx, `
-		SELECT id, company_id, sequence, type, body::text, created_at, published_at
-		  FROM outbox_events`)
+		SELECT id, company_id, sequence, type, body::text, created_at,
+		       NOT EXISTS (SELECT FROM outbox_pending p WHERE p.event_id = e.id)
+		  FROM outbox_events e`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[uuid.UUID]storedRow{}
 	for rows.Next() {
 		var r storedRow
-		if err := rows.Scan(&r.ID, &r.Company, &r.Sequence, &r.Type, &r.Body, &r.CreatedAt, &r.PublishedAt); err != nil {
+		if err := rows.Scan(&r.ID, &r.Company, &r.Sequence, &r.Type, &r.Body, &r.CreatedAt, &r.Published); err != nil {
 			t.Fatal(err)
 		}
 		out[r.ID] = r

@@ -49,7 +49,7 @@ func PurgeEvents(ctx context.Context, db interface {
 				SELECT ev.id FROM outbox_events AS ev, cutoff, bound
 				 WHERE ev.id < bound.id
 				   AND ev.created_at < cutoff.at
-				   AND ev.published_at IS NOT NULL
+				   AND NOT EXISTS (SELECT 1 FROM outbox_pending AS p WHERE p.event_id = ev.id)
 				   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries AS d
 				                    WHERE d.event_id = ev.id AND d.status NOT IN ('delivered', 'failed'))
 				 ORDER BY ev.id

@@ -30,15 +30,16 @@ func oldEvent(t *testing.T, pool *pgxpool.Pool, company string, seq int64, at ti
 	t.Helper()
 	ctx := context.Background()
 	id := idAt(at)
-	var publishedAt *time.Time
-	if published {
-		publishedAt = &at
-	}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO outbox_events (id, company_id, sequence, type, body, created_at, published_at)
-			VALUES ($1, $2, $3, 'invoice.created', '{}', $4, $5)`, id, company, seq, at, publishedAt); err != nil {
+			INSERT INTO outbox_events (id, company_id, sequence, type, body, created_at)
+			VALUES ($1, $2, $3, 'invoice.created', '{}', $4)`, id, company, seq, at); err != nil {
 			return err
+		}
+		if published {
+			if _, err := tx.Exec(ctx, `DELETE FROM outbox_pending WHERE event_id = $1`, id); err != nil {
+				return err
+			}
 		}
 		if deliveryStatus != "" {
 			_, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = $2, created_at = $3 WHERE event_id = $1`, id, deliveryStatus, at)

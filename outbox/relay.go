@@ -134,15 +134,18 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		// in a crash publishes its events again, with their IDs as message
 		// IDs, which JetStream drops as duplicates, exactly as after a crash
 		// between publishing and committing.
-		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+		//
+		// A fresh plan each time: a prepared statement soon settles on a
+		// generic plan for the connection's life, and one settled on while
+		// the outbox was small joins it by scanning it whole ever after.
+		if _, err := tx.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_custom_plan', true)`); err != nil {
 			return fmt.Errorf("claim events: %w", err)
 		}
 		rows, err := tx.Query(ctx, `
-			SELECT id, company_id, type, body::text, coalesce(traceparent, ''), coalesce(tracestate, '') FROM outbox_events
-			 WHERE published_at IS NULL
-			 ORDER BY id
-			 LIMIT $1
-			   FOR UPDATE SKIP LOCKED`, r.cfg.BatchSize)
+			SELECT e.id, e.company_id, e.type, e.body::text, coalesce(e.traceparent, ''), coalesce(e.tracestate, '')
+			  FROM (SELECT event_id FROM outbox_pending ORDER BY event_id LIMIT $1 FOR UPDATE SKIP LOCKED) p
+			  JOIN outbox_events e ON e.id = p.event_id
+			 ORDER BY e.id`, r.cfg.BatchSize)
 		if err != nil {
 			return fmt.Errorf("claim events: %w", err)
 		}
@@ -219,7 +222,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 				return ctx.Err()
 			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE outbox_events SET published_at = now() WHERE id = ANY($1)`, ids); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM outbox_pending WHERE event_id = ANY($1)`, ids); err != nil {
 			return fmt.Errorf("mark events published: %w", err)
 		}
 		n = len(ids)

@@ -97,8 +97,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	var unpublished int64
 	var oldest float64
 	err = c.pool.QueryRow(ctx, `
-		SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8
-		  FROM outbox_events WHERE published_at IS NULL`).Scan(&unpublished, &oldest)
+		SELECT count(*), coalesce(extract(epoch FROM now() - min(e.created_at)), 0)::float8
+		  FROM outbox_pending p JOIN outbox_events e ON e.id = p.event_id`).Scan(&unpublished, &oldest)
 	if err == nil {
 		ch <- prometheus.MustNewConstMetric(descOutboxBacklog, prometheus.GaugeValue, float64(unpublished))
 		ch <- prometheus.MustNewConstMetric(descOutboxOldest, prometheus.GaugeValue, oldest)

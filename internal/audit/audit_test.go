@@ -281,8 +281,8 @@ func TestForgedStatesAreCaught(t *testing.T) {
 	}, {
 		name: "events purged after their retention",
 		forge: []string{
-			`UPDATE outbox_events SET created_at = created_at - interval '2 days', published_at = now()
-			  WHERE company_id = 'acme' AND sequence <= 3`,
+			`UPDATE outbox_events SET created_at = created_at - interval '2 days' WHERE company_id = 'acme' AND sequence <= 3`,
+			`DELETE FROM outbox_pending WHERE event_id IN (SELECT id FROM outbox_events WHERE company_id = 'acme' AND sequence <= 3)`,
 			`DELETE FROM webhook_deliveries WHERE event_id = (SELECT id FROM outbox_events WHERE company_id = 'acme' AND sequence = 2)`,
 			`DELETE FROM outbox_events WHERE company_id = 'acme' AND sequence = 2`,
 		},
@@ -295,8 +295,8 @@ func TestForgedStatesAreCaught(t *testing.T) {
 	}, {
 		name: "events missing within the retention",
 		forge: []string{
-			`UPDATE outbox_events SET created_at = created_at - interval '2 days', published_at = now()
-			  WHERE company_id = 'acme' AND sequence <= 3`,
+			`UPDATE outbox_events SET created_at = created_at - interval '2 days' WHERE company_id = 'acme' AND sequence <= 3`,
+			`DELETE FROM outbox_pending WHERE event_id IN (SELECT id FROM outbox_events WHERE company_id = 'acme' AND sequence <= 3)`,
 			`DELETE FROM webhook_deliveries WHERE event_id = (SELECT id FROM outbox_events WHERE company_id = 'acme' AND sequence = 2)`,
 			`DELETE FROM outbox_events WHERE company_id = 'acme' AND sequence = 2`,
 		},

@@ -104,10 +104,10 @@ func eventSequences(ctx context.Context, a *auditor, name string) (CheckResult, 
 func unpublishedAge(ctx context.Context, a *auditor, name string) (CheckResult, error) {
 	var res CheckResult
 	rows, err := a.tx.Query(ctx, `
-		SELECT count(*) OVER (), company_id, id, type, sequence, created_at
-		  FROM outbox_events
-		 WHERE published_at IS NULL AND ($1::text = '' OR company_id = $1)
-		 ORDER BY created_at
+		SELECT count(*) OVER (), e.company_id, e.id, e.type, e.sequence, e.created_at
+		  FROM outbox_pending p JOIN outbox_events e ON e.id = p.event_id
+		 WHERE $1::text = '' OR e.company_id = $1
+		 ORDER BY e.created_at
 		 LIMIT 1`, a.opts.Company)
 	if err != nil {
 		return res, err

@@ -269,10 +269,10 @@ func (e *Env) settle(ctx context.Context) error {
 	}
 	return e.waitFor(ctx, "webhook deliveries", func(ctx context.Context) (int64, bool, error) {
 		var unpublished, undelivered int64
-		// Each count matches a partial index, so polling stays cheap however
-		// many deliveries are done.
+		// Each count reads the relay's small queue or a partial index, so
+		// polling stays cheap however many events and deliveries are done.
 		err := e.pool.QueryRow(ctx, `SELECT
-			(SELECT count(*) FROM outbox_events WHERE published_at IS NULL),
+			(SELECT count(*) FROM outbox_pending),
 			(SELECT count(*) FROM webhook_deliveries WHERE status = 'pending') +
 			(SELECT count(*) FROM webhook_deliveries WHERE status = 'delivering')`).Scan(&unpublished, &undelivered)
 		if err == nil && undelivered > 0 {

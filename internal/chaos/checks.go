@@ -659,7 +659,7 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 		published    bool
 	}
 	events := map[string]event{}
-	rows, err := pool.Query(ctx, `SELECT id::text, company_id, type, body::text, published_at IS NOT NULL FROM outbox_events`)
+	rows, err := pool.Query(ctx, `SELECT id::text, company_id, type, body::text, NOT EXISTS (SELECT FROM outbox_pending p WHERE p.event_id = e.id) FROM outbox_events e`)
 	if err != nil {
 		return fmt.Errorf("read events: %w", err)
 	}
@@ -825,7 +825,7 @@ func readPending(ctx context.Context, js jetstream.JetStream, pool *pgxpool.Pool
 	}
 	p.cmdPending, p.cmdAckPending = info.NumPending, uint64(info.NumAckPending)
 	err = pool.QueryRow(cctx, `
-		SELECT (SELECT count(*) FROM outbox_events WHERE published_at IS NULL),
+		SELECT (SELECT count(*) FROM outbox_pending),
 		       (SELECT count(*) FROM webhook_deliveries WHERE status <> 'delivered')`).Scan(&p.unpublished, &p.undelivered)
 	return p, err
 }

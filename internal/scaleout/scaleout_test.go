@@ -287,7 +287,7 @@ func TestThreeWorkersOnAThreeNodeClusterSurviveKills(t *testing.T) {
 	}
 	waitFor(t, "the outbox drained", 3*time.Minute, func() error {
 		var n int
-		pool.QueryRow(ctx, `SELECT count(*) FROM outbox_events WHERE published_at IS NULL`).Scan(&n)
+		pool.QueryRow(ctx, `SELECT count(*) FROM outbox_pending`).Scan(&n)
 		if n > 0 {
 			return fmt.Errorf("%d unpublished events", n)
 		}
