@@ -19,12 +19,14 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dsn := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL server to create (and drop) the run's database on (env DATABASE_URL); empty starts a throwaway local cluster with durable settings")
-	full := fs.Bool("full", false, "the full run: 25,000 commands per peak, 60s paced, 1,000,000 prefilled inbox keys (other flags still win)")
+	full := fs.Bool("full", false, "the full run: 25,000 commands per peak, 60s paced, 1,000,000 prefilled inbox keys, a soak of 1,000,000 commands (other flags still win)")
 	commands := fs.Int("commands", 10000, "invoice.create commands per peak phase")
 	refCommands := fs.Int("reference-commands", 0, "commands of the reference path's peak phase (default: -commands)")
 	paced := fs.Duration("paced", 30*time.Second, "how long the latency phase publishes; 0 skips it")
 	pacedRate := fs.Float64("paced-rate", 0, "commands/s of the latency phase (default: half the group-commit peak)")
 	prefill := fs.Int("prefill", 0, "inbox keys written before the group-commit peak is measured again; 0 skips that phase")
+	soak := fs.Int("soak", 0, "commands of the soak phase, through one worker, to see whether its memory stays flat; 0 skips it")
+	soakRounds := fs.Int("soak-rounds", 10, "rounds the soak is cut into; memory is read after each")
 	companies := fs.Int("companies", 10, "companies the commands are spread over")
 	concurrency := fs.Int("concurrency", 1024, "the worker's commands in flight")
 	batchMax := fs.Int("batch-max", 256, "group commit: most commands per transaction")
@@ -47,9 +49,14 @@ Phases: peak throughput with group commit; peak throughput through the
 reference path (one transaction and one synchronous ack per command);
 publish→result and commit→webhook latency at half the group-commit peak;
 with -prefill, peak throughput just before and after writing that many
-keys to the inbox.
+keys to the inbox; with -soak, last, that many commands through a single
+worker in -soak-rounds rounds, each drained of its webhooks before the
+process's RSS, Go heap and goroutines are read, to see whether memory
+stays flat (every other phase starts a worker of its own, so a leak would
+be freed between them).
 Each figure is printed next to its target. The defaults take 2–3 minutes
-on a 2-core machine; -full 10–15, most of it waiting for webhooks to drain.
+on a 2-core machine; -full about 20–30 (the soak alone 10–15), most of it
+waiting for webhooks to drain.
 
 `)
 		fs.PrintDefaults()
@@ -72,8 +79,11 @@ on a 2-core machine; -full 10–15, most of it waiting for webhooks to drain.
 		if !set["prefill"] {
 			*prefill = 1_000_000
 		}
+		if !set["soak"] {
+			*soak = 1_000_000
+		}
 	}
-	for name, v := range map[string]int{"commands": *commands, "companies": *companies, "concurrency": *concurrency, "batch-max": *batchMax, "batch-parallel": *batchParallel} {
+	for name, v := range map[string]int{"commands": *commands, "companies": *companies, "concurrency": *concurrency, "batch-max": *batchMax, "batch-parallel": *batchParallel, "soak-rounds": *soakRounds} {
 		if v < 1 {
 			return &usageError{fmt.Sprintf("-%s %d: at least 1", name, v)}
 		}
@@ -99,6 +109,8 @@ on a 2-core machine; -full 10–15, most of it waiting for webhooks to drain.
 		Paced:             *paced,
 		PacedRate:         *pacedRate,
 		Prefill:           *prefill,
+		Soak:              *soak,
+		SoakRounds:        *soakRounds,
 		Concurrency:       *concurrency,
 		NATSSyncAlways:    *natsSync == "always",
 		Stall:             *stall,

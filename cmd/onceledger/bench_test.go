@@ -17,13 +17,16 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bench", "-nats-sync", "sometimes"},
 		{"bench", "-commands", "0"},
 		{"bench", "-companies", "0"},
+		{"bench", "-soak", "-1"},
+		{"bench", "-soak-rounds", "0"},
+		{"bench", "-soak", "5", "-soak-rounds", "10"},
 		{"bench", "extra"},
 	} {
 		if code, _, errOut := invoke(ctx, "", args...); code != 2 || !strings.HasPrefix(errOut, "onceledger bench: ") {
 			t.Errorf("%v: exit %d, want 2: %s", args, code, errOut)
 		}
 	}
-	if code, out, errOut := invoke(ctx, "", "bench", "-h"); code != 0 || out != "" || !strings.Contains(errOut, "-prefill") {
+	if code, out, errOut := invoke(ctx, "", "bench", "-h"); code != 0 || out != "" || !strings.Contains(errOut, "-prefill") || !strings.Contains(errOut, "-soak") {
 		t.Errorf("bench -h: exit %d: %s", code, errOut)
 	}
 }

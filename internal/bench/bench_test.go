@@ -20,20 +20,22 @@ func TestRunProducesAReport(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	const commands = 300
+	const commands, soak = 300, 200
 	rep, err := bench.Run(ctx, bench.Config{
 		DatabaseURL:       os.Getenv("DATABASE_URL"),
 		Commands:          commands,
 		ReferenceCommands: commands,
 		Paced:             2 * time.Second,
 		Prefill:           2000,
+		Soak:              soak,
+		SoakRounds:        2,
 		Stall:             30 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	names := []string{bench.PhaseGroupCommit, bench.PhaseReference, bench.PhasePaced, bench.PhaseBaseline, bench.PhasePrefilled}
+	names := []string{bench.PhaseGroupCommit, bench.PhaseReference, bench.PhasePaced, bench.PhaseBaseline, bench.PhasePrefilled, bench.PhaseSoak}
 	if len(rep.Phases) != len(names) {
 		t.Fatalf("%d phases, want %d: %+v", len(rep.Phases), len(names), rep.Phases)
 	}
@@ -64,8 +66,26 @@ func TestRunProducesAReport(t *testing.T) {
 	if l := paced.Webhook; l == nil || l.Count < paced.Commands/2 || l.Count > paced.Commands || l.P50 <= 0 {
 		t.Errorf("commit→webhook latency %+v for %d commands", l, paced.Commands)
 	}
-	if pre := rep.Phase(bench.PhasePrefilled); pre.InboxKeys < 2000 {
+	pre := rep.Phase(bench.PhasePrefilled)
+	if pre.InboxKeys < 2000 {
 		t.Errorf("prefilled phase started with %d inbox keys", pre.InboxKeys)
+	}
+	s := rep.Phase(bench.PhaseSoak)
+	if len(s.Rounds) != 2 || s.Commands != soak {
+		t.Errorf("soak of %d commands in %d rounds, want %d in 2: %+v", s.Commands, len(s.Rounds), soak, s.Rounds)
+	}
+	inRounds := 0
+	for i, r := range s.Rounds {
+		inRounds += r.Commands
+		if r.Seconds <= 0 || r.Rate <= 0 || r.RSSMax <= 0 || r.RSSSettled <= 0 || r.RSSSettled > r.RSSMax || r.HeapLive <= 0 || r.Goroutines <= 0 {
+			t.Errorf("soak round %d: %+v", i+1, r)
+		}
+		if r.InboxKeys < pre.InboxKeys+int64(commands)+int64(i*soak/2) {
+			t.Errorf("soak round %d started with %d inbox keys, after %d before the prefilled phase", i+1, r.InboxKeys, pre.InboxKeys)
+		}
+	}
+	if inRounds != soak {
+		t.Errorf("soak rounds sent %d commands, want %d", inRounds, soak)
 	}
 	if rep.CommandsSent != sent || rep.Invoices != int64(sent) {
 		t.Errorf("%d commands in the phases, %d sent, %d invoices: want all equal", sent, rep.CommandsSent, rep.Invoices)
@@ -81,7 +101,8 @@ func TestRunProducesAReport(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Figures", "group commit ÷ reference", "publish→result p99", "commit→webhook delivery p99", "inbox keys ÷ at", "worker RSS", "fsync=", "JetStream"} {
+	for _, want := range []string{"Figures", "group commit ÷ reference", "publish→result p99", "commit→webhook delivery p99", "inbox keys ÷ at", "worker RSS", "fsync=", "JetStream",
+		"worker RSS growth over the soak", "goroutines after settle", "last soak round ÷ first", "Soak: one worker for 200 commands in 2 rounds"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}

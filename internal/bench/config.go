@@ -37,6 +37,14 @@ type Config struct {
 	// two more group-commit peaks, one just before and one just after.
 	// 0 skips those phases.
 	Prefill int
+	// Soak is how many invoice.create commands the soak phase sends through
+	// one worker, after every other phase, to see whether the worker's
+	// memory stays flat. 0 skips it.
+	Soak int
+	// SoakRounds is how many equal rounds the soak is cut into; each is
+	// published as fast as JetStream takes it and drained before the next,
+	// and the worker's memory is read at the end of each. Defaults to 10.
+	SoakRounds int
 	// GroupCommit is the worker's batch configuration under test. Defaults
 	// to consumer.BatchConfig's defaults.
 	GroupCommit consumer.BatchConfig
@@ -113,6 +121,9 @@ func (c *Config) setDefaults() {
 	if c.Paced == 0 {
 		c.Paced = 30 * time.Second
 	}
+	if c.SoakRounds == 0 {
+		c.SoakRounds = 10
+	}
 	c.GroupCommit = GroupCommit(c.GroupCommit).Batch
 	if c.Concurrency == 0 {
 		c.Concurrency = 1024
@@ -144,6 +155,15 @@ func (c *Config) validate() error {
 	}
 	if c.Prefill < 0 {
 		errs = append(errs, fmt.Errorf("prefill %d: must not be negative", c.Prefill))
+	}
+	if c.Soak < 0 {
+		errs = append(errs, fmt.Errorf("soak %d: must not be negative (0 skips the soak)", c.Soak))
+	}
+	if c.SoakRounds < 1 || c.SoakRounds > 1000 {
+		errs = append(errs, fmt.Errorf("soak rounds %d: use 1..1000", c.SoakRounds))
+	} else if c.Soak > 0 && c.Soak < c.SoakRounds {
+		// A round needs at least one command to be measured at all.
+		errs = append(errs, fmt.Errorf("soak %d: at least one command per round, so at least the %d soak rounds", c.Soak, c.SoakRounds))
 	}
 	if c.GroupCommit.MaxSize < 1 || c.GroupCommit.MaxSize > 10000 {
 		errs = append(errs, fmt.Errorf("batch max %d: use 1..10000", c.GroupCommit.MaxSize))

@@ -1,9 +1,17 @@
 // Package bench measures onceledger end to end against real servers: the
 // throughput of invoice.create with group commit and with the reference path
 // of one transaction and one synchronous ack per command, the latency of
-// results and webhooks at half the peak rate, and throughput with an inbox
-// that already holds many keys. `onceledger bench` prints its report, and
+// results and webhooks at half the peak rate, throughput with an inbox
+// that already holds many keys, and whether the worker's memory stays flat
+// over many commands. `onceledger bench` prints its report, and
 // `go test -bench` drives the same code with small sizes.
+//
+// Each phase but the soak starts a worker of its own and stops it at the
+// end, so what one worker holds on to is freed between phases. The soak,
+// last, keeps one worker through all its rounds: each round is published as
+// fast as JetStream takes it and settles (every webhook delivered) before
+// the process's RSS, live Go heap and goroutines are read, and its first
+// round is compared with its last.
 //
 // What it sets up: a database of its own (created on the server of
 // DATABASE_URL and dropped afterwards, or a throwaway PostgreSQL cluster
@@ -28,7 +36,9 @@
 //     of its first delivery at the receiver: it slightly overstates the delay.
 //   - RSS is this process's VmRSS. The process holds the worker, but also the
 //     embedded NATS server, the load generator and the webhook receiver, so
-//     it overstates the worker alone.
+//     it overstates the worker alone; so do the soak's Go heap and
+//     goroutine counts, and the NATS server's share grows with its streams,
+//     which keep every command and event of the run.
 //
 // Not measured: anything across machines or networks. Producer, NATS,
 // worker and Postgres share one machine's CPUs, which is part of what the

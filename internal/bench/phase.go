@@ -50,6 +50,10 @@ type Phase struct {
 	// SettleSeconds is how long after the last result the last webhook of
 	// the phase was delivered.
 	SettleSeconds float64 `json:"settle_seconds"`
+	// Rounds are the soak phase's rounds, in order; the phase's figures are
+	// their totals (Seconds and SettleSeconds summed, CPU over the rounds'
+	// timed windows).
+	Rounds []SoakRound `json:"rounds,omitempty"`
 }
 
 // RSS is a process's resident set size in bytes.
@@ -127,20 +131,8 @@ func (e *Env) Peak(ctx context.Context, name string, mode Mode, n int) (p Phase,
 	}
 	e.progress("%s: %d commands, %s", name, n, mode)
 	s := e.begin(ctx)
-	t, sub, err := e.newTracker(n)
+	t, err := e.burst(ctx, n)
 	if err != nil {
-		return p, err
-	}
-	defer sub.Unsubscribe()
-	for i := range n {
-		if err := e.send(t, i); err != nil {
-			return p, err
-		}
-		if i%1024 == 0 && ctx.Err() != nil {
-			return p, ctx.Err()
-		}
-	}
-	if err := e.await(ctx, t); err != nil {
 		return p, fmt.Errorf("%s: %w", name, err)
 	}
 	p.CPU = cpuBetween(s.cpu, e.readCPU(ctx))
@@ -157,6 +149,25 @@ func (e *Env) Peak(ctx context.Context, name string, mode Mode, n int) (p Phase,
 	e.finish(&p, s)
 	e.progress("%s: %.0f commands/s", name, p.Rate)
 	return p, nil
+}
+
+// burst publishes n commands as fast as JetStream takes them and waits for
+// every result: the load of a peak phase and of each soak round.
+func (e *Env) burst(ctx context.Context, n int) (*tracker, error) {
+	t, sub, err := e.newTracker(n)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	for i := range n {
+		if err := e.send(t, i); err != nil {
+			return t, err
+		}
+		if i%1024 == 0 && ctx.Err() != nil {
+			return t, ctx.Err()
+		}
+	}
+	return t, e.await(ctx, t)
 }
 
 // Paced publishes at rate for d on a fixed schedule (each command at its
@@ -244,7 +255,9 @@ func (e *Env) quiesce(ctx context.Context, p *Phase) error {
 	if _, err := e.pool.Exec(ctx, "CHECKPOINT"); err != nil && !strings.Contains(err.Error(), "permission") {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	return e.pool.QueryRow(ctx, `SELECT count(*) FROM inbox`).Scan(&p.InboxKeys)
+	var err error
+	p.InboxKeys, err = e.inboxKeys(ctx)
+	return err
 }
 
 // Prefilled says how the inbox was filled before the last phase.

@@ -45,6 +45,9 @@ type Figure struct {
 	// Status is PASS or MISS, or empty for a figure without a target.
 	Status string `json:"status,omitempty"`
 	Note   string `json:"note,omitempty"`
+	// From is where a figure that follows a value over time started, in
+	// Unit; Value is where it ended.
+	From *float64 `json:"from,omitempty"`
 }
 
 // Phase names.
@@ -58,6 +61,9 @@ const (
 	// grown meanwhile.
 	PhaseBaseline  = "peak-group-commit-before-prefill"
 	PhasePrefilled = "peak-group-commit-prefilled"
+	// PhaseSoak runs one worker through many commands, after every other
+	// phase, to see whether its memory stays flat.
+	PhaseSoak = "soak"
 )
 
 // Run sets up, runs every phase the configuration asks for, and tears
@@ -131,6 +137,13 @@ func (e *Env) run(ctx context.Context) (*Report, error) {
 			return fail(full, err)
 		}
 		rep.Phases = append(rep.Phases, full)
+	}
+	if cfg.Soak > 0 {
+		soak, err := e.Soak(ctx, cfg.Soak, cfg.SoakRounds)
+		if err != nil {
+			return fail(soak, err)
+		}
+		rep.Phases = append(rep.Phases, soak)
 	}
 	rep.CommandsSent = e.sent
 	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM invoices`).Scan(&rep.Invoices); err != nil {
@@ -212,22 +225,71 @@ func figures(r *Report) []Figure {
 				Note: "less sensitive to other work on the machine"})
 		}
 	}
-	if len(r.Phases) >= 2 {
-		first, last := r.Phases[0], r.Phases[len(r.Phases)-1]
+	soak := r.Phase(PhaseSoak)
+	// The phases that start a worker of their own, in order.
+	var restarted []Phase
+	for _, p := range r.Phases {
+		if p.Name != PhaseSoak {
+			restarted = append(restarted, p)
+		}
+	}
+	if len(restarted) >= 2 {
+		first, last := restarted[0], restarted[len(restarted)-1]
 		var between int
-		for _, p := range r.Phases[1:] {
+		for _, p := range restarted[1:] {
 			between += p.Commands
 		}
 		if first.RSS.Max > 0 {
 			growth := float64(last.RSS.Max-first.RSS.Max) / float64(first.RSS.Max)
 			f := Figure{Name: fmt.Sprintf("worker RSS growth, max of first phase → max of last phase, over %s commands", thousands(float64(between))),
-				Value: 100 * growth, Unit: "%", Target: "flat (≤ +10%)", Status: status(growth <= 0.10)}
-			if between < 1_000_000 {
-				f.Note = "the target is stated over 1,000,000 commands"
+				Value: 100 * growth, Unit: "%"}
+			switch {
+			case soak != nil:
+				// A worker's leak is freed when its phase stops it; the
+				// soak keeps one worker, so it is the soak that can show one.
+				f.Note = "each phase starts its own worker: the soak's figure is the one with the target"
+			default:
+				f.Target, f.Status = "flat (≤ +10%)", status(growth <= 0.10)
+				if between < 1_000_000 {
+					f.Note = "the target is stated over 1,000,000 commands"
+				}
 			}
 			out = append(out, f)
 		}
+	}
+	if soak != nil && len(soak.Rounds) >= 2 {
+		out = append(out, soakFigures(soak)...)
+	}
+	if len(r.Phases) >= 2 {
 		out = append(out, Figure{Name: "worker RSS, largest sample in any phase", Value: float64(maxRSS(r.Phases)) / (1 << 20), Unit: "MiB"})
+	}
+	return out
+}
+
+// soakFigures compare the soak's first round with its last, each read once
+// its webhooks were delivered.
+func soakFigures(soak *Phase) []Figure {
+	var out []Figure
+	first, last := soak.Rounds[0], soak.Rounds[len(soak.Rounds)-1]
+	if first.RSSMax > 0 {
+		growth := float64(last.RSSMax-first.RSSMax) / float64(first.RSSMax)
+		f := Figure{Name: fmt.Sprintf("worker RSS growth over the soak, max of first round → max of last round, over %s commands", thousands(float64(soak.Commands))),
+			Value: 100 * growth, Unit: "%", Target: "flat (≤ +10%)", Status: status(growth <= 0.10)}
+		if soak.Commands < 1_000_000 {
+			f.Note = "the target is stated over 1,000,000 commands"
+		}
+		out = append(out, f)
+	}
+	if first.HeapLive > 0 {
+		from := mib(first.HeapLive)
+		out = append(out, Figure{Name: "Go heap after settle, first round → last round", From: &from, Value: mib(last.HeapLive), Unit: "MiB",
+			Note: "live at the latest garbage collection"})
+	}
+	goroutines := float64(first.Goroutines)
+	out = append(out, Figure{Name: "goroutines after settle, first round → last round", From: &goroutines, Value: float64(last.Goroutines), Unit: "goroutines"})
+	if first.Rate > 0 {
+		out = append(out, Figure{Name: fmt.Sprintf("throughput, last soak round ÷ first (inbox %s → %s keys)", thousands(float64(first.InboxKeys)), thousands(float64(last.InboxKeys))),
+			Value: last.Rate / first.Rate, Unit: "×"})
 	}
 	return out
 }
@@ -243,6 +305,9 @@ func warnings(r *Report) []string {
 	}
 	if r.Machine.Autovacuum == "off" {
 		out = append(out, "The Postgres server runs with autovacuum off: the outbox and webhook deliveries keep every dead row version, and the relay and dispatcher slow down as they accumulate, phase after phase.")
+	}
+	if p := r.Phase(PhaseSoak); p != nil && len(p.Rounds) == 1 {
+		out = append(out, "The soak ran in one round: there is no later round to compare its memory with.")
 	}
 	for _, p := range r.Phases {
 		if share := p.CPU.OtherCores / float64(r.Machine.CPUs); share > busyOther {
@@ -361,6 +426,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  prefill: %s synthetic keys of %d other companies inserted in %.1f s, VACUUM ANALYZE %.1f s, inbox now %.0f MiB with indexes\n",
 			thousands(float64(pf.Keys)), pf.Companies, pf.InsertSeconds, pf.VacuumSeconds, mib(pf.InboxBytes))
 	}
+	if p := r.Phase(PhaseSoak); p != nil && len(p.Rounds) > 0 {
+		writeSoak(&b, p)
+	}
 	fmt.Fprintf(&b, "\n%s invoice.create commands sent, %s invoices in the database; process RSS high-water mark %.0f MiB\n",
 		thousands(float64(r.CommandsSent)), thousands(float64(r.Invoices)), mib(r.PeakRSS))
 	if len(r.Warnings) > 0 {
@@ -373,7 +441,29 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
+// writeSoak writes the soak's rounds.
+func writeSoak(b *strings.Builder, p *Phase) {
+	fmt.Fprintf(b, "\nSoak: one worker for %s commands in %d rounds; memory read once each round's webhooks were delivered\n",
+		thousands(float64(p.Commands)), len(p.Rounds))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  round\tinbox keys\tcommands\tcommands/s\tsettle s\tRSS max MiB\tRSS after settle MiB\tGo heap MiB\tgoroutines\n")
+	for i, r := range p.Rounds {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%.1f\t%.0f\t%.0f\t%.1f\t%d\n",
+			i+1, thousands(float64(r.InboxKeys)), thousands(float64(r.Commands)), thousands(r.Rate), r.SettleSeconds,
+			mib(r.RSSMax), mib(r.RSSSettled), mib(r.HeapLive), r.Goroutines)
+	}
+	tw.Flush()
+	b.WriteString("  (RSS max: the largest sample during the round, settling included; Go heap: live at the latest garbage\n" +
+		"  collection, which the bench does not force; goroutines: the whole process's, NATS server and receiver included)\n")
+}
+
 func formatValue(f Figure) string {
+	if f.From != nil {
+		from, to := f, f
+		from.Value, from.From, to.From = *f.From, nil, nil
+		// The unit once, after the second value.
+		return strings.TrimSuffix(formatValue(from), " "+f.Unit) + " → " + formatValue(to)
+	}
 	switch f.Unit {
 	case "bool":
 		if f.Value != 0 {
