@@ -30,7 +30,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	companies := fs.Int("companies", 10, "companies the commands are spread over")
 	concurrency := fs.Int("concurrency", 1024, "the worker's commands in flight")
 	batchMax := fs.Int("batch-max", 256, "group commit: most commands per transaction")
-	batchParallel := fs.Int("batch-parallel", 4, "group commit: transactions at once")
+	batchParallel := fs.Int("batch-parallel", 2, "group commit: transactions at once")
 	natsSync := fs.String("nats-sync", "default", "JetStream fsync: default (every 2 minutes) or always")
 	stall := fs.Duration("stall", time.Minute, "fail a phase that makes no progress for this long")
 	format := fs.String("format", "text", "report format: text or json")

@@ -60,7 +60,7 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.StringVar(&s.LogLevel, "log-level", envOr("ONCELEDGER_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env ONCELEDGER_LOG_LEVEL)")
 	fs.IntVar(&s.Concurrency, "concurrency", s.envInt("ONCELEDGER_CONCURRENCY", 1024), "commands in flight at once, from which batches are formed (env ONCELEDGER_CONCURRENCY)")
 	fs.IntVar(&s.BatchMax, "batch-max", s.envInt("ONCELEDGER_BATCH_MAX", 256), "most commands sharing one transaction (group commit); 1 gives each its own (env ONCELEDGER_BATCH_MAX)")
-	fs.IntVar(&s.BatchParallel, "batch-parallel", s.envInt("ONCELEDGER_BATCH_PARALLEL", 4), "transactions running at once; a company always uses the same one (env ONCELEDGER_BATCH_PARALLEL)")
+	fs.IntVar(&s.BatchParallel, "batch-parallel", s.envInt("ONCELEDGER_BATCH_PARALLEL", 2), "transactions running at once; a company always uses the same one (env ONCELEDGER_BATCH_PARALLEL)")
 	fs.StringVar(&s.AckMode, "ack-mode", envOr("ONCELEDGER_ACK_MODE", string(consumer.AckPlain)), "ack after commit: ack (fire and forget) or double (wait for the server) (env ONCELEDGER_ACK_MODE)")
 	fs.DurationVar(&s.InboxRetention, "inbox-retention", s.envDuration("ONCELEDGER_INBOX_RETENTION", 7*24*time.Hour), "how long idempotency keys are remembered; the command stream keeps messages no longer (env ONCELEDGER_INBOX_RETENTION)")
 	fs.DurationVar(&s.OutboxRetention, "outbox-retention", s.envDuration("ONCELEDGER_OUTBOX_RETENTION", 30*24*time.Hour), "how long published events whose deliveries are settled are kept, with their deliveries (env ONCELEDGER_OUTBOX_RETENTION)")

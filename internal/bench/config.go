@@ -94,7 +94,7 @@ func GroupCommit(batch consumer.BatchConfig) Mode {
 // report can name them.
 const (
 	defaultBatchMax      = 256
-	defaultBatchParallel = 4
+	defaultBatchParallel = 2
 )
 
 func (m Mode) String() string {
