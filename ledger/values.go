@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"regexp"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -23,12 +22,19 @@ func (d *Decimal) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || b[0] != '"' {
 		return valueError(b, reflect.TypeFor[Decimal]())
 	}
+	// Without escapes the string between the quotes is the literal, and
+	// decoding it as a JSON string would only copy it.
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
+	if len(b) >= 2 && b[len(b)-1] == '"' && bytes.IndexByte(b[1:len(b)-1], '\\') < 0 {
+		s = string(b[1 : len(b)-1])
+	} else if err := json.Unmarshal(b, &s); err != nil {
+		return valueError(b, reflect.TypeFor[Decimal]())
+	}
+	if !decimalSyntax(s) {
 		return valueError(b, reflect.TypeFor[Decimal]())
 	}
 	v, err := decimal.NewFromString(s)
-	if err != nil || !decimalSyntax.MatchString(s) {
+	if err != nil {
 		return valueError(b, reflect.TypeFor[Decimal]())
 	}
 	d.Decimal = v
@@ -44,9 +50,38 @@ func valueError(b []byte, t reflect.Type) error {
 
 func (d Decimal) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
-// decimalSyntax keeps exponents and other forms decimal.NewFromString
-// tolerates out of documents.
-var decimalSyntax = regexp.MustCompile(`^-?[0-9]{1,20}(\.[0-9]{1,8})?$`)
+// decimalSyntax reports whether s is -?[0-9]{1,20}(\.[0-9]{1,8})?: it
+// keeps exponents and other forms decimal.NewFromString tolerates out of
+// documents. Written out rather than a regular expression: it runs for
+// every amount of every command.
+func decimalSyntax(s string) bool {
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i < 1 || i > 20 {
+		return false
+	}
+	if i == len(s) {
+		return true
+	}
+	if s[i] != '.' {
+		return false
+	}
+	frac := s[i+1:]
+	if len(frac) < 1 || len(frac) > 8 {
+		return false
+	}
+	for j := 0; j < len(frac); j++ {
+		if frac[j] < '0' || frac[j] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // Date is a calendar date without time zone ("2026-12-02").
 type Date struct{ time.Time }
