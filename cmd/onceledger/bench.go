@@ -37,6 +37,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logLevel := fs.String("log-level", "warn", "the worker's log level (logs go to stderr)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (worker, NATS, load generator) over the whole run to this file")
+	memProfile := fs.String("memprofile", "", "write a heap profile of this process to this file after the last phase, before the worker and NATS stop")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: onceledger bench [flags]
 
@@ -55,7 +56,7 @@ process's RSS, Go heap and goroutines are read, to see whether memory
 stays flat (every other phase starts a worker of its own, so a leak would
 be freed between them).
 Each figure is printed next to its target. The defaults take 2–3 minutes
-on a 2-core machine; -full about 20–30 (the soak alone 10–15), most of it
+on a 2-core machine; -full about 15 (the soak alone 10), most of it
 waiting for webhooks to drain.
 
 `)
@@ -131,6 +132,14 @@ waiting for webhooks to drain.
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		cfg.HeapProfile = f
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if rep != nil {

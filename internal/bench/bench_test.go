@@ -77,7 +77,7 @@ func TestRunProducesAReport(t *testing.T) {
 	inRounds := 0
 	for i, r := range s.Rounds {
 		inRounds += r.Commands
-		if r.Seconds <= 0 || r.Rate <= 0 || r.RSSMax <= 0 || r.RSSSettled <= 0 || r.RSSSettled > r.RSSMax || r.HeapLive <= 0 || r.Goroutines <= 0 {
+		if r.Seconds <= 0 || r.Rate <= 0 || r.RSSMax <= 0 || r.RSSSettled <= 0 || r.RSSSettled > r.RSSMax || r.HeapLive <= 0 || r.HeapWorker <= 0 || r.HeapWorker > r.HeapLive*2 || r.Goroutines <= 0 {
 			t.Errorf("soak round %d: %+v", i+1, r)
 		}
 		if r.InboxKeys < pre.InboxKeys+int64(commands)+int64(i*soak/2) {

@@ -61,6 +61,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Progress, when set, receives one line per step, for the impatient.
 	Progress io.Writer
+	// HeapProfile, when set, receives a heap profile of this process after
+	// the last phase, while the worker and the NATS server still run, so
+	// that what stays in memory can be told apart by where it was
+	// allocated.
+	HeapProfile io.Writer
 }
 
 // Reference is the path group commit is compared with: one transaction per

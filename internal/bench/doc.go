@@ -10,8 +10,9 @@
 // end, so what one worker holds on to is freed between phases. The soak,
 // last, keeps one worker through all its rounds: each round is published as
 // fast as JetStream takes it and settles (every webhook delivered) before
-// the process's RSS, live Go heap and goroutines are read, and its first
-// round is compared with its last.
+// the process's RSS, live Go heap (also without what the embedded NATS
+// server allocated) and goroutines are read, and the largest readings of
+// the first half of its rounds are compared with those of the second.
 //
 // What it sets up: a database of its own (created on the server of
 // DATABASE_URL and dropped afterwards, or a throwaway PostgreSQL cluster
@@ -37,8 +38,11 @@
 //   - RSS is this process's VmRSS. The process holds the worker, but also the
 //     embedded NATS server, the load generator and the webhook receiver, so
 //     it overstates the worker alone; so do the soak's Go heap and
-//     goroutine counts, and the NATS server's share grows with its streams,
-//     which keep every command and event of the run.
+//     goroutine counts. Most of the heap is the NATS server's: among other
+//     things it keeps two minutes of message IDs to detect duplicates.
+//     The soak's "outside NATS" heap leaves out every object allocated
+//     under a nats-server function, estimated from the heap profile's
+//     samples.
 //
 // Not measured: anything across machines or networks. Producer, NATS,
 // worker and Postgres share one machine's CPUs, which is part of what the
