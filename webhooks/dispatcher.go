@@ -356,17 +356,18 @@ const claimSQL = `
 
 // queueSettings selects the planner settings, for the rest of the
 // transaction, under which the dispatcher's statements over
-// webhook_deliveries run: index scans only, no sequential and no bitmap
-// scans.
+// webhook_deliveries run: generic plans on indexes, no sequential and no
+// bitmap scans.
 //
-// A prepared statement soon settles on a generic plan, kept until the
-// table's statistics change, and one settled on while the table was small
-// (a new database, a drained queue) scanned it sequentially on every claim
-// until autovacuum next analyzed it, which on a busy new database was
-// after tens of thousands of deliveries. Planning afresh each time instead
-// cost more than running the statements. Every access of these statements
-// has an index that serves it whatever the table's size, so forbidding the
-// sequential scan keeps any plan, generic or not, on the indexes.
+// Generic plans: these statements take limits and arrays whose values do
+// not change the best plan, and planning them afresh cost more than running
+// them (a claim planned in 1.15 ms and ran in 0.5 ms). But a generic plan
+// is kept until the table's statistics change, and one made while the
+// table was small (a new database, a drained queue) scanned it sequentially
+// on every claim until autovacuum next analyzed it, which on a busy new
+// database was after tens of thousands of deliveries. Every access of these
+// statements has an index that serves it whatever the table's size, so
+// forbidding the sequential scan keeps any plan on the indexes.
 //
 // Every claim and every recording moves deliveries between statuses with
 // updates no index can keep HOT, so the indexes on status hold an entry
@@ -375,7 +376,7 @@ const claimSQL = `
 // bitmap scan visits them again each time, and between two vacuums
 // counting one endpoint's leases grew to thousands of heap visits per
 // claim.
-const queueSettings = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`
+const queueSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`
 
 // claim leases up to n due deliveries (see claimSQL).
 func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
