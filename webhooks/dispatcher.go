@@ -378,20 +378,14 @@ const claimSQL = `
 // claim.
 const queueSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`
 
-// claim leases up to n due deliveries (see claimSQL).
-func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
-	d.cfg.Metrics.claim()
-	var out []claimed
-	// The claim need not wait for its commit to reach the disk: a claim lost
-	// in a crash leaves its deliveries due, exactly as a crash before their
-	// results are recorded does, and recording commits durably, which
-	// flushes the claim with it. Not waiting keeps claims out of the queue
-	// for WAL flushes that the commands' commits stand in.
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		out = out[:0]
+// queryQueue runs query in a transaction of its own whose planner (and
+// other) settings are selected first by settings, in the same round trip,
+// and hands each row to each.
+func (d *Dispatcher) queryQueue(ctx context.Context, settings string, each func(pgx.Rows) error, query string, args ...any) error {
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
-		batch.Queue(queueSettings + `, set_config('synchronous_commit', 'off', true)`)
-		batch.Queue(claimSQL, n, d.cfg.PerEndpoint, d.lease.Milliseconds())
+		batch.Queue(settings)
+		batch.Queue(query, args...)
 		br := tx.SendBatch(ctx, batch)
 		defer br.Close()
 		if _, err := br.Exec(); err != nil {
@@ -403,22 +397,39 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var c claimed
-			var secrets []byte
-			if err := rows.Scan(&c.id, &c.eventID, &c.endpointID, &c.company, &c.attempt, &c.url, &c.body, &secrets, &c.eventType, &c.eventCreated,
-				&c.traceparent, &c.tracestate); err != nil {
-				return fmt.Errorf("read claimed delivery: %w", err)
+			if err := each(rows); err != nil {
+				return err
 			}
-			if err := json.Unmarshal(secrets, &c.secrets); err != nil {
-				return fmt.Errorf("endpoint %s secrets: %w", c.endpointID, err)
-			}
-			out = append(out, c)
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
 		return br.Close()
 	})
+}
+
+// claim leases up to n due deliveries (see claimSQL).
+func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
+	d.cfg.Metrics.claim()
+	var out []claimed
+	// The claim need not wait for its commit to reach the disk: a claim lost
+	// in a crash leaves its deliveries due, exactly as a crash before their
+	// results are recorded does, and recording commits durably, which
+	// flushes the claim with it. Not waiting keeps claims out of the queue
+	// for WAL flushes that the commands' commits stand in.
+	err := d.queryQueue(ctx, queueSettings+`, set_config('synchronous_commit', 'off', true)`, func(rows pgx.Rows) error {
+		var c claimed
+		var secrets []byte
+		if err := rows.Scan(&c.id, &c.eventID, &c.endpointID, &c.company, &c.attempt, &c.url, &c.body, &secrets, &c.eventType, &c.eventCreated,
+			&c.traceparent, &c.tracestate); err != nil {
+			return fmt.Errorf("read claimed delivery: %w", err)
+		}
+		if err := json.Unmarshal(secrets, &c.secrets); err != nil {
+			return fmt.Errorf("endpoint %s secrets: %w", c.endpointID, err)
+		}
+		out = append(out, c)
+		return nil
+	}, claimSQL, n, d.cfg.PerEndpoint, d.lease.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}

@@ -208,37 +208,18 @@ func (d *Dispatcher) recordMany(ctx context.Context, many []finished) error {
 	}
 	moved := make([]bool, n)
 	failingFor := make([]time.Duration, n)
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		clear(moved)
-		batch := &pgx.Batch{}
-		batch.Queue(queueSettings)
-		batch.Queue(recordManySQL, ids, attempts, ats, codes, latencies, errs, snippets, statuses, nexts)
-		br := tx.SendBatch(ctx, batch)
-		defer br.Close()
-		if _, err := br.Exec(); err != nil {
+	err := d.queryQueue(ctx, queueSettings, func(rows pgx.Rows) error {
+		var id uuid.UUID
+		var ok bool
+		var failing time.Duration
+		if err := rows.Scan(&id, &ok, &failing); err != nil {
 			return err
 		}
-		rows, err := br.Query()
-		if err != nil {
-			return err
+		if i, known := byDelivery[id]; known {
+			moved[i], failingFor[i] = true, failing
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id uuid.UUID
-			var ok bool
-			var failing time.Duration
-			if err := rows.Scan(&id, &ok, &failing); err != nil {
-				return err
-			}
-			if i, known := byDelivery[id]; known {
-				moved[i], failingFor[i] = true, failing
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return br.Close()
-	})
+		return nil
+	}, recordManySQL, ids, attempts, ats, codes, latencies, errs, snippets, statuses, nexts)
 	if err != nil {
 		return fmt.Errorf("record attempts: %w", err)
 	}

@@ -121,14 +121,11 @@ func (e *Env) finish(p *Phase, s phaseStart) {
 // worker in mode, and measures completed commands per second.
 func (e *Env) Peak(ctx context.Context, name string, mode Mode, n int) (p Phase, err error) {
 	p = Phase{Name: name, Mode: mode.String(), Commands: n}
-	w, err := e.startWorker(ctx, mode)
+	w, err := e.startQuiet(ctx, mode, &p)
 	if err != nil {
 		return p, err
 	}
 	defer func() { err = errors.Join(err, w.stop()) }()
-	if err := e.quiesce(ctx, &p); err != nil {
-		return p, err
-	}
 	e.progress("%s: %d commands, %s", name, n, mode)
 	s := e.begin(ctx)
 	t, err := e.burst(ctx, n)
@@ -177,14 +174,11 @@ func (e *Env) Paced(ctx context.Context, name string, rate float64, d time.Durat
 	n := max(1, int(rate*d.Seconds()))
 	mode := e.cfg.groupMode()
 	p = Phase{Name: name, Mode: mode.String(), Commands: n, TargetRate: rate}
-	w, err := e.startWorker(ctx, mode)
+	w, err := e.startQuiet(ctx, mode, &p)
 	if err != nil {
 		return p, err
 	}
 	defer func() { err = errors.Join(err, w.stop()) }()
-	if err := e.quiesce(ctx, &p); err != nil {
-		return p, err
-	}
 	e.progress("%s: %d commands at %.0f/s for %s", name, n, rate, d)
 	interval := float64(time.Second) / rate
 	timer := time.NewTimer(0)
@@ -241,6 +235,19 @@ func (e *Env) Paced(ctx context.Context, name string, rate float64, d time.Durat
 	e.finish(&p, s)
 	e.progress("%s: publish→result p99 %.1f ms, commit→webhook p99 %.1f ms", name, p.Latency.P99, p.Webhook.P99)
 	return p, nil
+}
+
+// startQuiet starts a worker in mode for phase p and brings the phase to
+// its quiet start (quiesce); the caller stops the worker.
+func (e *Env) startQuiet(ctx context.Context, mode Mode, p *Phase) (*worker, error) {
+	w, err := e.startWorker(ctx, mode)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.quiesce(ctx, p); err != nil {
+		return nil, errors.Join(err, w.stop())
+	}
+	return w, nil
 }
 
 // quiesce brings every phase to the same start: nothing left over from

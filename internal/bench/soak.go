@@ -61,14 +61,11 @@ func (e *Env) Soak(ctx context.Context, n, rounds int) (p Phase, err error) {
 	}
 	mode := e.cfg.groupMode()
 	p = Phase{Name: PhaseSoak, Mode: mode.String(), Commands: n}
-	w, err := e.startWorker(ctx, mode)
+	w, err := e.startQuiet(ctx, mode, &p)
 	if err != nil {
 		return p, err
 	}
 	defer func() { err = errors.Join(err, w.stop()) }()
-	if err := e.quiesce(ctx, &p); err != nil {
-		return p, err
-	}
 	e.progress("%s: %d commands in %d rounds through one worker, %s", PhaseSoak, n, rounds, mode)
 	p.RSS.Start = e.rss.reset()
 	p.RSS.Max = p.RSS.Start
