@@ -231,20 +231,27 @@ func (b *batcher) run(batch []*submission) {
 			}
 		}
 	}
-	tx, err := b.pool.Begin(ctx)
-	if err != nil {
-		fail(fmt.Errorf("inbox: begin: %w", err))
-		return
+	// One round trip begins the transaction, selects its planner settings
+	// and claims the keys of the commands executed together.
+	started := time.Now()
+	fast, rest := b.split(batch)
+	open := &pgx.Batch{}
+	open.BeginTx(pgx.TxOptions{})
+	open.Queue(planSettings)
+	var claims *keyClaims
+	if len(fast) > 0 {
+		claims = queueClaims(open, fast)
 	}
+	br := b.pool.SendBatch(ctx, open)
+	tx := br.Tx()
 	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, planSettings); err != nil {
-		fail(fmt.Errorf("inbox: begin: %w", err))
+	if err := readOpening(br, claims); err != nil {
+		fail(err)
 		return
 	}
 
-	started := time.Now()
 	executed := 0
-	rest, err := b.runFast(ctx, tx, batch)
+	rest, err := b.runFast(ctx, tx, fast, claims, rest)
 	if err != nil {
 		fail(err)
 		return
@@ -293,6 +300,23 @@ func (b *batcher) run(batch []*submission) {
 			}
 		}
 	}
+}
+
+// readOpening reads the results of a batch's first round trip: its
+// begin, its settings and, unless claims is nil, its claims, and closes br.
+func readOpening(br pgx.BatchResults, claims *keyClaims) error {
+	defer br.Close()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("inbox: begin: %w", err)
+		}
+	}
+	if claims != nil {
+		if err := claims.read(br); err != nil {
+			return err
+		}
+	}
+	return br.Close()
 }
 
 // planSettings are the planner settings of a batch's transaction.

@@ -32,19 +32,12 @@ type BatchExecutor interface {
 // there returns the batch to where its keys were claimed.
 const batchSavepoint = "onceledger_batch"
 
-// runFast runs the batch's batchable commands together: one round trip
-// claims every key (the same non-blocking claim as Process, for all keys at
-// once), one reads what the commands need, one writes every effect, event
-// and inbox row, one statement per table. It returns the submissions left
-// for Process, one by one in the same transaction: commands that are not
-// batchable, repeated keys (which then replay or reuse the first), and,
-// when the writes fail (a concurrent transaction that committed the same
-// order, say), all the batch's new commands, after rolling back to the
-// point where their keys were claimed. An error means the transaction is
-// broken.
-func (b *batcher) runFast(ctx context.Context, tx pgx.Tx, batch []*submission) (rest []*submission, err error) {
+// split divides a batch into the commands runFast takes together and
+// the rest, for Process one by one in the same transaction: commands that
+// are not batchable and repeated keys (which then replay or reuse the
+// first).
+func (b *batcher) split(batch []*submission) (fast, rest []*submission) {
 	type ck struct{ company, key string }
-	var fast []*submission
 	seen := map[ck]bool{}
 	for _, s := range batch {
 		k := ck{s.req.Company, s.req.Key}
@@ -55,17 +48,24 @@ func (b *batcher) runFast(ctx context.Context, tx pgx.Tx, batch []*submission) (
 		seen[k] = true
 		fast = append(fast, s)
 	}
+	return fast, rest
+}
+
+// runFast runs the batchable commands fast together, given their keys'
+// claims (see queueClaims), which were sent with the transaction's begin:
+// one more round trip reads what the commands need, one writes every
+// effect, event and inbox row, one statement per table. It returns the
+// submissions left for Process: rest and, when the writes fail (a
+// concurrent transaction that committed the same order, say), all the
+// batch's new commands, after rolling back to the point where their keys
+// were claimed. An error means the transaction is broken.
+func (b *batcher) runFast(ctx context.Context, tx pgx.Tx, fast []*submission, claims *keyClaims, rest []*submission) ([]*submission, error) {
 	if len(fast) == 0 {
 		return rest, nil
 	}
-
-	locked, rows, err := claimAll(ctx, tx, fast)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errTxBroken, err)
-	}
 	var fresh []*submission
 	for i, s := range fast {
-		o, res, done, err := decide(s.req, locked[i], rows[i])
+		o, res, done, err := decide(s.req, claims.locked[i], claims.rows[i])
 		switch {
 		case err != nil:
 			s.err = err
@@ -89,17 +89,25 @@ func (b *batcher) runFast(ctx context.Context, tx pgx.Tx, batch []*submission) (
 	return rest, nil
 }
 
-// claimAll is claim for many keys in one round trip, which also sets the
-// batch savepoint. As in claim, the rows are read by a second statement,
-// after the lock attempts, so a result committed by a previous holder just
-// before it released its lock is seen.
-func claimAll(ctx context.Context, tx pgx.Tx, subs []*submission) ([]bool, []*stored, error) {
+// keyClaims is claim for many keys: what queueClaims queued, and once read,
+// whether each key's lock was taken and the row each key already has.
+type keyClaims struct {
+	n      int
+	locked []bool
+	rows   []*stored
+}
+
+// queueClaims queues on batch the claim of every key of subs, as claim
+// does for one: the non-blocking lock attempts, then the keys' rows, read
+// by a second statement, after the lock attempts, so a result committed
+// by a previous holder just before it released its lock is seen; then the
+// batch savepoint.
+func queueClaims(batch *pgx.Batch, subs []*submission) *keyClaims {
 	n := len(subs)
 	companies, keys, locks := make([]string, n), make([]string, n), make([]int64, n)
 	for i, s := range subs {
 		companies[i], keys[i], locks[i] = s.req.Company, s.req.Key, lockKey(s.req.Company, s.req.Key)
 	}
-	batch := &pgx.Batch{}
 	// Each key is probed by primary key: a scalar subquery and a LATERAL
 	// subquery with LIMIT, which the planner cannot turn into a join with a
 	// scan of the whole inbox (it knows nothing of the arrays' sizes).
@@ -115,16 +123,18 @@ func claimAll(ctx context.Context, tx pgx.Tx, subs []*submission) ([]bool, []*st
 		                      WHERE company_id = t.company_id AND idempotency_key = t.idempotency_key LIMIT 1) i`,
 		companies, keys)
 	batch.Queue("SAVEPOINT " + batchSavepoint)
-	br := tx.SendBatch(ctx, batch)
-	defer br.Close()
+	return &keyClaims{n: n}
+}
 
-	locked := make([]bool, n)
-	rows := make([]*stored, n)
+// read reads the results of what queueClaims queued from br.
+func (c *keyClaims) read(br pgx.BatchResults) error {
+	c.locked = make([]bool, c.n)
+	c.rows = make([]*stored, c.n)
 	var ord int64
 	var ok bool
 	r, _ := br.Query()
-	if _, err := pgx.ForEachRow(r, []any{&ord, &ok}, func() error { locked[ord-1] = ok; return nil }); err != nil {
-		return nil, nil, fmt.Errorf("inbox: lock keys: %w", err)
+	if _, err := pgx.ForEachRow(r, []any{&ord, &ok}, func() error { c.locked[ord-1] = ok; return nil }); err != nil {
+		return fmt.Errorf("inbox: lock keys: %w", err)
 	}
 	var st stored
 	var result string
@@ -132,15 +142,15 @@ func claimAll(ctx context.Context, tx pgx.Tx, subs []*submission) ([]bool, []*st
 	if _, err := pgx.ForEachRow(r, []any{&ord, &st.command, &st.fingerprint, &result}, func() error {
 		row := st
 		row.result = []byte(result)
-		rows[ord-1] = &row
+		c.rows[ord-1] = &row
 		return nil
 	}); err != nil {
-		return nil, nil, fmt.Errorf("inbox: read keys: %w", err)
+		return fmt.Errorf("inbox: read keys: %w", err)
 	}
 	if _, err := br.Exec(); err != nil {
-		return nil, nil, fmt.Errorf("inbox: savepoint: %w", err)
+		return fmt.Errorf("inbox: savepoint: %w", err)
 	}
-	return locked, rows, br.Close()
+	return nil
 }
 
 // writeFast executes the new commands and writes their effects, events and

@@ -129,10 +129,15 @@ func (r *Relay) Run(ctx context.Context) error {
 // returns how many it published.
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	var n int
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		// Marking events published need not wait for the disk: a mark lost
-		// in a crash publishes its events again, with their IDs as message
-		// IDs, which JetStream drops as duplicates, exactly as after a crash
+	err := func() error {
+		// One round trip begins the transaction, selects its settings and
+		// takes the events out of the queue; the keys come back if the
+		// transaction rolls back, which it does unless every event of the
+		// batch was published.
+		//
+		// Taking events out need not wait for the disk: a removal lost in a
+		// crash publishes its events again, with their IDs as message IDs,
+		// which JetStream drops as duplicates, exactly as after a crash
 		// between publishing and committing.
 		//
 		// Generic plans on indexes: planning these statements afresh costs
@@ -140,14 +145,28 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		// was small joined it by scanning it whole until autovacuum next
 		// analyzed the table. The events are fetched by a list of keys, not
 		// a join, so that no plan but one probe per key fits.
-		if _, err := tx.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`); err != nil {
-			return fmt.Errorf("claim events: %w", err)
-		}
-		rows, err := tx.Query(ctx, `
+		claim := &pgx.Batch{}
+		claim.BeginTx(pgx.TxOptions{})
+		claim.Queue(`SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`)
+		claim.Queue(`
+			WITH taken AS (
+				DELETE FROM outbox_pending
+				 WHERE event_id = ANY (ARRAY (SELECT event_id FROM outbox_pending ORDER BY event_id LIMIT $1 FOR UPDATE SKIP LOCKED))
+				RETURNING event_id)
 			SELECT e.id, e.company_id, e.type, e.body::text, coalesce(e.traceparent, ''), coalesce(e.tracestate, '')
 			  FROM outbox_events e
-			 WHERE e.id = ANY (ARRAY (SELECT event_id FROM outbox_pending ORDER BY event_id LIMIT $1 FOR UPDATE SKIP LOCKED))
+			 WHERE e.id = ANY (ARRAY (SELECT event_id FROM taken))
 			 ORDER BY e.id`, r.cfg.BatchSize)
+		br := r.pool.SendBatch(ctx, claim)
+		tx := br.Tx()
+		defer tx.Rollback(context.WithoutCancel(ctx))
+		defer br.Close()
+		for range 2 { // begin, settings
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("claim events: %w", err)
+			}
+		}
+		rows, err := br.Query()
 		if err != nil {
 			return fmt.Errorf("claim events: %w", err)
 		}
@@ -169,8 +188,11 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("claim events: %w", err)
 		}
+		if err := br.Close(); err != nil {
+			return fmt.Errorf("claim events: %w", err)
+		}
 		if len(batch) == 0 {
-			return nil
+			return tx.Commit(ctx)
 		}
 		futures := make([]jetstream.PubAckFuture, 0, len(batch))
 		spans := make([]trace.Span, 0, len(batch))
@@ -224,12 +246,12 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 				return ctx.Err()
 			}
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM outbox_pending WHERE event_id = ANY($1)`, ids); err != nil {
+		if err := tx.Commit(ctx); err != nil {
 			return fmt.Errorf("mark events published: %w", err)
 		}
 		n = len(ids)
 		return nil
-	})
+	}()
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return n, nil
 	}

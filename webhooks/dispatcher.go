@@ -236,6 +236,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		default:
 		}
 		batch, err := d.claim(ctx, free)
+		for _, c := range batch {
+			slots <- struct{}{}
+			wg.Add(1)
+			go d.attempt(context.WithoutCancel(ctx), c, rec, func() {
+				release()
+				wg.Done()
+			})
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -246,14 +254,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			continue
 		}
 		failures = 0
-		for _, c := range batch {
-			slots <- struct{}{}
-			wg.Add(1)
-			go d.attempt(context.WithoutCancel(ctx), c, rec, func() {
-				release()
-				wg.Done()
-			})
-		}
 		if len(batch) == free {
 			continue
 		}
@@ -273,7 +273,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // attempts and their records; it returns how many it attempted.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	batch, err := d.claim(ctx, d.cfg.Workers)
-	if err != nil || len(batch) == 0 {
+	if len(batch) == 0 {
 		return 0, err
 	}
 	rec := d.startRecorder(ctx, len(batch))
@@ -284,7 +284,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	}
 	wg.Wait()
 	rec.close()
-	return len(batch), nil
+	return len(batch), err
 }
 
 // claimSQL leases up to $1 due deliveries of enabled endpoints, at most $2
@@ -379,33 +379,34 @@ const claimSQL = `
 const queueSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`
 
 // queryQueue runs query in a transaction of its own whose planner (and
-// other) settings are selected first by settings, in the same round trip,
-// and hands each row to each.
+// other) settings are selected first by settings, and hands each row to
+// each. Both go in one round trip as an implicit transaction, which
+// commits once the statement has run: a begin and a commit of their own
+// would each cost another round trip, and on a busy machine a round trip
+// costs about as much CPU as the statement.
 func (d *Dispatcher) queryQueue(ctx context.Context, settings string, each func(pgx.Rows) error, query string, args ...any) error {
-	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		batch := &pgx.Batch{}
-		batch.Queue(settings)
-		batch.Queue(query, args...)
-		br := tx.SendBatch(ctx, batch)
-		defer br.Close()
-		if _, err := br.Exec(); err != nil {
+	batch := &pgx.Batch{}
+	batch.Queue(settings)
+	batch.Queue(query, args...)
+	br := d.pool.SendBatch(ctx, batch)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows); err != nil {
 			return err
 		}
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := each(rows); err != nil {
-				return err
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return br.Close()
-	})
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return br.Close()
 }
 
 // claim leases up to n due deliveries (see claimSQL).
@@ -424,14 +425,21 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 			&c.traceparent, &c.tracestate); err != nil {
 			return fmt.Errorf("read claimed delivery: %w", err)
 		}
+		// The claim has committed by now, so a delivery it returns is
+		// attempted, or it would wait out its lease: one whose endpoint's
+		// secrets cannot be read goes without any, and its attempt is
+		// recorded as failed for want of a signing secret.
 		if err := json.Unmarshal(secrets, &c.secrets); err != nil {
-			return fmt.Errorf("endpoint %s secrets: %w", c.endpointID, err)
+			d.cfg.Logger.Error("webhook endpoint secrets are unreadable", "endpoint_id", c.endpointID, "error", err)
+			c.secrets = nil
 		}
 		out = append(out, c)
 		return nil
 	}, claimSQL, n, d.cfg.PerEndpoint, d.lease.Milliseconds())
 	if err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
+		// Deliveries read before the error are attempted: their leases
+		// are taken. The rest wait for their leases to end.
+		return out, fmt.Errorf("claim deliveries: %w", err)
 	}
 	return out, nil
 }

@@ -9,7 +9,11 @@ import (
 )
 
 // UUIDs travel as [16]byte: pgx encodes those directly, where a
-// uuid.UUID element goes through its driver.Valuer as text.
+// uuid.UUID element goes through its driver.Valuer as text. Amounts travel
+// as their decimal text in text[] parameters, cast to numeric[] by the
+// statement: pgx has no binary encoding of a string as numeric, and for a
+// numeric[] parameter it would fail to find one, build the error, and only
+// then encode the array as text, on every statement.
 //
 // The writers below queue one INSERT per table, whatever the number of
 // rows: the rows travel as arrays and unnest into the table, so a batch of
@@ -48,7 +52,7 @@ func queueEntries(batch *pgx.Batch, entries []*ledger.JournalEntry) {
 		ids, companies, dates, descriptions, sourceTypes, sources)
 	batch.Queue(`
 		INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
-		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::numeric[], $7::numeric[])`,
+		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[]::numeric[], $7::text[]::numeric[])`,
 		lineEntries, lineNos, lineCompanies, accounts, currencies, debits, credits)
 }
 
@@ -102,13 +106,13 @@ func queueInvoices(batch *pgx.Batch, invs []*ledger.Invoice) {
 			currency, issue_date, due_date, net, vat, gross, journal_entry_id)
 		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
 			$7::text[], $8::text[], $9::text[], $10::text[],
-			$11::text[], $12::date[], $13::date[], $14::numeric[], $15::numeric[], $16::numeric[], $17::uuid[])`,
+			$11::text[], $12::date[], $13::date[], $14::text[]::numeric[], $15::text[]::numeric[], $16::text[]::numeric[], $17::uuid[])`,
 		ids, companies, series, sequences, numbers, orders,
 		custIDs, custNames, custVATs, custCountries,
 		currencies, issued, due, nets, vats, grosses, entries)
 	batch.Queue(`
 		INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross)
-		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::numeric[], $5::numeric[], $6::numeric[],
-			$7::numeric[], $8::numeric[], $9::numeric[])`,
+		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[], $6::text[]::numeric[],
+			$7::text[]::numeric[], $8::text[]::numeric[], $9::text[]::numeric[])`,
 		lineInvoices, lineNos, lineDescs, lineQty, linePrice, lineRate, lineNet, lineVAT, lineGross)
 }
