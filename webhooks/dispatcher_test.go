@@ -532,6 +532,60 @@ func TestRotationSignsWithOldAndNewSecrets(t *testing.T) {
 	}
 }
 
+// Secrets that cannot be decoded fail only their endpoint's delivery, as an
+// attempt recorded and retried on schedule; the claim's other deliveries go
+// out. The claim has committed before its rows are read, so failing it would
+// leave every delivery it leased waiting out its lease.
+func TestUnreadableSecretsFailOnlyTheirDelivery(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	good, broken := newReceiver(t, ok), newReceiver(t, ok)
+	goodEp := w.endpoint(good.srv.URL, "")
+	brokenEp := w.endpoint(broken.srv.URL, "")
+	// Valid jsonb, but an object where []storedSecret wants an array.
+	if _, err := w.pool.Exec(context.Background(), `
+		UPDATE webhook_endpoints SET secrets = '{"secret":"whsec_x"}' WHERE id = $1`, brokenEp.EndpointID); err != nil {
+		t.Fatal(err)
+	}
+	w.event("invoice.created")
+	var logs strings.Builder
+	d := w.dispatcher(webhooks.DispatcherConfig{Schedule: []time.Duration{time.Hour},
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))})
+	if n, err := d.DispatchOnce(context.Background()); err != nil || n != 2 {
+		t.Fatalf("dispatched %d: %v", n, err)
+	}
+	if !strings.Contains(logs.String(), "webhook endpoint secrets are unreadable") {
+		t.Fatalf("the unreadable secrets were not logged: %q", logs.String())
+	}
+
+	var status string
+	w.pool.QueryRow(context.Background(), `SELECT status FROM webhook_deliveries WHERE endpoint_id = $1`, goodEp.EndpointID).Scan(&status)
+	if status != "delivered" || good.n.Load() != 1 {
+		t.Fatalf("good endpoint: delivery %s, %d requests", status, good.n.Load())
+	}
+	var id uuid.UUID
+	var attempts int
+	var lastErr string
+	var scheduled bool
+	if err := w.pool.QueryRow(context.Background(), `
+		SELECT id, status, attempts, last_error, next_attempt_at > now() + interval '30 minutes'
+		  FROM webhook_deliveries WHERE endpoint_id = $1`, brokenEp.EndpointID).Scan(&id, &status, &attempts, &lastErr, &scheduled); err != nil {
+		t.Fatal(err)
+	}
+	const want = "endpoint has no usable signing secret"
+	if broken.n.Load() != 0 || status != "pending" || attempts != 1 || lastErr != want || !scheduled {
+		t.Fatalf("broken endpoint: %d requests, delivery %s after %d attempts (%q), next attempt scheduled: %v",
+			broken.n.Load(), status, attempts, lastErr, scheduled)
+	}
+	log, err := webhooks.Attempts(context.Background(), w.pool, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 1 || log[0].Error != want || log[0].StatusCode != nil {
+		t.Fatalf("attempt log: %+v", log)
+	}
+}
+
 // Endpoints receive only the event types they subscribed to, and nothing
 // while disabled.
 func TestEventTypeFilterAndDisable(t *testing.T) {
