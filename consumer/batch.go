@@ -231,27 +231,17 @@ func (b *batcher) run(batch []*submission) {
 			}
 		}
 	}
-	// One round trip begins the transaction, selects its planner settings
-	// and claims the keys of the commands executed together.
 	started := time.Now()
 	fast, rest := b.split(batch)
-	open := &pgx.Batch{}
-	open.BeginTx(pgx.TxOptions{})
-	open.Queue(planSettings)
-	var claims *keyClaims
-	if len(fast) > 0 {
-		claims = queueClaims(open, fast)
-	}
-	br := b.pool.SendBatch(ctx, open)
-	tx := br.Tx()
+	opened, tx := b.open(ctx, fast)
 	defer tx.Rollback(context.Background())
-	if err := readOpening(br, claims); err != nil {
-		fail(err)
+	if opened.err != nil {
+		fail(opened.err)
 		return
 	}
 
 	executed := 0
-	rest, err := b.runFast(ctx, tx, fast, claims, rest)
+	rest, err := b.runFast(ctx, tx, fast, opened, rest)
 	if err != nil {
 		fail(err)
 		return
@@ -302,21 +292,73 @@ func (b *batcher) run(batch []*submission) {
 	}
 }
 
-// readOpening reads the results of a batch's first round trip: its
-// begin, its settings and, unless claims is nil, its claims, and closes br.
-func readOpening(br pgx.BatchResults, claims *keyClaims) error {
+// opening is what a batch's first round trip read.
+type opening struct {
+	claims *keyClaims
+	plan   BatchPlan
+	// planErr is why the plan's reads failed, after the batch savepoint:
+	// the batch's new commands then run one by one.
+	planErr error
+	// err means the transaction is broken.
+	err error
+}
+
+// open begins a batch's transaction in one round trip, which also selects
+// its planner settings and, for the commands fast executed together,
+// claims their keys and reads what they need.
+func (b *batcher) open(ctx context.Context, fast []*submission) (*opening, pgx.Tx) {
+	o := &opening{}
+	batch := &pgx.Batch{}
+	batch.BeginTx(pgx.TxOptions{})
+	batch.Queue(planSettings)
+	if len(fast) > 0 {
+		o.claims = queueClaims(batch, fast)
+		items := make([]ledger.BatchItem, len(fast))
+		for i, s := range fast {
+			items[i] = ledger.BatchItem{Company: s.req.Company, Command: s.req.Decoded}
+		}
+		o.err = recovered("preparing a batch", func() error {
+			o.plan = b.fast.PrepareBatch(items, batch)
+			return nil
+		})
+	}
+	if o.err != nil {
+		return o, pgx.FailedBatchResults(batch, o.err).Tx()
+	}
+	br := b.pool.SendBatch(ctx, batch)
+	o.err = o.read(br)
+	return o, br.Tx()
+}
+
+// read reads the results of the first round trip and closes br.
+func (o *opening) read(br pgx.BatchResults) error {
 	defer br.Close()
-	for range 2 {
+	for range 2 { // begin, settings
 		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("inbox: begin: %w", err)
 		}
 	}
-	if claims != nil {
-		if err := claims.read(br); err != nil {
+	if o.claims != nil {
+		if err := o.claims.read(br); err != nil {
 			return err
 		}
+		o.planErr = recovered("reading a batch", func() error { return o.plan.Read(br) })
 	}
-	return br.Close()
+	if err := br.Close(); err != nil && o.planErr == nil {
+		return err
+	}
+	return nil
+}
+
+// recovered runs fn, turning a panic into an error: the batch goroutine is
+// not a Watermill handler, so the router's recoverer does not see it.
+func recovered(what string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic while %s: %v\n%s", what, r, debug.Stack())
+		}
+	}()
+	return fn()
 }
 
 // planSettings are the planner settings of a batch's transaction.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime/debug"
 
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
@@ -15,17 +14,31 @@ import (
 
 // BatchExecutor is an Executor that can also execute many commands at once
 // (ledger/postgres.Store does, for invoice.create). The batcher then runs
-// the idempotency contract for a whole batch in three round trips instead
-// of four per command.
+// the idempotency contract for a whole batch in two round trips before its
+// commit instead of four per command.
 type BatchExecutor interface {
 	Executor
-	// Batchable reports whether ExecuteBatch takes cmd.
+	// Batchable reports whether PrepareBatch takes cmd.
 	Batchable(cmd ledger.Command) bool
-	// ExecuteBatch executes items in tx as Execute would one after the
-	// other, reading in tx but queueing every write on batch, which the
-	// caller sends. A business error is the item's result; an error
-	// returned fails them all.
-	ExecuteBatch(ctx context.Context, tx pgx.Tx, items []ledger.BatchItem, batch *pgx.Batch) ([]ledger.BatchResult, error)
+	// PrepareBatch queues on reads the statements that read what items
+	// need; the caller sends them in the transaction, reads their results
+	// with the plan's Read, and then executes any of the items with its
+	// Execute, as Execute would one after the other, which queues every
+	// write on a batch the caller sends. A business error is the item's
+	// result; an error returned fails them all.
+	PrepareBatch(items []ledger.BatchItem, reads *pgx.Batch) BatchPlan
+}
+
+// BatchPlan is a batch of commands between its reads and its writes (see
+// BatchExecutor). It is an alias of an unnamed interface, so executors can
+// name the same type without importing this package.
+type BatchPlan = interface {
+	// Read reads the results of the statements PrepareBatch queued, in
+	// the order queued.
+	Read(br pgx.BatchResults) error
+	// Execute executes the items at the indexes which, in that order, and
+	// queues every write on writes; it gives one result per index.
+	Execute(which []int, writes *pgx.Batch) ([]ledger.BatchResult, error)
 }
 
 // batchSavepoint encloses the writes of a batch's fast path, so a failure
@@ -51,34 +64,39 @@ func (b *batcher) split(batch []*submission) (fast, rest []*submission) {
 	return fast, rest
 }
 
-// runFast runs the batchable commands fast together, given their keys'
-// claims (see queueClaims), which were sent with the transaction's begin:
-// one more round trip reads what the commands need, one writes every
-// effect, event and inbox row, one statement per table. It returns the
-// submissions left for Process: rest and, when the writes fail (a
-// concurrent transaction that committed the same order, say), all the
-// batch's new commands, after rolling back to the point where their keys
-// were claimed. An error means the transaction is broken.
-func (b *batcher) runFast(ctx context.Context, tx pgx.Tx, fast []*submission, claims *keyClaims, rest []*submission) ([]*submission, error) {
+// runFast runs the batchable commands fast together, given what their
+// batch's first round trip read (see open): their keys' claims and what
+// the commands need. One more round trip writes every effect, event and
+// inbox row, one statement per table. It returns the submissions left for
+// Process: rest and, when the reads or the writes failed (a concurrent
+// transaction that committed the same order, say), all the batch's new
+// commands, after rolling back to the point where their keys were claimed.
+// An error means the transaction is broken.
+func (b *batcher) runFast(ctx context.Context, tx pgx.Tx, fast []*submission, opened *opening, rest []*submission) ([]*submission, error) {
 	if len(fast) == 0 {
 		return rest, nil
 	}
 	var fresh []*submission
+	var which []int
 	for i, s := range fast {
-		o, res, done, err := decide(s.req, claims.locked[i], claims.rows[i])
+		o, res, done, err := decide(s.req, opened.claims.locked[i], opened.claims.rows[i])
 		switch {
 		case err != nil:
 			s.err = err
 		case done:
 			s.outcome, s.res = o, res
 		default:
-			fresh = append(fresh, s)
+			fresh, which = append(fresh, s), append(which, i)
 		}
 	}
 	if len(fresh) == 0 {
 		return rest, nil
 	}
-	if err := b.writeFast(ctx, tx, fresh); err != nil {
+	err := opened.planErr
+	if err == nil {
+		err = recovered("executing a batch", func() error { return b.writeFast(ctx, tx, fresh, opened.plan, which) })
+	}
+	if err != nil {
 		if _, rbErr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+batchSavepoint); rbErr != nil {
 			return nil, fmt.Errorf("%w: %w (and rolling back the batch failed: %v)", errTxBroken, err, rbErr)
 		}
@@ -156,18 +174,9 @@ func (c *keyClaims) read(br pgx.BatchResults) error {
 // writeFast executes the new commands and writes their effects, events and
 // results. On error nothing of it may be kept: the caller rolls back to the
 // batch savepoint.
-func (b *batcher) writeFast(ctx context.Context, tx pgx.Tx, subs []*submission) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic while executing a batch: %v\n%s", r, debug.Stack())
-		}
-	}()
-	items := make([]ledger.BatchItem, len(subs))
-	for i, s := range subs {
-		items[i] = ledger.BatchItem{Company: s.req.Company, Command: s.req.Decoded}
-	}
+func (b *batcher) writeFast(ctx context.Context, tx pgx.Tx, subs []*submission, plan BatchPlan, which []int) error {
 	writes := &pgx.Batch{}
-	results, err := b.fast.ExecuteBatch(ctx, tx, items, writes)
+	results, err := plan.Execute(which, writes)
 	if err != nil {
 		return err
 	}

@@ -37,16 +37,26 @@ type fastWorld struct {
 // from the one-by-one path, which answers the same.
 type countingStore struct {
 	*postgres.Store
-	batches [][]string // the idempotency keys' orders of each ExecuteBatch
+	batches [][]string // the orders of the commands each batch executed
 }
 
-func (c *countingStore) ExecuteBatch(ctx context.Context, tx pgx.Tx, items []ledger.BatchItem, batch *pgx.Batch) ([]ledger.BatchResult, error) {
+func (c *countingStore) PrepareBatch(items []ledger.BatchItem, reads *pgx.Batch) BatchPlan {
+	return countingPlan{c.Store.PrepareBatch(items, reads), c, items}
+}
+
+type countingPlan struct {
+	BatchPlan
+	store *countingStore
+	items []ledger.BatchItem
+}
+
+func (p countingPlan) Execute(which []int, writes *pgx.Batch) ([]ledger.BatchResult, error) {
 	var orders []string
-	for _, it := range items {
-		orders = append(orders, it.Command.(*ledger.CreateInvoice).OrderID)
+	for _, i := range which {
+		orders = append(orders, p.items[i].Command.(*ledger.CreateInvoice).OrderID)
 	}
-	c.batches = append(c.batches, orders)
-	return c.Store.ExecuteBatch(ctx, tx, items, batch)
+	p.store.batches = append(p.store.batches, orders)
+	return p.BatchPlan.Execute(which, writes)
 }
 
 func newFastWorld(t *testing.T) *fastWorld {

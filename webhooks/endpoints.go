@@ -46,10 +46,17 @@ func (c *Commands) Execute(ctx context.Context, tx pgx.Tx, company string, cmd l
 	return c.next.Execute(ctx, tx, company, cmd)
 }
 
+// batchPlan is the consumer's BatchPlan (an alias of the same unnamed
+// interface).
+type batchPlan = interface {
+	Read(br pgx.BatchResults) error
+	Execute(which []int, writes *pgx.Batch) ([]ledger.BatchResult, error)
+}
+
 // batchExecutor is the consumer's BatchExecutor without Execute.
 type batchExecutor interface {
 	Batchable(cmd ledger.Command) bool
-	ExecuteBatch(ctx context.Context, tx pgx.Tx, items []ledger.BatchItem, batch *pgx.Batch) ([]ledger.BatchResult, error)
+	PrepareBatch(items []ledger.BatchItem, reads *pgx.Batch) batchPlan
 }
 
 // Batchable reports whether the wrapped executor executes cmd in batches
@@ -59,13 +66,22 @@ func (c *Commands) Batchable(cmd ledger.Command) bool {
 	return ok && b.Batchable(cmd)
 }
 
-// ExecuteBatch hands a batch of Batchable commands to the wrapped executor.
-func (c *Commands) ExecuteBatch(ctx context.Context, tx pgx.Tx, items []ledger.BatchItem, batch *pgx.Batch) ([]ledger.BatchResult, error) {
+// PrepareBatch hands a batch of Batchable commands to the wrapped executor.
+func (c *Commands) PrepareBatch(items []ledger.BatchItem, reads *pgx.Batch) batchPlan {
 	b, ok := c.next.(batchExecutor)
 	if !ok {
-		return nil, errors.New("webhooks: the wrapped executor does not execute batches")
+		return unbatchable{}
 	}
-	return b.ExecuteBatch(ctx, tx, items, batch)
+	return b.PrepareBatch(items, reads)
+}
+
+// unbatchable is the plan of a batch the wrapped executor cannot execute;
+// Batchable never lets one through.
+type unbatchable struct{}
+
+func (unbatchable) Read(pgx.BatchResults) error { return nil }
+func (unbatchable) Execute([]int, *pgx.Batch) ([]ledger.BatchResult, error) {
+	return nil, errors.New("webhooks: the wrapped executor does not execute batches")
 }
 
 // storedSecret is one element of webhook_endpoints.secrets.

@@ -2,7 +2,7 @@ package postgres
 
 import (
 	"cmp"
-	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -19,70 +19,103 @@ func (s *Store) Batchable(cmd ledger.Command) bool {
 	return ok
 }
 
-// ExecuteBatch executes many Batchable commands in tx with the same rules
-// as Execute one after the other in the order given: companies must
-// exist, an order is invoiced once (a later command of the batch for the
-// same order is its duplicate), numbers follow each series without gaps.
-// It reads what it needs in one round trip, locking the number series
-// rows it will advance, and queues every write on batch, one statement
-// per table; nothing is written until the caller sends batch, so a caller
-// that sends it in a savepoint and meets an error (a concurrent
-// transaction that committed the same order, say) can roll back to the
-// savepoint and execute the commands one by one instead.
-func (s *Store) ExecuteBatch(ctx context.Context, tx pgx.Tx, items []ledger.BatchItem, batch *pgx.Batch) ([]ledger.BatchResult, error) {
-	type seriesKey struct{ company, series string }
-	type orderKey struct{ company, order string }
-	type invoiced struct {
-		id     uuid.UUID
-		number string
-	}
-	cmds := make([]*ledger.CreateInvoice, len(items))
+// BatchPlan is a batch of commands between its reads and its writes (see
+// PrepareBatch). It is an alias of an unnamed interface, so that callers
+// can name the same type without importing this package.
+type BatchPlan = interface {
+	// Read reads the results of the statements PrepareBatch queued, in
+	// the order queued.
+	Read(br pgx.BatchResults) error
+	// Execute executes the items at the indexes which, in that order, and
+	// queues every write on writes; it gives one result per index.
+	Execute(which []int, writes *pgx.Batch) ([]ledger.BatchResult, error)
+}
+
+// PrepareBatch prepares many Batchable commands for execution with the
+// same rules as Execute one after the other in the order given: companies
+// must exist, an order is invoiced once (a later command of the batch for
+// the same order is its duplicate), numbers follow each series without
+// gaps. It queues on reads the statements that read what the commands
+// need, locking the number series rows they may advance, so that the
+// caller can send them with others in one round trip; the plan it returns
+// reads their results, then executes any of the items and queues every
+// write, one statement per table. Nothing is written until the caller
+// sends the writes, so a caller that sends them in a savepoint and meets
+// an error (a concurrent transaction that committed the same order, say)
+// can roll back to the savepoint and execute the commands one by one
+// instead.
+func (s *Store) PrepareBatch(items []ledger.BatchItem, reads *pgx.Batch) BatchPlan {
+	p := &batchPlan{items: items, cmds: make([]*ledger.CreateInvoice, len(items))}
 	var companies, orderCompanies, orders []string
-	var series []seriesKey
 	for i, it := range items {
 		c, ok := it.Command.(*ledger.CreateInvoice)
 		if !ok {
-			return nil, fmt.Errorf("ledger store: command %s cannot be executed in a batch", it.Command.CommandName())
+			p.err = fmt.Errorf("ledger store: command %s cannot be executed in a batch", it.Command.CommandName())
+			return p
 		}
-		cmds[i] = c
+		p.cmds[i] = c
 		companies = append(companies, it.Company)
 		orderCompanies = append(orderCompanies, it.Company)
 		orders = append(orders, c.OrderID)
-		series = append(series, seriesKey{it.Company, c.Series})
+		p.series = append(p.series, seriesKey{it.Company, c.Series})
 	}
 	slices.Sort(companies)
 	companies = slices.Compact(companies)
 	// Series rows are locked in one order by every batch.
-	slices.SortFunc(series, func(a, b seriesKey) int {
+	slices.SortFunc(p.series, func(a, b seriesKey) int {
 		return cmp.Or(cmp.Compare(a.company, b.company), cmp.Compare(a.series, b.series))
 	})
-	series = slices.Compact(series)
-	seriesCompanies, seriesNames := make([]string, len(series)), make([]string, len(series))
-	for i, k := range series {
+	p.series = slices.Compact(p.series)
+	seriesCompanies, seriesNames := make([]string, len(p.series)), make([]string, len(p.series))
+	for i, k := range p.series {
 		seriesCompanies[i], seriesNames[i] = k.company, k.series
 	}
 
-	lookup := &pgx.Batch{}
-	lookup.Queue(`SELECT id FROM companies WHERE id = ANY($1)`, companies)
+	reads.Queue(`SELECT id FROM companies WHERE id = ANY($1)`, companies)
 	// The lookups by key are LATERAL subqueries with LIMIT, which the
 	// planner cannot turn into a join: it knows nothing of the arrays'
 	// sizes and could otherwise hash-join them against a scan of the whole
 	// table.
-	lookup.Queue(`
+	reads.Queue(`
 		SELECT o.company_id, o.order_id, i.id, i.number
 		  FROM unnest($1::text[], $2::text[]) AS o(company_id, order_id)
 		 CROSS JOIN LATERAL (SELECT id, number FROM invoices
 		                      WHERE company_id = o.company_id AND order_id = o.order_id LIMIT 1) i`, orderCompanies, orders)
-	lookup.Queue(`
+	reads.Queue(`
 		SELECT n.company_id, n.series, n.last_value
 		  FROM number_series n
 		  JOIN unnest($1::text[], $2::text[]) AS s(company_id, series) USING (company_id, series)
 		 ORDER BY n.company_id, n.series
 		   FOR UPDATE OF n`, seriesCompanies, seriesNames)
-	br := tx.SendBatch(ctx, lookup)
-	known := map[string]bool{}
-	existing := map[orderKey]invoiced{}
-	last := map[seriesKey]int64{}
+	return p
+}
+
+type seriesKey struct{ company, series string }
+type orderKey struct{ company, order string }
+type invoiced struct {
+	id     uuid.UUID
+	number string
+}
+
+// batchPlan is PrepareBatch's BatchPlan.
+type batchPlan struct {
+	items  []ledger.BatchItem
+	cmds   []*ledger.CreateInvoice
+	series []seriesKey // sorted, distinct
+	// err is why the items cannot be executed in a batch; nothing was
+	// queued.
+	err error
+
+	known    map[string]bool
+	existing map[orderKey]invoiced
+	last     map[seriesKey]int64
+}
+
+func (p *batchPlan) Read(br pgx.BatchResults) error {
+	if p.err != nil {
+		return nil
+	}
+	p.known, p.existing, p.last = map[string]bool{}, map[orderKey]invoiced{}, map[seriesKey]int64{}
 	// each reads one result set; a failed query's rows report its error.
 	each := func(what string, scans []any, row func()) error {
 		rows, _ := br.Query()
@@ -96,24 +129,29 @@ func (s *Store) ExecuteBatch(ctx context.Context, tx pgx.Tx, items []ledger.Batc
 	var inv invoiced
 	var sk seriesKey
 	var v int64
-	err := cmp.Or(
-		each("look up companies", []any{&id}, func() { known[id] = true }),
-		each("look up invoices for orders", []any{&k.company, &k.order, &inv.id, &inv.number}, func() { existing[k] = inv }),
-		each("lock number series", []any{&sk.company, &sk.series, &v}, func() { last[sk] = v }),
+	return cmp.Or(
+		each("look up companies", []any{&id}, func() { p.known[id] = true }),
+		each("look up invoices for orders", []any{&k.company, &k.order, &inv.id, &inv.number}, func() { p.existing[k] = inv }),
+		each("lock number series", []any{&sk.company, &sk.series, &v}, func() { p.last[sk] = v }),
 	)
-	if closeErr := br.Close(); err == nil && closeErr != nil {
-		err = closeErr
-	}
-	if err != nil {
-		return nil, err
-	}
+}
 
-	results := make([]ledger.BatchResult, len(items))
+func (p *batchPlan) Execute(which []int, batch *pgx.Batch) ([]ledger.BatchResult, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	if p.known == nil {
+		return nil, errors.New("ledger store: a batch plan executes once, after its reads were read")
+	}
+	// Execution advances these; a plan executes once.
+	known, existing, last, series := p.known, p.existing, p.last, p.series
+	p.known = nil
+	results := make([]ledger.BatchResult, len(which))
 	var invs []*ledger.Invoice
 	var entries []*ledger.JournalEntry
 	advanced := map[seriesKey]bool{}
-	for i, it := range items {
-		c := cmds[i]
+	for i, at := range which {
+		it, c := p.items[at], p.cmds[at]
 		ok := orderKey{it.Company, c.OrderID}
 		sk := seriesKey{it.Company, c.Series}
 		if !known[it.Company] {
