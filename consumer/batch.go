@@ -233,15 +233,31 @@ func (b *batcher) run(batch []*submission) {
 	}
 	started := time.Now()
 	fast, rest := b.split(batch)
-	opened, tx := b.open(ctx, fast)
-	defer tx.Rollback(context.Background())
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		fail(fmt.Errorf("inbox: begin: %w", err))
+		return
+	}
+	defer conn.Release()
+	opened, tx := b.open(ctx, conn, fast)
+	point := &commitPoint{batch: batch}
+	if len(rest) == 0 {
+		// Nothing runs after the batch path: its writes may carry the
+		// commit (see writeFast).
+		point.withWrites = true
+	}
+	defer func() {
+		if !point.tried {
+			tx.Rollback(context.Background())
+		}
+	}()
 	if opened.err != nil {
 		fail(opened.err)
 		return
 	}
 
 	executed := 0
-	rest, err := b.runFast(ctx, tx, fast, opened, rest)
+	rest, err = b.runFast(ctx, tx, fast, opened, rest, point)
 	if err != nil {
 		fail(err)
 		return
@@ -251,22 +267,25 @@ func (b *batcher) run(batch []*submission) {
 			executed++
 		}
 	}
-	for _, s := range rest {
-		// Process runs each command in a savepoint of its own and rolls a
-		// failed one back to it; only a broken transaction stops the batch.
-		s.outcome, s.res, s.err = processSafely(trace.ContextWithSpan(ctx, s.span), tx, s.req, s.exec)
-		if errors.Is(s.err, errTxBroken) {
-			fail(s.err)
-			return
+	if !point.tried {
+		for _, s := range rest {
+			// Process runs each command in a savepoint of its own and rolls a
+			// failed one back to it; only a broken transaction stops the batch.
+			s.outcome, s.res, s.err = processSafely(trace.ContextWithSpan(ctx, s.span), tx, s.req, s.exec)
+			if errors.Is(s.err, errTxBroken) {
+				fail(s.err)
+				return
+			}
+			if s.err == nil && s.outcome == Executed {
+				executed++
+			}
 		}
-		if s.err == nil && s.outcome == Executed {
-			executed++
-		}
+		point.reach()
+		point.tried = true
+		point.err = tx.Commit(ctx)
 	}
-	ackBeforeCommit(batch)
-	crashAt("before_commit")
-	committing := time.Now()
-	err = tx.Commit(ctx)
+	committing := point.at
+	err = point.err
 	traceCommit(b.tracer, batch, committing, time.Now(), err)
 	if err != nil {
 		// The commit may or may not have happened; redeliveries find out
@@ -292,6 +311,32 @@ func (b *batcher) run(batch []*submission) {
 	}
 }
 
+// commitPoint is where a batch's transaction commits: after the batch
+// path's writes, in their round trip, when nothing runs after them, or on
+// its own.
+type commitPoint struct {
+	batch []*submission
+	// withWrites lets the batch path's writes carry the commit.
+	withWrites bool
+	passed     bool
+	// at is when the commit was sent, tried whether it was, err what it
+	// came to.
+	at    time.Time
+	tried bool
+	err   error
+}
+
+// reach is called just before the commit is sent: the fault points of
+// the moment before a commit are here.
+func (c *commitPoint) reach() {
+	if !c.passed {
+		c.passed = true
+		ackBeforeCommit(c.batch)
+		crashAt("before_commit")
+	}
+	c.at = time.Now()
+}
+
 // opening is what a batch's first round trip read.
 type opening struct {
 	claims *keyClaims
@@ -306,7 +351,7 @@ type opening struct {
 // open begins a batch's transaction in one round trip, which also selects
 // its planner settings and, for the commands fast executed together,
 // claims their keys and reads what they need.
-func (b *batcher) open(ctx context.Context, fast []*submission) (*opening, pgx.Tx) {
+func (b *batcher) open(ctx context.Context, conn *pgxpool.Conn, fast []*submission) (*opening, pgx.Tx) {
 	o := &opening{}
 	batch := &pgx.Batch{}
 	batch.BeginTx(pgx.TxOptions{})
@@ -325,7 +370,7 @@ func (b *batcher) open(ctx context.Context, fast []*submission) (*opening, pgx.T
 	if o.err != nil {
 		return o, pgx.FailedBatchResults(batch, o.err).Tx()
 	}
-	br := b.pool.SendBatch(ctx, batch)
+	br := conn.SendBatch(ctx, batch)
 	o.err = o.read(br)
 	return o, br.Tx()
 }

@@ -72,7 +72,7 @@ func (b *batcher) split(batch []*submission) (fast, rest []*submission) {
 // transaction that committed the same order, say), all the batch's new
 // commands, after rolling back to the point where their keys were claimed.
 // An error means the transaction is broken.
-func (b *batcher) runFast(ctx context.Context, tx pgx.Tx, fast []*submission, opened *opening, rest []*submission) ([]*submission, error) {
+func (b *batcher) runFast(ctx context.Context, tx pgx.Tx, fast []*submission, opened *opening, rest []*submission, point *commitPoint) ([]*submission, error) {
 	if len(fast) == 0 {
 		return rest, nil
 	}
@@ -94,7 +94,7 @@ func (b *batcher) runFast(ctx context.Context, tx pgx.Tx, fast []*submission, op
 	}
 	err := opened.planErr
 	if err == nil {
-		err = recovered("executing a batch", func() error { return b.writeFast(ctx, tx, fresh, opened.plan, which) })
+		err = recovered("executing a batch", func() error { return b.writeFast(ctx, tx, fresh, opened.plan, which, point) })
 	}
 	if err != nil {
 		if _, rbErr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+batchSavepoint); rbErr != nil {
@@ -174,7 +174,7 @@ func (c *keyClaims) read(br pgx.BatchResults) error {
 // writeFast executes the new commands and writes their effects, events and
 // results. On error nothing of it may be kept: the caller rolls back to the
 // batch savepoint.
-func (b *batcher) writeFast(ctx context.Context, tx pgx.Tx, subs []*submission, plan BatchPlan, which []int) error {
+func (b *batcher) writeFast(ctx context.Context, tx pgx.Tx, subs []*submission, plan BatchPlan, which []int, point *commitPoint) error {
 	writes := &pgx.Batch{}
 	results, err := plan.Execute(which, writes)
 	if err != nil {
@@ -222,11 +222,44 @@ func (b *batcher) writeFast(ctx context.Context, tx pgx.Tx, subs []*submission, 
 		SELECT c, k, cmd, f, s, r::json, NULLIF(q, 0)
 		  FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::text[], $7::bigint[]) AS t(c, k, cmd, f, s, r, q)`,
 		companies, keys, commands, fingerprints, statuses, bodies, seqs)
-	if err := tx.SendBatch(ctx, writes).Close(); err != nil {
-		return fmt.Errorf("inbox: write batch: %w", err)
+	if err := b.sendWrites(ctx, tx, writes, point); err != nil {
+		return err
 	}
 	for i, s := range subs {
 		s.outcome, s.res = Executed, res[i]
+	}
+	return nil
+}
+
+// sendWrites sends a batch's writes and, when point allows, its COMMIT
+// behind them in the same round trip. If a write fails, Postgres skips
+// the rest of the round trip, COMMIT included, and the transaction is
+// still open at the batch savepoint: the error is the writes', and the
+// batch falls back as before. If the writes succeed, point holds what the
+// commit came to.
+func (b *batcher) sendWrites(ctx context.Context, tx pgx.Tx, writes *pgx.Batch, point *commitPoint) error {
+	n := writes.Len()
+	if point.withWrites {
+		writes.Queue("COMMIT")
+		point.reach()
+	}
+	br := tx.SendBatch(ctx, writes)
+	defer br.Close()
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("inbox: write batch: %w", err)
+		}
+	}
+	if point.withWrites {
+		point.tried = true
+		_, point.err = br.Exec()
+		if err := br.Close(); point.err == nil {
+			point.err = err
+		}
+		return nil
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("inbox: write batch: %w", err)
 	}
 	return nil
 }
