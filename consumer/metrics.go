@@ -53,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		batchTimes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "onceledger_batch_seconds",
-			Help:    "Time a group-commit transaction spends executing and committing.",
+			Help:    "Time a group-commit transaction spends executing, and from sending its commit to the commit's answer (the commit phase includes the batch path's writes when they carry the commit).",
 			Buckets: latency,
 		}, []string{"phase"}),
 		fallbacks: prometheus.NewCounter(prometheus.CounterOpts{

@@ -434,7 +434,8 @@ func (r *Report) WriteText(w io.Writer) error {
 			thousands(p.sustained()))
 	}
 	tw.Flush()
-	b.WriteString("  (execute and commit ms: mean per transaction; CPU ms per command: this process and the run's Postgres backends,\n" +
+	b.WriteString("  (execute and commit ms: mean per transaction, commit from sending COMMIT, with the writes it follows when they\n" +
+		"  carry it, to its answer; CPU ms per command: this process and the run's Postgres backends,\n" +
 		"  per completed command; settle: from the last result until every webhook of the phase was delivered;\n" +
 		"  webhooks/s: the phase's deliveries over the time from its first publish to its last delivery)\n")
 	for _, p := range r.Phases {
