@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,7 +63,18 @@ func (p countingPlan) Execute(which []int, writes *pgx.Batch) ([]ledger.BatchRes
 
 func newFastWorld(t *testing.T) *fastWorld {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), testenv.Migrated(t))
+	return newFastWorldWith(t, func(*pgxpool.Config) {})
+}
+
+// newFastWorldWith is newFastWorld with a pool configured by configure.
+func newFastWorldWith(t *testing.T, configure func(*pgxpool.Config)) *fastWorld {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(testenv.Migrated(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configure(cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,3 +383,69 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// A batch of new invoice.create commands is two round trips: the begin,
+// the planner settings, the key claims and the invoices' reads; then the
+// writes with the commit behind them. Nothing else is sent on its own.
+func TestBatchPathIsTwoRoundTrips(t *testing.T) {
+	trips := &roundTrips{}
+	w := newFastWorldWith(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = trips })
+	trips.reset()
+	k1, k2, k3 := w.invoice("acme", "k1", "o1"), w.invoice("acme", "k2", "o2"), w.invoice("acme", "k3", "o3")
+	w.run(k1, k2, k3)
+	batches, alone := trips.counts()
+	if batches != 2 || len(alone) != 0 {
+		t.Fatalf("%d batches and %d statements on their own %q, want 2 batches and nothing else", batches, len(alone), alone)
+	}
+	for i, s := range []*submission{k1, k2, k3} {
+		if got, want := w.number(s), fmt.Sprintf("INV-2026-%06d", i+1); got != want {
+			t.Fatalf("%s numbered %s, want %s", s.req.Key, got, want)
+		}
+	}
+	// Committed: another connection sees them.
+	if n := w.scalar(`SELECT count(*) FROM inbox WHERE idempotency_key IN ('k1', 'k2', 'k3')`); n != 3 {
+		t.Fatalf("%d inbox rows, want 3", n)
+	}
+}
+
+// roundTrips counts what a pool sends: batches, and statements sent on
+// their own (the notifications sent after a commit aside).
+type roundTrips struct {
+	mu      sync.Mutex
+	batches int
+	alone   []string
+}
+
+func (r *roundTrips) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.batches, r.alone = 0, nil
+}
+
+func (r *roundTrips) counts() (int, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.batches, slices.Clone(r.alone)
+}
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if !strings.Contains(d.SQL, "pg_notify") {
+		r.mu.Lock()
+		r.alone = append(r.alone, d.SQL)
+		r.mu.Unlock()
+	}
+	return ctx
+}
+
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.mu.Lock()
+	r.batches++
+	r.mu.Unlock()
+	return ctx
+}
+
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
