@@ -12,7 +12,7 @@ import (
 	"github.com/onceledger/onceledger/ledger"
 )
 
-// Batchable reports whether ExecuteBatch takes cmd: invoice.create, the
+// Batchable reports whether PrepareBatch takes cmd: invoice.create, the
 // command that arrives in volume. Everything else goes one by one.
 func (s *Store) Batchable(cmd ledger.Command) bool {
 	_, ok := cmd.(*ledger.CreateInvoice)
