@@ -14,8 +14,8 @@ import (
 
 // BatchExecutor is an Executor that can also execute many commands at once
 // (ledger/postgres.Store does, for invoice.create). The batcher then runs
-// the idempotency contract for a whole batch in two round trips before its
-// commit instead of four per command.
+// the idempotency contract for a whole batch in two round trips, its
+// commit included, instead of four per command and a commit.
 type BatchExecutor interface {
 	Executor
 	// Batchable reports whether PrepareBatch takes cmd.
@@ -89,10 +89,12 @@ func (b *batcher) runFast(ctx context.Context, tx pgx.Tx, fast []*submission, op
 			fresh, which = append(fresh, s), append(which, i)
 		}
 	}
-	if len(fresh) == 0 {
+	// A failed read leaves the transaction aborted past the savepoint,
+	// whether or not any command is left to write.
+	err := opened.planErr
+	if err == nil && len(fresh) == 0 {
 		return rest, nil
 	}
-	err := opened.planErr
 	if err == nil {
 		err = recovered("executing a batch", func() error { return b.writeFast(ctx, tx, fresh, opened.plan, which, point) })
 	}
@@ -100,8 +102,10 @@ func (b *batcher) runFast(ctx context.Context, tx pgx.Tx, fast []*submission, op
 		if _, rbErr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+batchSavepoint); rbErr != nil {
 			return nil, fmt.Errorf("%w: %w (and rolling back the batch failed: %v)", errTxBroken, err, rbErr)
 		}
-		b.logger.Info("batch fell back to one command at a time", "commands", len(fresh), "error", err)
-		b.metrics.fallback()
+		if len(fresh) > 0 {
+			b.logger.Info("batch fell back to one command at a time", "commands", len(fresh), "error", err)
+			b.metrics.fallback()
+		}
 		return append(fresh, rest...), nil
 	}
 	return rest, nil

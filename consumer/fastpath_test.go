@@ -449,3 +449,65 @@ func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 
 func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// failingReads is the ledger store with batch reads that fail as they run
+// (a division by zero ahead of the store's own reads).
+type failingReads struct{ *postgres.Store }
+
+func (f failingReads) PrepareBatch(items []ledger.BatchItem, reads *pgx.Batch) BatchPlan {
+	reads.Queue(`SELECT 1 / $1::int`, 0)
+	return failingPlan{f.Store.PrepareBatch(items, reads)}
+}
+
+type failingPlan struct{ BatchPlan }
+
+func (p failingPlan) Read(br pgx.BatchResults) error {
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	return p.BatchPlan.Read(br)
+}
+
+// When the batch path's reads fail, the batch rolls back to its savepoint:
+// new commands run one by one, and replays still answer what is stored.
+func TestBatchFallsBackWhenItsReadsFail(t *testing.T) {
+	w := newFastWorld(t)
+	first := w.invoice("acme", "k1", "o1")
+	w.run(first)
+	want := w.number(first)
+
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b := newBatcher(w.pool, BatchConfig{MaxSize: 64, Parallel: 1}, 30*time.Second, nil, logger, w.metrics,
+		noop.NewTracerProvider().Tracer(""), failingReads{postgres.New()})
+	t.Cleanup(b.close)
+
+	// Replays only: nothing is left to write, and the batch must not
+	// commit the transaction its failed read aborted.
+	replay := w.invoice("acme", "k1", "o1")
+	b.run([]*submission{replay})
+	if replay.err != nil {
+		t.Fatalf("replay: %v", replay.err)
+	}
+	wantOutcome(t, replay, Replayed, "")
+	if got := w.number(replay); got != want {
+		t.Fatalf("replay numbered %s, want %s", got, want)
+	}
+	if n := counterValue(t, w.metrics.fallbacks); n != 0 {
+		t.Fatalf("%v fallbacks for a batch of replays, want none", n)
+	}
+
+	k2, k3 := w.invoice("acme", "k2", "o2"), w.invoice("acme", "k3", "o3")
+	b.run([]*submission{k2, k3})
+	for i, s := range []*submission{k2, k3} {
+		if s.err != nil {
+			t.Fatalf("%s: %v", s.req.Key, s.err)
+		}
+		wantOutcome(t, s, Executed, "")
+		if got, want := w.number(s), fmt.Sprintf("INV-2026-%06d", i+2); got != want {
+			t.Fatalf("%s numbered %s, want %s", s.req.Key, got, want)
+		}
+	}
+	if n := counterValue(t, w.metrics.fallbacks); n != 1 {
+		t.Fatalf("%v fallbacks, want 1", n)
+	}
+}
