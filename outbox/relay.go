@@ -125,8 +125,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	return nil
 }
 
-// RelayOnce publishes one batch of unpublished events and marks them, and
-// returns how many it published.
+// RelayOnce publishes one batch of unpublished events, taking them out of
+// the queue once all are acknowledged, and returns how many it published.
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	var n int
 	err := func() error {
@@ -230,12 +230,10 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		}
 		timeout := time.NewTimer(r.cfg.PublishTimeout)
 		defer timeout.Stop()
-		ids := make([]uuid.UUID, 0, len(batch))
 		for i, f := range futures {
 			select {
 			case <-f.Ok():
 				spans[i].End()
-				ids = append(ids, batch[i].id)
 			case err := <-f.Err():
 				spans[i].SetStatus(codes.Error, err.Error())
 				return fmt.Errorf("publish event %s: %w", batch[i].id, err)
@@ -249,7 +247,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		if err := tx.Commit(ctx); err != nil {
 			return fmt.Errorf("mark events published: %w", err)
 		}
-		n = len(ids)
+		n = len(batch)
 		return nil
 	}()
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
