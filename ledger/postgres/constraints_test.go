@@ -133,6 +133,35 @@ func TestDatabaseRefusesLinesAddedToPostedEntry(t *testing.T) {
 	requireBooksBalance(t, db)
 }
 
+// TestDatabaseRefusesLinesWithoutTheirDocument: a line's reference to its
+// own document is checked by the seal trigger, not a foreign key; a line
+// whose document does not exist is refused all the same, as a foreign-key
+// violation, by every table of lines.
+func TestDatabaseRefusesLinesWithoutTheirDocument(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 2)
+	ctx := testContext(t)
+	createCompany(t, db, "acme")
+	v := createInvoice(t, db, "acme", "order-1")
+	missing := uuid.New()
+	for table, insert := range map[string]string{
+		"journal_lines": `INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
+			VALUES ($1, 1, 'acme', '1200', 'EUR', 1, 0)`,
+		"invoice_lines": `INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross)
+			VALUES ($1, 1, 'x', 1, 1, 0, 1, 0, 1)`,
+		"credit_note_lines": `INSERT INTO credit_note_lines (credit_note_id, line_no, description, vat_rate, net, vat, gross)
+			VALUES ($1, 1, 'x', 0, 1, 0, 1)`,
+		"payment_allocations": `INSERT INTO payment_allocations (payment_id, invoice_id, amount)
+			VALUES ($1, '` + v.InvoiceID + `', 1)`,
+		"purchase_invoice_lines": `INSERT INTO purchase_invoice_lines (purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross)
+			VALUES ($1, 1, 'x', 1, 1, 0, '6000', 1, 0, 1)`,
+	} {
+		_, err := db.Exec(ctx, insert, missing)
+		requirePgError(t, err, foreignKeyViolation, fmt.Sprintf("%s refers to document %s, which does not exist", table, missing))
+	}
+	requireBooksBalance(t, db)
+}
+
 func TestPostedRowsAreImmutable(t *testing.T) {
 	t.Parallel()
 	db := newDB(t, 4)

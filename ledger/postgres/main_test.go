@@ -23,6 +23,8 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // SQLSTATE the schema raises for broken ledger invariants.
 const integrityConstraintViolation = "23000"
 
+const foreignKeyViolation = "23503"
+
 func testContext(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
