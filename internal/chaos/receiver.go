@@ -188,8 +188,8 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		resetConn(w)
 		return
 	case fateStall:
-		// One at a time: the dispatcher runs at most four attempts per
-		// endpoint, and a stall holds one for its whole request timeout.
+		// One at a time: the dispatcher runs a bounded number of attempts
+		// per endpoint, and a stall holds one for its whole request timeout.
 		if r.stalling.CompareAndSwap(0, 1) {
 			r.stats.Timeouts.Add(1)
 			select {
