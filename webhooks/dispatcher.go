@@ -47,7 +47,10 @@ var DefaultSchedule = []time.Duration{
 type DispatcherConfig struct {
 	// Workers bounds concurrent attempts of this dispatcher: an attempt
 	// holds its worker from the claim until its result is recorded.
-	// Defaults to 64.
+	// Defaults to 256. Endpoints that time out hold their workers for the
+	// whole request timeout, so Workers ÷ PerEndpoint of them take every
+	// worker of a dispatcher and hold the other endpoints' deliveries
+	// back: the defaults take 16 such endpoints.
 	Workers int
 	// PerEndpoint bounds concurrent attempts to one endpoint, across all
 	// dispatchers sharing the database: a delivery counts from its claim
@@ -96,7 +99,7 @@ type DispatcherConfig struct {
 
 func (c *DispatcherConfig) setDefaults() {
 	if c.Workers == 0 {
-		c.Workers = 64
+		c.Workers = 256
 	}
 	if c.PerEndpoint == 0 {
 		c.PerEndpoint = 16

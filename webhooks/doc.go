@@ -79,7 +79,7 @@
 // fallback, bounds attempts per endpoint across all dispatchers, follows no
 // redirects, and records every attempt (time, status, latency, error, the
 // start of the response). By default ([DispatcherConfig]) a dispatcher runs
-// up to 64 attempts at once, at most 16 per endpoint, each bounded by 15 s,
+// up to 256 attempts at once, at most 16 per endpoint, each bounded by 15 s,
 // and polls every second. Attempts that finish together are recorded
 // together, with one statement; when the per-endpoint bound holds
 // deliveries back, the dispatcher claims them as soon as an attempt to

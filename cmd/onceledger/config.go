@@ -67,7 +67,7 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.DurationVar(&s.DeliveryLogRetention, "delivery-log-retention", s.envDuration("ONCELEDGER_DELIVERY_LOG_RETENTION", 30*24*time.Hour), "how long webhook attempt logs are kept (env ONCELEDGER_DELIVERY_LOG_RETENTION)")
 	fs.IntVar(&s.StreamReplicas, "stream-replicas", s.envInt("ONCELEDGER_STREAM_REPLICAS", 1), "JetStream replicas of the streams; 3 on a cluster (env ONCELEDGER_STREAM_REPLICAS)")
 	fs.StringVar(&s.WebhookAllow, "webhook-allow-cidrs", envOr("ONCELEDGER_WEBHOOK_ALLOW_CIDRS", ""), "comma-separated CIDRs webhook targets may be in although private, loopback or link-local (env ONCELEDGER_WEBHOOK_ALLOW_CIDRS)")
-	fs.IntVar(&s.WebhookWorkers, "webhook-workers", s.envInt("ONCELEDGER_WEBHOOK_WORKERS", 64), "webhook attempts at once in this worker (env ONCELEDGER_WEBHOOK_WORKERS)")
+	fs.IntVar(&s.WebhookWorkers, "webhook-workers", s.envInt("ONCELEDGER_WEBHOOK_WORKERS", 256), "webhook attempts at once in this worker (env ONCELEDGER_WEBHOOK_WORKERS)")
 	fs.IntVar(&s.WebhookPerEndpoint, "webhook-per-endpoint", s.envInt("ONCELEDGER_WEBHOOK_PER_ENDPOINT", 16), "webhook attempts at once to one endpoint, across all workers (env ONCELEDGER_WEBHOOK_PER_ENDPOINT)")
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", s.envDuration("ONCELEDGER_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight commands (env ONCELEDGER_SHUTDOWN_TIMEOUT)")
 }
