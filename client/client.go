@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // Config configures a Client. The zero value is ready to use.
@@ -129,10 +130,10 @@ func MsgID(company, key string, fingerprint []byte) string {
 // Do sends cmd for company under key and returns its result. An error
 // result comes back as an *Error (see IsCode); any other error means no
 // result is known yet, and calling Do again with the same key is safe.
-func (c *Client) Do(ctx context.Context, company string, cmd ledger.Command, key string) (ledger.Result, error) {
+func (c *Client) Do(ctx context.Context, company string, cmd ledger.Command, key string) (protocol.Result, error) {
 	body, err := json.Marshal(cmd)
 	if err != nil {
-		return ledger.Result{}, fmt.Errorf("encode %s: %w", cmd.CommandName(), err)
+		return protocol.Result{}, fmt.Errorf("encode %s: %w", cmd.CommandName(), err)
 	}
 	res, err := c.Publish(ctx, company, cmd.CommandName(), key, body)
 	if err != nil {
@@ -144,7 +145,7 @@ func (c *Client) Do(ctx context.Context, company string, cmd ledger.Command, key
 // Publish is Do for a raw JSON body: it sends the command, retrying with
 // the same key, and returns its result. Unlike Do it returns error results
 // as a Result with a nil error; the error return means no result is known.
-func (c *Client) Publish(ctx context.Context, company, command, key string, body []byte) (ledger.Result, error) {
+func (c *Client) Publish(ctx context.Context, company, command, key string, body []byte) (protocol.Result, error) {
 	return c.send(ctx, company, command, key, body, true)
 }
 
@@ -155,7 +156,7 @@ func (c *Client) Publish(ctx context.Context, company, command, key string, body
 // found by the result lookup (see the package documentation), and leaves
 // retrying to its caller: it is for servers, such as the HTTP API, that
 // relay the answer to a client who retries.
-func (c *Client) PublishOnce(ctx context.Context, company, command, key string, body []byte) (ledger.Result, error) {
+func (c *Client) PublishOnce(ctx context.Context, company, command, key string, body []byte) (protocol.Result, error) {
 	return c.send(ctx, company, command, key, body, false)
 }
 
@@ -165,11 +166,11 @@ func (c *Client) PublishOnce(ctx context.Context, company, command, key string, 
 func (c *Client) Enqueue(ctx context.Context, company, command, key string, body []byte) (*jetstream.PubAck, error) {
 	fp, perr := check(company, command, key, body)
 	if perr != nil {
-		return nil, errorOf(ledger.ErrorResult(company, key, command, perr))
+		return nil, errorOf(protocol.ErrorResult(company, key, command, perr))
 	}
-	msg := nats.NewMsg(ledger.CommandSubject(company, command))
+	msg := nats.NewMsg(protocol.CommandSubject(company, command))
 	msg.Data = body
-	msg.Header.Set(ledger.HeaderIdempotencyKey, key)
+	msg.Header.Set(protocol.HeaderIdempotencyKey, key)
 	msg.Header.Set(jetstream.MsgIDHeader, MsgID(company, key, fp))
 	ack, err := c.js.PublishMsg(ctx, msg)
 	if err != nil {
@@ -183,16 +184,16 @@ func (c *Client) Enqueue(ctx context.Context, company, command, key string, body
 // result, or a not_found result with an empty Command: nothing is stored
 // for the key, either because no command with it was processed yet or
 // because it never existed.
-func (c *Client) Lookup(ctx context.Context, company, key string) (ledger.Result, error) {
-	req := nats.NewMsg(ledger.ResultSubjectPrefix + company)
-	req.Header.Set(ledger.HeaderIdempotencyKey, key)
+func (c *Client) Lookup(ctx context.Context, company, key string) (protocol.Result, error) {
+	req := nats.NewMsg(protocol.ResultSubjectPrefix + company)
+	req.Header.Set(protocol.HeaderIdempotencyKey, key)
 	reply, err := c.nc.RequestMsgWithContext(ctx, req)
 	if err != nil {
-		return ledger.Result{}, fmt.Errorf("result lookup: %w", err)
+		return protocol.Result{}, fmt.Errorf("result lookup: %w", err)
 	}
-	var res ledger.Result
+	var res protocol.Result
 	if err := json.Unmarshal(reply.Data, &res); err != nil {
-		return ledger.Result{}, fmt.Errorf("decode result: %w", err)
+		return protocol.Result{}, fmt.Errorf("decode result: %w", err)
 	}
 	return res, nil
 }
@@ -200,7 +201,7 @@ func (c *Client) Lookup(ctx context.Context, company, key string) (ledger.Result
 // Await asks the result lookup until the key has a stored result or ctx
 // ends. In-flight and not-yet-found answers are waited out: a command that
 // is in the stream but not yet processed is not found until it is.
-func (c *Client) Await(ctx context.Context, company, key string) (ledger.Result, error) {
+func (c *Client) Await(ctx context.Context, company, key string) (protocol.Result, error) {
 	for pause := 0; ; pause++ {
 		lctx, cancel := context.WithTimeout(ctx, c.cfg.LookupTimeout)
 		res, err := c.Lookup(lctx, company, key)
@@ -209,11 +210,11 @@ func (c *Client) Await(ctx context.Context, company, key string) (ledger.Result,
 		case err == nil && res.Command != "":
 			return res, nil
 		case err != nil && !transient(err):
-			return ledger.Result{}, err
+			return protocol.Result{}, err
 		}
 		select {
 		case <-ctx.Done():
-			return ledger.Result{}, ctx.Err()
+			return protocol.Result{}, ctx.Err()
 		case <-time.After(c.backoff(pause)):
 		}
 	}
@@ -225,14 +226,14 @@ func check(company, command, key string, body []byte) ([]byte, *ledger.Error) {
 	if !ledger.ValidCompanyID(company) {
 		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "company %q is not a valid company id (1-63 of a-z, 0-9, '-', '_')", company)
 	}
-	if e := ledger.CheckKey(key); e != nil {
+	if e := protocol.CheckKey(key); e != nil {
 		return nil, e
 	}
 	if !ledger.KnownCommand(command) {
 		_, err := ledger.Decode(command, nil)
 		return nil, asLedgerError(err)
 	}
-	fp, err := ledger.Fingerprint(command, body)
+	fp, err := protocol.Fingerprint(command, body)
 	if err != nil {
 		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "%v", err)
 	}
@@ -271,10 +272,10 @@ func transient(err error) bool {
 		!errors.Is(err, nats.ErrMaxPayload) && !errors.Is(err, context.Canceled)
 }
 
-func (c *Client) send(ctx context.Context, company, command, key string, body []byte, retry bool) (ledger.Result, error) {
+func (c *Client) send(ctx context.Context, company, command, key string, body []byte, retry bool) (protocol.Result, error) {
 	fp, perr := check(company, command, key, body)
 	if perr != nil {
-		return ledger.ErrorResult(company, key, command, perr), nil
+		return protocol.ErrorResult(company, key, command, perr), nil
 	}
 	if retry {
 		var cancel context.CancelFunc
@@ -284,7 +285,7 @@ func (c *Client) send(ctx context.Context, company, command, key string, body []
 	inbox := c.nc.NewRespInbox()
 	sub, err := c.nc.SubscribeSync(inbox)
 	if err != nil {
-		return ledger.Result{}, fmt.Errorf("subscribe to replies: %w", err)
+		return protocol.Result{}, fmt.Errorf("subscribe to replies: %w", err)
 	}
 	defer sub.Unsubscribe()
 	cl := &call{
@@ -318,14 +319,14 @@ const (
 	stored                      // a result is stored for the key
 )
 
-func (cl *call) run(ctx context.Context) (ledger.Result, error) {
+func (cl *call) run(ctx context.Context) (protocol.Result, error) {
 	publish, confirm := true, false
 	for {
 		if publish {
 			dup, err := cl.publish(ctx, confirm)
 			if err != nil {
 				if !cl.retry || !transient(err) || ctx.Err() != nil {
-					return ledger.Result{}, cl.noResult(ctx, err)
+					return protocol.Result{}, cl.noResult(ctx, err)
 				}
 				cl.last = err.Error()
 				if res, done, err := cl.wait(ctx, cl.c.backoff(cl.pauses)); done || err != nil {
@@ -345,7 +346,7 @@ func (cl *call) run(ctx context.Context) (ledger.Result, error) {
 		// No answer on the reply subject: ask the result lookup.
 		res, state, err := cl.lookup(ctx)
 		if err != nil {
-			return ledger.Result{}, err
+			return protocol.Result{}, err
 		}
 		switch state {
 		case stored:
@@ -381,10 +382,10 @@ func (cl *call) publish(ctx context.Context, confirm bool) (duplicate bool, err 
 		_, _ = crand.Read(nonce[:])
 		id += "/" + hex.EncodeToString(nonce[:])
 	}
-	msg := nats.NewMsg(ledger.CommandSubject(cl.company, cl.command))
+	msg := nats.NewMsg(protocol.CommandSubject(cl.company, cl.command))
 	msg.Data = cl.body
-	msg.Header.Set(ledger.HeaderIdempotencyKey, cl.key)
-	msg.Header.Set(ledger.HeaderReplyTo, cl.inbox)
+	msg.Header.Set(protocol.HeaderIdempotencyKey, cl.key)
+	msg.Header.Set(protocol.HeaderReplyTo, cl.inbox)
 	msg.Header.Set(jetstream.MsgIDHeader, id)
 	pctx, cancel := context.WithTimeout(ctx, cl.c.cfg.AttemptTimeout)
 	defer cancel()
@@ -399,26 +400,26 @@ func (cl *call) publish(ctx context.Context, confirm bool) (duplicate bool, err 
 // wait reads the reply subject for up to d. It reports done with the result
 // when a final answer arrives (or, for PublishOnce, an in-flight one), and an
 // error wrapping ErrNoResult when ctx ends.
-func (cl *call) wait(ctx context.Context, d time.Duration) (ledger.Result, bool, error) {
+func (cl *call) wait(ctx context.Context, d time.Duration) (protocol.Result, bool, error) {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	for {
 		msg, err := cl.sub.NextMsgWithContext(wctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return ledger.Result{}, false, cl.noResult(ctx, nil)
+				return protocol.Result{}, false, cl.noResult(ctx, nil)
 			}
 			if wctx.Err() != nil {
-				return ledger.Result{}, false, nil
+				return protocol.Result{}, false, nil
 			}
-			return ledger.Result{}, false, fmt.Errorf("read reply: %w", err)
+			return protocol.Result{}, false, fmt.Errorf("read reply: %w", err)
 		}
 		if cl.c.loseReply() {
 			continue
 		}
-		var res ledger.Result
+		var res protocol.Result
 		if err := json.Unmarshal(msg.Data, &res); err != nil {
-			return ledger.Result{}, false, fmt.Errorf("decode result: %w", err)
+			return protocol.Result{}, false, fmt.Errorf("decode result: %w", err)
 		}
 		if res.Error != nil && res.Error.Code == ledger.CodeIdempotencyKeyInFlight {
 			if !cl.retry {
@@ -433,15 +434,15 @@ func (cl *call) wait(ctx context.Context, d time.Duration) (ledger.Result, bool,
 	}
 }
 
-func (cl *call) lookup(ctx context.Context) (ledger.Result, lookupState, error) {
+func (cl *call) lookup(ctx context.Context) (protocol.Result, lookupState, error) {
 	lctx, cancel := context.WithTimeout(ctx, cl.c.cfg.LookupTimeout)
 	res, err := cl.c.Lookup(lctx, cl.company, cl.key)
 	cancel()
 	switch {
 	case ctx.Err() != nil:
-		return ledger.Result{}, pending, cl.noResult(ctx, nil)
+		return protocol.Result{}, pending, cl.noResult(ctx, nil)
 	case err != nil && !transient(err):
-		return ledger.Result{}, pending, err
+		return protocol.Result{}, pending, err
 	case err != nil:
 		cl.last = err.Error()
 		return res, pending, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/internal/testworker"
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -51,7 +52,7 @@ func newEnv(t *testing.T, cfg client.Config) *env {
 	if e.client, err = client.NewWithConfig(e.nc, cfg); err != nil {
 		t.Fatal(err)
 	}
-	spy, err := e.nc.Subscribe(ledger.CommandSubjectPrefix+">", func(m *nats.Msg) {
+	spy, err := e.nc.Subscribe(protocol.CommandSubjectPrefix+">", func(m *nats.Msg) {
 		e.mu.Lock()
 		e.sent = append(e.sent, m)
 		e.mu.Unlock()
@@ -120,7 +121,7 @@ func invoice(order, price string) *ledger.CreateInvoice {
 	}
 }
 
-func view(t *testing.T, res ledger.Result) ledger.InvoiceView {
+func view(t *testing.T, res protocol.Result) ledger.InvoiceView {
 	t.Helper()
 	var v ledger.InvoiceView
 	if err := json.Unmarshal(res.Result, &v); err != nil {
@@ -171,7 +172,7 @@ func TestDoReturnsTypedErrors(t *testing.T) {
 	for i := range 2 {
 		_, err := e.client.Do(ctx, "acme", invoice("order-1", "120.00"), "k-1")
 		var ce *client.Error
-		if !errors.As(err, &ce) || ce.Code != ledger.CodeIdempotencyKeyReused || ce.Message != ledger.MessageKeyReused || ce.Retryable {
+		if !errors.As(err, &ce) || ce.Code != ledger.CodeIdempotencyKeyReused || ce.Message != protocol.MessageKeyReused || ce.Retryable {
 			t.Fatalf("changed payload, try %d: %v", i+1, err)
 		}
 		if !client.IsCode(err, ledger.CodeIdempotencyKeyReused) || ce.Result.Command != "invoice.create" {
@@ -231,7 +232,7 @@ func TestDoRetriesWithTheSameKey(t *testing.T) {
 	before := len(e.published())
 
 	done := make(chan error, 1)
-	var res ledger.Result
+	var res protocol.Result
 	go func() {
 		var err error
 		res, err = e.client.Do(e.ctx(), "acme", invoice("order-7", "10.00"), "order-7-invoice")
@@ -256,7 +257,7 @@ func TestDoRetriesWithTheSameKey(t *testing.T) {
 	confirms := 0
 	for _, m := range sent {
 		id := m.Header.Get(jetstream.MsgIDHeader)
-		if m.Header.Get(ledger.HeaderIdempotencyKey) != "order-7-invoice" {
+		if m.Header.Get(protocol.HeaderIdempotencyKey) != "order-7-invoice" {
 			t.Fatalf("a retry changed key: %v", m.Header)
 		}
 		base := sent[0].Header.Get(jetstream.MsgIDHeader)
@@ -306,7 +307,7 @@ func TestDoAfterALostReply(t *testing.T) {
 		t.Fatalf("%d publishes, want the command and one confirmation", len(sent))
 	}
 	for _, m := range sent {
-		if m.Header.Get(ledger.HeaderIdempotencyKey) != "order-8-invoice" {
+		if m.Header.Get(protocol.HeaderIdempotencyKey) != "order-8-invoice" {
 			t.Fatalf("key changed: %v", m.Header)
 		}
 	}
@@ -325,10 +326,10 @@ func TestDoAfterADuplicatePubAck(t *testing.T) {
 
 	cmd := invoice("order-9", "10.00")
 	body, _ := json.Marshal(cmd)
-	fp, _ := ledger.Fingerprint("invoice.create", body)
-	msg := nats.NewMsg(ledger.CommandSubject("acme", "invoice.create"))
+	fp, _ := protocol.Fingerprint("invoice.create", body)
+	msg := nats.NewMsg(protocol.CommandSubject("acme", "invoice.create"))
 	msg.Data = body
-	msg.Header.Set(ledger.HeaderIdempotencyKey, "order-9-invoice")
+	msg.Header.Set(protocol.HeaderIdempotencyKey, "order-9-invoice")
 	msg.Header.Set(jetstream.MsgIDHeader, client.MsgID("acme", "order-9-invoice", fp))
 	if _, err := e.js.PublishMsg(e.ctx(), msg); err != nil {
 		t.Fatal(err)
@@ -387,7 +388,7 @@ func TestInFlight(t *testing.T) {
 	e.createCompany("acme")
 
 	type answer struct {
-		res ledger.Result
+		res protocol.Result
 		err error
 	}
 	first, second := make(chan answer, 1), make(chan answer, 1)
@@ -407,7 +408,7 @@ func TestInFlight(t *testing.T) {
 
 	body, _ := json.Marshal(invoice("slow", "10.00"))
 	once, err := e.client.PublishOnce(e.ctx(), "acme", "invoice.create", "slow-invoice", body)
-	if err != nil || once.Error == nil || once.Error.Code != ledger.CodeIdempotencyKeyInFlight || once.Error.Message != ledger.MessageKeyInFlight || !once.Error.Retryable {
+	if err != nil || once.Error == nil || once.Error.Code != ledger.CodeIdempotencyKeyInFlight || once.Error.Message != protocol.MessageKeyInFlight || !once.Error.Retryable {
 		t.Fatalf("PublishOnce while in flight: %+v %v", once, err)
 	}
 	select {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // ErrNoResult is wrapped by the error Do and Publish return when no result
@@ -24,7 +25,7 @@ type Error struct {
 	Retryable bool
 	Details   map[string]any
 	// Result is the whole result message, as the worker sent it.
-	Result ledger.Result
+	Result protocol.Result
 }
 
 func (e *Error) Error() string {
@@ -41,8 +42,8 @@ func IsCode(err error, code ledger.Code) bool {
 }
 
 // errorOf returns the *Error of an error result, or nil for a success.
-func errorOf(res ledger.Result) error {
-	if res.Status == ledger.StatusOK {
+func errorOf(res protocol.Result) error {
+	if res.Status == protocol.StatusOK {
 		return nil
 	}
 	if res.Error == nil {

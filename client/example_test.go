@@ -13,6 +13,7 @@ import (
 
 	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // Issue the invoice of an order. The key comes from the order, so a retry,
@@ -75,7 +76,7 @@ func ExampleIsCode() {
 			return "transport: retry with the same key"
 		}
 	}
-	fmt.Println(handle(&client.Error{Code: ledger.CodeIdempotencyKeyReused, Message: ledger.MessageKeyReused}))
+	fmt.Println(handle(&client.Error{Code: ledger.CodeIdempotencyKeyReused, Message: protocol.MessageKeyReused}))
 	fmt.Println(handle(&client.Error{Code: ledger.CodeConflict, Message: "credit exceeds what is left"}))
 	fmt.Println(handle(fmt.Errorf("%w: …", client.ErrNoResult)))
 	// Output:

@@ -3,7 +3,7 @@ package client
 import (
 	"strings"
 
-	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // Key derives an idempotency key from the IDs that identify one logical
@@ -23,7 +23,7 @@ func Key(parts ...string) string {
 // idempotency_key_invalid) unless key is 1 to 255 characters of text without
 // control characters: the rule the worker applies.
 func CheckKey(key string) error {
-	if e := ledger.CheckKey(key); e != nil {
+	if e := protocol.CheckKey(key); e != nil {
 		return &Error{Code: e.Code, Message: e.Message}
 	}
 	return nil

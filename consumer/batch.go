@@ -19,6 +19,7 @@ import (
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // BatchConfig configures group commit: commands that arrive together share
@@ -74,7 +75,7 @@ type submission struct {
 	span trace.Span
 
 	outcome Outcome
-	res     ledger.Result
+	res     protocol.Result
 	err     error
 	done    chan struct{}
 }
@@ -431,7 +432,7 @@ const planSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan',
 // error of that command alone (its savepoint rolled back): the batch
 // goroutine is not a Watermill handler, so the router's recoverer does not
 // see it.
-func processSafely(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (o Outcome, res ledger.Result, err error) {
+func processSafely(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (o Outcome, res protocol.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = undo(ctx, tx, true, fmt.Errorf("panic while executing %s: %v\n%s", req.Command, r, debug.Stack()))

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/consumer"
-	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // BenchmarkInvoiceCreate measures invoice.create (three lines, ten
@@ -56,10 +56,10 @@ func BenchmarkInvoiceCreate(b *testing.B) {
 					map[string]any{"description": "Books", "quantity": "2", "unit_price": "12.50", "vat_rate": "9"},
 					map[string]any{"description": "Travel", "quantity": "1", "unit_price": "80.00", "vat_rate": "0"},
 				}
-				m := nats.NewMsg(ledger.CommandSubject(fmt.Sprintf("co-%d", i%companies), "invoice.create"))
+				m := nats.NewMsg(protocol.CommandSubject(fmt.Sprintf("co-%d", i%companies), "invoice.create"))
 				m.Data = mustMarshal(b, body)
-				m.Header.Set(consumer.HeaderIdempotencyKey, fmt.Sprintf("bench-%d", i))
-				m.Header.Set(consumer.HeaderReplyTo, inbox)
+				m.Header.Set(protocol.HeaderIdempotencyKey, fmt.Sprintf("bench-%d", i))
+				m.Header.Set(protocol.HeaderReplyTo, inbox)
 				msgs[i] = m
 			}
 			b.ResetTimer()

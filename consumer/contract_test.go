@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // Rules 1 and 2: the first message executes; the same key and payload
@@ -57,7 +57,7 @@ func TestConcurrentRetriesYieldOneInvoice(t *testing.T) {
 	h.startWorker(testConfig(), nil)
 	h.createCompany("acme")
 
-	results := make([]ledger.Result, 3)
+	results := make([]protocol.Result, 3)
 	var wg sync.WaitGroup
 	for i := range results {
 		wg.Add(1)
@@ -96,8 +96,8 @@ func TestConcurrentDuplicatesReachingTheWorker(t *testing.T) {
 	body := mustMarshal(t, invoiceBody("order-7", "10.00"))
 	const copies = 6
 	for i := range copies {
-		h.publishRaw(ledger.CommandSubject("acme", "invoice.create"), map[string]string{
-			consumer.HeaderIdempotencyKey: "dup-key", consumer.HeaderReplyTo: r.subject,
+		h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{
+			protocol.HeaderIdempotencyKey: "dup-key", protocol.HeaderReplyTo: r.subject,
 			"Nats-Msg-Id": fmt.Sprintf("copy-%d", i),
 		}, body)
 	}
@@ -140,7 +140,7 @@ func TestSameKeyDifferentPayloadIsRefused(t *testing.T) {
 	invoiceResult(t, h.do("acme", "invoice.create", "k-1", invoiceBody("order-1", "100.00")))
 
 	res := h.do("acme", "invoice.create", "k-1", invoiceBody("order-1", "120.00"))
-	if res.Status != ledger.StatusError || res.Error.Code != ledger.CodeIdempotencyKeyReused || res.Error.Retryable {
+	if res.Status != protocol.StatusError || res.Error.Code != ledger.CodeIdempotencyKeyReused || res.Error.Retryable {
 		t.Fatalf("got %+v, want non-retryable idempotency_key_reused", res)
 	}
 	if res.Error.Message != "Idempotency-Key was already used with a different request payload." {
@@ -159,7 +159,7 @@ func TestSameKeyDifferentPayloadIsRefused(t *testing.T) {
 	}
 	eventually(t, "two dead letters", func() bool { return len(h.deadLetters()) == 2 })
 	for _, dl := range h.deadLetters() {
-		if got := dl.Header.Get(consumer.HeaderDeadLetterCode); got != string(ledger.CodeIdempotencyKeyReused) {
+		if got := dl.Header.Get(protocol.HeaderDeadLetterCode); got != string(ledger.CodeIdempotencyKeyReused) {
 			t.Fatalf("dead letter code %q", got)
 		}
 	}
@@ -178,7 +178,7 @@ func TestCanonicalJSONReplays(t *testing.T) {
 	  "currency":"EUR", "order_id":"o-1" }`
 	first := h.do("acme", "invoice.create", "canon", compact)
 	second := h.do("acme", "invoice.create", "canon", spaced)
-	if first.Status != ledger.StatusOK || !second.Replayed || !bytes.Equal(first.Result, second.Result) {
+	if first.Status != protocol.StatusOK || !second.Replayed || !bytes.Equal(first.Result, second.Result) {
 		t.Fatalf("reordered body was not a replay: %+v / %+v", first, second)
 	}
 }
@@ -264,9 +264,9 @@ func TestMalformedMessagesAreDeadLettered(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := h.replies()
-		headers := map[string]string{consumer.HeaderReplyTo: r.subject}
+		headers := map[string]string{protocol.HeaderReplyTo: r.subject}
 		if c.key != "" {
-			headers[consumer.HeaderIdempotencyKey] = c.key
+			headers[protocol.HeaderIdempotencyKey] = c.key
 		}
 		h.publishRaw(c.subject, headers, c.body)
 		res := r.next(t)
@@ -279,10 +279,10 @@ func TestMalformedMessagesAreDeadLettered(t *testing.T) {
 	}
 	eventually(t, "every malformed message in the dead-letter stream", func() bool { return len(h.deadLetters()) == len(cases) })
 	for i, dl := range h.deadLetters() {
-		if dl.Header.Get(consumer.HeaderDeadLetterCode) != string(cases[i].code) || dl.Header.Get(consumer.HeaderDeadLetterReason) == "" {
+		if dl.Header.Get(protocol.HeaderDeadLetterCode) != string(cases[i].code) || dl.Header.Get(protocol.HeaderDeadLetterReason) == "" {
 			t.Fatalf("dead letter %d (%s) headers: %v", i, cases[i].name, dl.Header)
 		}
-		if dl.Header.Get(consumer.HeaderOriginalSubject) != cases[i].subject || !bytes.Equal(dl.Data, cases[i].body) {
+		if dl.Header.Get(protocol.HeaderOriginalSubject) != cases[i].subject || !bytes.Equal(dl.Data, cases[i].body) {
 			t.Fatalf("dead letter %d does not carry the original message", i)
 		}
 	}
@@ -292,11 +292,11 @@ func TestMalformedMessagesAreDeadLettered(t *testing.T) {
 	// A validation failure is not stored: the sender may fix the body and
 	// retry under the same key.
 	fixed := h.do("acme", "invoice.create", "k-val", invoiceBody("o-2", "1.00"))
-	if fixed.Status != ledger.StatusOK || fixed.Replayed {
+	if fixed.Status != protocol.StatusOK || fixed.Replayed {
 		t.Fatalf("fixed body under the same key: %+v", fixed)
 	}
 	// The longest allowed key works.
-	if res := h.do("acme", "invoice.create", strings.Repeat("k", 255), invoiceBody("o-3", "1.00")); res.Status != ledger.StatusOK {
+	if res := h.do("acme", "invoice.create", strings.Repeat("k", 255), invoiceBody("o-3", "1.00")); res.Status != protocol.StatusOK {
 		t.Fatalf("255-character key refused: %+v", res.Error)
 	}
 }

@@ -16,16 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/ledger"
-)
-
-// Headers a dead letter carries besides the original message's headers.
-const (
-	HeaderDeadLetterCode   = "Onceledger-Dead-Letter-Code"
-	HeaderDeadLetterReason = "Onceledger-Dead-Letter-Reason"
-	HeaderOriginalSubject  = "Onceledger-Original-Subject"
-	HeaderOriginalSequence = "Onceledger-Original-Sequence"
-	HeaderDeliveries       = "Onceledger-Deliveries"
-	HeaderDeadLetteredAt   = "Onceledger-Dead-Lettered-At"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // maxReasonLen keeps a reason (which may hold a panic's stack) within what a
@@ -52,7 +43,7 @@ type DeadLetters struct {
 // dead-lettering the same message twice stores it once.
 func (dl *DeadLetters) Publish(ctx context.Context, d *Delivery, code ledger.Code, reason string) error {
 	orig := d.Msg
-	subject := DeadLetterPrefix + strings.TrimPrefix(orig.Subject(), "ledger.")
+	subject := protocol.DeadLetterPrefix + strings.TrimPrefix(orig.Subject(), "ledger.")
 	msg := nats.NewMsg(subject)
 	msg.Data = orig.Data()
 	for k, v := range orig.Headers() {
@@ -64,12 +55,12 @@ func (dl *DeadLetters) Publish(ctx context.Context, d *Delivery, code ledger.Cod
 	if len(reason) > maxReasonLen {
 		reason = reason[:maxReasonLen] + "…"
 	}
-	msg.Header.Set(HeaderDeadLetterCode, string(code))
-	msg.Header.Set(HeaderDeadLetterReason, reason)
-	msg.Header.Set(HeaderOriginalSubject, orig.Subject())
-	msg.Header.Set(HeaderOriginalSequence, strconv.FormatUint(d.StreamSeq, 10))
-	msg.Header.Set(HeaderDeliveries, strconv.FormatUint(d.NumDelivered, 10))
-	msg.Header.Set(HeaderDeadLetteredAt, time.Now().UTC().Format(time.RFC3339Nano))
+	msg.Header.Set(protocol.HeaderDeadLetterCode, string(code))
+	msg.Header.Set(protocol.HeaderDeadLetterReason, reason)
+	msg.Header.Set(protocol.HeaderOriginalSubject, orig.Subject())
+	msg.Header.Set(protocol.HeaderOriginalSequence, strconv.FormatUint(d.StreamSeq, 10))
+	msg.Header.Set(protocol.HeaderDeliveries, strconv.FormatUint(d.NumDelivered, 10))
+	msg.Header.Set(protocol.HeaderDeadLetteredAt, time.Now().UTC().Format(time.RFC3339Nano))
 	msg.Header.Set(jetstream.MsgIDHeader, "dlq-"+strconv.FormatUint(d.StreamSeq, 10))
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -116,7 +107,7 @@ func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger *slog.Logger, 
 			}
 			logger.Warn("message dead-lettered", "stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
 				"deliveries", d.NumDelivered, "code", code, "reason", reason,
-				"idempotency_key", d.Msg.Headers().Get(HeaderIdempotencyKey))
+				"idempotency_key", d.Msg.Headers().Get(protocol.HeaderIdempotencyKey))
 			_, command, _ := parseSubjectLoose(d.Msg.Subject())
 			metrics.count(command, outcomeDeadLettered)
 			// The code only: a reason can quote the command's body.
@@ -138,13 +129,13 @@ func truncate(s string, n int) string {
 
 // errorResultFor builds an error result for a delivery whose subject and key
 // may be malformed: whatever could be read is echoed back.
-func errorResultFor(d *Delivery, e *ledger.Error) ledger.Result {
+func errorResultFor(d *Delivery, e *ledger.Error) protocol.Result {
 	company, command, _ := parseSubjectLoose(d.Msg.Subject())
-	return ledger.ErrorResult(company, d.Msg.Headers().Get(HeaderIdempotencyKey), command, e)
+	return protocol.ErrorResult(company, d.Msg.Headers().Get(protocol.HeaderIdempotencyKey), command, e)
 }
 
 func parseSubjectLoose(subject string) (company, command string, ok bool) {
-	rest, ok := strings.CutPrefix(subject, CommandSubjectPrefix)
+	rest, ok := strings.CutPrefix(subject, protocol.CommandSubjectPrefix)
 	if !ok {
 		return "", "", false
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // execFunc adapts a function to consumer.Executor; tests wrap the real
@@ -47,8 +48,8 @@ func TestInFlightKeyIsRetriedWithoutHoldingAConnection(t *testing.T) {
 	}
 
 	r := h.replies()
-	h.publishRaw(ledger.CommandSubject("acme", "invoice.create"), map[string]string{
-		consumer.HeaderIdempotencyKey: "slow-key", consumer.HeaderReplyTo: r.subject,
+	h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{
+		protocol.HeaderIdempotencyKey: "slow-key", protocol.HeaderReplyTo: r.subject,
 	}, mustMarshal(t, invoiceBody("o-slow", "1.00")))
 	first := r.next(t)
 	if first.Error == nil || first.Error.Code != ledger.CodeIdempotencyKeyInFlight || !first.Error.Retryable {
@@ -73,7 +74,7 @@ func TestInFlightKeyIsRetriedWithoutHoldingAConnection(t *testing.T) {
 		if res.Error != nil && res.Error.Code == ledger.CodeIdempotencyKeyInFlight {
 			continue
 		}
-		if res.Status != ledger.StatusOK || res.Replayed {
+		if res.Status != protocol.StatusOK || res.Replayed {
 			t.Fatalf("after the holder ended: %+v", res)
 		}
 		break
@@ -124,8 +125,8 @@ func TestExhaustedMessageIsDeadLettered(t *testing.T) {
 		return ledger.Outcome{}, errors.New("database is on fire")
 	}))
 	r := h.replies()
-	h.publishRaw(ledger.CommandSubject("acme", "company.create"), map[string]string{
-		consumer.HeaderIdempotencyKey: "k-doomed", consumer.HeaderReplyTo: r.subject,
+	h.publishRaw(protocol.CommandSubject("acme", "company.create"), map[string]string{
+		protocol.HeaderIdempotencyKey: "k-doomed", protocol.HeaderReplyTo: r.subject,
 	}, mustMarshal(t, companyBody()))
 	res := r.next(t)
 	if res.Error == nil || res.Error.Code != ledger.CodeInternal || !res.Error.Retryable {
@@ -133,8 +134,8 @@ func TestExhaustedMessageIsDeadLettered(t *testing.T) {
 	}
 	eventually(t, "the dead letter", func() bool { return len(h.deadLetters()) == 1 })
 	dl := h.deadLetters()[0]
-	if reason := dl.Header.Get(consumer.HeaderDeadLetterReason); !strings.Contains(reason, "database is on fire") ||
-		dl.Header.Get(consumer.HeaderDeliveries) != fmt.Sprint(cfg.Streams.MaxDeliver) {
+	if reason := dl.Header.Get(protocol.HeaderDeadLetterReason); !strings.Contains(reason, "database is on fire") ||
+		dl.Header.Get(protocol.HeaderDeliveries) != fmt.Sprint(cfg.Streams.MaxDeliver) {
 		t.Fatalf("dead letter headers: %v", dl.Header)
 	}
 	if n := h.count(`SELECT count(*) FROM inbox`); n != 0 {
@@ -155,10 +156,10 @@ func TestPanickingHandlerDoesNotStopTheWorker(t *testing.T) {
 		return store.Execute(ctx, tx, company, cmd)
 	}))
 	h.createCompany("acme")
-	h.publishRaw(ledger.CommandSubject("acme", "invoice.create"), map[string]string{consumer.HeaderIdempotencyKey: "k-boom"},
+	h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{protocol.HeaderIdempotencyKey: "k-boom"},
 		mustMarshal(t, invoiceBody("boom", "1.00")))
 	eventually(t, "the panicking message dead-lettered", func() bool { return len(h.deadLetters()) == 1 })
-	if reason := h.deadLetters()[0].Header.Get(consumer.HeaderDeadLetterReason); !strings.Contains(reason, "handler bug") {
+	if reason := h.deadLetters()[0].Header.Get(protocol.HeaderDeadLetterReason); !strings.Contains(reason, "handler bug") {
 		t.Fatalf("reason %q does not carry the panic", reason)
 	}
 	invoiceResult(t, h.do("acme", "invoice.create", "k-fine", invoiceBody("fine", "1.00")))
@@ -186,8 +187,8 @@ func TestCrashBetweenCommitAndAckReplays(t *testing.T) {
 	})
 	victim := h.startWorker(cfg, nil)
 	r := h.replies()
-	h.publishRaw(ledger.CommandSubject("acme", "invoice.create"), map[string]string{
-		consumer.HeaderIdempotencyKey: "k-crash", consumer.HeaderReplyTo: r.subject,
+	h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{
+		protocol.HeaderIdempotencyKey: "k-crash", protocol.HeaderReplyTo: r.subject,
 	}, mustMarshal(t, invoiceBody("o-crash", "5.00")))
 	select {
 	case <-crashed:
@@ -204,7 +205,7 @@ func TestCrashBetweenCommitAndAckReplays(t *testing.T) {
 
 	h.startWorker(testConfig(), nil)
 	res := r.next(t)
-	if res.Status != ledger.StatusOK || !res.Replayed {
+	if res.Status != protocol.StatusOK || !res.Replayed {
 		t.Fatalf("redelivery after the crash: %+v, want a replay", res)
 	}
 	if n := h.count(`SELECT count(*) FROM invoices`); n != 1 {
@@ -225,8 +226,8 @@ func TestTwoWorkersSameKeys(t *testing.T) {
 	r := h.replies()
 	for i := range keys {
 		for copy := range 2 {
-			h.publishRaw(ledger.CommandSubject("acme", "invoice.create"), map[string]string{
-				consumer.HeaderIdempotencyKey: fmt.Sprintf("key-%d", i), consumer.HeaderReplyTo: r.subject,
+			h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{
+				protocol.HeaderIdempotencyKey: fmt.Sprintf("key-%d", i), protocol.HeaderReplyTo: r.subject,
 				"Nats-Msg-Id": fmt.Sprintf("key-%d-copy-%d", i, copy),
 			}, mustMarshal(t, invoiceBody(fmt.Sprintf("order-%d", i), "1.00")))
 		}

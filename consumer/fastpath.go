@@ -10,6 +10,7 @@ import (
 
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // BatchExecutor is an Executor that can also execute many commands at once
@@ -188,7 +189,7 @@ func (b *batcher) writeFast(ctx context.Context, tx pgx.Tx, subs []*submission, 
 		return fmt.Errorf("inbox: %d results for a batch of %d commands", len(results), len(subs))
 	}
 	var events []outbox.Pending
-	res := make([]ledger.Result, len(subs))
+	res := make([]protocol.Result, len(subs))
 	n := len(subs)
 	companies, keys, commands, statuses, bodies := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	fingerprints, seqs := make([][]byte, n), make([]int64, n)
@@ -199,7 +200,7 @@ func (b *batcher) writeFast(ctx context.Context, tx pgx.Tx, subs []*submission, 
 		case r.Err != nil && (r.Err.Code == ledger.CodeInternal || r.Err.Code == ledger.CodeIdempotencyKeyInFlight):
 			return fmt.Errorf("%s/%s: %w", req.Company, req.Key, r.Err)
 		case r.Err != nil:
-			res[i] = ledger.ErrorResult(req.Company, req.Key, req.Command, r.Err)
+			res[i] = protocol.ErrorResult(req.Company, req.Key, req.Command, r.Err)
 		default:
 			evCtx := trace.ContextWithSpan(ctx, s.span)
 			for _, ev := range r.Outcome.Events {
@@ -209,7 +210,7 @@ func (b *batcher) writeFast(ctx context.Context, tx pgx.Tx, subs []*submission, 
 			if err != nil {
 				return fmt.Errorf("inbox: encode %s result: %w", req.Command, err)
 			}
-			res[i] = ledger.Result{Company: req.Company, IdempotencyKey: req.Key, Command: req.Command, Status: ledger.StatusOK, Result: raw}
+			res[i] = protocol.Result{Company: req.Company, IdempotencyKey: req.Key, Command: req.Command, Status: protocol.StatusOK, Result: raw}
 		}
 		body, err := json.Marshal(res[i])
 		if err != nil {

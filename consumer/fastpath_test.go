@@ -23,6 +23,7 @@ import (
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // fastWorld drives batches straight into a batcher, so a test decides
@@ -138,7 +139,7 @@ func (w *fastWorld) run(subs ...*submission) {
 
 func (w *fastWorld) number(s *submission) string {
 	w.t.Helper()
-	if s.res.Status != ledger.StatusOK {
+	if s.res.Status != protocol.StatusOK {
 		w.t.Fatalf("%s: %+v, want ok", s.req.Key, s.res.Error)
 	}
 	var v ledger.InvoiceView
@@ -261,12 +262,12 @@ func TestOneBatchAnswersEveryOutcomeAsOneByOne(t *testing.T) {
 	if n := w.scalar(`SELECT count(*) FROM journal_lines`); n != 9 {
 		t.Fatalf("%d journal lines, want 3 per invoice", n)
 	}
-	var stored ledger.Result
+	var stored protocol.Result
 	var body string
 	if err := w.pool.QueryRow(ctx, `SELECT result::text FROM inbox WHERE company_id = 'acme' AND idempotency_key = 'k6'`).Scan(&body); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(body), &stored); err != nil || stored.Status != ledger.StatusOK || string(stored.Result) != string(k6.res.Result) {
+	if err := json.Unmarshal([]byte(body), &stored); err != nil || stored.Status != protocol.StatusOK || string(stored.Result) != string(k6.res.Result) {
 		t.Fatalf("k6 stored %s (%v), want the result it was answered", body, err)
 	}
 

@@ -20,6 +20,7 @@ import (
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -157,7 +158,7 @@ func mustMarshal(t testing.TB, v any) []byte {
 
 // do publishes a command with the client (Reply-To, Nats-Msg-Id, lookup
 // fallback) and returns its result.
-func (h *harness) do(company, command, key string, body any) ledger.Result {
+func (h *harness) do(company, command, key string, body any) protocol.Result {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -186,13 +187,13 @@ func (h *harness) replies() *replies {
 }
 
 // next waits for the next result on the reply subject.
-func (r *replies) next(t testing.TB) ledger.Result {
+func (r *replies) next(t testing.TB) protocol.Result {
 	t.Helper()
 	msg, err := r.sub.NextMsg(20 * time.Second)
 	if err != nil {
 		t.Fatalf("no reply on %s: %v", r.subject, err)
 	}
-	var res ledger.Result
+	var res protocol.Result
 	if err := json.Unmarshal(msg.Data, &res); err != nil {
 		t.Fatalf("reply is not a result: %v: %s", err, msg.Data)
 	}
@@ -300,15 +301,15 @@ func (h *harness) setupCompany(id string) {
 
 func (h *harness) createCompany(id string) {
 	h.t.Helper()
-	if res := h.do(id, "company.create", id+"-setup", companyBody()); res.Status != ledger.StatusOK {
+	if res := h.do(id, "company.create", id+"-setup", companyBody()); res.Status != protocol.StatusOK {
 		h.t.Fatalf("company.create %s: %+v", id, res.Error)
 	}
 }
 
 // invoiceResult decodes the result of an invoice.create.
-func invoiceResult(t testing.TB, res ledger.Result) ledger.InvoiceView {
+func invoiceResult(t testing.TB, res protocol.Result) ledger.InvoiceView {
 	t.Helper()
-	if res.Status != ledger.StatusOK {
+	if res.Status != protocol.StatusOK {
 		t.Fatalf("invoice.create failed: %+v", res.Error)
 	}
 	var v ledger.InvoiceView

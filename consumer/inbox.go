@@ -15,6 +15,7 @@ import (
 
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // Executor applies a validated command to the ledger inside tx. It returns a
@@ -148,10 +149,10 @@ func claim(ctx context.Context, tx pgx.Tx, company, key string, withSavepoint bo
 // transaction must be abandoned). On Executed the caller must commit tx
 // before sending the result or acknowledging the message; on the other
 // outcomes nothing was written.
-func Process(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (Outcome, ledger.Result, error) {
+func Process(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (Outcome, protocol.Result, error) {
 	locked, row, established, err := claim(ctx, tx, req.Company, req.Key, true)
 	if err != nil {
-		return 0, ledger.Result{}, undo(ctx, tx, established, err)
+		return 0, protocol.Result{}, undo(ctx, tx, established, err)
 	}
 	if o, res, done, err := decide(req, locked, row); done || err != nil {
 		return o, res, err
@@ -160,29 +161,29 @@ func Process(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (Outco
 	// The effects, the events and the inbox row leave in one round trip.
 	batch := &pgx.Batch{}
 	out, err := exec.Execute(ctx, tx, req.Company, req.Decoded)
-	var res ledger.Result
+	var res protocol.Result
 	var bizErr *ledger.Error
 	switch {
 	case errors.As(err, &bizErr) && bizErr.Code != ledger.CodeInternal && bizErr.Code != ledger.CodeIdempotencyKeyInFlight:
 		batch.Queue("ROLLBACK TO SAVEPOINT " + savepoint)
-		res = ledger.ErrorResult(req.Company, req.Key, req.Command, bizErr)
+		res = protocol.ErrorResult(req.Company, req.Key, req.Command, bizErr)
 	case err != nil:
-		return 0, ledger.Result{}, undo(ctx, tx, true, err)
+		return 0, protocol.Result{}, undo(ctx, tx, true, err)
 	default:
 		for _, ev := range out.Events {
 			if _, err := outbox.Queue(ctx, batch, req.Company, ev.Type, ev.Data); err != nil {
-				return 0, ledger.Result{}, undo(ctx, tx, true, err)
+				return 0, protocol.Result{}, undo(ctx, tx, true, err)
 			}
 		}
 		raw, err := json.Marshal(out.Result)
 		if err != nil {
-			return 0, ledger.Result{}, undo(ctx, tx, true, fmt.Errorf("inbox: encode %s result: %w", req.Command, err))
+			return 0, protocol.Result{}, undo(ctx, tx, true, fmt.Errorf("inbox: encode %s result: %w", req.Command, err))
 		}
-		res = ledger.Result{Company: req.Company, IdempotencyKey: req.Key, Command: req.Command, Status: ledger.StatusOK, Result: raw}
+		res = protocol.Result{Company: req.Company, IdempotencyKey: req.Key, Command: req.Command, Status: protocol.StatusOK, Result: raw}
 	}
 	body, err := json.Marshal(res)
 	if err != nil {
-		return 0, ledger.Result{}, undo(ctx, tx, true, fmt.Errorf("inbox: encode result: %w", err))
+		return 0, protocol.Result{}, undo(ctx, tx, true, fmt.Errorf("inbox: encode result: %w", err))
 	}
 	var seq *int64
 	if req.StreamSequence > 0 {
@@ -194,7 +195,7 @@ func Process(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (Outco
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		req.Company, req.Key, req.Command, req.Fingerprint, res.Status, string(body), seq)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return 0, ledger.Result{}, undo(ctx, tx, true, fmt.Errorf("inbox: store result: %w", err))
+		return 0, protocol.Result{}, undo(ctx, tx, true, fmt.Errorf("inbox: store result: %w", err))
 	}
 	return Executed, res, nil
 }
@@ -202,23 +203,23 @@ func Process(ctx context.Context, tx pgx.Tx, req *Request, exec Executor) (Outco
 // decide answers a claimed key without executing it: in flight when
 // another transaction holds it, a replay or a reuse when a result is
 // stored. done is false when the command must execute.
-func decide(req *Request, locked bool, row *stored) (o Outcome, res ledger.Result, done bool, err error) {
+func decide(req *Request, locked bool, row *stored) (o Outcome, res protocol.Result, done bool, err error) {
 	if row == nil && !locked {
-		return InFlight, ledger.ErrorResult(req.Company, req.Key, req.Command,
-			&ledger.Error{Code: ledger.CodeIdempotencyKeyInFlight, Message: ledger.MessageKeyInFlight}), true, nil
+		return InFlight, protocol.ErrorResult(req.Company, req.Key, req.Command,
+			&ledger.Error{Code: ledger.CodeIdempotencyKeyInFlight, Message: protocol.MessageKeyInFlight}), true, nil
 	}
 	if row == nil {
-		return 0, ledger.Result{}, false, nil
+		return 0, protocol.Result{}, false, nil
 	}
 	if row.command != req.Command || !bytes.Equal(row.fingerprint, req.Fingerprint) {
-		e := &ledger.Error{Code: ledger.CodeIdempotencyKeyReused, Message: ledger.MessageKeyReused}
+		e := &ledger.Error{Code: ledger.CodeIdempotencyKeyReused, Message: protocol.MessageKeyReused}
 		if row.command != req.Command {
 			e.Details = map[string]any{"original_command": row.command}
 		}
-		return Reused, ledger.ErrorResult(req.Company, req.Key, req.Command, e), true, nil
+		return Reused, protocol.ErrorResult(req.Company, req.Key, req.Command, e), true, nil
 	}
 	if err := json.Unmarshal(row.result, &res); err != nil {
-		return 0, ledger.Result{}, true, fmt.Errorf("inbox: stored result of %s/%s is unreadable: %w", req.Company, req.Key, err)
+		return 0, protocol.Result{}, true, fmt.Errorf("inbox: stored result of %s/%s is unreadable: %w", req.Company, req.Key, err)
 	}
 	res.Replayed = true
 	return Replayed, res, true, nil
@@ -244,25 +245,25 @@ func undo(ctx context.Context, tx pgx.Tx, established bool, err error) error {
 // stored result (replayed), in flight, or not found.
 func Lookup(ctx context.Context, db interface {
 	Begin(context.Context) (pgx.Tx, error)
-}, company, key string) (ledger.Result, error) {
+}, company, key string) (protocol.Result, error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return ledger.Result{}, fmt.Errorf("inbox: begin: %w", err)
+		return protocol.Result{}, fmt.Errorf("inbox: begin: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	locked, row, _, err := claim(ctx, tx, company, key, false)
 	if err != nil {
-		return ledger.Result{}, err
+		return protocol.Result{}, err
 	}
 	switch {
 	case row == nil && !locked:
-		return ledger.ErrorResult(company, key, "", &ledger.Error{Code: ledger.CodeIdempotencyKeyInFlight, Message: ledger.MessageKeyInFlight}), nil
+		return protocol.ErrorResult(company, key, "", &ledger.Error{Code: ledger.CodeIdempotencyKeyInFlight, Message: protocol.MessageKeyInFlight}), nil
 	case row == nil:
-		return ledger.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeNotFound, "No result is stored for this Idempotency-Key.")), nil
+		return protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeNotFound, "No result is stored for this Idempotency-Key.")), nil
 	}
-	var res ledger.Result
+	var res protocol.Result
 	if err := json.Unmarshal(row.result, &res); err != nil {
-		return ledger.Result{}, fmt.Errorf("inbox: stored result of %s/%s is unreadable: %w", company, key, err)
+		return protocol.Result{}, fmt.Errorf("inbox: stored result of %s/%s is unreadable: %w", company, key, err)
 	}
 	res.Replayed = true
 	return res, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // Shutdown stops pulling but lets a command that is already executing
@@ -29,8 +30,8 @@ func TestShutdownFinishesInFlightCommands(t *testing.T) {
 		return store.Execute(ctx, tx, company, cmd)
 	}))
 	r := h.replies()
-	h.publishRaw(ledger.CommandSubject("acme", "invoice.create"), map[string]string{
-		consumer.HeaderIdempotencyKey: "k-shutdown", consumer.HeaderReplyTo: r.subject,
+	h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{
+		protocol.HeaderIdempotencyKey: "k-shutdown", protocol.HeaderReplyTo: r.subject,
 	}, mustMarshal(t, invoiceBody("o-1", "1.00")))
 	<-started
 	stopped := make(chan error, 1)
@@ -44,7 +45,7 @@ func TestShutdownFinishesInFlightCommands(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
-	if res := r.next(t); res.Status != ledger.StatusOK || res.Replayed {
+	if res := r.next(t); res.Status != protocol.StatusOK || res.Replayed {
 		t.Fatalf("in-flight command at shutdown: %+v", res)
 	}
 	// Acknowledged: nothing is left for the next worker.
@@ -167,8 +168,8 @@ func TestBusinessUniquenessOutlivesTheKey(t *testing.T) {
 	// Published afresh: JetStream's own duplicate window (minutes, far
 	// shorter than any key retention) would otherwise drop it.
 	r := h.replies()
-	h.publishRaw(ledger.CommandSubject("acme", "invoice.create"), map[string]string{
-		consumer.HeaderIdempotencyKey: "k-old", consumer.HeaderReplyTo: r.subject,
+	h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{
+		protocol.HeaderIdempotencyKey: "k-old", protocol.HeaderReplyTo: r.subject,
 	}, mustMarshal(t, invoiceBody("order-1", "1.00")))
 	late := r.next(t)
 	if late.Error == nil || late.Error.Code != ledger.CodeDuplicateDocument || late.Error.Details["number"] != first.Number {

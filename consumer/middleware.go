@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // errInFlight fails a delivery whose key is held by another transaction; it
@@ -115,7 +116,7 @@ func inboxMiddleware(cfg inboxConfig) message.HandlerMiddleware {
 			case Executed:
 				log.Debug("command executed", "status", res.Status)
 				cfg.metrics.handled(req.Command, started, d.Published)
-				if res.Status == ledger.StatusOK {
+				if res.Status == protocol.StatusOK {
 					count(req.Command, outcomeOK)
 				} else {
 					count(req.Command, outcomeBusinessError)
@@ -130,7 +131,7 @@ func inboxMiddleware(cfg inboxConfig) message.HandlerMiddleware {
 			case Reused:
 				count(req.Command, outcomeReused)
 				d.SetReply(mustJSON(res))
-				return nil, &PermanentError{Code: ledger.CodeIdempotencyKeyReused, Reason: ledger.MessageKeyReused}
+				return nil, &PermanentError{Code: ledger.CodeIdempotencyKeyReused, Reason: protocol.MessageKeyReused}
 			case Replayed:
 				count(req.Command, outcomeReplayed)
 				log.Debug("command replayed from the inbox")
@@ -154,19 +155,19 @@ func inFlightDelay(base time.Duration, numDelivered uint64) time.Duration {
 // parseRequest reads and checks everything that does not need the
 // database: subject, key, JSON, command and body validity.
 func parseRequest(d *Delivery) (*Request, *ledger.Error) {
-	company, command, err := parseSubject(d.Msg.Subject())
+	company, command, err := protocol.ParseCommandSubject(d.Msg.Subject())
 	if err != nil {
 		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "%v", err)
 	}
-	key := d.Msg.Headers().Get(HeaderIdempotencyKey)
-	if kerr := ledger.CheckKey(key); kerr != nil {
+	key := d.Msg.Headers().Get(protocol.HeaderIdempotencyKey)
+	if kerr := protocol.CheckKey(key); kerr != nil {
 		return nil, kerr
 	}
 	if !ledger.KnownCommand(command) {
 		_, derr := ledger.Decode(command, nil)
 		return nil, derr.(*ledger.Error)
 	}
-	fp, err := ledger.Fingerprint(command, d.Msg.Data())
+	fp, err := protocol.Fingerprint(command, d.Msg.Data())
 	if err != nil {
 		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "%v", err)
 	}

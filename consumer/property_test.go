@@ -15,6 +15,7 @@ import (
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // The books, modelled in integer cents, independently of the ledger's code:
@@ -45,7 +46,7 @@ type modelLine struct {
 type modelCall struct {
 	command string
 	body    []byte
-	result  ledger.Result
+	result  protocol.Result
 }
 
 // halfUp divides a non-negative numerator by 100, rounding half up: the
@@ -84,7 +85,7 @@ func TestBooksMatchAModel(t *testing.T) {
 		m := &booksModel{accounts: map[string]int64{}, results: map[string]modelCall{}}
 		keyN := 0
 
-		send := func(command, key string, body any) (consumer.Outcome, ledger.Result) {
+		send := func(command, key string, body any) (consumer.Outcome, protocol.Result) {
 			raw, err := json.Marshal(body)
 			if err != nil {
 				rt.Fatal(err)
@@ -93,7 +94,7 @@ func TestBooksMatchAModel(t *testing.T) {
 		}
 		fresh := func() string { keyN++; return fmt.Sprintf("k-%d", keyN) }
 
-		if _, res := send("company.create", "setup", map[string]any{"name": "P", "country": "LT", "currency": "EUR"}); res.Status != ledger.StatusOK {
+		if _, res := send("company.create", "setup", map[string]any{"name": "P", "country": "LT", "currency": "EUR"}); res.Status != protocol.StatusOK {
 			rt.Fatalf("company.create: %+v", res.Error)
 		}
 
@@ -116,7 +117,7 @@ func TestBooksMatchAModel(t *testing.T) {
 				body := map[string]any{"order_id": inv.order, "customer": map[string]any{"id": "cust", "name": "C", "country": "LT"},
 					"currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-30", "lines": lines}
 				_, res := send("invoice.create", key, body)
-				if res.Status != ledger.StatusOK {
+				if res.Status != protocol.StatusOK {
 					rt.Fatalf("invoice.create: %+v", res.Error)
 				}
 				var net, vat int64
@@ -164,7 +165,7 @@ func TestBooksMatchAModel(t *testing.T) {
 				key := rapid.SampledFrom(sortedKeys(m.results)).Draw(rt, "key")
 				outcome, res := send("payment.record", key, map[string]any{"payment_ref": "never", "customer_id": "cust",
 					"received_on": "2026-12-02", "currency": "EUR", "amount": "1.00"})
-				if outcome != consumer.Reused || res.Error == nil || res.Error.Message != ledger.MessageKeyReused {
+				if outcome != consumer.Reused || res.Error == nil || res.Error.Message != protocol.MessageKeyReused {
 					rt.Fatalf("reused key %s: %s %+v", key, outcome, res)
 				}
 			},
@@ -204,7 +205,7 @@ func TestBooksMatchAModel(t *testing.T) {
 					}
 					return
 				}
-				if res.Status != ledger.StatusOK {
+				if res.Status != protocol.StatusOK {
 					rt.Fatalf("credit of %s line %d: %+v", inv.number, line, res.Error)
 				}
 				inv.lines[line-1].credited = true
@@ -236,7 +237,7 @@ func TestBooksMatchAModel(t *testing.T) {
 					}
 					return
 				}
-				if res.Status != ledger.StatusOK {
+				if res.Status != protocol.StatusOK {
 					rt.Fatalf("full credit of %s: %+v", inv.number, res.Error)
 				}
 				inv.fullyCreditedLines = true
@@ -266,7 +267,7 @@ func TestBooksMatchAModel(t *testing.T) {
 					}
 					return
 				}
-				if res.Status != ledger.StatusOK {
+				if res.Status != protocol.StatusOK {
 					rt.Fatalf("payment: %+v", res.Error)
 				}
 				inv.paid += alloc
@@ -333,8 +334,8 @@ func checkBooks(ctx context.Context, rt *rapid.T, pool *pgxpool.Pool, company st
 
 // process runs one command through the inbox in its own transaction, as
 // the worker does for a delivery.
-func process(ctx context.Context, rt *rapid.T, pool *pgxpool.Pool, exec consumer.Executor, company, command, key string, body []byte) (consumer.Outcome, ledger.Result) {
-	fp, err := ledger.Fingerprint(command, body)
+func process(ctx context.Context, rt *rapid.T, pool *pgxpool.Pool, exec consumer.Executor, company, command, key string, body []byte) (consumer.Outcome, protocol.Result) {
+	fp, err := protocol.Fingerprint(command, body)
 	if err != nil {
 		rt.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func process(ctx context.Context, rt *rapid.T, pool *pgxpool.Pool, exec consumer
 		rt.Fatalf("%s: %v", command, err)
 	}
 	var outcome consumer.Outcome
-	var res ledger.Result
+	var res protocol.Result
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var err error
 		outcome, res, err = consumer.Process(ctx, tx, &consumer.Request{

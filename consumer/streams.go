@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // StreamConfig names and shapes the command and dead-letter streams and the
@@ -106,7 +107,7 @@ func provision(ctx context.Context, js jetstream.JetStream, c StreamConfig, rete
 	cmdStream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        c.Stream,
 		Description: "onceledger commands: ledger.cmd.<company>.<command>",
-		Subjects:    []string{CommandSubjectPrefix + ">"},
+		Subjects:    []string{protocol.CommandSubjectPrefix + ">"},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      c.MaxAge,
@@ -123,7 +124,7 @@ func provision(ctx context.Context, js jetstream.JetStream, c StreamConfig, rete
 	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        c.DeadLetterStream,
 		Description: "onceledger dead letters: commands that could not be processed, with the reason in headers",
-		Subjects:    []string{DeadLetterPrefix + ">"},
+		Subjects:    []string{protocol.DeadLetterPrefix + ">"},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		Duplicates:  c.DuplicateWindow,
@@ -139,7 +140,7 @@ func provision(ctx context.Context, js jetstream.JetStream, c StreamConfig, rete
 		AckWait:       c.AckWait,
 		MaxDeliver:    c.MaxDeliver,
 		MaxAckPending: c.MaxAckPending,
-		FilterSubject: CommandSubjectPrefix + ">",
+		FilterSubject: protocol.CommandSubjectPrefix + ">",
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ensure consumer %s on %s: %w", c.Durable, c.Stream, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/onceledger/onceledger/protocol"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -313,7 +314,7 @@ func (s *Subscriber) settle(ctx context.Context, d *Delivery, acked bool) {
 		log.Warn("settling message failed; it will be redelivered", "error", err)
 	}
 	span.End()
-	replyTo := d.Msg.Headers().Get(HeaderReplyTo)
+	replyTo := d.Msg.Headers().Get(protocol.HeaderReplyTo)
 	if replyTo != "" && reply != nil && s.nc != nil {
 		if err := s.nc.Publish(replyTo, reply); err != nil {
 			log.Warn("sending result to Reply-To failed; the producer can ask the result lookup", "reply_to", replyTo, "error", err)

@@ -13,9 +13,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
 	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -88,7 +88,7 @@ func TestTraceFollowsTheCommand(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	if res := h.do("acme", "webhook_endpoint.create", "hook-1",
-		map[string]any{"url": srv.URL, "event_types": []string{"invoice.created"}}); res.Status != ledger.StatusOK {
+		map[string]any{"url": srv.URL, "event_types": []string{"invoice.created"}}); res.Status != protocol.StatusOK {
 		t.Fatalf("webhook_endpoint.create: %+v", res.Error)
 	}
 
@@ -217,7 +217,7 @@ func TestTraceOfADeadLetter(t *testing.T) {
 	h.publishRaw("ledger.cmd.acme.invoice.create", map[string]string{
 		"Idempotency-Key": "bad-json", "Reply-To": replies.subject, "traceparent": producerParent,
 	}, []byte("{not json"))
-	if res := replies.next(t); res.Status != ledger.StatusError {
+	if res := replies.next(t); res.Status != protocol.StatusError {
 		t.Fatalf("result %+v, want an error", res)
 	}
 	cmd := spanNamed(t, exp, "onceledger.command invoice.create")

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // Config configures a Worker.
@@ -224,14 +225,14 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // serveLookups answers ledger.result.<company> requests from the inbox.
 func (w *Worker) serveLookups(ctx context.Context) (*nats.Subscription, error) {
-	sub, err := w.nc.QueueSubscribe(ResultSubjectPrefix+"*", w.cfg.ResultQueue, func(m *nats.Msg) {
-		company := strings.TrimPrefix(m.Subject, ResultSubjectPrefix)
-		key := m.Header.Get(HeaderIdempotencyKey)
-		var res ledger.Result
+	sub, err := w.nc.QueueSubscribe(protocol.ResultSubjectPrefix+"*", w.cfg.ResultQueue, func(m *nats.Msg) {
+		company := strings.TrimPrefix(m.Subject, protocol.ResultSubjectPrefix)
+		key := m.Header.Get(protocol.HeaderIdempotencyKey)
+		var res protocol.Result
 		if !ledger.ValidCompanyID(company) {
-			res = ledger.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInvalidCommand, "subject must be %s<company>", ResultSubjectPrefix))
-		} else if kerr := ledger.CheckKey(key); kerr != nil {
-			res = ledger.ErrorResult(company, key, "", kerr)
+			res = protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInvalidCommand, "subject must be %s<company>", protocol.ResultSubjectPrefix))
+		} else if kerr := protocol.CheckKey(key); kerr != nil {
+			res = protocol.ErrorResult(company, key, "", kerr)
 		} else {
 			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			var err error
@@ -239,7 +240,7 @@ func (w *Worker) serveLookups(ctx context.Context) (*nats.Subscription, error) {
 			cancel()
 			if err != nil {
 				w.cfg.Logger.Warn("result lookup failed", "company", company, "idempotency_key", key, "error", err)
-				res = ledger.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInternal, "The result could not be read; retry shortly."))
+				res = protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInternal, "The result could not be read; retry shortly."))
 			}
 		}
 		if err := m.Respond(mustJSON(res)); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/internal/testworker"
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // apiEnv is one test's API: its own database, JetStream server and
@@ -184,7 +185,7 @@ func TestDoneWhen(t *testing.T) {
 	for range 2 {
 		r := e.post("/v1/sales/invoices/create", acme, "order-1041-invoice", changed)
 		p := r.problem(t)
-		if r.status != http.StatusUnprocessableEntity || p.Detail != ledger.MessageKeyReused || p.Code != ledger.CodeIdempotencyKeyReused ||
+		if r.status != http.StatusUnprocessableEntity || p.Detail != protocol.MessageKeyReused || p.Code != ledger.CodeIdempotencyKeyReused ||
 			p.Type != "urn:onceledger:problem:idempotency_key_reused" || p.Status != 422 || p.Retryable {
 			t.Fatalf("changed amount: %d %s", r.status, r.body)
 		}
@@ -215,7 +216,7 @@ func TestDoneWhen(t *testing.T) {
 			created = a.body
 		case http.StatusConflict:
 			p := a.problem(t)
-			if p.Detail != ledger.MessageKeyInFlight || a.header.Get("Retry-After") != "1" || !p.Retryable {
+			if p.Detail != protocol.MessageKeyInFlight || a.header.Get("Retry-After") != "1" || !p.Retryable {
 				t.Fatalf("409: %v %s", a.header, a.body)
 			}
 		default:
@@ -434,7 +435,7 @@ func TestInFlightIs409(t *testing.T) {
 		t.Fatal("the command never started")
 	}
 	r := e.post("/v1/sales/invoices/create", acme, "slow-invoice", slow)
-	if p := r.problem(t); r.status != http.StatusConflict || p.Detail != ledger.MessageKeyInFlight || r.header.Get("Retry-After") != "1" {
+	if p := r.problem(t); r.status != http.StatusConflict || p.Detail != protocol.MessageKeyInFlight || r.header.Get("Retry-After") != "1" {
 		t.Fatalf("while in flight: %d %v %s", r.status, r.header, r.body)
 	}
 	if r := e.get("/v1/commands/slow-invoice", acme); r.status != http.StatusConflict {

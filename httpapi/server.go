@@ -21,6 +21,7 @@ import (
 	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // Config configures the HTTP API.
@@ -200,9 +201,9 @@ func (s *Server) authed(h handlerFunc) http.HandlerFunc {
 // idempotencyKey reads the Idempotency-Key header: a plain value or, as the
 // IETF draft writes it, a structured-field string ("…").
 func idempotencyKey(h http.Header) (string, *ledger.Error) {
-	values := h.Values(ledger.HeaderIdempotencyKey)
+	values := h.Values(protocol.HeaderIdempotencyKey)
 	if len(values) > 1 {
-		return "", ledger.Errorf(ledger.CodeIdempotencyKeyInvalid, "The %s header must appear once.", ledger.HeaderIdempotencyKey)
+		return "", ledger.Errorf(ledger.CodeIdempotencyKeyInvalid, "The %s header must appear once.", protocol.HeaderIdempotencyKey)
 	}
 	key := ""
 	if len(values) == 1 {
@@ -211,11 +212,11 @@ func idempotencyKey(h http.Header) (string, *ledger.Error) {
 	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
 		unquoted, ok := sfString(key)
 		if !ok {
-			return "", ledger.Errorf(ledger.CodeIdempotencyKeyInvalid, "The %s header is a malformed quoted string.", ledger.HeaderIdempotencyKey)
+			return "", ledger.Errorf(ledger.CodeIdempotencyKeyInvalid, "The %s header is a malformed quoted string.", protocol.HeaderIdempotencyKey)
 		}
 		key = unquoted
 	}
-	return key, ledger.CheckKey(key)
+	return key, protocol.CheckKey(key)
 }
 
 // sfString decodes an RFC 8941 string: printable ASCII in quotes, with \"
@@ -290,14 +291,14 @@ type accepted struct {
 // writeResult answers with a command's result. The body depends only on
 // the result, and a success's body is its RFC 8785 canonical form, so the
 // first answer and every replay of it are the same bytes.
-func writeResult(w http.ResponseWriter, res ledger.Result) {
+func writeResult(w http.ResponseWriter, res protocol.Result) {
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	if res.Status != ledger.StatusOK || res.Error != nil {
+	if res.Status != protocol.StatusOK || res.Error != nil {
 		e := res.Error
 		if e == nil {
-			e = &ledger.ResultError{Code: ledger.CodeInternal, Message: "The result has no error and is not ok."}
+			e = &protocol.ResultError{Code: ledger.CodeInternal, Message: "The result has no error and is not ok."}
 		}
 		writeProblem(w, e.Code, e.Message, e.Details)
 		return
@@ -322,7 +323,7 @@ func writeResult(w http.ResponseWriter, res ledger.Result) {
 // commandResult answers GET /v1/commands/{key} from the worker's inbox.
 func (s *Server) commandResult(w http.ResponseWriter, r *http.Request, company string) {
 	key := r.PathValue("key")
-	if kerr := ledger.CheckKey(key); kerr != nil {
+	if kerr := protocol.CheckKey(key); kerr != nil {
 		writeProblem(w, kerr.Code, kerr.Message, nil)
 		return
 	}

@@ -33,12 +33,6 @@ const (
 	CodeInternal Code = "internal"
 )
 
-// The two messages of the idempotency contract, word for word.
-const (
-	MessageKeyReused   = "Idempotency-Key was already used with a different request payload."
-	MessageKeyInFlight = "A request with this Idempotency-Key is still being processed, retry shortly."
-)
-
 // Retryable reports whether the same key may succeed later with this code.
 func (c Code) Retryable() bool {
 	return c == CodeIdempotencyKeyInFlight || c == CodeInternal

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/internal/tracecontext"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // NotifyChannel is the Postgres LISTEN/NOTIFY channel that wakes relays when
@@ -39,15 +40,12 @@ type Event struct {
 }
 
 // Subject is the NATS subject the event is published on.
-func (e *Event) Subject() string { return SubjectPrefix + e.Company + "." + e.Type }
+func (e *Event) Subject() string { return protocol.EventSubject(e.Company, e.Type) }
 
 var (
 	companySyntax = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 	typeSyntax    = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`)
 )
-
-// SubjectPrefix starts every event subject.
-const SubjectPrefix = "ledger.evt."
 
 // Enqueue writes an event in tx, the transaction of the command that
 // produced it. The event is visible to the relay only once tx commits. The

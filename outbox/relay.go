@@ -19,6 +19,7 @@ import (
 
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/internal/tracecontext"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // tracerName is the instrumentation scope of the relay's spans.
@@ -182,7 +183,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 			if err := rows.Scan(&p.id, &p.company, &p.typ, &p.body, &p.traceparent, &p.tracestate); err != nil {
 				return fmt.Errorf("read event: %w", err)
 			}
-			p.subj = SubjectPrefix + p.company + "." + p.typ
+			p.subj = protocol.EventSubject(p.company, p.typ)
 			batch = append(batch, p)
 		}
 		if err := rows.Err(); err != nil {

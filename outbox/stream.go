@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // StreamName is the JetStream stream that holds published events.
@@ -36,7 +37,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        StreamName,
 		Description: "onceledger events, published from the transactional outbox",
-		Subjects:    []string{SubjectPrefix + ">"},
+		Subjects:    []string{protocol.EventSubjectPrefix + ">"},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      cfg.MaxAge,

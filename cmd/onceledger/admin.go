@@ -19,9 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/onceledger/onceledger/consumer"
-	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 const adminUsage = `Usage: onceledger admin <verb> [flags]
@@ -195,13 +193,13 @@ func viewDeadLetter(m *jetstream.RawStreamMsg, full bool) deadLetterView {
 	h := m.Header
 	v := deadLetterView{
 		Sequence: m.Sequence, StoredAt: m.Time, Subject: m.Subject,
-		OriginalSubject:  h.Get(consumer.HeaderOriginalSubject),
-		OriginalSequence: h.Get(consumer.HeaderOriginalSequence),
-		Code:             h.Get(consumer.HeaderDeadLetterCode),
-		Reason:           h.Get(consumer.HeaderDeadLetterReason),
-		Deliveries:       h.Get(consumer.HeaderDeliveries),
-		DeadLetteredAt:   h.Get(consumer.HeaderDeadLetteredAt),
-		IdempotencyKey:   h.Get(ledger.HeaderIdempotencyKey),
+		OriginalSubject:  h.Get(protocol.HeaderOriginalSubject),
+		OriginalSequence: h.Get(protocol.HeaderOriginalSequence),
+		Code:             h.Get(protocol.HeaderDeadLetterCode),
+		Reason:           h.Get(protocol.HeaderDeadLetterReason),
+		Deliveries:       h.Get(protocol.HeaderDeliveries),
+		DeadLetteredAt:   h.Get(protocol.HeaderDeadLetteredAt),
+		IdempotencyKey:   h.Get(protocol.HeaderIdempotencyKey),
 	}
 	if full {
 		v.Headers, v.Body = h, string(m.Data)
@@ -300,7 +298,7 @@ func getDeadLetter(ctx context.Context, stream jetstream.Stream, seq uint64) (*j
 // nextDeadLetter returns the first dead letter at or after seq, skipping
 // the holes replays leave, or nil when there is none.
 func nextDeadLetter(ctx context.Context, stream jetstream.Stream, seq uint64) (*jetstream.RawStreamMsg, error) {
-	m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(ledger.DeadLetterPrefix+">"))
+	m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(protocol.DeadLetterPrefix+">"))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
@@ -373,8 +371,8 @@ func showDeadLetter(v deadLetterView, format string, stdout io.Writer) error {
 // deadLetterHeaders are the headers the dead-lettering adds; a replay
 // leaves them off so the command arrives as it was first sent.
 var deadLetterHeaders = []string{
-	consumer.HeaderDeadLetterCode, consumer.HeaderDeadLetterReason, consumer.HeaderOriginalSubject,
-	consumer.HeaderOriginalSequence, consumer.HeaderDeliveries, consumer.HeaderDeadLetteredAt,
+	protocol.HeaderDeadLetterCode, protocol.HeaderDeadLetterReason, protocol.HeaderOriginalSubject,
+	protocol.HeaderOriginalSequence, protocol.HeaderDeliveries, protocol.HeaderDeadLetteredAt,
 }
 
 // replayDeadLetter publishes m's original message to its original subject
@@ -382,12 +380,12 @@ var deadLetterHeaders = []string{
 // It returns a line saying what it did. If the delete fails, the command is
 // replayed and the dead letter stays: replaying it again is harmless.
 func replayDeadLetter(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, m *jetstream.RawStreamMsg) (string, error) {
-	subject := m.Header.Get(consumer.HeaderOriginalSubject)
-	if !strings.HasPrefix(subject, ledger.CommandSubjectPrefix) {
+	subject := m.Header.Get(protocol.HeaderOriginalSubject)
+	if !strings.HasPrefix(subject, protocol.CommandSubjectPrefix) {
 		// Only commands go back, and only where onceledger says they came
 		// from: a replay must not become a way to publish anywhere.
 		return "", fmt.Errorf("dead letter %d has no %s header naming a %s… subject (it has %q); not replayed",
-			m.Sequence, consumer.HeaderOriginalSubject, ledger.CommandSubjectPrefix, subject)
+			m.Sequence, protocol.HeaderOriginalSubject, protocol.CommandSubjectPrefix, subject)
 	}
 	msg := nats.NewMsg(subject)
 	msg.Data = m.Data

@@ -13,11 +13,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/internal/audit/audittest"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // booksDB is a migrated database holding audittest's books.
@@ -99,11 +99,11 @@ func TestAdminKeyShowsTheInboxRow(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 {
 		t.Fatalf("-format json: exit %d %v\n%s", code, err, out)
 	}
-	var res ledger.Result
+	var res protocol.Result
 	if err := json.Unmarshal(v.Result, &res); err != nil {
 		t.Fatal(err)
 	}
-	if v.Status != ledger.StatusError || res.Error == nil || res.Error.Code != ledger.CodeDuplicateDocument || v.CreatedAt.IsZero() {
+	if v.Status != protocol.StatusError || res.Error == nil || res.Error.Code != ledger.CodeDuplicateDocument || v.CreatedAt.IsZero() {
 		t.Fatalf("key view %+v, result %+v", v, res)
 	}
 
@@ -184,7 +184,7 @@ func TestAdminDeadLetters(t *testing.T) {
 		}
 	}
 	// 1: malformed JSON; the worker dead-letters it.
-	publish("ledger.cmd.acme.invoice.create", map[string]string{ledger.HeaderIdempotencyKey: "bad-1"}, `{"order_id":`)
+	publish("ledger.cmd.acme.invoice.create", map[string]string{protocol.HeaderIdempotencyKey: "bad-1"}, `{"order_id":`)
 	waitFor("the malformed command in "+deadLetterStream, func() bool { return dlqCount() == 1 })
 	// 2 and 3: a good command that failed for good (say, the database was
 	// down through every delivery), twice, as the worker writes it.
@@ -193,14 +193,14 @@ func TestAdminDeadLetters(t *testing.T) {
 		"lines": [{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"}]}`
 	for i := range 2 {
 		publish("ledger.dlq.cmd.acme.invoice.create", map[string]string{
-			ledger.HeaderIdempotencyKey:     "order-7-invoice",
-			ledger.HeaderReplyTo:            "test.replies",
-			consumer.HeaderDeadLetterCode:   "internal",
-			consumer.HeaderDeadLetterReason: "still failing after 20 deliveries: connection refused",
-			consumer.HeaderOriginalSubject:  "ledger.cmd.acme.invoice.create",
-			consumer.HeaderOriginalSequence: fmt.Sprint(100 + i),
-			consumer.HeaderDeliveries:       "20",
-			consumer.HeaderDeadLetteredAt:   time.Now().UTC().Format(time.RFC3339Nano),
+			protocol.HeaderIdempotencyKey:   "order-7-invoice",
+			protocol.HeaderReplyTo:          "test.replies",
+			protocol.HeaderDeadLetterCode:   "internal",
+			protocol.HeaderDeadLetterReason: "still failing after 20 deliveries: connection refused",
+			protocol.HeaderOriginalSubject:  "ledger.cmd.acme.invoice.create",
+			protocol.HeaderOriginalSequence: fmt.Sprint(100 + i),
+			protocol.HeaderDeliveries:       "20",
+			protocol.HeaderDeadLetteredAt:   time.Now().UTC().Format(time.RFC3339Nano),
 		}, invoice)
 	}
 
@@ -238,13 +238,13 @@ func TestAdminDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nextReply := func() ledger.Result {
+	nextReply := func() protocol.Result {
 		t.Helper()
 		m, err := replies.NextMsg(10 * time.Second)
 		if err != nil {
 			t.Fatalf("no reply: %v", err)
 		}
-		var res ledger.Result
+		var res protocol.Result
 		if err := json.Unmarshal(m.Data, &res); err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +256,7 @@ func TestAdminDeadLetters(t *testing.T) {
 		t.Fatalf("dlq replay 2: exit %d\n%s%s", code, out, errOut)
 	}
 	first := nextReply()
-	if first.Status != ledger.StatusOK || first.Replayed || first.IdempotencyKey != "order-7-invoice" {
+	if first.Status != protocol.StatusOK || first.Replayed || first.IdempotencyKey != "order-7-invoice" {
 		t.Fatalf("the replayed command's result: %+v", first)
 	}
 	if code, _, errOut := admin("dlq", "show", "2"); code != 1 || !strings.Contains(errOut, "no dead letter 2") {
@@ -271,7 +271,7 @@ func TestAdminDeadLetters(t *testing.T) {
 		t.Fatalf("dlq replay -all: exit %d\n%s%s", code, out, errOut)
 	}
 	again := nextReply()
-	if again.Status != ledger.StatusOK || !again.Replayed || string(again.Result) != string(first.Result) {
+	if again.Status != protocol.StatusOK || !again.Replayed || string(again.Result) != string(first.Result) {
 		t.Fatalf("the second copy was not a replay: %+v", again)
 	}
 	waitFor("the malformed command dead-lettered again", func() bool { return dlqCount() == 1 })
@@ -285,7 +285,7 @@ func TestAdminDeadLetters(t *testing.T) {
 	}
 
 	// Only commands are replayed, and only to where they came from.
-	publish("ledger.dlq.cmd.acme.invoice.create", map[string]string{ledger.HeaderIdempotencyKey: "k"}, `{}`)
+	publish("ledger.dlq.cmd.acme.invoice.create", map[string]string{protocol.HeaderIdempotencyKey: "k"}, `{}`)
 	code, _, errOut = admin("dlq", "replay", "5")
 	if code != 1 || !strings.Contains(errOut, "not replayed") {
 		t.Fatalf("a dead letter without its original subject: exit %d %s", code, errOut)

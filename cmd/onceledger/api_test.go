@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/onceledger/onceledger/internal/testenv"
-	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // The HTTP API of `onceledger run`, with a token from `onceledger tokens`,
@@ -65,7 +65,7 @@ func TestRunServesTheHTTPAPI(t *testing.T) {
 
 	// The same key on the queue is the same operation.
 	code, out, errOut := invoke(ctx, string(invoice), "publish", "-nats-url", natsURL, "-company", "acme", "-command", "invoice.create", "-key", "order-1041-invoice")
-	var res ledger.Result
+	var res protocol.Result
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || !res.Replayed || !strings.Contains(string(res.Result), "INV-2026-000001") {
 		t.Fatalf("publish with the HTTP key: exit %d %s %s", code, out, errOut)
 	}

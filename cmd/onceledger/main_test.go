@@ -18,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/internal/testenv"
-	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -150,9 +150,9 @@ func TestRunEndToEnd(t *testing.T) {
 	if err := os.WriteFile(companyFile, []byte(`{"name":"Acme UAB","country":"LT","currency":"EUR"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pub := func(stdin string, args ...string) (int, ledger.Result, string) {
+	pub := func(stdin string, args ...string) (int, protocol.Result, string) {
 		code, out, errOut := invoke(ctx, stdin, append([]string{"publish", "-nats-url", natsURL, "-company", "acme"}, args...)...)
-		var res ledger.Result
+		var res protocol.Result
 		if out != "" {
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatalf("publish printed no result: %v\n%s", err, out)
@@ -160,7 +160,7 @@ func TestRunEndToEnd(t *testing.T) {
 		}
 		return code, res, errOut
 	}
-	if code, res, errOut := pub("", "-command", "company.create", "-key", "setup", companyFile); code != 0 || res.Status != ledger.StatusOK {
+	if code, res, errOut := pub("", "-command", "company.create", "-key", "setup", companyFile); code != 0 || res.Status != protocol.StatusOK {
 		t.Fatalf("company.create: exit %d %+v %s", code, res, errOut)
 	}
 	invoice, err := os.ReadFile("../../examples/invoice.json")
@@ -177,7 +177,7 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	changed := strings.Replace(string(invoice), `"100.00"`, `"120.00"`, 1)
 	code, reused, _ := pub(changed, "-command", "invoice.create", "-key", "order-1041-invoice")
-	if code != 1 || reused.Error == nil || reused.Error.Message != ledger.MessageKeyReused {
+	if code != 1 || reused.Error == nil || reused.Error.Message != protocol.MessageKeyReused {
 		t.Fatalf("changed payload: exit %d %+v", code, reused)
 	}
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // Exit status of publish when no result is known: NATS unreachable, or no
@@ -117,10 +118,10 @@ command may still run, and publishing again with the same -key is safe.
 }
 
 // printResult prints a result; an error result exits 1.
-func printResult(stdout io.Writer, res ledger.Result) error {
+func printResult(stdout io.Writer, res protocol.Result) error {
 	out, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Fprintln(stdout, string(out))
-	if res.Status != ledger.StatusOK {
+	if res.Status != protocol.StatusOK {
 		return &exitError{code: 1}
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/internal/testenv"
-	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -66,10 +66,10 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	publish := func(command, key, body string) ledger.Result {
+	publish := func(command, key, body string) protocol.Result {
 		t.Helper()
 		_, out, errOut := invoke(ctx, body, "publish", "-nats-url", natsURL, "-company", "acme", "-command", command, "-key", key)
-		var res ledger.Result
+		var res protocol.Result
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatalf("%s: %v\n%s%s", command, err, out, errOut)
 		}

@@ -24,10 +24,10 @@ import (
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/natsserver"
 	"github.com/onceledger/onceledger/internal/pgcluster"
-	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
 	"github.com/onceledger/onceledger/migrations"
 	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -334,7 +334,7 @@ func (e *Env) setupCompanies(ctx context.Context) (err error) {
 	for i := range e.cfg.Companies {
 		id := fmt.Sprintf("bench-%02d", i)
 		e.companies = append(e.companies, id)
-		e.subjects = append(e.subjects, ledger.CommandSubject(id, "invoice.create"))
+		e.subjects = append(e.subjects, protocol.CommandSubject(id, "invoice.create"))
 		company := map[string]string{"name": fmt.Sprintf("Bench %02d UAB", i), "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"}
 		if err := e.request(ctx, id, "company.create", id+"-setup", company); err != nil {
 			return err
@@ -359,10 +359,10 @@ func (e *Env) request(ctx context.Context, company, command, key string, body an
 		return err
 	}
 	defer sub.Unsubscribe()
-	m := nats.NewMsg(ledger.CommandSubject(company, command))
+	m := nats.NewMsg(protocol.CommandSubject(company, command))
 	m.Data = data
-	m.Header.Set(consumer.HeaderIdempotencyKey, key)
-	m.Header.Set(consumer.HeaderReplyTo, reply)
+	m.Header.Set(protocol.HeaderIdempotencyKey, key)
+	m.Header.Set(protocol.HeaderReplyTo, reply)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := e.pjs.PublishMsg(ctx, m); err != nil {
@@ -373,11 +373,11 @@ func (e *Env) request(ctx context.Context, company, command, key string, body an
 		if err != nil {
 			return fmt.Errorf("%s %s: no result: %w", company, command, err)
 		}
-		var res ledger.Result
+		var res protocol.Result
 		if err := json.Unmarshal(msg.Data, &res); err != nil {
 			return fmt.Errorf("%s %s: result: %w", company, command, err)
 		}
-		if res.Status == ledger.StatusOK {
+		if res.Status == protocol.StatusOK {
 			return nil
 		}
 		if res.Error != nil && res.Error.Retryable {

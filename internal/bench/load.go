@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -184,8 +184,8 @@ func (t *tracker) latencies(from time.Duration) []time.Duration {
 func (e *Env) send(t *tracker, i int) error {
 	key := t.key(i)
 	m := &nats.Msg{Subject: e.subjects[i%len(e.subjects)], Header: nats.Header{}, Data: e.invoice.body(key)}
-	m.Header.Set(consumer.HeaderIdempotencyKey, key)
-	m.Header.Set(consumer.HeaderReplyTo, t.subject)
+	m.Header.Set(protocol.HeaderIdempotencyKey, key)
+	m.Header.Set(protocol.HeaderReplyTo, t.subject)
 	t.sent[i].Store(t.since())
 	if _, err := e.pjs.PublishMsgAsync(m, jetstream.WithStallWait(e.cfg.Stall)); err != nil {
 		return fmt.Errorf("publish %s: %w", key, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // Phase is what one phase measured.
@@ -338,7 +339,7 @@ func resultTemplate() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	res, err := json.Marshal(ledger.Result{Company: "@company@", IdempotencyKey: "@key@", Command: "invoice.create", Status: ledger.StatusOK, Result: view})
+	res, err := json.Marshal(protocol.Result{Company: "@company@", IdempotencyKey: "@key@", Command: "invoice.create", Status: protocol.StatusOK, Result: view})
 	if err != nil {
 		return "", err
 	}

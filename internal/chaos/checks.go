@@ -15,10 +15,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // Check names.
@@ -116,7 +116,7 @@ func readInbox(ctx context.Context, pool *pgxpool.Pool) (map[companyKey]inboxRow
 // normalize renders a result as the worker encodes it, with replayed
 // false: "the same result" is byte equality of this form.
 func normalize(raw []byte) ([]byte, error) {
-	var r ledger.Result
+	var r protocol.Result
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func keyChecks(ctx context.Context, rep *Report, g *generator, ops []*op, inbox 
 		case !stored:
 			continue // never reached the stream: no expectation
 		}
-		fp, _ := ledger.Fingerprint(o.command, o.body)
+		fp, _ := protocol.Fingerprint(o.command, o.body)
 		if row.command != o.command || !bytes.Equal(row.fingerprint, fp) {
 			target := executed
 			what := "another payload"
@@ -213,7 +213,7 @@ func keyChecks(ctx context.Context, rep *Report, g *generator, ops []*op, inbox 
 			if !definitive(a.res) {
 				continue
 			}
-			if a.res.Error == nil || a.res.Error.Code != ledger.CodeIdempotencyKeyReused || a.res.Error.Message != ledger.MessageKeyReused {
+			if a.res.Error == nil || a.res.Error.Code != ledger.CodeIdempotencyKeyReused || a.res.Error.Message != protocol.MessageKeyReused {
 				changed.violate("key %s/%s: the changed payload was answered %s, want %s", o.company, o.key, a.raw, ledger.CodeIdempotencyKeyReused)
 			}
 		}
@@ -287,8 +287,8 @@ func keyChecks(ctx context.Context, rep *Report, g *generator, ops []*op, inbox 
 // errors and "try again" answers are retried a few times; the last answer
 // is returned.
 func finalLookup(ctx context.Context, nc *nats.Conn, o *op) ([]byte, error) {
-	req := nats.NewMsg(ledger.ResultSubjectPrefix + o.company)
-	req.Header.Set(ledger.HeaderIdempotencyKey, o.key)
+	req := nats.NewMsg(protocol.ResultSubjectPrefix + o.company)
+	req.Header.Set(protocol.HeaderIdempotencyKey, o.key)
 	var last []byte
 	var err error
 	for range 5 {
@@ -298,7 +298,7 @@ func finalLookup(ctx context.Context, nc *nats.Conn, o *op) ([]byte, error) {
 		cancel()
 		if err == nil {
 			last = reply.Data
-			var res ledger.Result
+			var res protocol.Result
 			if json.Unmarshal(last, &res) != nil || definitive(res) {
 				return last, nil
 			}
@@ -376,10 +376,10 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 	named := map[string]string{}      // document id → key that names it
 	namedEntry := map[string]string{} // journal entry → key
 	for k, row := range inbox {
-		if row.status != ledger.StatusOK {
+		if row.status != protocol.StatusOK {
 			continue
 		}
-		var res ledger.Result
+		var res protocol.Result
 		if err := json.Unmarshal(row.result, &res); err != nil {
 			effects.violate("key %s/%s: stored result unreadable: %v", k.company, k.key, err)
 			continue
@@ -455,11 +455,11 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 				continue
 			}
 			stored++
-			if row.status == ledger.StatusOK {
+			if row.status == protocol.StatusOK {
 				oks++
 				continue
 			}
-			var res ledger.Result
+			var res protocol.Result
 			_ = json.Unmarshal(row.result, &res)
 			if res.Error == nil || res.Error.Code != ledger.CodeDuplicateDocument {
 				orders.violate("order %s/%s: key %s stored %s, want success or %s", k[0], k[1], o.key, row.result, ledger.CodeDuplicateDocument)
@@ -477,7 +477,7 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 		if o.kind != kindUnknownCompany {
 			continue
 		}
-		if row, ok := inbox[companyKey{o.company, o.key}]; ok && row.status == ledger.StatusOK {
+		if row, ok := inbox[companyKey{o.company, o.key}]; ok && row.status == protocol.StatusOK {
 			orders.violate("key %s/%s for a company that was never created succeeded", o.company, o.key)
 		}
 	}
@@ -540,14 +540,14 @@ func deadLetterChecks(ctx context.Context, rep *Report, js jetstream.JetStream, 
 	codes := map[string]int64{}
 	n, err := readStream(ctx, js, "LEDGER_DLQ", func(m jetstream.Msg) {
 		h := m.Headers()
-		code := h.Get(consumer.HeaderDeadLetterCode)
+		code := h.Get(protocol.HeaderDeadLetterCode)
 		codes[code]++
 		if mk := h.Get(HeaderMarker); mk != "" {
 			markers[mk] = code
 			return
 		}
-		unmarked = append(unmarked, fmt.Sprintf("%s key %q: %s: %s", h.Get(consumer.HeaderOriginalSubject),
-			h.Get(ledger.HeaderIdempotencyKey), code, h.Get(consumer.HeaderDeadLetterReason)))
+		unmarked = append(unmarked, fmt.Sprintf("%s key %q: %s: %s", h.Get(protocol.HeaderOriginalSubject),
+			h.Get(protocol.HeaderIdempotencyKey), code, h.Get(protocol.HeaderDeadLetterReason)))
 	})
 	if err != nil {
 		return err
@@ -615,8 +615,8 @@ func locateCommands(ctx context.Context, js jetstream.JetStream) (*commandIndex,
 		if err != nil {
 			return
 		}
-		company, _, _ := strings.Cut(strings.TrimPrefix(m.Subject(), ledger.CommandSubjectPrefix), ".")
-		if key := m.Headers().Get(ledger.HeaderIdempotencyKey); key != "" {
+		company, _, _ := strings.Cut(strings.TrimPrefix(m.Subject(), protocol.CommandSubjectPrefix), ".")
+		if key := m.Headers().Get(protocol.HeaderIdempotencyKey); key != "" {
 			k := companyKey{company, key}
 			w.byKey[k] = append(w.byKey[k], md.Sequence.Stream)
 		}
@@ -685,7 +685,7 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 	eventOf := map[string]string{"company.create": "company.created", "invoice.create": "invoice.created",
 		"credit_note.create": "credit_note.created", "payment.record": "payment.recorded"}
 	for _, row := range inbox {
-		if t, ok := eventOf[row.command]; ok && row.status == ledger.StatusOK {
+		if t, ok := eventOf[row.command]; ok && row.status == protocol.StatusOK {
 			want[t]++
 		}
 	}

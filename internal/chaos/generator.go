@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/client"
-	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // HeaderMarker tags the messages that must end in the dead-letter stream
@@ -79,7 +79,7 @@ func (g *generator) onReply(m *nats.Msg) {
 		return
 	}
 	g.replies.Add(1)
-	var res ledger.Result
+	var res protocol.Result
 	if err := json.Unmarshal(m.Data, &res); err != nil {
 		g.badReplies.Add(1)
 		return
@@ -90,17 +90,17 @@ func (g *generator) onReply(m *nats.Msg) {
 // message builds one publication of o with body. withID sets Nats-Msg-Id
 // as the Go client does, so JetStream drops a repeat inside its window.
 func (g *generator) message(o *op, body []byte, changed, withID bool) *nats.Msg {
-	m := nats.NewMsg(ledger.CommandSubject(o.company, o.command))
+	m := nats.NewMsg(protocol.CommandSubject(o.company, o.command))
 	m.Data = body
 	if o.key != "" {
-		m.Header.Set(ledger.HeaderIdempotencyKey, o.key)
+		m.Header.Set(protocol.HeaderIdempotencyKey, o.key)
 	}
-	m.Header.Set(ledger.HeaderReplyTo, g.replySubject(o, changed))
+	m.Header.Set(protocol.HeaderReplyTo, g.replySubject(o, changed))
 	if o.marker != "" && (changed || o.kind == kindMalformed) {
 		m.Header.Set(HeaderMarker, o.marker)
 	}
 	if withID && o.key != "" {
-		if fp, err := ledger.Fingerprint(o.command, body); err == nil {
+		if fp, err := protocol.Fingerprint(o.command, body); err == nil {
 			m.Header.Set(jetstream.MsgIDHeader, client.MsgID(o.company, o.key, fp))
 		}
 	}
@@ -140,8 +140,8 @@ func (g *generator) publishFirst(ctx context.Context, o *op, withID bool, deadli
 
 // lookup asks ledger.result.<company> once and records a usable answer.
 func (g *generator) lookup(ctx context.Context, o *op) {
-	req := nats.NewMsg(ledger.ResultSubjectPrefix + o.company)
-	req.Header.Set(ledger.HeaderIdempotencyKey, o.key)
+	req := nats.NewMsg(protocol.ResultSubjectPrefix + o.company)
+	req.Header.Set(protocol.HeaderIdempotencyKey, o.key)
 	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	reply, err := g.nc.RequestMsgWithContext(lctx, req)
@@ -149,7 +149,7 @@ func (g *generator) lookup(ctx context.Context, o *op) {
 		return
 	}
 	g.lookups.Add(1)
-	var res ledger.Result
+	var res protocol.Result
 	if json.Unmarshal(reply.Data, &res) != nil {
 		g.badReplies.Add(1)
 		return
@@ -275,7 +275,7 @@ func (g *generator) runOp(ctx context.Context, o *op, opWait time.Duration) {
 		}
 	}
 	if o.kind == kindInvoice || o.kind == kindDupInvoice {
-		if a, ok := o.firstDefinitive(); ok && a.res.Status == ledger.StatusOK {
+		if a, ok := o.firstDefinitive(); ok && a.res.Status == protocol.StatusOK {
 			var inv struct {
 				InvoiceID string `json:"invoice_id"`
 				Currency  string `json:"currency"`
@@ -339,7 +339,7 @@ func (g *generator) setup(ctx context.Context, ops []*op, rcv *receiver) error {
 			g.await(ctx, o, 3*time.Second, time.Now().Add(8*time.Second))
 		}
 		a, ok := o.firstDefinitive()
-		if !ok || a.res.Status != ledger.StatusOK {
+		if !ok || a.res.Status != protocol.StatusOK {
 			return fmt.Errorf("setup: %s for %s got no result: %s", o.command, o.company, string(a.raw))
 		}
 		if o.kind == kindEndpoint {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // opKind is what a logical operation does.
@@ -83,7 +84,7 @@ type op struct {
 // answer is one result the producer received.
 type answer struct {
 	raw    []byte
-	res    ledger.Result
+	res    protocol.Result
 	lookup bool
 }
 
@@ -91,9 +92,9 @@ type answer struct {
 // "try again": in flight, a transient failure, or the lookup's "nothing
 // stored yet" (not_found without a command; a command's own not_found, such
 // as a credit note for a missing invoice, is an outcome).
-func definitive(r ledger.Result) bool {
+func definitive(r protocol.Result) bool {
 	if r.Error == nil {
-		return r.Status == ledger.StatusOK
+		return r.Status == protocol.StatusOK
 	}
 	switch r.Error.Code {
 	case ledger.CodeIdempotencyKeyInFlight, ledger.CodeInternal:
@@ -226,7 +227,7 @@ func (p *planner) next(i int, runID string) *op {
 		case malUnknownCommand:
 			o.command = "invoice.frobnicate"
 		case malLongKey:
-			o.key = strings.Repeat("x", ledger.MaxKeyLength+1+p.rng.IntN(50))
+			o.key = strings.Repeat("x", protocol.MaxKeyLength+1+p.rng.IntN(50))
 		}
 	}
 	if o.kind == kindMalformed || o.mode == modeChanged {

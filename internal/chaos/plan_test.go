@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 // The seed must fix everything that does not depend on the system's
@@ -91,15 +92,15 @@ func mustDecode(t *testing.T, command string, body []byte) {
 
 func TestDefinitive(t *testing.T) {
 	cases := []struct {
-		res  ledger.Result
+		res  protocol.Result
 		want bool
 	}{
-		{ledger.Result{Status: ledger.StatusOK, Command: "invoice.create"}, true},
-		{ledger.ErrorResult("c", "k", "invoice.create", &ledger.Error{Code: ledger.CodeDuplicateDocument}), true},
-		{ledger.ErrorResult("c", "k", "credit_note.create", &ledger.Error{Code: ledger.CodeNotFound}), true},
-		{ledger.ErrorResult("c", "k", "", &ledger.Error{Code: ledger.CodeNotFound}), false},
-		{ledger.ErrorResult("c", "k", "", &ledger.Error{Code: ledger.CodeIdempotencyKeyInFlight}), false},
-		{ledger.ErrorResult("c", "k", "invoice.create", &ledger.Error{Code: ledger.CodeInternal}), false},
+		{protocol.Result{Status: protocol.StatusOK, Command: "invoice.create"}, true},
+		{protocol.ErrorResult("c", "k", "invoice.create", &ledger.Error{Code: ledger.CodeDuplicateDocument}), true},
+		{protocol.ErrorResult("c", "k", "credit_note.create", &ledger.Error{Code: ledger.CodeNotFound}), true},
+		{protocol.ErrorResult("c", "k", "", &ledger.Error{Code: ledger.CodeNotFound}), false},
+		{protocol.ErrorResult("c", "k", "", &ledger.Error{Code: ledger.CodeIdempotencyKeyInFlight}), false},
+		{protocol.ErrorResult("c", "k", "invoice.create", &ledger.Error{Code: ledger.CodeInternal}), false},
 	}
 	for _, c := range cases {
 		if got := definitive(c.res); got != c.want {

@@ -28,6 +28,7 @@ import (
 	"github.com/onceledger/onceledger/internal/chaos"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -202,7 +203,7 @@ func TestThreeWorkersOnAThreeNodeClusterSurviveKills(t *testing.T) {
 	companies := []string{"acme", "globex", "initech"}
 	for _, c := range companies {
 		res, err := cl.Publish(ctx, c, "company.create", "setup", []byte(`{"name":"X","country":"LT","currency":"EUR"}`))
-		if err != nil || res.Status != ledger.StatusOK {
+		if err != nil || res.Status != protocol.StatusOK {
 			t.Fatalf("company.create %s: %+v %v", c, res, err)
 		}
 	}
@@ -226,7 +227,7 @@ func TestThreeWorkersOnAThreeNodeClusterSurviveKills(t *testing.T) {
 				for i := p; i < commands; i += 6 {
 					company := companies[i%len(companies)]
 					res, err := cl.Publish(ctx, company, "invoice.create", fmt.Sprintf("inv-%d", i), body(i))
-					if err != nil || res.Status != ledger.StatusOK {
+					if err != nil || res.Status != protocol.StatusOK {
 						errs <- fmt.Errorf("command %d copy %d: %+v %v", i, copy, res.Error, err)
 						t.Logf("command %d copy %d failed at %s: %+v %v", i, copy, time.Now().Format(time.TimeOnly), res.Error, err)
 						continue

@@ -21,19 +21,20 @@ import (
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
 // Process runs one command through the inbox in a transaction of its own
 // and returns its result. A transient error fails the test; a business
 // error is the result.
-func Process(t testing.TB, pool *pgxpool.Pool, company, command, key string, body any) ledger.Result {
+func Process(t testing.TB, pool *pgxpool.Pool, company, command, key string, body any) protocol.Result {
 	t.Helper()
 	raw, err := json.Marshal(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp, err := ledger.Fingerprint(command, raw)
+	fp, err := protocol.Fingerprint(command, raw)
 	if err != nil {
 		t.Fatalf("%s: fingerprint: %v", command, err)
 	}
@@ -43,7 +44,7 @@ func Process(t testing.TB, pool *pgxpool.Pool, company, command, key string, bod
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var res ledger.Result
+	var res protocol.Result
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var err error
 		_, res, err = consumer.Process(ctx, tx, &consumer.Request{
@@ -58,7 +59,7 @@ func Process(t testing.TB, pool *pgxpool.Pool, company, command, key string, bod
 }
 
 // Books are the results of what Build posted, by company and key.
-type Books map[string]map[string]ledger.Result
+type Books map[string]map[string]protocol.Result
 
 // Field returns a string field of the stored result of company's key, such
 // as an invoice's "invoice_id".
@@ -97,11 +98,11 @@ func Build(t testing.TB, pool *pgxpool.Pool) Books {
 	do := func(company, command, key string, body any, wantOK bool) {
 		t.Helper()
 		res := Process(t, pool, company, command, key, body)
-		if (res.Status == ledger.StatusOK) != wantOK {
+		if (res.Status == protocol.StatusOK) != wantOK {
 			t.Fatalf("%s %s/%s: status %s %+v", command, company, key, res.Status, res.Error)
 		}
 		if books[company] == nil {
-			books[company] = map[string]ledger.Result{}
+			books[company] = map[string]protocol.Result{}
 		}
 		books[company][key] = res
 	}

@@ -1,6 +1,10 @@
-package ledger
+package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/onceledger/onceledger/ledger"
+)
 
 // Status of a command result.
 const (
@@ -23,14 +27,14 @@ type Result struct {
 
 // ResultError is the error of a failed command.
 type ResultError struct {
-	Code      Code           `json:"code"`
+	Code      ledger.Code    `json:"code"`
 	Retryable bool           `json:"retryable"`
 	Message   string         `json:"message"`
 	Details   map[string]any `json:"details,omitempty"`
 }
 
 // ErrorResult builds the result of a failed command from e.
-func ErrorResult(company, key, command string, e *Error) Result {
+func ErrorResult(company, key, command string, e *ledger.Error) Result {
 	return Result{
 		Company:        company,
 		IdempotencyKey: key,
@@ -41,9 +45,9 @@ func ErrorResult(company, key, command string, e *Error) Result {
 }
 
 // Err returns the result's error as an *Error, or nil for a success.
-func (r *Result) Err() *Error {
+func (r *Result) Err() *ledger.Error {
 	if r.Error == nil {
 		return nil
 	}
-	return &Error{Code: r.Error.Code, Message: r.Error.Message, Details: r.Error.Details}
+	return &ledger.Error{Code: r.Error.Code, Message: r.Error.Message, Details: r.Error.Details}
 }

@@ -1,17 +1,17 @@
-package ledger_test
+package protocol_test
 
 import (
 	"bytes"
 	"testing"
 
-	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
 )
 
 const fingerprintBase = `{"order_id":"order-1041","customer":{"id":"cust-42","country":"LT"},"lines":[{"quantity":"3","unit_price":"100.00"}],"n":1}`
 
 func fingerprint(t *testing.T, command, body string) []byte {
 	t.Helper()
-	fp, err := ledger.Fingerprint(command, []byte(body))
+	fp, err := protocol.Fingerprint(command, []byte(body))
 	if err != nil {
 		t.Fatalf("Fingerprint(%q, %s): %v", command, body, err)
 	}
@@ -68,7 +68,7 @@ func TestFingerprintSeesValues(t *testing.T) {
 func TestFingerprintRefusesInvalidJSON(t *testing.T) {
 	t.Parallel()
 	for _, body := range []string{``, `{`, `{"a":1,}`, `{"a":'x'}`, `not json`} {
-		if fp, err := ledger.Fingerprint("invoice.create", []byte(body)); err == nil {
+		if fp, err := protocol.Fingerprint("invoice.create", []byte(body)); err == nil {
 			t.Errorf("Fingerprint(%q) = %x, nil; want an error", body, fp)
 		}
 	}
