@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/client"
-	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/internal/testworker"
 	"github.com/onceledger/onceledger/ledger"
@@ -350,41 +349,13 @@ func TestDoAfterADuplicatePubAck(t *testing.T) {
 	}
 }
 
-// gate holds invoice.create for order "slow" until released.
-type gate struct {
-	next     consumer.Executor
-	entered  chan struct{}
-	release  chan struct{}
-	once     sync.Once
-	released sync.Once
-}
-
-func newGate() *gate {
-	return &gate{next: testworker.Executor(), entered: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (g *gate) Execute(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
-	if inv, ok := cmd.(*ledger.CreateInvoice); ok && inv.OrderID == "slow" {
-		g.once.Do(func() { close(g.entered) })
-		select {
-		case <-g.release:
-		case <-ctx.Done():
-			return ledger.Outcome{}, ctx.Err()
-		}
-	}
-	return g.next.Execute(ctx, tx, company, cmd)
-}
-
-func (g *gate) open() { g.released.Do(func() { close(g.release) }) }
-
 // While the key is in flight, Do waits and retries; PublishOnce returns the
 // in-flight answer at once. Either way the command runs once.
 func TestInFlight(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fast())
-	g := newGate()
-	t.Cleanup(g.open)
-	testworker.Start(t, e.dsn, e.natsURL, g)
+	g := testworker.NewGate(t, "slow")
+	testworker.Start(t, e.dsn, e.natsURL, g.Kinds)
 	e.createCompany("acme")
 
 	type answer struct {
@@ -397,7 +368,7 @@ func TestInFlight(t *testing.T) {
 		first <- answer{res, err}
 	}()
 	select {
-	case <-g.entered:
+	case <-g.Entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the command never started")
 	}
@@ -416,7 +387,7 @@ func TestInFlight(t *testing.T) {
 		t.Fatalf("Do returned while the key was in flight: %+v %v", a.res, a.err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	g.open()
+	g.Open()
 	a, b := <-first, <-second
 	if a.err != nil || b.err != nil {
 		t.Fatalf("after the key was free: %v, %v", a.err, b.err)

@@ -3,22 +3,30 @@
 //
 // A command is a message on ledger.cmd.<company>.<command> with an
 // Idempotency-Key header. The worker runs a Watermill router over a durable
-// pull consumer; for each delivery the inbox middleware opens one Postgres
-// transaction in which it
+// pull consumer; the handler turns each delivery into a Request and hands it
+// to the batcher, which runs whatever queued meanwhile in one Postgres
+// transaction (group commit; Execute is the same path for callers without
+// NATS). The transaction, from BEGIN to COMMIT, is txn.execute:
 //
-//  1. takes a transaction-scoped advisory lock on (company, key) without
-//     waiting: if another transaction holds it, the command is in flight, the
-//     delivery is answered idempotency_key_in_flight and NAKed with a delay,
-//     and no connection is held while the first one finishes;
-//  2. reads the inbox row of (company, key): if present, the stored result is
-//     returned (replayed) when the fingerprint matches, and
-//     idempotency_key_reused when it does not; nothing executes;
-//  3. otherwise executes the command on the ledger inside a savepoint, writes
-//     its outbox events, and stores the result (success or deterministic
-//     business error) in the inbox row;
+//  1. one round trip begins it, claims every key without waiting (a
+//     transaction-scoped advisory lock on (company, key) and the key's inbox
+//     row), sets the batch's savepoint and sends the reads of the first pass.
+//     A key with a row is replayed when the fingerprint matches and answered
+//     idempotency_key_reused when it does not; a key another transaction
+//     holds is answered idempotency_key_in_flight and redelivered later; no
+//     connection is held while the first one finishes;
+//  2. the other commands run in passes, one command kind per company at a
+//     time (exec.Kinds): each further round trip carries one pass's writes
+//     (its effects, outbox events and inbox rows, multi-row statements per
+//     table) and the next pass's reads; the last one commits;
+//  3. when a pass fails (a concurrent transaction committed the same order, a
+//     constraint refused a row, a kind panicked), the batch rolls back to its
+//     savepoint and runs again in halves, each in a savepoint of its own, down
+//     to single commands, so only the command at fault is left for
+//     redelivery.
 //
-// and commits. Only then is the message acknowledged and the result sent to
-// Reply-To.
+// Only after the commit are the messages acknowledged and the results sent
+// to Reply-To, in one place (the batcher's release).
 //
 // Guarantees. The database, not the acknowledgement, is what makes effects
 // exactly-once: a key has an inbox row if and only if its effects committed,

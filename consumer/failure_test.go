@@ -11,21 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/ledger"
-	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
 )
-
-// execFunc adapts a function to consumer.Executor; tests wrap the real
-// Postgres store with it to inject failures around real postings.
-type execFunc func(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error)
-
-func (f execFunc) Execute(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
-	return f(ctx, tx, company, cmd)
-}
 
 // Rule 4: a key held by an unfinished transaction is answered in flight,
 // with the exact message, without waiting on the database; once the holder
@@ -43,7 +34,7 @@ func TestInFlightKeyIsRetriedWithoutHoldingAConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Rollback(ctx)
-	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, consumer.LockKey("acme", "slow-key")); err != nil {
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, inbox.LockID(inbox.Key{Company: "acme", Key: "slow-key"})); err != nil {
 		t.Fatal(err)
 	}
 
@@ -88,16 +79,14 @@ func TestInFlightKeyIsRetriedWithoutHoldingAConnection(t *testing.T) {
 func TestTransientFailureIsRetriedAndNotStored(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	store := postgres.New()
 	var calls atomic.Int32
-	h.startWorker(testConfig(), execFunc(func(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
-		out, err := store.Execute(ctx, tx, company, cmd)
-		if cmd.CommandName() == "invoice.create" && calls.Add(1) <= 2 {
+	h.startWorker(testConfig(), hooked(t, "invoice.create", afterExecute(func([]exec.Item) error {
+		if calls.Add(1) <= 2 {
 			// After the posting: everything it wrote must roll back.
-			return ledger.Outcome{}, errors.New("connection reset by peer")
+			return errors.New("connection reset by peer")
 		}
-		return out, err
-	}))
+		return nil
+	})))
 	h.createCompany("acme")
 	res := h.do("acme", "invoice.create", "k-transient", invoiceBody("o-1", "1.00"))
 	inv := invoiceResult(t, res)
@@ -121,9 +110,9 @@ func TestExhaustedMessageIsDeadLettered(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	cfg := testConfig()
-	h.startWorker(cfg, execFunc(func(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
-		return ledger.Outcome{}, errors.New("database is on fire")
-	}))
+	h.startWorker(cfg, hooked(t, "company.create", afterExecute(func([]exec.Item) error {
+		return errors.New("database is on fire")
+	})))
 	r := h.replies()
 	h.publishRaw(protocol.CommandSubject("acme", "company.create"), map[string]string{
 		protocol.HeaderIdempotencyKey: "k-doomed", protocol.HeaderReplyTo: r.subject,
@@ -148,13 +137,14 @@ func TestExhaustedMessageIsDeadLettered(t *testing.T) {
 func TestPanickingHandlerDoesNotStopTheWorker(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	store := postgres.New()
-	h.startWorker(testConfig(), execFunc(func(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
-		if c, ok := cmd.(*ledger.CreateInvoice); ok && c.OrderID == "boom" {
-			panic("handler bug")
+	h.startWorker(testConfig(), hooked(t, "invoice.create", afterExecute(func(items []exec.Item) error {
+		for _, it := range items {
+			if it.Command.(*ledger.CreateInvoice).OrderID == "boom" {
+				panic("handler bug")
+			}
 		}
-		return store.Execute(ctx, tx, company, cmd)
-	}))
+		return nil
+	})))
 	h.createCompany("acme")
 	h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{protocol.HeaderIdempotencyKey: "k-boom"},
 		mustMarshal(t, invoiceBody("boom", "1.00")))
@@ -257,23 +247,21 @@ func TestTwoWorkersSameKeys(t *testing.T) {
 func TestGaplessSequencesUnderRandomFailures(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	store := postgres.New()
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(42, 7))
 	var failures atomic.Int32
 	cfg := testConfig()
 	cfg.Streams.MaxDeliver = 20
-	h.startWorker(cfg, execFunc(func(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
-		out, err := store.Execute(ctx, tx, company, cmd)
+	h.startWorker(cfg, hooked(t, "invoice.create", afterExecute(func([]exec.Item) error {
 		mu.Lock()
-		fail := cmd.CommandName() == "invoice.create" && rng.IntN(10) < 3
+		fail := rng.IntN(10) < 3
 		mu.Unlock()
-		if fail && err == nil {
+		if fail {
 			failures.Add(1)
-			return ledger.Outcome{}, errors.New("injected failure after allocating a number")
+			return errors.New("injected failure after allocating a number")
 		}
-		return out, err
-	}))
+		return nil
+	})))
 	h.createCompany("acme")
 	const n = 40
 	var wg sync.WaitGroup

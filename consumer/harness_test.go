@@ -17,9 +17,10 @@ import (
 
 	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/ledger"
-	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -110,16 +111,18 @@ func (w *worker) stop() error {
 	return w.stopErr
 }
 
-func (h *harness) startWorker(cfg consumer.Config, exec consumer.Executor) *worker {
+// startWorker runs a worker with cfg and k, by default every command's
+// kind.
+func (h *harness) startWorker(cfg consumer.Config, k *exec.Kinds) *worker {
 	h.t.Helper()
-	if exec == nil {
-		exec = postgres.New()
+	if k == nil {
+		k = allKinds(h.t)
 	}
 	nc, err := nats.Connect(h.natsURL, nats.Name("test worker"))
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	wk, err := consumer.NewWorker(h.pool, nc, exec, cfg)
+	wk, err := consumer.NewWorker(h.pool, nc, k, cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -317,4 +320,28 @@ func invoiceResult(t testing.TB, res protocol.Result) ledger.InvoiceView {
 		t.Fatal(err)
 	}
 	return v
+}
+
+func allKinds(t testing.TB) *exec.Kinds {
+	t.Helper()
+	k, err := kinds.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// hooked is allKinds with hook on the kind of command.
+func hooked(t testing.TB, command string, hook kinds.Hook) *exec.Kinds {
+	t.Helper()
+	k, err := kinds.WithHook(command, hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// afterExecute is a hook that calls fn with the commands a plan executed.
+func afterExecute(fn func(items []exec.Item) error) kinds.Hook {
+	return kinds.Hook{Execute: func(items []exec.Item, _ *pgx.Batch) error { return fn(items) }}
 }

@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/ledger"
-	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -23,12 +22,11 @@ func TestShutdownFinishesInFlightCommands(t *testing.T) {
 
 	started := make(chan struct{})
 	proceed := make(chan struct{})
-	store := postgres.New()
-	w := h.startWorker(testConfig(), execFunc(func(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
+	w := h.startWorker(testConfig(), hooked(t, "invoice.create", afterExecute(func([]exec.Item) error {
 		close(started)
 		<-proceed
-		return store.Execute(ctx, tx, company, cmd)
-	}))
+		return nil
+	})))
 	r := h.replies()
 	h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{
 		protocol.HeaderIdempotencyKey: "k-shutdown", protocol.HeaderReplyTo: r.subject,
@@ -78,7 +76,7 @@ func TestPurgeRemovesExpiredKeysOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := consumer.Purge(ctx, h.pool, 7*24*time.Hour, 10)
+	n, err := inbox.Purge(ctx, h.pool, 7*24*time.Hour, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +114,7 @@ func TestWorkerRefusesStreamOlderThanRetention(t *testing.T) {
 	for _, c := range cases {
 		cfg := testConfig()
 		c.mutate(&cfg)
-		_, err := consumer.NewWorker(nil, nil, postgres.New(), cfg)
+		_, err := consumer.NewWorker(nil, nil, allKinds(t), cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error mentioning %q", c.name, err, c.want)
 		}
@@ -135,7 +133,7 @@ func TestProvisioningKeepsTheStreamWithinTheRetention(t *testing.T) {
 	cfg := testConfig()
 	cfg.InboxRetention = 2 * time.Hour
 	cfg.Streams.MaxAge = 2 * time.Hour
-	wk, err := consumer.NewWorker(h.pool, h.nc, postgres.New(), cfg)
+	wk, err := consumer.NewWorker(h.pool, h.nc, allKinds(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +160,7 @@ func TestBusinessUniquenessOutlivesTheKey(t *testing.T) {
 	if _, err := h.pool.Exec(context.Background(), `UPDATE inbox SET created_at = now() - interval '30 days'`); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := consumer.Purge(context.Background(), h.pool, 7*24*time.Hour, 100); err != nil || n < 1 {
+	if n, err := inbox.Purge(context.Background(), h.pool, 7*24*time.Hour, 100); err != nil || n < 1 {
 		t.Fatalf("purged %d keys: %v", n, err)
 	}
 	// Published afresh: JetStream's own duplicate window (minutes, far

@@ -7,14 +7,13 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"pgregory.net/rapid"
 
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/ledger"
-	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -78,7 +77,7 @@ func TestBooksMatchAModel(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	var seq atomic.Int64
-	store := postgres.New()
+	k := allKinds(t)
 
 	rapid.Check(t, func(rt *rapid.T) {
 		company := fmt.Sprintf("prop-%d", seq.Add(1))
@@ -90,7 +89,7 @@ func TestBooksMatchAModel(t *testing.T) {
 			if err != nil {
 				rt.Fatal(err)
 			}
-			return process(ctx, rt, pool, store, company, command, key, raw)
+			return process(ctx, rt, pool, k, company, command, key, raw)
 		}
 		fresh := func() string { keyN++; return fmt.Sprintf("k-%d", keyN) }
 
@@ -148,7 +147,7 @@ func TestBooksMatchAModel(t *testing.T) {
 				}
 				key := rapid.SampledFrom(sortedKeys(m.results)).Draw(rt, "key")
 				call := m.results[key]
-				outcome, res := process(ctx, rt, pool, store, company, call.command, key, call.body)
+				outcome, res := process(ctx, rt, pool, k, company, call.command, key, call.body)
 				if outcome != consumer.Replayed || !res.Replayed {
 					rt.Fatalf("retry of %s: %s", key, outcome)
 				}
@@ -334,28 +333,19 @@ func checkBooks(ctx context.Context, rt *rapid.T, pool *pgxpool.Pool, company st
 
 // process runs one command through the inbox in its own transaction, as
 // the worker does for a delivery.
-func process(ctx context.Context, rt *rapid.T, pool *pgxpool.Pool, exec consumer.Executor, company, command, key string, body []byte) (consumer.Outcome, protocol.Result) {
-	fp, err := protocol.Fingerprint(command, body)
-	if err != nil {
-		rt.Fatal(err)
+func process(ctx context.Context, rt *rapid.T, pool *pgxpool.Pool, k *exec.Kinds, company, command, key string, body []byte) (consumer.Outcome, protocol.Result) {
+	req, perr := consumer.NewRequest(company, command, key, body)
+	if perr != nil {
+		rt.Fatalf("%s: %v", command, perr)
 	}
-	cmd, err := ledger.Decode(command, body)
-	if err != nil {
-		rt.Fatalf("%s: %v", command, err)
+	answers, err := consumer.Execute(ctx, pool, k, []*consumer.Request{req})
+	if err == nil {
+		err = answers[0].Err
 	}
-	var outcome consumer.Outcome
-	var res protocol.Result
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var err error
-		outcome, res, err = consumer.Process(ctx, tx, &consumer.Request{
-			Company: company, Command: command, Key: key, Fingerprint: fp, Decoded: cmd,
-		}, exec)
-		return err
-	})
 	if err != nil {
 		rt.Fatalf("%s %s: %v", command, key, err)
 	}
-	return outcome, res
+	return answers[0].Outcome, answers[0].Result
 }
 
 func sortedKeys(m map[string]modelCall) []string {

@@ -63,7 +63,7 @@ func startCommandSpan(ctx context.Context, tracer trace.Tracer, d *Delivery) (co
 // a slow command finds.
 func traceCommit(tracer trace.Tracer, batch []*submission, started, ended time.Time, err error) {
 	for _, s := range batch {
-		if s.err != nil {
+		if s.Err != nil || s.span == nil {
 			continue // already failed, rolled back to its savepoint: the commit is not its result
 		}
 		_, span := tracer.Start(trace.ContextWithSpan(context.Background(), s.span), "commit",

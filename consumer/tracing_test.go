@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/onceledger/onceledger/ledger/postgres"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
@@ -73,7 +72,7 @@ func TestTraceFollowsTheCommand(t *testing.T) {
 	tp, exp := recordingProvider(t)
 	cfg := testConfig()
 	cfg.TracerProvider = tp
-	h.startWorker(cfg, webhooks.NewCommands(postgres.New()))
+	h.startWorker(cfg, nil)
 	h.createCompany("acme")
 
 	var (

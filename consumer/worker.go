@@ -18,7 +18,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -121,24 +123,31 @@ func (c *Config) validate() error {
 
 // Worker consumes commands and executes them through the inbox.
 type Worker struct {
-	pool *pgxpool.Pool
-	nc   *nats.Conn
-	js   jetstream.JetStream
-	exec Executor
-	cfg  Config
+	pool  *pgxpool.Pool
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	kinds *exec.Kinds
+	cfg   Config
 }
 
-// NewWorker returns a worker. exec applies commands to the ledger.
-func NewWorker(pool *pgxpool.Pool, nc *nats.Conn, exec Executor, cfg Config) (*Worker, error) {
+// NewWorker returns a worker. kinds execute the commands, and must execute
+// every command there is.
+func NewWorker(pool *pgxpool.Pool, nc *nats.Conn, kinds *exec.Kinds, cfg Config) (*Worker, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("consumer config: %w", err)
+	}
+	if kinds == nil {
+		return nil, errors.New("consumer: no kinds to execute commands with")
+	}
+	if err := kinds.Complete(); err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Worker{pool: pool, nc: nc, js: js, exec: exec, cfg: cfg}, nil
+	return &Worker{pool: pool, nc: nc, js: js, kinds: kinds, cfg: cfg}, nil
 }
 
 // Provision creates or updates the streams and the durable consumer.
@@ -173,16 +182,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("router: %w", err)
 	}
 	dl := &DeadLetters{js: w.js}
-	fast, _ := w.exec.(BatchExecutor)
-	batches := newBatcher(w.pool, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log, w.cfg.Metrics, w.cfg.TracerProvider.Tracer(tracerName), fast)
+	batches := newBatcher(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log, w.cfg.Metrics, w.cfg.TracerProvider.Tracer(tracerName))
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.close()
 	router.AddMiddleware(
 		deadLetterMiddleware(dl, w.cfg.Streams.MaxDeliver, log, w.cfg.Metrics),
 		middleware.Recoverer,
-		inboxMiddleware(inboxConfig{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: log, metrics: w.cfg.Metrics}),
 	)
-	router.AddNoPublisherHandler("commands", w.cfg.Streams.Stream, sub, LedgerHandler(w.exec))
+	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: log, metrics: w.cfg.Metrics}
+	router.AddNoPublisherHandler("commands", w.cfg.Streams.Stream, sub, h.handle)
 
 	lookup, err := w.serveLookups(ctx)
 	if err != nil {
@@ -261,7 +269,7 @@ func (w *Worker) purgeLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			n, err := Purge(ctx, w.pool, w.cfg.InboxRetention, w.cfg.PurgeBatch)
+			n, err := inbox.Purge(ctx, w.pool, w.cfg.InboxRetention, w.cfg.PurgeBatch)
 			if err != nil && ctx.Err() == nil {
 				w.cfg.Logger.Warn("purging expired idempotency keys failed", "error", err)
 			} else if n > 0 {
@@ -269,4 +277,19 @@ func (w *Worker) purgeLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// Lookup answers the result lookup for (company, key) from the inbox: the
+// stored result (replayed), in flight, or not found.
+func Lookup(ctx context.Context, db inbox.Beginner, company, key string) (protocol.Result, error) {
+	row, inFlight, err := inbox.Lookup(ctx, db, inbox.Key{Company: company, Key: key})
+	switch {
+	case err != nil:
+		return protocol.Result{}, err
+	case inFlight:
+		return protocol.ErrorResult(company, key, "", &ledger.Error{Code: ledger.CodeIdempotencyKeyInFlight, Message: protocol.MessageKeyInFlight}), nil
+	case row == nil:
+		return protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeNotFound, "No result is stored for this Idempotency-Key.")), nil
+	}
+	return storedResult(row)
 }

@@ -12,13 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/onceledger/onceledger/client"
-	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/internal/testworker"
 	"github.com/onceledger/onceledger/ledger"
@@ -392,37 +390,13 @@ func TestAcceptedThenResult(t *testing.T) {
 	}
 }
 
-// gate holds invoice.create for order "slow" until opened.
-type gate struct {
-	next    consumer.Executor
-	entered chan struct{}
-	release chan struct{}
-	once    sync.Once
-	opened  sync.Once
-}
-
-func (g *gate) Execute(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
-	if inv, ok := cmd.(*ledger.CreateInvoice); ok && inv.OrderID == "slow" {
-		g.once.Do(func() { close(g.entered) })
-		select {
-		case <-g.release:
-		case <-ctx.Done():
-			return ledger.Outcome{}, ctx.Err()
-		}
-	}
-	return g.next.Execute(ctx, tx, company, cmd)
-}
-
-func (g *gate) open() { g.opened.Do(func() { close(g.release) }) }
-
 // A repeat while the first request runs is 409 with Retry-After; the first
 // completes and later repeats replay it.
 func TestInFlightIs409(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t, Config{})
-	g := &gate{next: testworker.Executor(), entered: make(chan struct{}), release: make(chan struct{})}
-	t.Cleanup(g.open)
-	testworker.Start(t, e.dsn, e.natsURL, g)
+	g := testworker.NewGate(t, "slow")
+	testworker.Start(t, e.dsn, e.natsURL, g.Kinds)
 	acme := e.token("acme")
 	e.setup(acme)
 	slow := bytes.Replace(readExample(t, "invoice.json"), []byte(`"order-1041"`), []byte(`"slow"`), 1)
@@ -430,7 +404,7 @@ func TestInFlightIs409(t *testing.T) {
 	first := make(chan response, 1)
 	go func() { first <- e.post("/v1/sales/invoices/create", acme, "slow-invoice", slow) }()
 	select {
-	case <-g.entered:
+	case <-g.Entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the command never started")
 	}
@@ -441,7 +415,7 @@ func TestInFlightIs409(t *testing.T) {
 	if r := e.get("/v1/commands/slow-invoice", acme); r.status != http.StatusConflict {
 		t.Fatalf("lookup while in flight: %d %s", r.status, r.body)
 	}
-	g.open()
+	g.Open()
 	f := <-first
 	if f.status != http.StatusCreated {
 		t.Fatalf("first: %d %s", f.status, f.body)

@@ -134,6 +134,33 @@ func (s *InvoiceState) Status() string {
 	return InvoiceStatus(s.Gross, s.CreditedGross, s.Paid)
 }
 
+// Credit records credit note lines on the invoice, so the state is what
+// reading the invoice's history back would give once they are posted: the
+// next credit or payment of the same invoice in the same batch is checked
+// against it.
+func (s *InvoiceState) Credit(lines []CreditNoteLine) {
+	for _, l := range lines {
+		key := l.VATRate.String()
+		t := s.CreditedByRate[key]
+		if t.Rate.IsZero() && t.Net.IsZero() && t.VAT.IsZero() {
+			t.Rate = l.VATRate
+		}
+		t.Net, t.VAT = t.Net.Add(l.Net), t.VAT.Add(l.VAT)
+		s.CreditedByRate[key] = t
+		s.CreditedGross = s.CreditedGross.Add(l.Net).Add(l.VAT)
+		if l.InvoiceLine > 0 && l.InvoiceLine <= len(s.Lines) {
+			il := &s.Lines[l.InvoiceLine-1]
+			if l.Quantity.Valid {
+				il.CreditedQuantity = il.CreditedQuantity.Add(l.Quantity.Decimal)
+			}
+			il.CreditedNet, il.CreditedVAT = il.CreditedNet.Add(l.Net), il.CreditedVAT.Add(l.VAT)
+		}
+	}
+}
+
+// Pay records a payment's allocation to the invoice (see Credit).
+func (s *InvoiceState) Pay(amount decimal.Decimal) { s.Paid = s.Paid.Add(amount) }
+
 // Invoice statuses.
 const (
 	InvoiceOpen          = "open"

@@ -309,7 +309,7 @@ func TestQueueManyContinuesEachCompanysSequenceInOrder(t *testing.T) {
 		pending[i] = outbox.Pending{Ctx: ctx, Company: company, Type: "invoice.created", Data: map[string]int{"i": i}}
 	}
 	batch := &pgx.Batch{}
-	events, err := outbox.QueueMany(batch, pending)
+	events, err := outbox.Queue(batch, pending)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestQueueManyContinuesEachCompanysSequenceInOrder(t *testing.T) {
 func TestQueueManyRefusesTheWholeBatchForOneBadEvent(t *testing.T) {
 	t.Parallel()
 	batch := &pgx.Batch{}
-	_, err := outbox.QueueMany(batch, []outbox.Pending{
+	_, err := outbox.Queue(batch, []outbox.Pending{
 		{Ctx: context.Background(), Company: "acme", Type: "invoice.created"},
 		{Ctx: context.Background(), Company: "Not A Token", Type: "invoice.created"},
 	})

@@ -48,22 +48,27 @@ var (
 )
 
 // Enqueue writes an event in tx, the transaction of the command that
-// produced it. The event is visible to the relay only once tx commits. The
-// span context of ctx, if any, is stored with the event (see Queue).
-// Enqueue also notifies the relays and dispatchers in tx, so they wake when
-// it commits: convenient for occasional writers, but a notifying
-// transaction holds a database-wide lock while it commits; writers of many
-// concurrent transactions use Queue and wake them after the commit (see
+// produced it, as Queue does, and returns it with its sequence. The event
+// is visible to the relay only once tx commits. Enqueue also notifies the
+// relays and dispatchers in tx, so they wake when it commits: convenient
+// for occasional writers, but a notifying transaction holds a
+// database-wide lock while it commits; writers of many concurrent
+// transactions use Queue and wake them after the commit (see
 // WakeChannels).
 func Enqueue(ctx context.Context, tx pgx.Tx, company, eventType string, data any) (Event, error) {
 	batch := &pgx.Batch{}
-	ev, err := Queue(ctx, batch, company, eventType, data)
+	evs, err := Queue(batch, []Pending{{Ctx: ctx, Company: company, Type: eventType, Data: data}})
 	if err != nil {
 		return Event{}, err
 	}
+	ev := evs[0]
+	batch.Queue(`SELECT sequence FROM outbox_events WHERE id = $1`, [16]byte(ev.ID))
 	batch.Queue(`SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c`, WakeChannels)
 	br := tx.SendBatch(ctx, batch)
 	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return Event{}, fmt.Errorf("outbox: insert event: %w", err)
+	}
 	if err := br.QueryRow().Scan(&ev.Sequence); err != nil {
 		return Event{}, fmt.Errorf("outbox: insert event: %w", err)
 	}
@@ -73,38 +78,10 @@ func Enqueue(ctx context.Context, tx pgx.Tx, company, eventType string, data any
 	return ev, nil
 }
 
-// Queue adds the statements that write an event to batch, so they travel
-// with the caller's other statements in one round trip. The first queued
-// statement returns the event's sequence. The returned Event lacks the
-// sequence, which the database allocates.
-//
-// The span context of ctx (W3C traceparent and tracestate) is stored beside
-// the event, so the relay and the webhook dispatcher continue the trace of
-// the command that wrote it; ctx is not otherwise used, the statements run
-// when the caller sends the batch.
-//
-// Queue sends no notification: once the transaction has committed, the
-// caller notifies WakeChannels (or the relays find the event when they
-// poll).
-func Queue(ctx context.Context, batch *pgx.Batch, company, eventType string, data any) (Event, error) {
-	ev, enc, err := encode(ctx, company, eventType, data)
-	if err != nil {
-		return Event{}, err
-	}
-	batch.Queue(`
-		WITH seq AS (
-			INSERT INTO outbox_sequences (company_id, last_value) VALUES ($2, 1)
-			ON CONFLICT (company_id) DO UPDATE SET last_value = outbox_sequences.last_value + 1
-			RETURNING last_value)
-		INSERT INTO outbox_events (id, company_id, sequence, type, body, created_at, traceparent, tracestate)
-		SELECT $1, $2, seq.last_value, $3, ($4 || seq.last_value || $5)::json, $6, NULLIF($7, ''), NULLIF($8, '') FROM seq
-		RETURNING sequence`,
-		ev.ID, company, eventType, enc.head, enc.tail, ev.CreatedAt, enc.traceparent, enc.tracestate)
-	return ev, nil
-}
-
-// Pending is an event to write with QueueMany. Ctx carries the span
-// context stored beside the event, as for Queue.
+// Pending is an event to write with Queue. Ctx carries the span context
+// stored beside the event (W3C traceparent and tracestate), so the relay
+// and the webhook dispatcher continue the trace of the command that wrote
+// it; Ctx is not otherwise used.
 type Pending struct {
 	Ctx     context.Context
 	Company string
@@ -112,10 +89,16 @@ type Pending struct {
 	Data    any
 }
 
-// QueueMany is Queue for many events: one statement writes them all, in
-// order, each company's sequence counter advanced once by its number of
-// events. Nothing is queued when any event is invalid.
-func QueueMany(batch *pgx.Batch, events []Pending) ([]Event, error) {
+// Queue adds to batch the statement that writes events, so it travels
+// with the caller's other statements in one round trip: one statement for
+// all of them, in order, each company's sequence counter advanced once by
+// its number of events. Nothing is queued when any event is invalid. The
+// returned events lack their sequences, which the database allocates.
+//
+// Queue sends no notification: once the transaction has committed, the
+// caller notifies WakeChannels (or the relays find the events when they
+// poll).
+func Queue(batch *pgx.Batch, events []Pending) ([]Event, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}

@@ -3,29 +3,26 @@ package webhooks_test
 import (
 	"testing"
 
-	"github.com/onceledger/onceledger/consumer"
-	"github.com/onceledger/onceledger/ledger"
-	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
-// The worker wraps the ledger store in Commands; group commit's batch
-// path must see through the wrapper.
-func TestCommandsPassBatchesToTheStore(t *testing.T) {
-	var exec consumer.Executor = webhooks.NewCommands(postgres.New())
-	b, ok := exec.(consumer.BatchExecutor)
-	if !ok {
-		t.Fatal("Commands does not implement consumer.BatchExecutor")
+// Endpoints decide where the events after them go, so the consumer must
+// run one endpoint command of a company at a time.
+func TestEndpointCommandsRunOnePerCompany(t *testing.T) {
+	k, err := exec.NewKinds(webhooks.Kinds()...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !b.Batchable(&ledger.CreateInvoice{}) {
-		t.Fatal("invoice.create is not batchable through Commands")
-	}
-	if b.Batchable(&ledger.CreateWebhookEndpoint{}) {
-		t.Fatal("webhook_endpoint.create is batchable through Commands; Commands executes it itself")
-	}
-	if webhooks.NewCommands(nil).Batchable(&ledger.CreateInvoice{}) {
-		t.Fatal("Batchable without a batch-capable wrapped executor")
+	for _, name := range []string{"webhook_endpoint.create", "webhook_endpoint.update", "webhook_endpoint.disable", "webhook_endpoint.rotate_secret"} {
+		kind, ok := k.Of(name)
+		if !ok {
+			t.Fatalf("no kind executes %s", name)
+		}
+		if _, ok := kind.(exec.OnePerCompany); !ok {
+			t.Errorf("the kind of %s is not exec.OnePerCompany", name)
+		}
 	}
 }
 

@@ -20,18 +20,19 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/ledger"
-	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
 // world is a migrated database with one company, for delivery tests.
 type world struct {
-	t    testing.TB
-	pool *pgxpool.Pool
-	cmds *webhooks.Commands
+	t     testing.TB
+	pool  *pgxpool.Pool
+	kinds *exec.Kinds
 }
 
 func newWorld(t testing.TB) *world {
@@ -41,7 +42,11 @@ func newWorld(t testing.TB) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	w := &world{t: t, pool: pool, cmds: webhooks.NewCommands(postgres.New())}
+	k, err := kinds.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{t: t, pool: pool, kinds: k}
 	w.run("company.create", `{"name":"Acme","country":"LT","currency":"EUR"}`)
 	return w
 }
@@ -56,7 +61,7 @@ func (w *world) run(command, body string) ledger.Outcome {
 	var out ledger.Outcome
 	err = pgx.BeginFunc(context.Background(), w.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = w.cmds.Execute(context.Background(), tx, "acme", cmd)
+		out, err = exec.Run(context.Background(), tx, w.kinds, "acme", cmd)
 		return err
 	})
 	if err != nil {
@@ -628,7 +633,7 @@ func TestEndpointsAreScopedByCompany(t *testing.T) {
 		if _, err := tx.Exec(context.Background(), `INSERT INTO companies (id, name, country, currency) VALUES ('globex', 'G', 'LT', 'EUR')`); err != nil {
 			return err
 		}
-		_, err := w.cmds.Execute(context.Background(), tx, "globex", cmd)
+		_, err := exec.Run(context.Background(), tx, w.kinds, "globex", cmd)
 		return err
 	})
 	if ledger.ErrorCode(err) != ledger.CodeNotFound {

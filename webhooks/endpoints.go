@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,77 +10,284 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/exec"
 )
 
-// Executor applies a command in the caller's transaction; it is the
-// consumer's executor interface, restated here so the two packages do not
-// depend on each other.
-type Executor interface {
-	Execute(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error)
+// Kinds returns the kind of the webhook_endpoint.* commands, so endpoint
+// changes go through the same exactly-once pipeline as postings.
+func Kinds() []exec.Kind { return []exec.Kind{endpoints{now: time.Now}} }
+
+// endpoints executes webhook_endpoint.create, .update, .disable and
+// .rotate_secret. An endpoint decides which deliveries the events after
+// it fan out to, so the consumer gives this kind one command of a company
+// at a time (exec.OnePerCompany).
+type endpoints struct {
+	now func() time.Time
 }
 
-// Commands executes the webhook_endpoint.* commands and hands every other
-// command to the executor it wraps, so endpoint changes go through the same
-// exactly-once pipeline as postings.
-type Commands struct {
-	next Executor
-	now  func() time.Time
+func (endpoints) Commands() []string {
+	return []string{"webhook_endpoint.create", "webhook_endpoint.update", "webhook_endpoint.disable", "webhook_endpoint.rotate_secret"}
 }
 
-// NewCommands wraps next.
-func NewCommands(next Executor) *Commands { return &Commands{next: next, now: time.Now} }
+func (endpoints) OnePerCompany() {}
 
-// Execute implements Executor.
-func (c *Commands) Execute(ctx context.Context, tx pgx.Tx, company string, cmd ledger.Command) (ledger.Outcome, error) {
-	switch cmd := cmd.(type) {
-	case *ledger.CreateWebhookEndpoint:
-		return c.create(ctx, tx, company, cmd)
+func (k endpoints) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+	p := &endpointPlan{items: items, now: k.now, known: map[string]bool{}, rows: map[[2]string]*endpointRow{}}
+	var companies, changed, ids []string
+	for _, it := range items {
+		companies = append(companies, it.Company)
+		if id := endpointOf(it.Command); id != "" {
+			changed, ids = append(changed, it.Company), append(ids, id)
+		}
+	}
+	reads.Queue(`SELECT id FROM companies WHERE id = ANY($1)`, companies)
+	reads.Queue(`
+		SELECT e.company_id, e.id, e.url, e.description, e.event_types, e.secrets, e.status, e.disabled_reason
+		  FROM webhook_endpoints e
+		  JOIN unnest($1::text[], $2::text[]) AS r(company_id, id) ON e.company_id = r.company_id AND e.id = nullif(r.id, '')::uuid
+		 ORDER BY e.id
+		   FOR UPDATE OF e`, changed, ids)
+	return p
+}
+
+// endpointOf returns the endpoint a change names, in its canonical form,
+// or "" for a create.
+func endpointOf(cmd ledger.Command) string {
+	var id string
+	switch c := cmd.(type) {
 	case *ledger.UpdateWebhookEndpoint:
-		return c.update(ctx, tx, company, cmd)
+		id = c.EndpointID
 	case *ledger.DisableWebhookEndpoint:
-		return c.disable(ctx, tx, company, cmd)
+		id = c.EndpointID
 	case *ledger.RotateWebhookSecret:
-		return c.rotate(ctx, tx, company, cmd)
+		id = c.EndpointID
+	default:
+		return ""
 	}
-	return c.next.Execute(ctx, tx, company, cmd)
-}
-
-// batchPlan is the consumer's BatchPlan (an alias of the same unnamed
-// interface).
-type batchPlan = interface {
-	Read(br pgx.BatchResults) error
-	Execute(which []int, writes *pgx.Batch) ([]ledger.BatchResult, error)
-}
-
-// batchExecutor is the consumer's BatchExecutor without Execute.
-type batchExecutor interface {
-	Batchable(cmd ledger.Command) bool
-	PrepareBatch(items []ledger.BatchItem, reads *pgx.Batch) batchPlan
-}
-
-// Batchable reports whether the wrapped executor executes cmd in batches
-// (see the consumer's BatchExecutor); endpoint commands never are.
-func (c *Commands) Batchable(cmd ledger.Command) bool {
-	b, ok := c.next.(batchExecutor)
-	return ok && b.Batchable(cmd)
-}
-
-// PrepareBatch hands a batch of Batchable commands to the wrapped executor.
-func (c *Commands) PrepareBatch(items []ledger.BatchItem, reads *pgx.Batch) batchPlan {
-	b, ok := c.next.(batchExecutor)
-	if !ok {
-		return unbatchable{}
+	if u, err := uuid.Parse(id); err == nil {
+		return u.String()
 	}
-	return b.PrepareBatch(items, reads)
+	return id
 }
 
-// unbatchable is the plan of a batch the wrapped executor cannot execute;
-// Batchable never lets one through.
-type unbatchable struct{}
+type endpointPlan struct {
+	items    []exec.Item
+	now      func() time.Time
+	known    map[string]bool
+	rows     map[[2]string]*endpointRow // by (company, id)
+	read     bool
+	executed bool
+}
 
-func (unbatchable) Read(pgx.BatchResults) error { return nil }
-func (unbatchable) Execute([]int, *pgx.Batch) ([]ledger.BatchResult, error) {
-	return nil, errors.New("webhooks: the wrapped executor does not execute batches")
+func (p *endpointPlan) Read(br pgx.BatchResults) error {
+	var id string
+	rows, _ := br.Query()
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { p.known[id] = true; return nil }); err != nil {
+		return fmt.Errorf("look up companies: %w", err)
+	}
+	var company string
+	var e endpointRow
+	var secrets []byte
+	rows, _ = br.Query()
+	_, err := pgx.ForEachRow(rows, []any{&company, &e.id, &e.url, &e.desc, &e.types, &secrets, &e.status, &e.reason}, func() error {
+		row := e
+		if err := json.Unmarshal(secrets, &row.secrets); err != nil {
+			return fmt.Errorf("webhook endpoint %s secrets: %w", row.id, err)
+		}
+		p.rows[[2]string{company, row.id.String()}] = &row
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("look up webhook endpoints: %w", err)
+	}
+	p.read = true
+	return nil
+}
+
+func (p *endpointPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
+	if !p.read || p.executed {
+		return nil, fmt.Errorf("webhooks: a plan executes once, after its reads were read")
+	}
+	p.executed = true
+	results := make([]exec.Result, len(which))
+	var created []newEndpoint
+	var changed []*endpointRow
+	for i, at := range which {
+		company := p.items[at].Company
+		var out ledger.Outcome
+		var err *ledger.Error
+		switch cmd := p.items[at].Command.(type) {
+		case *ledger.CreateWebhookEndpoint:
+			var n newEndpoint
+			n, out, err = p.create(company, cmd)
+			if err == nil {
+				created = append(created, n)
+			}
+		default:
+			e := p.rows[[2]string{company, endpointOf(cmd)}]
+			if e == nil {
+				id := endpointOf(cmd)
+				err = ledger.Errorf(ledger.CodeNotFound, "webhook endpoint %s does not exist for company %q", id, company)
+				err.Details = map[string]any{"endpoint_id": id}
+				break
+			}
+			out, err = p.change(e, cmd)
+			if err == nil {
+				changed = append(changed, e)
+			}
+		}
+		results[i] = exec.Result{Outcome: out, Err: err}
+	}
+	if err := queueEndpoints(w, created, changed); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// newEndpoint is an endpoint to insert.
+type newEndpoint struct {
+	company string
+	row     endpointRow
+}
+
+func (p *endpointPlan) create(company string, cmd *ledger.CreateWebhookEndpoint) (newEndpoint, ledger.Outcome, *ledger.Error) {
+	if !p.known[company] {
+		e := ledger.Errorf(ledger.CodeUnknownCompany, "company %q does not exist; create it with company.create first", company)
+		e.Details = map[string]any{"company": company}
+		return newEndpoint{}, ledger.Outcome{}, e
+	}
+	secret, err := secretOrNew(cmd.Secret)
+	if err != nil {
+		return newEndpoint{}, ledger.Outcome{}, asLedgerError(err)
+	}
+	types := cmd.EventTypes
+	if types == nil {
+		types = []string{}
+	}
+	n := newEndpoint{company: company, row: endpointRow{
+		id: uuid.Must(uuid.NewV7()), url: cmd.URL, desc: cmd.Description, types: types,
+		secrets: []storedSecret{{Secret: secret}}, status: "enabled",
+	}}
+	p.rows[[2]string{company, n.row.id.String()}] = &n.row
+	return n, ledger.Outcome{Result: EndpointView{
+		EndpointID: n.row.id.String(), URL: cmd.URL, Description: cmd.Description, EventTypes: types,
+		Status: "enabled", Secret: secret, SecretsActive: 1,
+	}}, nil
+}
+
+// change applies an update, a disable or a rotation to e.
+func (p *endpointPlan) change(e *endpointRow, cmd ledger.Command) (ledger.Outcome, *ledger.Error) {
+	switch cmd := cmd.(type) {
+	case *ledger.UpdateWebhookEndpoint:
+		if cmd.URL != nil {
+			e.url = *cmd.URL
+		}
+		if cmd.Description != nil {
+			e.desc = *cmd.Description
+		}
+		if cmd.EventTypes != nil {
+			e.types = append([]string{}, *cmd.EventTypes...)
+		}
+		if cmd.Enable {
+			e.status, e.reason = "enabled", ""
+		}
+		return ledger.Outcome{Result: e.view(p.now())}, nil
+	case *ledger.DisableWebhookEndpoint:
+		e.status, e.reason = "disabled", cmd.Reason
+		if e.reason == "" {
+			e.reason = "disabled by webhook_endpoint.disable"
+		}
+		v := e.view(p.now())
+		return ledger.Outcome{Result: v, Events: []ledger.Event{{Type: "webhook_endpoint.disabled", Data: v}}}, nil
+	case *ledger.RotateWebhookSecret:
+		secret, err := secretOrNew(cmd.Secret)
+		if err != nil {
+			return ledger.Outcome{}, asLedgerError(err)
+		}
+		now := p.now().UTC()
+		until := now.Add(cmd.Grace())
+		kept := []storedSecret{{Secret: secret}}
+		for _, s := range e.secrets {
+			if s.ExpiresAt != nil && !now.Before(*s.ExpiresAt) {
+				continue // already past its grace period
+			}
+			if s.ExpiresAt == nil || s.ExpiresAt.After(until) {
+				s.ExpiresAt = &until
+			}
+			kept = append(kept, s)
+		}
+		e.secrets = kept
+		v := e.view(now)
+		v.Secret = secret
+		return ledger.Outcome{Result: v}, nil
+	}
+	return ledger.Outcome{}, ledger.Errorf(ledger.CodeInvalidCommand, "%s is not a webhook endpoint command", cmd.CommandName())
+}
+
+// asLedgerError reports a secret that does not parse as invalid_command:
+// the command can never succeed. (Generating a secret does not fail:
+// crypto/rand.Read returns no errors.)
+func asLedgerError(err error) *ledger.Error {
+	var e *ledger.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return ledger.Errorf(ledger.CodeInvalidCommand, "secret: %v", err)
+}
+
+// queueEndpoints queues the inserts of created and the updates of changed
+// endpoints, one statement each.
+func queueEndpoints(w *pgx.Batch, created []newEndpoint, changed []*endpointRow) error {
+	if len(created) > 0 {
+		var ids [][16]byte
+		var companies, urls, descs, types, secrets []string
+		for _, n := range created {
+			raw, err := json.Marshal(n.row.secrets)
+			if err != nil {
+				return err
+			}
+			t, err := json.Marshal(n.row.types)
+			if err != nil {
+				return err
+			}
+			ids, companies, urls, descs = append(ids, n.row.id), append(companies, n.company), append(urls, n.row.url), append(descs, n.row.desc)
+			types, secrets = append(types, string(t)), append(secrets, string(raw))
+		}
+		w.Queue(`
+			INSERT INTO webhook_endpoints (id, company_id, url, description, event_types, secrets)
+			SELECT id, company_id, url, description, ARRAY(SELECT json_array_elements_text(types::json)), secrets::jsonb
+			  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+			       AS t(id, company_id, url, description, types, secrets)`,
+			ids, companies, urls, descs, types, secrets)
+	}
+	if len(changed) > 0 {
+		var ids [][16]byte
+		var urls, descs, types, secrets, statuses, reasons []string
+		for _, e := range changed {
+			raw, err := json.Marshal(e.secrets)
+			if err != nil {
+				return err
+			}
+			t, err := json.Marshal(e.types)
+			if err != nil {
+				return err
+			}
+			ids, urls, descs, types = append(ids, e.id), append(urls, e.url), append(descs, e.desc), append(types, string(t))
+			secrets, statuses, reasons = append(secrets, string(raw)), append(statuses, e.status), append(reasons, e.reason)
+		}
+		w.Queue(`
+			UPDATE webhook_endpoints e
+			   SET url = u.url, description = u.description,
+			       event_types = ARRAY(SELECT json_array_elements_text(u.types::json)),
+			       secrets = u.secrets::jsonb, status = u.status, disabled_reason = u.reason,
+			       failing_since = CASE WHEN u.status = 'enabled' AND e.status = 'disabled' THEN NULL ELSE e.failing_since END,
+			       updated_at = now()
+			  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+			       AS u(id, url, description, types, secrets, status, reason)
+			 WHERE e.id = u.id`,
+			ids, urls, descs, types, secrets, statuses, reasons)
+	}
+	return nil
 }
 
 // storedSecret is one element of webhook_endpoints.secrets.
@@ -119,17 +325,6 @@ type EndpointView struct {
 	SecretsActive  int      `json:"secrets_active"`
 }
 
-func companyExists(ctx context.Context, tx pgx.Tx, company string) error {
-	var ok bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM companies WHERE id = $1)`, company).Scan(&ok); err != nil {
-		return fmt.Errorf("look up company: %w", err)
-	}
-	if !ok {
-		return ledger.Errorf(ledger.CodeUnknownCompany, "company %q does not exist; create it with company.create first", company)
-	}
-	return nil
-}
-
 func secretOrNew(given string) (string, error) {
 	if given != "" {
 		if _, err := ParseSecret(given); err != nil {
@@ -141,31 +336,6 @@ func secretOrNew(given string) (string, error) {
 	return s, err
 }
 
-func (c *Commands) create(ctx context.Context, tx pgx.Tx, company string, cmd *ledger.CreateWebhookEndpoint) (ledger.Outcome, error) {
-	if err := companyExists(ctx, tx, company); err != nil {
-		return ledger.Outcome{}, err
-	}
-	secret, err := secretOrNew(cmd.Secret)
-	if err != nil {
-		return ledger.Outcome{}, err
-	}
-	secrets, _ := json.Marshal([]storedSecret{{Secret: secret}})
-	types := cmd.EventTypes
-	if types == nil {
-		types = []string{}
-	}
-	id := uuid.Must(uuid.NewV7())
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO webhook_endpoints (id, company_id, url, description, event_types, secrets)
-		VALUES ($1, $2, $3, $4, $5, $6)`, id, company, cmd.URL, cmd.Description, types, string(secrets)); err != nil {
-		return ledger.Outcome{}, fmt.Errorf("insert webhook endpoint: %w", err)
-	}
-	return ledger.Outcome{Result: EndpointView{
-		EndpointID: id.String(), URL: cmd.URL, Description: cmd.Description, EventTypes: types,
-		Status: "enabled", Secret: secret, SecretsActive: 1,
-	}}, nil
-}
-
 // endpointRow is an endpoint locked for change.
 type endpointRow struct {
 	id             uuid.UUID
@@ -175,117 +345,10 @@ type endpointRow struct {
 	status, reason string
 }
 
-func lockEndpoint(ctx context.Context, tx pgx.Tx, company, id string) (*endpointRow, error) {
-	var e endpointRow
-	var secrets []byte
-	err := tx.QueryRow(ctx, `
-		SELECT id, url, description, event_types, secrets, status, disabled_reason
-		  FROM webhook_endpoints WHERE company_id = $1 AND id = $2 FOR UPDATE`, company, id).
-		Scan(&e.id, &e.url, &e.desc, &e.types, &secrets, &e.status, &e.reason)
-	if errors.Is(err, pgx.ErrNoRows) {
-		le := ledger.Errorf(ledger.CodeNotFound, "webhook endpoint %s does not exist for company %q", id, company)
-		le.Details = map[string]any{"endpoint_id": id}
-		return nil, le
-	}
-	if err != nil {
-		return nil, fmt.Errorf("look up webhook endpoint: %w", err)
-	}
-	if err := json.Unmarshal(secrets, &e.secrets); err != nil {
-		return nil, fmt.Errorf("webhook endpoint %s secrets: %w", id, err)
-	}
-	return &e, nil
-}
-
 func (e *endpointRow) view(now time.Time) EndpointView {
 	active, _ := activeSecrets(e.secrets, now)
 	return EndpointView{
 		EndpointID: e.id.String(), URL: e.url, Description: e.desc, EventTypes: e.types,
 		Status: e.status, DisabledReason: e.reason, SecretsActive: len(active),
 	}
-}
-
-func (c *Commands) save(ctx context.Context, tx pgx.Tx, e *endpointRow) error {
-	secrets, err := json.Marshal(e.secrets)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, `
-		UPDATE webhook_endpoints
-		   SET url = $2, description = $3, event_types = $4, secrets = $5, status = $6, disabled_reason = $7,
-		       failing_since = CASE WHEN $6 = 'enabled' AND status = 'disabled' THEN NULL ELSE failing_since END,
-		       updated_at = now()
-		 WHERE id = $1`, e.id, e.url, e.desc, e.types, string(secrets), e.status, e.reason)
-	if err != nil {
-		return fmt.Errorf("update webhook endpoint: %w", err)
-	}
-	return nil
-}
-
-func (c *Commands) update(ctx context.Context, tx pgx.Tx, company string, cmd *ledger.UpdateWebhookEndpoint) (ledger.Outcome, error) {
-	e, err := lockEndpoint(ctx, tx, company, cmd.EndpointID)
-	if err != nil {
-		return ledger.Outcome{}, err
-	}
-	if cmd.URL != nil {
-		e.url = *cmd.URL
-	}
-	if cmd.Description != nil {
-		e.desc = *cmd.Description
-	}
-	if cmd.EventTypes != nil {
-		e.types = append([]string{}, *cmd.EventTypes...)
-	}
-	if cmd.Enable {
-		e.status, e.reason = "enabled", ""
-	}
-	if err := c.save(ctx, tx, e); err != nil {
-		return ledger.Outcome{}, err
-	}
-	return ledger.Outcome{Result: e.view(c.now())}, nil
-}
-
-func (c *Commands) disable(ctx context.Context, tx pgx.Tx, company string, cmd *ledger.DisableWebhookEndpoint) (ledger.Outcome, error) {
-	e, err := lockEndpoint(ctx, tx, company, cmd.EndpointID)
-	if err != nil {
-		return ledger.Outcome{}, err
-	}
-	e.status, e.reason = "disabled", cmd.Reason
-	if e.reason == "" {
-		e.reason = "disabled by webhook_endpoint.disable"
-	}
-	if err := c.save(ctx, tx, e); err != nil {
-		return ledger.Outcome{}, err
-	}
-	v := e.view(c.now())
-	return ledger.Outcome{Result: v, Events: []ledger.Event{{Type: "webhook_endpoint.disabled", Data: v}}}, nil
-}
-
-func (c *Commands) rotate(ctx context.Context, tx pgx.Tx, company string, cmd *ledger.RotateWebhookSecret) (ledger.Outcome, error) {
-	e, err := lockEndpoint(ctx, tx, company, cmd.EndpointID)
-	if err != nil {
-		return ledger.Outcome{}, err
-	}
-	secret, err := secretOrNew(cmd.Secret)
-	if err != nil {
-		return ledger.Outcome{}, err
-	}
-	now := c.now().UTC()
-	until := now.Add(cmd.Grace())
-	kept := []storedSecret{{Secret: secret}}
-	for _, s := range e.secrets {
-		if s.ExpiresAt != nil && !now.Before(*s.ExpiresAt) {
-			continue // already past its grace period
-		}
-		if s.ExpiresAt == nil || s.ExpiresAt.After(until) {
-			s.ExpiresAt = &until
-		}
-		kept = append(kept, s)
-	}
-	e.secrets = kept
-	if err := c.save(ctx, tx, e); err != nil {
-		return ledger.Outcome{}, err
-	}
-	v := e.view(now)
-	v.Secret = secret
-	return ledger.Outcome{Result: v}, nil
 }

@@ -43,7 +43,7 @@ func newReceiverEnv(t *testing.T, cfg webhooks.ReceiverConfig, hook func(n int32
 		t.Fatal(err)
 	}
 	// No unique key: a second application of one event shows up as a row.
-	exec(t, env.pool, `CREATE TABLE handled (event_id uuid NOT NULL, event_type text NOT NULL)`)
+	mustExec(t, env.pool, `CREATE TABLE handled (event_id uuid NOT NULL, event_type text NOT NULL)`)
 
 	var enc string
 	env.secret, enc = newSecret(t)
@@ -86,7 +86,7 @@ func openPool(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
-func exec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
+func mustExec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
 	t.Helper()
 	if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
@@ -522,15 +522,15 @@ func TestPurgeReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// More old receipts than one purge batch, and a few recent ones.
-	exec(t, pool, `
+	mustExec(t, pool, `
 		INSERT INTO onceledger_webhook_receipts (event_id, event_type, company, sequence, received_at)
 		SELECT gen_random_uuid(), 'invoice.created', 'acme', g, now() - interval '40 days' - g * interval '1 second'
 		FROM generate_series(1, 5003) g`)
-	exec(t, pool, `
+	mustExec(t, pool, `
 		INSERT INTO onceledger_webhook_receipts (event_id, event_type, company, sequence, received_at)
 		SELECT gen_random_uuid(), 'invoice.created', 'acme', g, now() - interval '29 days'
 		FROM generate_series(1, 3) g`)
-	exec(t, pool, `
+	mustExec(t, pool, `
 		INSERT INTO onceledger_webhook_receipts (event_id, event_type, company, sequence)
 		VALUES (gen_random_uuid(), 'invoice.created', 'acme', 9)`)
 

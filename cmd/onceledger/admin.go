@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -123,21 +124,19 @@ func adminKey(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 
-	v := keyView{Company: *company, IdempotencyKey: *key}
-	var fingerprint []byte
-	var result string
-	err = conn.QueryRow(ctx, `
-		SELECT command, status, fingerprint, stream_sequence, created_at, result::text
-		  FROM inbox WHERE company_id = $1 AND idempotency_key = $2`, *company, *key).
-		Scan(&v.Command, &v.Status, &fingerprint, &v.StreamSequence, &v.CreatedAt, &result)
-	if errors.Is(err, pgx.ErrNoRows) {
+	row, err := inbox.Get(ctx, conn, inbox.Key{Company: *company, Key: *key})
+	if errors.Is(err, inbox.ErrNotFound) {
 		return fmt.Errorf("no result is stored for key %q of company %q: the command never committed, is still in flight, or the key was purged after the inbox retention", *key, *company)
 	}
 	if err != nil {
 		return fmt.Errorf("read the inbox: %w", err)
 	}
-	v.Fingerprint = hex.EncodeToString(fingerprint)
-	v.Result = json.RawMessage(result)
+	v := keyView{Company: row.Company, IdempotencyKey: row.Key, Command: row.Command, Status: row.Status,
+		Fingerprint: hex.EncodeToString(row.Fingerprint), CreatedAt: row.CreatedAt, Result: json.RawMessage(row.Result)}
+	if row.StreamSequence != 0 {
+		v.StreamSequence = &row.StreamSequence
+	}
+	result := string(row.Result)
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

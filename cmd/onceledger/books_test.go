@@ -10,9 +10,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/ledger"
-	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/ledger/exec"
 )
 
 // booksDatabase returns a migrated database holding acme's December 2026:
@@ -29,7 +30,10 @@ func booksDatabase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	store := postgres.New()
+	k, err := kinds.All()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct{ name, body string }{
 		{"company.create", `{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"}`},
 		{"invoice.create", `{"order_id": "o-1", "customer": {"id": "cust-42", "name": "UAB Pavyzdys", "vat_id": "LT100000000010", "country": "LT"},
@@ -49,7 +53,7 @@ func booksDatabase(t *testing.T) string {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			_, err := store.Execute(ctx, tx, "acme", cmd)
+			_, err := exec.Run(ctx, tx, k, "acme", cmd)
 			return err
 		}); err != nil {
 			t.Fatalf("%s: %v", c.name, err)

@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/onceledger/onceledger/consumer"
-	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/migrations"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/webhooks"
@@ -107,7 +107,11 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	}
 	ccfg.Metrics = obs.consumer
 	ccfg.TracerProvider = tracerProvider
-	worker, err := consumer.NewWorker(pool, nc, webhooks.NewCommands(postgres.New()), ccfg)
+	k, err := kinds.All()
+	if err != nil {
+		return err
+	}
+	worker, err := consumer.NewWorker(pool, nc, k, ccfg)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/onceledger/onceledger/consumer/inbox"
 )
 
 // Check names, as they appear in Violation.Check and CheckResult.Name.
@@ -253,16 +254,16 @@ type auditor struct {
 // snapshot: the first statement of a repeatable-read transaction takes it.
 func (a *auditor) stats(ctx context.Context) error {
 	s := &a.report.Stats
-	err := a.tx.QueryRow(ctx, `
-		SELECT now(),
-		       (SELECT count(*) FROM companies WHERE ($1::text = '' OR id = $1)),
-		       (SELECT count(*) FROM inbox WHERE ($1::text = '' OR company_id = $1)),
-		       -- The horizon is global even for one company: the purge is.
-		       (SELECT min(created_at) FROM inbox)`, a.opts.Company).
-		Scan(&a.report.AsOf, &s.Companies, &s.InboxKeys, &s.InboxHorizon)
+	err := a.tx.QueryRow(ctx, `SELECT now(), (SELECT count(*) FROM companies WHERE ($1::text = '' OR id = $1))`, a.opts.Company).
+		Scan(&a.report.AsOf, &s.Companies)
 	if err != nil {
 		return fmt.Errorf("audit: read stats: %w", err)
 	}
+	st, err := inbox.ReadStats(ctx, a.tx, a.opts.Company)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	s.InboxKeys, s.InboxHorizon = st.Keys, st.Oldest
 	return nil
 }
 

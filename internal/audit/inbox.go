@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/onceledger/onceledger/consumer/inbox"
 )
 
 // effectsSQL defines the two sides the inbox checks match:
@@ -20,7 +22,7 @@ import (
 //
 // Both sides are matched on (company, command, ref) with hash anti-joins:
 // no per-row lookups, whatever the table sizes.
-const effectsSQL = `
+var effectsSQL = `
 WITH kinds (command, noun, field) AS (VALUES
 	('company.create', 'company', 'id'),
 	('invoice.create', 'invoice', 'invoice_id'),
@@ -51,13 +53,16 @@ documents (company_id, command, ref, created_at) AS (
 	SELECT company_id, 'webhook_endpoint.create', id::text, created_at FROM webhook_endpoints WHERE ($1::text = '' OR company_id = $1)),
 keys AS (
 	SELECT i.company_id, i.idempotency_key, i.command, k.noun, k.field,
-	       nullif(i.result -> 'result' ->> k.field, '') AS ref
-	  FROM inbox AS i JOIN kinds AS k ON k.command = i.command
-	 WHERE i.status = 'ok' AND ($1::text = '' OR i.company_id = $1))`
+	       nullif(i.outcome ->> k.field, '') AS ref
+	  FROM (` + successfulKeys + `) AS i JOIN kinds AS k ON k.command = i.command)`
+
+// successfulKeys are the inbox's successful keys of the company $1 (all
+// when ”).
+var successfulKeys = inbox.SuccessfulKeys("$1")
 
 // inboxEffectsSQL flags successful keys whose document is missing, and
 // documents that more than one key claims.
-const inboxEffectsSQL = effectsSQL + `,
+var inboxEffectsSQL = effectsSQL + `,
 counted AS (SELECT count(*) AS n, '' AS note FROM keys),
 flagged AS (
 	SELECT company_id, idempotency_key AS ref,
@@ -81,7 +86,7 @@ flagged AS (
 
 // effectsInboxSQL flags documents created at or after the horizon ($3)
 // without a successful key naming them.
-const effectsInboxSQL = effectsSQL + `,
+var effectsInboxSQL = effectsSQL + `,
 recent AS (SELECT * FROM documents WHERE created_at >= $3),
 counted AS (SELECT count(*) AS n, $4::text AS note FROM recent),
 flagged AS (

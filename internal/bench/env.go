@@ -22,9 +22,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/natsserver"
 	"github.com/onceledger/onceledger/internal/pgcluster"
-	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/migrations"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/protocol"
@@ -42,14 +43,14 @@ type Env struct {
 	subjects  []string // invoice.create subject per company
 	invoice   invoiceTemplate
 
-	dir  string // holds the throwaway cluster and the JetStream store
-	pool *pgxpool.Pool
-	exec consumer.Executor
-	wnc  *nats.Conn // the worker's connection, as in `onceledger run`
-	pnc  *nats.Conn // the producer's
-	pjs  jetstream.JetStream
-	recv *receiver
-	rss  *rssSampler
+	dir   string // holds the throwaway cluster and the JetStream store
+	pool  *pgxpool.Pool
+	kinds *exec.Kinds
+	wnc   *nats.Conn // the worker's connection, as in `onceledger run`
+	pnc   *nats.Conn // the producer's
+	pjs   jetstream.JetStream
+	recv  *receiver
+	rss   *rssSampler
 
 	machine    Machine
 	durability Durability
@@ -274,7 +275,11 @@ func (e *Env) startNATS(ctx context.Context) error {
 // startBackground runs the outbox relay and the webhook dispatcher for the
 // whole run, as `onceledger run` does next to the consumer.
 func (e *Env) startBackground() error {
-	e.exec = webhooks.NewCommands(postgres.New())
+	k, err := kinds.All()
+	if err != nil {
+		return err
+	}
+	e.kinds = k
 	wjs, err := jetstream.New(e.wnc)
 	if err != nil {
 		return err
@@ -402,7 +407,7 @@ func (e *Env) startWorker(ctx context.Context, mode Mode) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	wk, err := consumer.NewWorker(e.pool, e.wnc, e.exec, consumer.Config{
+	wk, err := consumer.NewWorker(e.pool, e.wnc, e.kinds, consumer.Config{
 		Subscriber: consumer.SubscriberConfig{Concurrency: e.cfg.Concurrency, AckMode: mode.Ack},
 		Batch:      mode.Batch,
 		Logger:     e.cfg.Logger,

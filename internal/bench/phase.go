@@ -2,13 +2,16 @@ package bench
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -289,23 +292,28 @@ func (e *Env) Prefill(ctx context.Context, n int) (Prefilled, error) {
 	if err != nil {
 		return out, err
 	}
-	const chunk = 100_000
 	started := time.Now()
-	for from := 1; from <= n; from += chunk {
-		to := min(from+chunk-1, n)
-		if _, err := e.pool.Exec(ctx, `
-			INSERT INTO inbox (company_id, idempotency_key, command, fingerprint, status, result, created_at)
-			SELECT c, k, 'invoice.create', sha256(convert_to(k, 'UTF8')), 'ok',
-			       replace(replace(replace(replace($3::text, '@company@', c), '@key@', k),
-			               '@number@', lpad(i::text, 6, '0')), '@seq@', i::text)::json,
-			       now() - (i % 500000) * interval '1 second'
-			  FROM generate_series($1::bigint, $2::bigint) AS i,
-			       LATERAL (SELECT 'prefill-' || lpad((i % $4)::text, 2, '0') AS c,
-			                       'prefill-' || $5 || '-' || i AS k) AS x`,
-			from, to, tpl, prefillCompanies, e.runID); err != nil {
-			return out, fmt.Errorf("prefill inbox: %w", err)
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return out, fmt.Errorf("prefill inbox: %w", err)
+	}
+	defer conn.Release()
+	now := time.Now()
+	_, err = inbox.Copy(ctx, conn, n, func(i int) inbox.Row {
+		i++
+		if i%100_000 == 0 {
+			e.progress("prefill: %d of %d keys", i, n)
 		}
-		e.progress("prefill: %d of %d keys", to, n)
+		company := fmt.Sprintf("prefill-%02d", i%prefillCompanies)
+		key := fmt.Sprintf("prefill-%s-%d", e.runID, i)
+		fp := sha256.Sum256([]byte(key))
+		body := strings.NewReplacer("@company@", company, "@key@", key,
+			"@number@", fmt.Sprintf("%06d", i), "@seq@", strconv.Itoa(i)).Replace(tpl)
+		return inbox.Row{Company: company, Key: key, Command: "invoice.create", Fingerprint: fp[:], Status: protocol.StatusOK,
+			Result: []byte(body), CreatedAt: now.Add(-time.Duration(i%500000) * time.Second)}
+	})
+	if err != nil {
+		return out, fmt.Errorf("prefill inbox: %w", err)
 	}
 	out.InsertSeconds = time.Since(started).Seconds()
 	started = time.Now()

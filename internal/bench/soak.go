@@ -9,6 +9,8 @@ import (
 	"runtime/metrics"
 	"strings"
 	"time"
+
+	"github.com/onceledger/onceledger/consumer/inbox"
 )
 
 // SoakRound is what one round of the soak measured. The memory figures are
@@ -121,11 +123,11 @@ func (e *Env) Soak(ctx context.Context, n, rounds int) (p Phase, err error) {
 
 // inboxKeys counts the inbox's keys.
 func (e *Env) inboxKeys(ctx context.Context) (int64, error) {
-	var n int64
-	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM inbox`).Scan(&n); err != nil {
+	st, err := inbox.ReadStats(ctx, e.pool, "")
+	if err != nil {
 		return 0, fmt.Errorf("count inbox keys: %w", err)
 	}
-	return n, nil
+	return st.Keys, nil
 }
 
 // heapLive is the Go heap the latest garbage collection marked live, in

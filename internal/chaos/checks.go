@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/outbox"
@@ -94,23 +95,15 @@ func auditChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool) error {
 }
 
 func readInbox(ctx context.Context, pool *pgxpool.Pool) (map[companyKey]inboxRow, error) {
-	rows, err := pool.Query(ctx, `SELECT company_id, idempotency_key, command, fingerprint, status, result::text FROM inbox`)
+	rows, err := inbox.All(ctx, pool, "")
 	if err != nil {
-		return nil, fmt.Errorf("read inbox: %w", err)
+		return nil, err
 	}
 	out := map[companyKey]inboxRow{}
-	for rows.Next() {
-		var k companyKey
-		var r inboxRow
-		var result string
-		if err := rows.Scan(&k.company, &k.key, &r.command, &r.fingerprint, &r.status, &result); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read inbox: %w", err)
-		}
-		r.result = []byte(result)
-		out[k] = r
+	for _, r := range rows {
+		out[companyKey{r.Company, r.Key}] = inboxRow{command: r.Command, fingerprint: r.Fingerprint, status: r.Status, result: r.Result}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // normalize renders a result as the worker encodes it, with replayed

@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 
 	"github.com/onceledger/onceledger/consumer"
-	"github.com/onceledger/onceledger/ledger/postgres"
-	"github.com/onceledger/onceledger/webhooks"
+	"github.com/onceledger/onceledger/internal/kinds"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/exec"
 )
 
 // Config is a worker configuration tuned for fast tests: short ack wait,
@@ -46,9 +48,15 @@ func Logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// Executor is what production workers execute with: the ledger store
-// wrapped by the webhook endpoint commands.
-func Executor() consumer.Executor { return webhooks.NewCommands(postgres.New()) }
+// Kinds is what production workers execute with: every command's kind.
+func Kinds(t testing.TB) *exec.Kinds {
+	t.Helper()
+	k, err := kinds.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
 
 // Worker is a running worker.
 type Worker struct {
@@ -65,7 +73,7 @@ func Provision(t testing.TB, dsn, natsURL string) {
 	pool, nc := connect(t, dsn, natsURL)
 	defer pool.Close()
 	defer nc.Close()
-	wk, err := consumer.NewWorker(pool, nc, Executor(), Config())
+	wk, err := consumer.NewWorker(pool, nc, Kinds(t), Config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,14 +85,14 @@ func Provision(t testing.TB, dsn, natsURL string) {
 }
 
 // Start provisions the streams and runs a worker until the test ends (or
-// Stop). exec defaults to Executor().
-func Start(t testing.TB, dsn, natsURL string, exec consumer.Executor) *Worker {
+// Stop). k defaults to Kinds(t).
+func Start(t testing.TB, dsn, natsURL string, k *exec.Kinds) *Worker {
 	t.Helper()
-	if exec == nil {
-		exec = Executor()
+	if k == nil {
+		k = Kinds(t)
 	}
 	pool, nc := connect(t, dsn, natsURL)
-	wk, err := consumer.NewWorker(pool, nc, exec, Config())
+	wk, err := consumer.NewWorker(pool, nc, k, Config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,3 +141,40 @@ func connect(t testing.TB, dsn, natsURL string) (*pgxpool.Pool, *nats.Conn) {
 	}
 	return pool, nc
 }
+
+// Gate holds invoice.create for one order after it executed and before its
+// writes are sent, its key claimed, until Open: its key is in flight for as
+// long as a test needs. Start a worker with Kinds.
+type Gate struct {
+	Kinds *exec.Kinds
+	// Entered is closed when the gated command reached the gate.
+	Entered chan struct{}
+	release chan struct{}
+	entered sync.Once
+	opened  sync.Once
+}
+
+// NewGate returns a gate for invoice.create of order, opened when the test
+// ends at the latest.
+func NewGate(t testing.TB, order string) *Gate {
+	t.Helper()
+	g := &Gate{Entered: make(chan struct{}), release: make(chan struct{})}
+	k, err := kinds.WithHook("invoice.create", kinds.Hook{Execute: func(items []exec.Item, _ *pgx.Batch) error {
+		for _, it := range items {
+			if it.Command.(*ledger.CreateInvoice).OrderID == order {
+				g.entered.Do(func() { close(g.Entered) })
+				<-g.release
+			}
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Kinds = k
+	t.Cleanup(g.Open)
+	return g
+}
+
+// Open lets the gated command go on.
+func (g *Gate) Open() { g.opened.Do(func() { close(g.release) }) }

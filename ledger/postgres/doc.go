@@ -1,9 +1,12 @@
 // Package postgres stores the ledger in PostgreSQL.
 //
-// Every write takes the caller's transaction: the consumer opens it, claims
-// the idempotency key, calls Execute, stores the result and outbox events, and
-// commits once, so a command's effects, its inbox row and its events are
-// committed together or not at all.
+// Kinds returns the ledger's command kinds, each an exec.Kind: it queues the
+// reads that N commands need into the caller's batch and, once they are read,
+// queues the writes of their effects (one multi-row statement per table), in
+// the caller's transaction. The consumer claims the keys, runs the kinds and
+// stores the results and outbox events in the same transaction, so a
+// command's effects, its inbox row and its events are committed together or
+// not at all. Running one command is a batch of one (exec.Run).
 //
 // The database is authoritative for the ledger's invariants. Journal entries
 // balance per currency (a deferred constraint trigger checks every entry at

@@ -1,250 +1,308 @@
 package postgres
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/exec"
 )
 
-func (s *Store) createCreditNote(ctx context.Context, tx pgx.Tx, company string, c *ledger.CreateCreditNote) (ledger.Outcome, error) {
-	if err := companyExists(ctx, tx, company); err != nil {
-		return ledger.Outcome{}, err
+// settlements executes settlement.record: a provider's payout is recorded
+// once.
+type settlements struct{}
+
+func (settlements) Commands() []string { return []string{"settlement.record"} }
+
+func (settlements) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+	p := &settlementPlan{items: items}
+	p.cmds = commands[*ledger.RecordSettlement](&p.plan, items)
+	if p.err != nil {
+		return p
 	}
-	invs, err := lockInvoices(ctx, tx, company, []invoiceRef{{c.InvoiceID, c.InvoiceNumber}})
-	if err != nil {
-		return ledger.Outcome{}, err
+	p.known = p.companies(reads, items)
+	companies, providers, payouts := make([]string, len(items)), make([]string, len(items)), make([]string, len(items))
+	for i, c := range p.cmds {
+		companies[i], providers[i], payouts[i] = items[i].Company, c.Provider, c.PayoutID
 	}
-	inv := invs[0]
-	if c.IssueDate.Before(inv.IssueDate.Time) {
-		e := ledger.Errorf(ledger.CodeConflict, "credit note dated %s precedes invoice %s of %s", c.IssueDate, inv.Number, inv.IssueDate)
-		e.Details = map[string]any{"invoice_id": inv.ID.String(), "number": inv.Number}
-		return ledger.Outcome{}, e
+	p.payouts = p.existing(reads, "look up settlements", `
+		SELECT r.company_id, r.provider, r.payout_id, s.id, s.provider || ' ' || s.payout_id
+		  FROM unnest($1::text[], $2::text[], $3::text[]) AS r(company_id, provider, payout_id)
+		 CROSS JOIN LATERAL (SELECT id, provider, payout_id FROM settlements
+		                      WHERE company_id = r.company_id AND provider = r.provider AND payout_id = r.payout_id LIMIT 1) s`,
+		companies, providers, payouts)
+	return p
+}
+
+type settlementPlan struct {
+	plan
+	items   []exec.Item
+	cmds    []*ledger.RecordSettlement
+	known   map[string]bool
+	payouts map[docKey]found // by (company, provider, payout)
+}
+
+func (p *settlementPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
+	if err := p.begin(); err != nil {
+		return nil, err
 	}
-	lines, perr := ledger.PlanCredit(inv, c)
-	if perr != nil {
-		return ledger.Outcome{}, perr
-	}
-	seq, err := nextNumber(ctx, tx, company, c.Series)
-	if err != nil {
-		return ledger.Outcome{}, err
-	}
-	cn, entry := ledger.IssueCreditNote(company, c, inv, lines, newID(), newID(), seq)
-	err = postDocument(ctx, tx, entry, "", nil, func(b *pgx.Batch) {
-		b.Queue(`
-			INSERT INTO credit_notes (id, company_id, series, sequence, number, invoice_id, issue_date, reason,
-				currency, net, vat, gross, journal_entry_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-			cn.ID, company, cn.Series, cn.Sequence, cn.Number, inv.ID, cn.IssueDate.Time, cn.Reason,
-			inv.Currency.Code, cn.Net.String(), cn.VAT.String(), cn.Gross().String(), entry.ID)
-		for i, l := range cn.Lines {
-			var invLine *int
-			if l.InvoiceLine > 0 {
-				invLine = &l.InvoiceLine
-			}
-			var qty, price *string
-			if l.Quantity.Valid {
-				q, p := l.Quantity.Decimal.String(), l.UnitPrice.Decimal.String()
-				qty, price = &q, &p
-			}
-			b.Queue(`
-				INSERT INTO credit_note_lines (credit_note_id, line_no, invoice_line_no, description, quantity, unit_price, vat_rate, net, vat, gross)
-				VALUES ($1, $2, $3, $4, $5::numeric, $6::numeric, $7, $8, $9, $10)`,
-				cn.ID, i+1, invLine, l.Description, qty, price, l.VATRate.String(),
-				l.Net.String(), l.VAT.String(), l.Net.Add(l.VAT).String())
+	results := make([]exec.Result, len(which))
+	var settled []*ledger.Settlement
+	var companies []string
+	var entries []*ledger.JournalEntry
+	for i, at := range which {
+		company, c := p.items[at].Company, p.cmds[at]
+		if !p.known[company] {
+			results[i].Err = unknownCompany(company)
+			continue
 		}
-	})
-	if err != nil {
-		return ledger.Outcome{}, fmt.Errorf("post credit note %s: %w", cn.Number, err)
-	}
-	return outcome("credit_note.created", cn.View()), nil
-}
-
-func (s *Store) recordPayment(ctx context.Context, tx pgx.Tx, company string, c *ledger.RecordPayment) (ledger.Outcome, error) {
-	if err := companyExists(ctx, tx, company); err != nil {
-		return ledger.Outcome{}, err
-	}
-	dup := func(ctx context.Context, tx pgx.Tx) error {
-		return existing(ctx, tx, "payment", fmt.Sprintf("payment %q is already recorded", c.PaymentRef),
-			`SELECT id, payment_ref FROM payments WHERE company_id = $1 AND payment_ref = $2`, company, c.PaymentRef)
-	}
-	if err := dup(ctx, tx); err != nil {
-		return ledger.Outcome{}, err
-	}
-	refs := make([]invoiceRef, len(c.Allocations))
-	for i, a := range c.Allocations {
-		refs[i] = invoiceRef{a.InvoiceID, a.InvoiceNumber}
-	}
-	invs, err := lockInvoices(ctx, tx, company, refs)
-	if err != nil {
-		return ledger.Outcome{}, err
-	}
-	// The same invoice named once by ID and once by number.
-	seen := map[string]bool{}
-	for _, inv := range invs {
-		if seen[inv.Number] {
-			return ledger.Outcome{}, ledger.Errorf(ledger.CodeInvalidCommand, "allocations: invoice %s is listed twice", inv.Number)
+		key := docKey{company, c.Provider, c.PayoutID}
+		if prev, dup := p.payouts[key]; dup {
+			results[i].Err = duplicate("settlement", fmt.Sprintf("payout %q of %s is already recorded", c.PayoutID, c.Provider), prev)
+			continue
 		}
-		seen[inv.Number] = true
-	}
-	p, entry, perr := ledger.ApplyPayment(company, c, invs, newID(), newID())
-	if perr != nil {
-		return ledger.Outcome{}, perr
-	}
-	err = postDocument(ctx, tx, entry, "payments_one_per_ref", dup, func(b *pgx.Batch) {
-		b.Queue(`
-			INSERT INTO payments (id, company_id, payment_ref, customer_id, received_on, method, currency, amount, unapplied, journal_entry_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			p.ID, company, c.PaymentRef, c.CustomerID, c.ReceivedOn.Time, c.Method, p.Currency.Code,
-			c.Amount.String(), p.Unapplied.String(), entry.ID)
-		for _, a := range p.Applied {
-			b.Queue(`INSERT INTO payment_allocations (payment_id, invoice_id, amount) VALUES ($1, $2, $3)`,
-				p.ID, a.Invoice.ID, a.Amount.String())
+		st, entry := ledger.SettleProvider(company, c, newID(), newID())
+		if err := entry.Check(); err != nil {
+			return nil, fmt.Errorf("post settlement %s: %w", c.PayoutID, err)
 		}
-	})
-	if err != nil {
-		return ledger.Outcome{}, fmt.Errorf("post payment %s: %w", c.PaymentRef, err)
+		p.payouts[key] = found{st.ID, c.Provider + " " + c.PayoutID}
+		results[i].Outcome = outcome("settlement.recorded", st.View())
+		settled, companies, entries = append(settled, st), append(companies, company), append(entries, entry)
 	}
-	return outcome("payment.recorded", p.View()), nil
+	if len(settled) > 0 {
+		queueEntries(w, entries)
+		queueSettlements(w, companies, settled)
+	}
+	return results, nil
 }
 
-func (s *Store) recordSettlement(ctx context.Context, tx pgx.Tx, company string, c *ledger.RecordSettlement) (ledger.Outcome, error) {
-	if err := companyExists(ctx, tx, company); err != nil {
-		return ledger.Outcome{}, err
+// purchases executes purchase_invoice.record: a supplier's document is
+// recorded once.
+type purchases struct{}
+
+func (purchases) Commands() []string { return []string{"purchase_invoice.record"} }
+
+func (purchases) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+	p := &purchasePlan{items: items}
+	p.cmds = commands[*ledger.RecordPurchaseInvoice](&p.plan, items)
+	if p.err != nil {
+		return p
 	}
-	dup := func(ctx context.Context, tx pgx.Tx) error {
-		return existing(ctx, tx, "settlement", fmt.Sprintf("payout %q of %s is already recorded", c.PayoutID, c.Provider),
-			`SELECT id, provider || ' ' || payout_id FROM settlements WHERE company_id = $1 AND provider = $2 AND payout_id = $3`,
-			company, c.Provider, c.PayoutID)
+	p.known = p.companies(reads, items)
+	companies, suppliers, documents := make([]string, len(items)), make([]string, len(items)), make([]string, len(items))
+	for i, c := range p.cmds {
+		companies[i], suppliers[i], documents[i] = items[i].Company, c.Supplier.ID, c.DocumentNumber
 	}
-	if err := dup(ctx, tx); err != nil {
-		return ledger.Outcome{}, err
-	}
-	st, entry := ledger.SettleProvider(company, c, newID(), newID())
-	err := postDocument(ctx, tx, entry, "settlements_one_per_payout", dup, func(b *pgx.Batch) {
-		b.Queue(`
-			INSERT INTO settlements (id, company_id, provider, payout_id, payout_date, currency, gross, fees, refunds, net, journal_entry_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			st.ID, company, c.Provider, c.PayoutID, c.PayoutDate.Time, st.Currency.Code,
-			c.Gross.String(), c.Fees.String(), c.Refunds.String(), c.Net.String(), entry.ID)
-	})
-	if err != nil {
-		return ledger.Outcome{}, fmt.Errorf("post settlement %s: %w", c.PayoutID, err)
-	}
-	return outcome("settlement.recorded", st.View()), nil
+	p.documents = p.existing(reads, "look up purchase invoices", `
+		SELECT r.company_id, r.supplier_id, r.document_number, d.id, d.document_number
+		  FROM unnest($1::text[], $2::text[], $3::text[]) AS r(company_id, supplier_id, document_number)
+		 CROSS JOIN LATERAL (SELECT id, document_number FROM purchase_invoices
+		                      WHERE company_id = r.company_id AND supplier_id = r.supplier_id AND document_number = r.document_number LIMIT 1) d`,
+		companies, suppliers, documents)
+	return p
 }
 
-func (s *Store) recordPurchase(ctx context.Context, tx pgx.Tx, company string, c *ledger.RecordPurchaseInvoice) (ledger.Outcome, error) {
-	if err := companyExists(ctx, tx, company); err != nil {
-		return ledger.Outcome{}, err
+type purchasePlan struct {
+	plan
+	items     []exec.Item
+	cmds      []*ledger.RecordPurchaseInvoice
+	known     map[string]bool
+	documents map[docKey]found // by (company, supplier, document number)
+}
+
+func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
+	if err := p.begin(); err != nil {
+		return nil, err
 	}
-	dup := func(ctx context.Context, tx pgx.Tx) error {
-		return existing(ctx, tx, "purchase_invoice",
-			fmt.Sprintf("supplier %q's invoice %q is already recorded", c.Supplier.ID, c.DocumentNumber),
-			`SELECT id, document_number FROM purchase_invoices WHERE company_id = $1 AND supplier_id = $2 AND document_number = $3`,
-			company, c.Supplier.ID, c.DocumentNumber)
-	}
-	if err := dup(ctx, tx); err != nil {
-		return ledger.Outcome{}, err
-	}
-	pi, entry := ledger.BookPurchase(company, c, newID(), newID())
-	err := postDocument(ctx, tx, entry, "purchase_invoices_one_per_document", dup, func(b *pgx.Batch) {
-		b.Queue(`
-			INSERT INTO purchase_invoices (id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
-				document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-			pi.ID, company, c.Supplier.ID, c.Supplier.Name, c.Supplier.VATID, c.Supplier.Country,
-			c.DocumentNumber, c.IssueDate.Time, c.DueDate.Time, pi.Currency.Code,
-			pi.Totals.Net.String(), pi.Totals.VAT.String(), pi.Totals.Gross.String(), entry.ID)
-		for i, l := range c.Lines {
-			a := pi.Totals.Lines[i]
-			b.Queue(`
-				INSERT INTO purchase_invoice_lines (purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-				pi.ID, i+1, l.Description, l.Quantity.String(), l.UnitPrice.String(), l.VATRate.String(), l.Account,
-				a.Net.String(), a.VAT.String(), a.Gross.String())
+	results := make([]exec.Result, len(which))
+	var booked []*ledger.PurchaseInvoice
+	var companies []string
+	var entries []*ledger.JournalEntry
+	for i, at := range which {
+		company, c := p.items[at].Company, p.cmds[at]
+		if !p.known[company] {
+			results[i].Err = unknownCompany(company)
+			continue
 		}
-	})
-	if err != nil {
-		return ledger.Outcome{}, fmt.Errorf("post purchase invoice %s: %w", c.DocumentNumber, err)
+		key := docKey{company, c.Supplier.ID, c.DocumentNumber}
+		if prev, dup := p.documents[key]; dup {
+			results[i].Err = duplicate("purchase_invoice",
+				fmt.Sprintf("supplier %q's invoice %q is already recorded", c.Supplier.ID, c.DocumentNumber), prev)
+			continue
+		}
+		pi, entry := ledger.BookPurchase(company, c, newID(), newID())
+		if err := entry.Check(); err != nil {
+			return nil, fmt.Errorf("post purchase invoice %s: %w", c.DocumentNumber, err)
+		}
+		p.documents[key] = found{pi.ID, c.DocumentNumber}
+		results[i].Outcome = outcome("purchase_invoice.recorded", pi.View())
+		booked, companies, entries = append(booked, pi), append(companies, company), append(entries, entry)
 	}
-	return outcome("purchase_invoice.recorded", pi.View()), nil
+	if len(booked) > 0 {
+		queueEntries(w, entries)
+		queuePurchases(w, companies, booked)
+	}
+	return results, nil
 }
 
-func (s *Store) registerAsset(ctx context.Context, tx pgx.Tx, company string, c *ledger.RegisterAsset) (ledger.Outcome, error) {
-	if err := companyExists(ctx, tx, company); err != nil {
-		return ledger.Outcome{}, err
+// assets executes asset.register: an asset reference is registered once.
+// Registering posts nothing.
+type assets struct{}
+
+func (assets) Commands() []string { return []string{"asset.register"} }
+
+func (assets) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+	p := &assetPlan{items: items}
+	p.cmds = commands[*ledger.RegisterAsset](&p.plan, items)
+	if p.err != nil {
+		return p
 	}
-	dup := func(ctx context.Context, tx pgx.Tx) error {
-		return existing(ctx, tx, "asset", fmt.Sprintf("asset %q is already registered", c.AssetID),
-			`SELECT id, asset_ref FROM assets WHERE company_id = $1 AND asset_ref = $2`, company, c.AssetID)
+	p.known = p.companies(reads, items)
+	companies, refs := make([]string, len(items)), make([]string, len(items))
+	for i, c := range p.cmds {
+		companies[i], refs[i] = items[i].Company, c.AssetID
 	}
-	if err := dup(ctx, tx); err != nil {
-		return ledger.Outcome{}, err
-	}
-	cur, _ := ledger.LookupCurrency(c.Currency)
-	a := &ledger.Asset{
-		ID: newID(), Ref: c.AssetID, Description: c.Description, AcquisitionDate: c.AcquisitionDate,
-		Currency: cur, Cost: c.Cost.Decimal, ResidualValue: c.ResidualValue.Decimal, UsefulLifeMonths: c.UsefulLifeMonths,
-	}
-	err := postDocument(ctx, tx, nil, "assets_one_per_ref", dup, func(b *pgx.Batch) {
-		b.Queue(`
-			INSERT INTO assets (id, company_id, asset_ref, description, acquisition_date, currency, cost, residual_value, useful_life_months)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			a.ID, company, a.Ref, a.Description, a.AcquisitionDate.Time, cur.Code,
-			a.Cost.String(), a.ResidualValue.String(), a.UsefulLifeMonths)
-	})
-	if err != nil {
-		return ledger.Outcome{}, fmt.Errorf("register asset %s: %w", c.AssetID, err)
-	}
-	return outcome("asset.registered", a.View()), nil
+	p.refs = p.existing(reads, "look up assets", `
+		SELECT r.company_id, r.asset_ref, '', a.id, a.asset_ref
+		  FROM unnest($1::text[], $2::text[]) AS r(company_id, asset_ref)
+		 CROSS JOIN LATERAL (SELECT id, asset_ref FROM assets
+		                      WHERE company_id = r.company_id AND asset_ref = r.asset_ref LIMIT 1) a`, companies, refs)
+	return p
 }
 
-func (s *Store) runDepreciation(ctx context.Context, tx pgx.Tx, company string, c *ledger.RunDepreciation) (ledger.Outcome, error) {
-	if err := companyExists(ctx, tx, company); err != nil {
-		return ledger.Outcome{}, err
+type assetPlan struct {
+	plan
+	items []exec.Item
+	cmds  []*ledger.RegisterAsset
+	known map[string]bool
+	refs  map[docKey]found // by (company, asset ref)
+}
+
+func (p *assetPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
+	if err := p.begin(); err != nil {
+		return nil, err
 	}
-	period, _ := ledger.ParsePeriod(c.Period)
-	a := &ledger.Asset{Ref: c.AssetID}
-	var cur, cost, residual string
-	err := tx.QueryRow(ctx, `
-		SELECT id, description, acquisition_date, currency, cost::text, residual_value::text, useful_life_months
-		  FROM assets WHERE company_id = $1 AND asset_ref = $2`, company, c.AssetID).
-		Scan(&a.ID, &a.Description, &a.AcquisitionDate.Time, &cur, &cost, &residual, &a.UsefulLifeMonths)
-	if errors.Is(err, pgx.ErrNoRows) {
-		e := ledger.Errorf(ledger.CodeNotFound, "asset %q is not registered for company %q", c.AssetID, company)
-		e.Details = map[string]any{"asset_id": c.AssetID}
-		return ledger.Outcome{}, e
+	results := make([]exec.Result, len(which))
+	var registered []*ledger.Asset
+	var companies []string
+	for i, at := range which {
+		company, c := p.items[at].Company, p.cmds[at]
+		if !p.known[company] {
+			results[i].Err = unknownCompany(company)
+			continue
+		}
+		key := docKey{company: company, a: c.AssetID}
+		if prev, dup := p.refs[key]; dup {
+			results[i].Err = duplicate("asset", fmt.Sprintf("asset %q is already registered", c.AssetID), prev)
+			continue
+		}
+		cur, _ := ledger.LookupCurrency(c.Currency)
+		a := &ledger.Asset{
+			ID: newID(), Ref: c.AssetID, Description: c.Description, AcquisitionDate: c.AcquisitionDate,
+			Currency: cur, Cost: c.Cost.Decimal, ResidualValue: c.ResidualValue.Decimal, UsefulLifeMonths: c.UsefulLifeMonths,
+		}
+		p.refs[key] = found{a.ID, a.Ref}
+		results[i].Outcome = outcome("asset.registered", a.View())
+		registered, companies = append(registered, a), append(companies, company)
 	}
-	if err != nil {
-		return ledger.Outcome{}, fmt.Errorf("look up asset: %w", err)
+	if len(registered) > 0 {
+		queueAssets(w, companies, registered)
 	}
-	a.Currency, _ = ledger.LookupCurrency(cur)
-	a.Cost, a.ResidualValue = dec(cost), dec(residual)
-	dup := func(ctx context.Context, tx pgx.Tx) error {
-		return existing(ctx, tx, "depreciation_run",
-			fmt.Sprintf("asset %q is already depreciated for %s", c.AssetID, period),
-			`SELECT id, to_char(period, 'YYYY-MM') FROM depreciation_runs WHERE asset_id = $1 AND period = $2`,
-			a.ID, period.First().Time)
+	return results, nil
+}
+
+// depreciations executes depreciation.run: a registered asset is
+// depreciated once per month, within its useful life.
+type depreciations struct{}
+
+func (depreciations) Commands() []string { return []string{"depreciation.run"} }
+
+func (depreciations) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+	p := &depreciationPlan{items: items, assets: map[docKey]*ledger.Asset{}}
+	p.cmds = commands[*ledger.RunDepreciation](&p.plan, items)
+	if p.err != nil {
+		return p
 	}
-	if err := dup(ctx, tx); err != nil {
-		return ledger.Outcome{}, err
+	p.known = p.companies(reads, items)
+	companies, refs, periods := make([]string, len(items)), make([]string, len(items)), make([]string, len(items))
+	for i, c := range p.cmds {
+		period, _ := ledger.ParsePeriod(c.Period)
+		companies[i], refs[i], periods[i] = items[i].Company, c.AssetID, period.String()
 	}
-	run, entry, derr := ledger.Depreciate(company, a, period, newID(), newID())
-	if derr != nil {
-		return ledger.Outcome{}, derr
+	var company, cur, cost, residual string
+	var a ledger.Asset
+	p.query(reads, "look up assets", []any{&company, &a.Ref, &a.ID, &a.Description, &a.AcquisitionDate.Time, &cur, &cost, &residual, &a.UsefulLifeMonths}, func() {
+		asset := a
+		asset.Currency, _ = ledger.LookupCurrency(cur)
+		asset.Cost, asset.ResidualValue = dec(cost), dec(residual)
+		p.assets[docKey{company: company, a: asset.Ref}] = &asset
+	}, `
+		SELECT r.company_id, r.asset_ref, a.id, a.description, a.acquisition_date, a.currency, a.cost::text, a.residual_value::text, a.useful_life_months
+		  FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[]) AS r(company_id, asset_ref)) r
+		 CROSS JOIN LATERAL (SELECT * FROM assets WHERE company_id = r.company_id AND asset_ref = r.asset_ref LIMIT 1) a`,
+		companies, refs)
+	p.runs = p.existing(reads, "look up depreciation runs", `
+		SELECT r.company_id, r.asset_ref, r.period, d.id, to_char(d.period, 'YYYY-MM')
+		  FROM unnest($1::text[], $2::text[], $3::text[]) AS r(company_id, asset_ref, period)
+		 CROSS JOIN LATERAL (SELECT d.id, d.period FROM assets a JOIN depreciation_runs d ON d.asset_id = a.id
+		                      WHERE a.company_id = r.company_id AND a.asset_ref = r.asset_ref
+		                        AND d.period = to_date(r.period, 'YYYY-MM') LIMIT 1) d`,
+		companies, refs, periods)
+	return p
+}
+
+type depreciationPlan struct {
+	plan
+	items  []exec.Item
+	cmds   []*ledger.RunDepreciation
+	known  map[string]bool
+	assets map[docKey]*ledger.Asset // by (company, asset ref)
+	runs   map[docKey]found         // by (company, asset ref, period)
+}
+
+func (p *depreciationPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
+	if err := p.begin(); err != nil {
+		return nil, err
 	}
-	err = postDocument(ctx, tx, entry, "depreciation_one_per_period", dup, func(b *pgx.Batch) {
-		b.Queue(`
-			INSERT INTO depreciation_runs (id, company_id, asset_id, period, amount, journal_entry_id)
-			VALUES ($1, $2, $3, $4, $5, $6)`,
-			run.ID, company, a.ID, period.First().Time, run.Amount.String(), entry.ID)
-	})
-	if err != nil {
-		return ledger.Outcome{}, fmt.Errorf("post depreciation of %s for %s: %w", c.AssetID, period, err)
+	results := make([]exec.Result, len(which))
+	var runs []*ledger.DepreciationRun
+	var companies []string
+	var entries []*ledger.JournalEntry
+	for i, at := range which {
+		company, c := p.items[at].Company, p.cmds[at]
+		if !p.known[company] {
+			results[i].Err = unknownCompany(company)
+			continue
+		}
+		period, _ := ledger.ParsePeriod(c.Period)
+		a := p.assets[docKey{company: company, a: c.AssetID}]
+		if a == nil {
+			e := ledger.Errorf(ledger.CodeNotFound, "asset %q is not registered for company %q", c.AssetID, company)
+			e.Details = map[string]any{"asset_id": c.AssetID}
+			results[i].Err = e
+			continue
+		}
+		key := docKey{company, c.AssetID, period.String()}
+		if prev, dup := p.runs[key]; dup {
+			results[i].Err = duplicate("depreciation_run", fmt.Sprintf("asset %q is already depreciated for %s", c.AssetID, period), prev)
+			continue
+		}
+		run, entry, err := ledger.Depreciate(company, a, period, newID(), newID())
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		if err := entry.Check(); err != nil {
+			return nil, fmt.Errorf("post depreciation of %s for %s: %w", c.AssetID, period, err)
+		}
+		p.runs[key] = found{run.ID, period.String()}
+		results[i].Outcome = outcome("depreciation.posted", run.View())
+		runs, companies, entries = append(runs, run), append(companies, company), append(entries, entry)
 	}
-	return outcome("depreciation.posted", run.View()), nil
+	if len(runs) > 0 {
+		queueEntries(w, entries)
+		queueDepreciationRuns(w, companies, runs)
+	}
+	return results, nil
 }

@@ -1,19 +1,14 @@
 package postgres
 
 import (
-	"context"
-	"errors"
-	"fmt"
-
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/shopspring/decimal"
 
 	"github.com/onceledger/onceledger/ledger"
 )
 
-// invoiceRef names an invoice by ID or by number.
-type invoiceRef struct{ id, number string }
+// invoiceRef names an invoice of a company by ID or by number.
+type invoiceRef struct{ company, id, number string }
 
 func (r invoiceRef) String() string {
 	if r.id != "" {
@@ -22,154 +17,113 @@ func (r invoiceRef) String() string {
 	return r.number
 }
 
-// lockInvoices loads invoices with what was credited and paid on them, and
-// locks them (in ID order, so concurrent commands cannot deadlock) until tx
-// ends: credits and payments of one invoice are checked one at a time, and
-// never take more than is left.
-func lockInvoices(ctx context.Context, tx pgx.Tx, company string, refs []invoiceRef) ([]*ledger.InvoiceState, error) {
-	var ids []uuid.UUID
-	var numbers []string
-	for _, r := range refs {
-		if r.id != "" {
-			ids = append(ids, uuid.MustParse(r.id))
-		} else {
-			numbers = append(numbers, r.number)
-		}
-	}
-	rows, err := tx.Query(ctx, `
-		SELECT id, number, customer_id, currency, issue_date, gross::text FROM invoices
-		 WHERE company_id = $1 AND (id = ANY($2) OR number = ANY($3))
-		 ORDER BY id
-		   FOR UPDATE`, company, ids, numbers)
-	if err != nil {
-		return nil, fmt.Errorf("lock invoices: %w", err)
-	}
-	byID := map[uuid.UUID]*ledger.InvoiceState{}
-	byNumber := map[string]*ledger.InvoiceState{}
-	for rows.Next() {
-		st := &ledger.InvoiceState{CreditedByRate: map[string]ledger.RateTotal{}}
-		var cur, gross string
-		if err := rows.Scan(&st.ID, &st.Number, &st.CustomerID, &cur, &st.IssueDate.Time, &gross); err != nil {
-			return nil, fmt.Errorf("read invoice: %w", err)
-		}
-		st.Currency, _ = ledger.LookupCurrency(cur)
-		st.Gross = dec(gross)
-		byID[st.ID], byNumber[st.Number] = st, st
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("lock invoices: %w", err)
-	}
-	out := make([]*ledger.InvoiceState, len(refs))
-	for i, r := range refs {
-		st := byNumber[r.number]
-		if r.id != "" {
-			st = byID[uuid.MustParse(r.id)]
-		}
-		if st == nil {
-			e := ledger.Errorf(ledger.CodeNotFound, "invoice %s does not exist for company %q", r, company)
-			e.Details = map[string]any{"invoice": r.String()}
-			return nil, e
-		}
-		if err := loadInvoiceHistory(ctx, tx, st); err != nil {
-			return nil, err
-		}
-		out[i] = st
-	}
-	return out, nil
+// invoiceStates are the invoices credit notes and payments refer to, with
+// what was credited and paid on them, locked until the transaction ends:
+// credits and payments of one invoice are checked one at a time and never
+// take more than is left. Within a plan they are shared: executing a
+// credit or a payment updates the state the next command of the plan sees
+// (ledger.InvoiceState.Credit, Pay).
+type invoiceStates struct {
+	byID     map[[2]string]*ledger.InvoiceState // (company, id)
+	byNumber map[[2]string]*ledger.InvoiceState // (company, number)
 }
 
-// loadInvoiceHistory fills in an invoice's lines, its credits and payments.
-func loadInvoiceHistory(ctx context.Context, tx pgx.Tx, st *ledger.InvoiceState) error {
-	if len(st.Lines) > 0 {
-		return nil // the same invoice listed twice
-	}
-	batch := &pgx.Batch{}
-	batch.Queue(`
-		SELECT line_no, description, quantity::text, unit_price::text, vat_rate::text, net::text, vat::text
-		  FROM invoice_lines WHERE invoice_id = $1 ORDER BY line_no`, st.ID)
-	batch.Queue(`
-		SELECT coalesce(l.invoice_line_no, 0), l.vat_rate::text, coalesce(sum(l.quantity), 0)::text, sum(l.net)::text, sum(l.vat)::text
-		  FROM credit_note_lines l JOIN credit_notes c ON c.id = l.credit_note_id
-		 WHERE c.invoice_id = $1
-		 GROUP BY 1, 2`, st.ID)
-	batch.Queue(`SELECT coalesce(sum(amount), 0)::text FROM payment_allocations WHERE invoice_id = $1`, st.ID)
-	br := tx.SendBatch(ctx, batch)
-	defer br.Close()
+// resolvedInvoices is the array of the invoice IDs that the references
+// ($1 companies, $2 IDs or empty, $3 numbers or empty) name, one lookup by key
+// each.
+const resolvedInvoices = `ARRAY(
+	SELECT coalesce(nullif(r.id, '')::uuid,
+	                (SELECT n.id FROM invoices n WHERE n.company_id = r.company_id AND n.number = r.number))
+	  FROM unnest($1::text[], $2::text[], $3::text[]) AS r(company_id, id, number))`
 
-	rows, err := br.Query()
-	if err != nil {
-		return fmt.Errorf("invoice lines: %w", err)
+// invoices queues the reads of the referenced invoices: the invoices,
+// locked in ID order (so concurrent commands cannot deadlock), then their
+// lines, credits and payments, read after the lock was granted, so they
+// include what the previous holder of a lock committed.
+func (p *plan) invoices(b *pgx.Batch, refs []invoiceRef) *invoiceStates {
+	s := &invoiceStates{byID: map[[2]string]*ledger.InvoiceState{}, byNumber: map[[2]string]*ledger.InvoiceState{}}
+	companies, ids, numbers := make([]string, len(refs)), make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		companies[i], ids[i], numbers[i] = r.company, r.id, r.number
 	}
-	for rows.Next() {
-		var l ledger.IssuedLine
-		var q, p, r, n, v string
-		if err := rows.Scan(&l.No, &l.Description, &q, &p, &r, &n, &v); err != nil {
-			return fmt.Errorf("invoice line: %w", err)
+	byID := map[uuid.UUID]*ledger.InvoiceState{}
+
+	var company, cur, gross string
+	var st ledger.InvoiceState
+	p.query(b, "lock invoices", []any{&st.ID, &company, &st.Number, &st.CustomerID, &cur, &st.IssueDate.Time, &gross}, func() {
+		inv := st
+		inv.CreditedByRate = map[string]ledger.RateTotal{}
+		inv.Currency, _ = ledger.LookupCurrency(cur)
+		inv.Gross = dec(gross)
+		byID[inv.ID] = &inv
+		s.byID[[2]string{company, inv.ID.String()}] = &inv
+		s.byNumber[[2]string{company, inv.Number}] = &inv
+	}, `
+		SELECT id, company_id, number, customer_id, currency, issue_date, gross::text FROM invoices
+		 WHERE id = ANY (`+resolvedInvoices+`)
+		 ORDER BY id
+		   FOR UPDATE`, companies, ids, numbers)
+
+	var invoice uuid.UUID
+	var l ledger.IssuedLine
+	var q, pr, r, n, v string
+	p.query(b, "invoice lines", []any{&invoice, &l.No, &l.Description, &q, &pr, &r, &n, &v}, func() {
+		if inv := byID[invoice]; inv != nil {
+			line := l
+			line.Quantity, line.UnitPrice, line.VATRate, line.Net, line.VAT = dec(q), dec(pr), dec(r), dec(n), dec(v)
+			inv.Lines = append(inv.Lines, line)
 		}
-		l.Quantity, l.UnitPrice, l.VATRate, l.Net, l.VAT = dec(q), dec(p), dec(r), dec(n), dec(v)
-		st.Lines = append(st.Lines, l)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("invoice lines: %w", err)
-	}
+	}, `
+		SELECT invoice_id, line_no, description, quantity::text, unit_price::text, vat_rate::text, net::text, vat::text
+		  FROM invoice_lines WHERE invoice_id = ANY (`+resolvedInvoices+`)
+		 ORDER BY invoice_id, line_no`, companies, ids, numbers)
 
-	rows, err = br.Query()
-	if err != nil {
-		return fmt.Errorf("credits: %w", err)
-	}
-	for rows.Next() {
-		var line int
-		var r, q, n, v string
-		if err := rows.Scan(&line, &r, &q, &n, &v); err != nil {
-			return fmt.Errorf("credit: %w", err)
+	var line int
+	p.query(b, "credits", []any{&invoice, &line, &r, &q, &n, &v}, func() {
+		inv := byID[invoice]
+		if inv == nil {
+			return
 		}
 		rate, net, vat := dec(r), dec(n), dec(v)
-		t := st.CreditedByRate[rate.String()]
+		t := inv.CreditedByRate[rate.String()]
 		t.Rate, t.Net, t.VAT = rate, t.Net.Add(net), t.VAT.Add(vat)
-		st.CreditedByRate[rate.String()] = t
-		st.CreditedGross = st.CreditedGross.Add(net).Add(vat)
-		if line > 0 && line <= len(st.Lines) {
-			il := &st.Lines[line-1]
+		inv.CreditedByRate[rate.String()] = t
+		inv.CreditedGross = inv.CreditedGross.Add(net).Add(vat)
+		if line > 0 && line <= len(inv.Lines) {
+			il := &inv.Lines[line-1]
 			il.CreditedQuantity = il.CreditedQuantity.Add(dec(q))
 			il.CreditedNet, il.CreditedVAT = il.CreditedNet.Add(net), il.CreditedVAT.Add(vat)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("credits: %w", err)
-	}
+	}, `
+		SELECT c.invoice_id, coalesce(l.invoice_line_no, 0), l.vat_rate::text, coalesce(sum(l.quantity), 0)::text, sum(l.net)::text, sum(l.vat)::text
+		  FROM credit_note_lines l JOIN credit_notes c ON c.id = l.credit_note_id
+		 WHERE c.invoice_id = ANY (`+resolvedInvoices+`)
+		 GROUP BY 1, 2, 3`, companies, ids, numbers)
 
 	var paid string
-	if err := br.QueryRow().Scan(&paid); err != nil {
-		return fmt.Errorf("payments: %w", err)
-	}
-	st.Paid = dec(paid)
-	return br.Close()
+	p.query(b, "payments", []any{&invoice, &paid}, func() {
+		if inv := byID[invoice]; inv != nil {
+			inv.Paid = dec(paid)
+		}
+	}, `
+		SELECT invoice_id, sum(amount)::text FROM payment_allocations
+		 WHERE invoice_id = ANY (`+resolvedInvoices+`)
+		 GROUP BY 1`, companies, ids, numbers)
+	return s
 }
 
-// dec parses a numeric column read as text. Postgres renders numeric as a
-// plain decimal, so a failure is a bug, not bad input: it panics, and the
-// consumer's recoverer turns that into a retried, then dead-lettered, message.
-func dec(s string) decimal.Decimal {
-	d, err := decimal.NewFromString(s)
-	if err != nil {
-		panic(fmt.Sprintf("numeric %q from the database does not parse: %v", s, err))
+// find returns the invoice r names, or not_found.
+func (s *invoiceStates) find(r invoiceRef) (*ledger.InvoiceState, *ledger.Error) {
+	var inv *ledger.InvoiceState
+	if r.id != "" {
+		inv = s.byID[[2]string{r.company, r.id}]
+	} else {
+		inv = s.byNumber[[2]string{r.company, r.number}]
 	}
-	return d
-}
-
-// existing reports a business duplicate found by query (one row of id and
-// a label), or nil when there is none.
-func existing(ctx context.Context, tx pgx.Tx, doc, message string, query string, args ...any) error {
-	var id uuid.UUID
-	var label string
-	err := tx.QueryRow(ctx, query, args...).Scan(&id, &label)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
+	if inv == nil {
+		e := ledger.Errorf(ledger.CodeNotFound, "invoice %s does not exist for company %q", r, r.company)
+		e.Details = map[string]any{"invoice": r.String()}
+		return nil, e
 	}
-	if err != nil {
-		return fmt.Errorf("look up existing %s: %w", doc, err)
-	}
-	e := ledger.Errorf(ledger.CodeDuplicateDocument, "%s (%s %s)", message, doc, label)
-	e.Details = map[string]any{"document": doc, doc + "_id": id.String(), "existing": label}
-	return e
+	return inv, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/ledger/postgres"
 )
 
@@ -70,7 +71,7 @@ func execute(t *testing.T, db *pgxpool.Pool, company string, cmd ledger.Command)
 	var out ledger.Outcome
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		var err error
-		out, err = postgres.New().Execute(ctx, tx, company, cmd)
+		out, err = exec.Run(ctx, tx, ledgerKinds, company, cmd)
 		return err
 	})
 	return out, err
@@ -187,3 +188,12 @@ func requireBooksBalance(t *testing.T, db *pgxpool.Pool) int {
 	}
 	return n
 }
+
+// ledgerKinds are the ledger's kinds, the commands these tests execute.
+var ledgerKinds = func() *exec.Kinds {
+	k, err := exec.NewKinds(postgres.Kinds()...)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()

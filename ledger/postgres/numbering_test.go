@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/ledger"
-	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/ledger/exec"
 )
 
 // TestGaplessNumberingUnderConcurrency issues invoices from several
@@ -28,7 +28,6 @@ func TestGaplessNumberingUnderConcurrency(t *testing.T) {
 	db := newDB(t, workers)
 	ctx := testContext(t)
 	createCompany(t, db, "acme")
-	store := postgres.New()
 
 	var (
 		mu         sync.Mutex
@@ -54,7 +53,7 @@ func TestGaplessNumberingUnderConcurrency(t *testing.T) {
 					errs <- fmt.Errorf("worker %d: begin: %w", w, err)
 					return
 				}
-				out, err := store.Execute(ctx, tx, "acme", cmd)
+				out, err := exec.Run(ctx, tx, ledgerKinds, "acme", cmd)
 				if err != nil {
 					_ = tx.Rollback(ctx)
 					errs <- fmt.Errorf("worker %d invoice %d: %w", w, i, err)

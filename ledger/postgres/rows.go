@@ -116,3 +116,198 @@ func queueInvoices(batch *pgx.Batch, invs []*ledger.Invoice) {
 			$7::text[]::numeric[], $8::text[]::numeric[], $9::text[]::numeric[])`,
 		lineInvoices, lineNos, lineDescs, lineQty, linePrice, lineRate, lineNet, lineVAT, lineGross)
 }
+
+// queueCompanies queues the companies with their standard chart of
+// accounts and number series.
+func queueCompanies(batch *pgx.Batch, cs []ledger.Company) {
+	var ids, names, countries, currencies, vatIDs []string
+	var accCompanies, codes, accNames, types []string
+	var seriesCompanies, series []string
+	for _, c := range cs {
+		ids, names, countries, currencies, vatIDs = append(ids, c.ID), append(names, c.Name), append(countries, c.Country), append(currencies, c.Currency), append(vatIDs, c.VATID)
+		for _, a := range ledger.StandardChart() {
+			accCompanies, codes, accNames, types = append(accCompanies, c.ID), append(codes, a.Code), append(accNames, a.Name), append(types, string(a.Type))
+		}
+		for _, s := range ledger.StandardSeries() {
+			seriesCompanies, series = append(seriesCompanies, c.ID), append(series, s)
+		}
+	}
+	batch.Queue(`
+		INSERT INTO companies (id, name, country, currency, vat_id)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])`,
+		ids, names, countries, currencies, vatIDs)
+	batch.Queue(`
+		INSERT INTO accounts (company_id, code, name, type)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])`,
+		accCompanies, codes, accNames, types)
+	batch.Queue(`
+		INSERT INTO number_series (company_id, series)
+		SELECT * FROM unnest($1::text[], $2::text[])`, seriesCompanies, series)
+}
+
+// queueCreditNotes queues the credit notes and their lines; each note's
+// journal entry is queued by queueEntries.
+func queueCreditNotes(batch *pgx.Batch, notes []*ledger.CreditNote) {
+	var ids, invoices, entries [][16]byte
+	var companies, series, numbers, reasons, currencies, nets, vats, grosses []string
+	var sequences []int64
+	var issued []time.Time
+	var lineNotes [][16]byte
+	var lineNos []int32
+	var invoiceLines []*int32
+	var descs, rates, lineNets, lineVATs, lineGrosses []string
+	var qtys, prices []*string
+	for _, cn := range notes {
+		ids, invoices, entries = append(ids, cn.ID), append(invoices, cn.Invoice.ID), append(entries, cn.JournalEntryID)
+		companies, series, numbers, reasons = append(companies, cn.Company), append(series, cn.Series), append(numbers, cn.Number), append(reasons, cn.Reason)
+		currencies, nets, vats, grosses = append(currencies, cn.Invoice.Currency.Code), append(nets, cn.Net.String()), append(vats, cn.VAT.String()), append(grosses, cn.Gross().String())
+		sequences, issued = append(sequences, cn.Sequence), append(issued, cn.IssueDate.Time)
+		for i, l := range cn.Lines {
+			lineNotes, lineNos = append(lineNotes, cn.ID), append(lineNos, int32(i+1))
+			var invLine *int32
+			if l.InvoiceLine > 0 {
+				n := int32(l.InvoiceLine)
+				invLine = &n
+			}
+			var qty, price *string
+			if l.Quantity.Valid {
+				q, p := l.Quantity.Decimal.String(), l.UnitPrice.Decimal.String()
+				qty, price = &q, &p
+			}
+			invoiceLines, qtys, prices = append(invoiceLines, invLine), append(qtys, qty), append(prices, price)
+			descs, rates = append(descs, l.Description), append(rates, l.VATRate.String())
+			lineNets, lineVATs, lineGrosses = append(lineNets, l.Net.String()), append(lineVATs, l.VAT.String()), append(lineGrosses, l.Net.Add(l.VAT).String())
+		}
+	}
+	batch.Queue(`
+		INSERT INTO credit_notes (id, company_id, series, sequence, number, invoice_id, issue_date, reason,
+			currency, net, vat, gross, journal_entry_id)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::uuid[], $7::date[], $8::text[],
+			$9::text[], $10::text[]::numeric[], $11::text[]::numeric[], $12::text[]::numeric[], $13::uuid[])`,
+		ids, companies, series, sequences, numbers, invoices, issued, reasons, currencies, nets, vats, grosses, entries)
+	batch.Queue(`
+		INSERT INTO credit_note_lines (credit_note_id, line_no, invoice_line_no, description, quantity, unit_price, vat_rate, net, vat, gross)
+		SELECT * FROM unnest($1::uuid[], $2::int[], $3::int[], $4::text[], $5::text[]::numeric[], $6::text[]::numeric[],
+			$7::text[]::numeric[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[])`,
+		lineNotes, lineNos, invoiceLines, descs, qtys, prices, rates, lineNets, lineVATs, lineGrosses)
+}
+
+// queuePayments queues the payments and their allocations; each
+// payment's journal entry is queued by queueEntries.
+func queuePayments(batch *pgx.Batch, ps []*ledger.Payment) {
+	var ids, entries [][16]byte
+	var companies, refs, customers, methods, currencies, amounts, unapplied []string
+	var received []time.Time
+	var allocPayments, allocInvoices [][16]byte
+	var allocAmounts []string
+	for _, p := range ps {
+		c := p.Command
+		ids, entries = append(ids, p.ID), append(entries, p.JournalEntryID)
+		companies, refs, customers, methods = append(companies, p.Company), append(refs, c.PaymentRef), append(customers, c.CustomerID), append(methods, c.Method)
+		currencies, amounts, unapplied = append(currencies, p.Currency.Code), append(amounts, c.Amount.String()), append(unapplied, p.Unapplied.String())
+		received = append(received, c.ReceivedOn.Time)
+		for _, a := range p.Applied {
+			allocPayments, allocInvoices, allocAmounts = append(allocPayments, p.ID), append(allocInvoices, a.Invoice.ID), append(allocAmounts, a.Amount.String())
+		}
+	}
+	batch.Queue(`
+		INSERT INTO payments (id, company_id, payment_ref, customer_id, received_on, method, currency, amount, unapplied, journal_entry_id)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::date[], $6::text[], $7::text[],
+			$8::text[]::numeric[], $9::text[]::numeric[], $10::uuid[])`,
+		ids, companies, refs, customers, received, methods, currencies, amounts, unapplied, entries)
+	if len(allocPayments) > 0 {
+		batch.Queue(`
+			INSERT INTO payment_allocations (payment_id, invoice_id, amount)
+			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[]::numeric[])`, allocPayments, allocInvoices, allocAmounts)
+	}
+}
+
+// queueSettlements queues the settlements of companies (one per
+// settlement); each one's journal entry is queued by queueEntries.
+func queueSettlements(batch *pgx.Batch, companies []string, sts []*ledger.Settlement) {
+	var ids, entries [][16]byte
+	var providers, payouts, currencies, grosses, fees, refunds, nets []string
+	var dates []time.Time
+	for _, st := range sts {
+		c := st.Command
+		ids, entries = append(ids, st.ID), append(entries, st.JournalEntryID)
+		providers, payouts, currencies = append(providers, c.Provider), append(payouts, c.PayoutID), append(currencies, st.Currency.Code)
+		grosses, fees, refunds, nets = append(grosses, c.Gross.String()), append(fees, c.Fees.String()), append(refunds, c.Refunds.String()), append(nets, c.Net.String())
+		dates = append(dates, c.PayoutDate.Time)
+	}
+	batch.Queue(`
+		INSERT INTO settlements (id, company_id, provider, payout_id, payout_date, currency, gross, fees, refunds, net, journal_entry_id)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::date[], $6::text[],
+			$7::text[]::numeric[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[], $11::uuid[])`,
+		ids, companies, providers, payouts, dates, currencies, grosses, fees, refunds, nets, entries)
+}
+
+// queuePurchases queues the purchase invoices of companies and their
+// lines; each one's journal entry is queued by queueEntries.
+func queuePurchases(batch *pgx.Batch, companies []string, pis []*ledger.PurchaseInvoice) {
+	var ids, entries [][16]byte
+	var supIDs, supNames, supVATs, supCountries, docs, currencies, nets, vats, grosses []string
+	var issued, due []time.Time
+	var lineDocs [][16]byte
+	var lineNos []int32
+	var descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses []string
+	for _, pi := range pis {
+		c := pi.Command
+		ids, entries = append(ids, pi.ID), append(entries, pi.JournalEntryID)
+		supIDs, supNames, supVATs, supCountries = append(supIDs, c.Supplier.ID), append(supNames, c.Supplier.Name), append(supVATs, c.Supplier.VATID), append(supCountries, c.Supplier.Country)
+		docs, currencies = append(docs, c.DocumentNumber), append(currencies, pi.Currency.Code)
+		nets, vats, grosses = append(nets, pi.Totals.Net.String()), append(vats, pi.Totals.VAT.String()), append(grosses, pi.Totals.Gross.String())
+		issued, due = append(issued, c.IssueDate.Time), append(due, c.DueDate.Time)
+		for i, l := range c.Lines {
+			a := pi.Totals.Lines[i]
+			lineDocs, lineNos = append(lineDocs, pi.ID), append(lineNos, int32(i+1))
+			descs, qtys, prices, rates, accounts = append(descs, l.Description), append(qtys, l.Quantity.String()), append(prices, l.UnitPrice.String()), append(rates, l.VATRate.String()), append(accounts, l.Account)
+			lineNets, lineVATs, lineGrosses = append(lineNets, a.Net.String()), append(lineVATs, a.VAT.String()), append(lineGrosses, a.Gross.String())
+		}
+	}
+	batch.Queue(`
+		INSERT INTO purchase_invoices (id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
+			document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+			$7::text[], $8::date[], $9::date[], $10::text[], $11::text[]::numeric[], $12::text[]::numeric[], $13::text[]::numeric[], $14::uuid[])`,
+		ids, companies, supIDs, supNames, supVATs, supCountries, docs, issued, due, currencies, nets, vats, grosses, entries)
+	batch.Queue(`
+		INSERT INTO purchase_invoice_lines (purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross)
+		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[], $6::text[]::numeric[],
+			$7::text[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[])`,
+		lineDocs, lineNos, descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses)
+}
+
+// queueAssets queues the assets of companies.
+func queueAssets(batch *pgx.Batch, companies []string, as []*ledger.Asset) {
+	var ids [][16]byte
+	var refs, descs, currencies, costs, residuals []string
+	var acquired []time.Time
+	var lives []int32
+	for _, a := range as {
+		ids, refs, descs, currencies = append(ids, a.ID), append(refs, a.Ref), append(descs, a.Description), append(currencies, a.Currency.Code)
+		costs, residuals = append(costs, a.Cost.String()), append(residuals, a.ResidualValue.String())
+		acquired, lives = append(acquired, a.AcquisitionDate.Time), append(lives, int32(a.UsefulLifeMonths))
+	}
+	batch.Queue(`
+		INSERT INTO assets (id, company_id, asset_ref, description, acquisition_date, currency, cost, residual_value, useful_life_months)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::date[], $6::text[],
+			$7::text[]::numeric[], $8::text[]::numeric[], $9::int[])`,
+		ids, companies, refs, descs, acquired, currencies, costs, residuals, lives)
+}
+
+// queueDepreciationRuns queues the runs of companies; each run's journal
+// entry is queued by queueEntries.
+func queueDepreciationRuns(batch *pgx.Batch, companies []string, runs []*ledger.DepreciationRun) {
+	var ids, assets, entries [][16]byte
+	var periods []time.Time
+	var amounts []string
+	for _, r := range runs {
+		ids, assets, entries = append(ids, r.ID), append(assets, r.Asset.ID), append(entries, r.JournalEntryID)
+		periods, amounts = append(periods, r.Period.First().Time), append(amounts, r.Amount.String())
+	}
+	batch.Queue(`
+		INSERT INTO depreciation_runs (id, company_id, asset_id, period, amount, journal_entry_id)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::date[], $5::text[]::numeric[], $6::uuid[])`,
+		ids, companies, assets, periods, amounts, entries)
+}

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/ledger"
-	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/ledger/exec"
 )
 
 func TestCreateCompany(t *testing.T) {
@@ -230,7 +230,7 @@ func TestOneInvoicePerOrder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("savepoint: %v", err)
 	}
-	_, err = postgres.New().Execute(ctx, sp, "acme", invoiceCommand(t, "order-1041"))
+	_, err = exec.Run(ctx, sp, ledgerKinds, "acme", invoiceCommand(t, "order-1041"))
 	e := requireError(t, err, ledger.CodeDuplicateDocument)
 	want := map[string]any{"document": "invoice", "invoice_id": first.InvoiceID, "number": first.Number, "order_id": "order-1041"}
 	if fmt.Sprint(e.Details) != fmt.Sprint(want) {
@@ -242,7 +242,7 @@ func TestOneInvoicePerOrder(t *testing.T) {
 	if err := sp.Rollback(ctx); err != nil {
 		t.Fatalf("rollback to savepoint: %v", err)
 	}
-	out, err := postgres.New().Execute(ctx, tx, "acme", invoiceCommand(t, "order-1042"))
+	out, err := exec.Run(ctx, tx, ledgerKinds, "acme", invoiceCommand(t, "order-1042"))
 	if err != nil {
 		t.Fatalf("invoice.create after a refused duplicate: %v", err)
 	}

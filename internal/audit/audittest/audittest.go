@@ -1,10 +1,9 @@
 // Package audittest builds books through the real command path, for tests
 // of the auditor and of the tools that show or repair what it finds.
 //
-// Commands run through consumer.Process with the worker's executor (the
-// ledger store wrapped by the webhook endpoint commands), each in its own
-// transaction, exactly as the worker runs them minus NATS: every document
-// has its inbox key, every event its deliveries. Anything a test wants
+// Commands run through consumer.Execute with the worker's kinds, each in
+// a transaction of its own, exactly as the worker runs them minus NATS:
+// every document has its inbox key, every event its deliveries. Anything a test wants
 // broken it breaks afterwards, on purpose.
 package audittest
 
@@ -19,10 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/consumer"
-	"github.com/onceledger/onceledger/ledger"
-	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/protocol"
-	"github.com/onceledger/onceledger/webhooks"
 )
 
 // Process runs one command through the inbox in a transaction of its own
@@ -34,28 +31,24 @@ func Process(t testing.TB, pool *pgxpool.Pool, company, command, key string, bod
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp, err := protocol.Fingerprint(command, raw)
-	if err != nil {
-		t.Fatalf("%s: fingerprint: %v", command, err)
+	req, perr := consumer.NewRequest(company, command, key, raw)
+	if perr != nil {
+		t.Fatalf("%s: %v", command, perr)
 	}
-	cmd, err := ledger.Decode(command, raw)
+	k, err := kinds.All()
 	if err != nil {
-		t.Fatalf("%s: %v", command, err)
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var res protocol.Result
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var err error
-		_, res, err = consumer.Process(ctx, tx, &consumer.Request{
-			Company: company, Command: command, Key: key, Fingerprint: fp, Decoded: cmd,
-		}, webhooks.NewCommands(postgres.New()))
-		return err
-	})
+	answers, err := consumer.Execute(ctx, pool, k, []*consumer.Request{req})
+	if err == nil {
+		err = answers[0].Err
+	}
 	if err != nil {
 		t.Fatalf("%s %s/%s: %v", command, company, key, err)
 	}
-	return res
+	return answers[0].Result
 }
 
 // Books are the results of what Build posted, by company and key.

@@ -1,0 +1,546 @@
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/onceledger/onceledger/consumer/inbox"
+	"github.com/onceledger/onceledger/ledger/exec"
+	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/protocol"
+)
+
+// errTxBroken marks a failure after which the transaction cannot go on.
+var errTxBroken = errors.New("inbox: the transaction is broken")
+
+// planSettings are the planner settings of a batch's transaction.
+//
+// Generic plans: most of a batch's statements take arrays, one element per
+// command, and Postgres plans them afresh for every execution as long as a
+// plan for the arrays' actual sizes looks cheaper than one for any size,
+// which it does for the small batches of moderate rates. At 400 commands/s
+// (two per transaction) planning was 29% of the statements' time. Their
+// plans do not depend on the arrays' sizes: inserts from arrays, and
+// lookups by primary key.
+//
+// No sequential scans where an index serves: a generic plan is kept until
+// the table's statistics change, and one made while a table was small (a
+// new database) would scan it sequentially, inbox included, until
+// autovacuum next analyzes it. A statement that no index serves still
+// scans; the setting only makes the planner prefer any index.
+const planSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
+
+// txn is one transaction of commands: everything execute does, and what
+// became of each command.
+type txn struct {
+	ctx   context.Context
+	kinds *exec.Kinds
+	tx    pgx.Tx
+	// beforeCommit runs just before the COMMIT is sent.
+	beforeCommit func()
+	// ended is set once the COMMIT was sent; committed reports it
+	// succeeded, commitErr why not.
+	ended, committed bool
+	commitErr        error
+	// fallbacks counts the groups that failed and ran again in halves.
+	fallbacks int
+}
+
+// execute runs subs in one transaction on conn, from BEGIN to COMMIT, and
+// leaves on each submission its answer (outcome and result, or err). The
+// order of execution is the order of subs with each company's commands
+// brought together (a stable sort), which is also the order every
+// transaction takes its locks in.
+//
+//  1. One round trip begins the transaction, claims every key (a replay
+//     needs nothing else), sets the savepoint of the whole batch, and sends
+//     the reads of the first pass (see nextPass).
+//  2. Each further round trip carries a pass's writes (its effects, its
+//     events and its keys' results) and the next pass's reads; the last
+//     one checks the deferred constraints and commits.
+//  3. When a pass's reads, its execution or its writes fail (a concurrent
+//     transaction committed the same order, a constraint refused a row),
+//     the batch rolls back to its savepoint and runs again in halves, each
+//     in a savepoint of its own, down to single commands: a single command
+//     that still fails is left for redelivery, the others commit. A single
+//     command refused by a unique index runs once more, and its reads then
+//     see the document that won.
+//
+// A key repeated in the batch runs once; its repeats are answered from the
+// first one's result, as a redelivery would be. An error is returned when
+// the transaction broke or did not commit: every submission then has it.
+func (t *txn) execute(conn interface {
+	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+}, subs []*submission) error {
+	slices.SortStableFunc(subs, func(x, y *submission) int { return cmp.Compare(x.req.Company, y.req.Company) })
+	for _, s := range subs {
+		kind, idx, ok := t.kinds.Lookup(s.req.Command)
+		if !ok {
+			return t.fail(subs, fmt.Errorf("inbox: no kind executes %s", s.req.Command))
+		}
+		s.kind, s.kindIndex = kind, idx
+	}
+	unique, repeats := firstOfEachKey(subs)
+	defer func() {
+		if t.tx != nil && !t.ended {
+			t.tx.Rollback(context.WithoutCancel(t.ctx))
+		}
+	}()
+
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	b.Queue(planSettings)
+	keys := make([]inbox.Key, len(unique))
+	for i, s := range unique {
+		keys[i] = inbox.Key{Company: s.req.Company, Key: s.req.Key}
+	}
+	claims := inbox.QueueClaims(b, keys)
+	b.Queue("SAVEPOINT " + savepoint(0))
+	pass, rest := nextPass(unique)
+	first := t.prepare(pass, b)
+	first.rest = rest
+	br := conn.SendBatch(t.ctx, b)
+	t.tx = br.Tx()
+	err := func() error {
+		defer br.Close()
+		for range 2 { // begin, settings
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("inbox: begin: %w", err)
+			}
+		}
+		if err := claims.Read(br); err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("inbox: savepoint: %w", err)
+		}
+		first.read(br)
+		if err := br.Close(); err != nil && first.err == nil {
+			return err
+		}
+		return nil
+	}()
+	if err != nil {
+		return t.fail(subs, fmt.Errorf("%w: %w", errTxBroken, err))
+	}
+
+	var fresh []*submission
+	for i, s := range unique {
+		s.locked, s.row = claims.Locked[i], claims.Rows[i]
+		if a, done := decide(s.req, s.locked, s.row); done {
+			s.Answer = a
+			continue
+		}
+		s.fresh = true
+		fresh = append(fresh, s)
+	}
+	first.rest = onlyFresh(first.rest)
+	if err := t.group(fresh, 0, first, true); err != nil {
+		return t.fail(subs, err)
+	}
+	for _, r := range repeats {
+		r.answerAfter(r.repeatOf)
+	}
+	if !t.ended {
+		if t.beforeCommit != nil {
+			t.beforeCommit()
+		}
+		t.ended = true
+		if err := t.tx.Commit(t.ctx); err != nil {
+			return t.fail(subs, fmt.Errorf("inbox: commit: %w", err))
+		}
+		t.committed = true
+	}
+	if !t.committed {
+		return t.fail(subs, fmt.Errorf("inbox: commit: %w", t.commitErr))
+	}
+	return nil
+}
+
+func onlyFresh(subs []*submission) []*submission {
+	var out []*submission
+	for _, s := range subs {
+		if s.fresh {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// fail gives err to every submission that has no error of its own.
+func (t *txn) fail(subs []*submission, err error) error {
+	for _, s := range subs {
+		if s.Err == nil {
+			s.Err = err
+		}
+	}
+	return err
+}
+
+// savepoint names the savepoint of a group at depth: the halves of a group
+// reuse their depth's name, and ROLLBACK TO SAVEPOINT returns to the most
+// recent savepoint of a name, so no RELEASE is needed.
+func savepoint(depth int) string { return "onceledger_" + strconv.Itoa(depth) }
+
+// firstOfEachKey splits subs into the first submission of each key and
+// the repeats, which point at it.
+func firstOfEachKey(subs []*submission) (unique, repeats []*submission) {
+	first := map[inbox.Key]*submission{}
+	for _, s := range subs {
+		k := inbox.Key{Company: s.req.Company, Key: s.req.Key}
+		if f, ok := first[k]; ok {
+			s.repeatOf = f
+			repeats = append(repeats, s)
+			continue
+		}
+		first[k] = s
+		unique = append(unique, s)
+	}
+	return unique, repeats
+}
+
+// answerAfter answers a repeated key from what became of its first
+// submission f: what a redelivery after f's commit would have found.
+func (s *submission) answerAfter(f *submission) {
+	switch {
+	case f.Err != nil:
+		s.Err = f.Err
+	case f.Outcome == Executed:
+		s.Answer, _ = decide(s.req, true, &f.stored)
+	default:
+		s.Answer, _ = decide(s.req, f.locked, f.row)
+	}
+}
+
+// prepared is a pass whose reads were queued: its commands in execution
+// order, one plan per kind.
+type prepared struct {
+	subs  []*submission
+	plans []kindPlan
+	// rest is what is left after the pass, for the passes after it.
+	rest []*submission
+	// err is why the pass cannot execute: its reads failed (the
+	// transaction is then aborted up to the group's savepoint) or a plan
+	// could not be prepared.
+	err error
+}
+
+// kindPlan is the plan of one kind in a pass.
+type kindPlan struct {
+	plan exec.Plan
+	subs []*submission // the plan's items, in order
+}
+
+// prepare queues on b the reads of pass, a plan per kind.
+func (t *txn) prepare(pass []*submission, b *pgx.Batch) *prepared {
+	p := &prepared{subs: pass}
+	byKind := map[int]int{} // kind index → plans index
+	for _, s := range pass {
+		i, ok := byKind[s.kindIndex]
+		if !ok {
+			i = len(p.plans)
+			byKind[s.kindIndex] = i
+			p.plans = append(p.plans, kindPlan{})
+		}
+		p.plans[i].subs = append(p.plans[i].subs, s)
+	}
+	for i := range p.plans {
+		kp := &p.plans[i]
+		items := make([]exec.Item, len(kp.subs))
+		for j, s := range kp.subs {
+			items[j] = exec.Item{Company: s.req.Company, Command: s.req.Decoded}
+		}
+		kind := kp.subs[0].kind
+		if err := recovered("preparing "+kp.subs[0].req.Command, func() error { kp.plan = kind.Prepare(items, b); return nil }); err != nil {
+			// What the plan queued is still read (and discarded) with the
+			// round trip; the pass fails.
+			p.err = err
+			return p
+		}
+	}
+	return p
+}
+
+// read reads the pass's reads from br; a failure is the pass's err.
+func (p *prepared) read(br pgx.BatchResults) {
+	if p.err != nil {
+		return
+	}
+	for _, kp := range p.plans {
+		if err := recovered("reading a batch", func() error { return kp.plan.Read(br) }); err != nil {
+			p.err = err
+			return
+		}
+	}
+}
+
+// group runs subs, new commands in execution order, pass by pass in the
+// savepoint of depth. first, when not nil, is the first pass, whose reads
+// went out with the savepoint; otherwise group sets the savepoint itself.
+// With commit, the last pass's round trip commits. A failed group rolls
+// back to its savepoint and runs again in halves (see execute). An error
+// means the transaction is broken.
+func (t *txn) group(subs []*submission, depth int, first *prepared, commit bool) error {
+	if len(subs) == 0 && first == nil {
+		return nil
+	}
+	p := first
+	if p == nil {
+		b := &pgx.Batch{}
+		b.Queue("SAVEPOINT " + savepoint(depth))
+		pass, rest := nextPass(subs)
+		p = t.prepare(pass, b)
+		p.rest = rest
+		br := t.tx.SendBatch(t.ctx, b)
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return fmt.Errorf("%w: savepoint: %w", errTxBroken, err)
+		}
+		p.read(br)
+		if err := br.Close(); err != nil && p.err == nil {
+			p.err = err
+		}
+	}
+	err := t.passes(p, commit)
+	if err == nil || t.ended {
+		return err
+	}
+	if errors.Is(err, errTxBroken) {
+		return err
+	}
+	if _, rbErr := t.tx.Exec(t.ctx, "ROLLBACK TO SAVEPOINT "+savepoint(depth)); rbErr != nil {
+		return fmt.Errorf("%w: %w (and rolling back failed: %v)", errTxBroken, err, rbErr)
+	}
+	for _, s := range subs {
+		s.Answer, s.stored, s.events = Answer{}, inbox.Row{}, nil
+	}
+	switch {
+	case len(subs) == 0:
+		return nil // the pass held only replays; their answers stand
+	case len(subs) == 1 && isUniqueViolation(err) && !subs[0].retried:
+		subs[0].retried = true
+		return t.group(subs, depth+1, nil, false)
+	case len(subs) == 1:
+		subs[0].Err = err
+		return nil
+	}
+	t.fallbacks++
+	half := len(subs) / 2
+	if err := t.group(subs[:half], depth+1, nil, false); err != nil {
+		return err
+	}
+	return t.group(subs[half:], depth+1, nil, false)
+}
+
+// passes executes p and the passes after it, each pass's writes in one
+// round trip with the next pass's reads. The last round trip checks the
+// deferred constraints (so a violation is this group's failure, not the
+// commit's) and, with commit, commits. An error is the group's failure;
+// errTxBroken, or t.ended set, means it cannot be rolled back.
+func (t *txn) passes(p *prepared, commit bool) error {
+	for {
+		if p.err != nil {
+			return p.err
+		}
+		w := &pgx.Batch{}
+		if err := recovered("executing a batch", func() error { return t.executePass(p, w) }); err != nil {
+			return err
+		}
+		writes := w.Len()
+		var next *prepared
+		if len(p.rest) > 0 {
+			pass, rest := nextPass(p.rest)
+			next = t.prepare(pass, w)
+			next.rest = rest
+		} else {
+			w.Queue("SET CONSTRAINTS ALL IMMEDIATE")
+			if commit {
+				if t.beforeCommit != nil {
+					t.beforeCommit()
+				}
+				w.Queue("COMMIT")
+			} else {
+				w.Queue("SET CONSTRAINTS ALL DEFERRED")
+			}
+		}
+		br := t.tx.SendBatch(t.ctx, w)
+		err := func() error {
+			defer br.Close()
+			for range writes {
+				if _, err := br.Exec(); err != nil {
+					return fmt.Errorf("inbox: write batch: %w", err)
+				}
+			}
+			if next != nil {
+				next.read(br)
+				if err := br.Close(); err != nil && next.err == nil {
+					next.err = err
+				}
+				return nil
+			}
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("inbox: deferred constraints: %w", err)
+			}
+			if commit {
+				// Only now is the transaction over: a failed write above
+				// skipped the COMMIT, and the savepoint still stands.
+				t.ended = true
+				_, t.commitErr = br.Exec()
+				if err := br.Close(); t.commitErr == nil {
+					t.commitErr = err
+				}
+				t.committed = t.commitErr == nil
+				return nil
+			}
+			_, err := br.Exec()
+			if err != nil {
+				return fmt.Errorf("inbox: deferred constraints: %w", err)
+			}
+			return br.Close()
+		}()
+		if err != nil || next == nil {
+			return err
+		}
+		p = next
+	}
+}
+
+// executePass executes a pass's new commands and queues on w their
+// effects, their events in execution order, and their keys' results.
+func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
+	for _, kp := range p.plans {
+		var which []int
+		var subs []*submission
+		for i, s := range kp.subs {
+			if s.fresh {
+				which, subs = append(which, i), append(subs, s)
+			}
+		}
+		if len(which) == 0 {
+			continue
+		}
+		results, err := kp.plan.Execute(which, w)
+		if err != nil {
+			return err
+		}
+		if len(results) != len(which) {
+			return fmt.Errorf("inbox: %d results for %d commands of %s", len(results), len(which), subs[0].req.Command)
+		}
+		for i, s := range subs {
+			if err := s.stage(results[i]); err != nil {
+				return err
+			}
+		}
+	}
+	var events []outbox.Pending
+	var rows []inbox.Row
+	for _, s := range p.subs {
+		if !s.fresh {
+			continue
+		}
+		evCtx := t.ctx
+		if s.span != nil {
+			evCtx = trace.ContextWithSpan(t.ctx, s.span)
+		}
+		for _, ev := range s.events {
+			events = append(events, outbox.Pending{Ctx: evCtx, Company: s.req.Company, Type: ev.Type, Data: ev.Data})
+		}
+		rows = append(rows, s.stored)
+	}
+	if len(events) > 0 {
+		if _, err := outbox.Queue(w, events); err != nil {
+			return err
+		}
+	}
+	if len(rows) > 0 {
+		inbox.QueueStore(w, rows)
+	}
+	return nil
+}
+
+// stage records what executing s gave, to be kept if its group commits: a
+// business error is its result; an outcome is its result and its events.
+// An error that is not the command's (internal, in flight) fails the group.
+func (s *submission) stage(r exec.Result) error {
+	req := s.req
+	var res protocol.Result
+	s.events = nil
+	switch {
+	case r.Err != nil && r.Err.Code.Retryable():
+		return fmt.Errorf("%s/%s: %w", req.Company, req.Key, r.Err)
+	case r.Err != nil:
+		res = protocol.ErrorResult(req.Company, req.Key, req.Command, r.Err)
+	default:
+		raw, err := json.Marshal(r.Outcome.Result)
+		if err != nil {
+			return fmt.Errorf("inbox: encode %s result: %w", req.Command, err)
+		}
+		res = protocol.Result{Company: req.Company, IdempotencyKey: req.Key, Command: req.Command, Status: protocol.StatusOK, Result: raw}
+		s.events = r.Outcome.Events
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("inbox: encode result: %w", err)
+	}
+	s.Answer = Answer{Outcome: Executed, Result: res}
+	s.stored = inbox.Row{
+		Company: req.Company, Key: req.Key, Command: req.Command, Fingerprint: req.Fingerprint,
+		Status: res.Status, Result: body, StreamSequence: int64(req.StreamSequence),
+	}
+	return nil
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// recovered runs fn, turning a panic into an error: the batch goroutine is
+// not a Watermill handler, so the router's recoverer does not see it.
+func recovered(what string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic while %s: %v\n%s", what, r, debug.Stack())
+		}
+	}()
+	return fn()
+}
+
+// Execute runs reqs through the idempotency contract in one transaction on
+// a connection of pool and commits it, exactly as the worker runs a batch
+// of deliveries, minus NATS: nothing is acknowledged or answered. It gives
+// one answer per request, in the order given. The error is the
+// transaction's: it broke or did not commit, and every answer has it.
+func Execute(ctx context.Context, pool *pgxpool.Pool, kinds *exec.Kinds, reqs []*Request) ([]Answer, error) {
+	subs := make([]*submission, len(reqs))
+	for i, r := range reqs {
+		subs[i] = &submission{req: r}
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		err = fmt.Errorf("inbox: begin: %w", err)
+	} else {
+		defer conn.Release()
+		t := &txn{ctx: ctx, kinds: kinds}
+		err = t.execute(conn, slices.Clone(subs))
+	}
+	answers := make([]Answer, len(subs))
+	for i, s := range subs {
+		answers[i] = s.Answer
+		if err != nil && s.Err == nil {
+			answers[i].Err = err
+		}
+	}
+	return answers, err
+}

@@ -1,0 +1,121 @@
+package consumer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/protocol"
+)
+
+// errInFlight fails a delivery whose key is held by another transaction; it
+// is NAKed with the in-flight delay, not the failure backoff.
+var errInFlight = errors.New("idempotency key in flight")
+
+// handler is the router's handler of commands: it validates a delivery,
+// hands the command to group commit, which runs the idempotency contract
+// and commits, and turns the outcome into the reply and the settlement;
+// the subscriber sends the reply after the message is settled.
+type handler struct {
+	batcher       *batcher
+	inFlightDelay time.Duration
+	logger        *slog.Logger
+	metrics       *Metrics
+}
+
+func (h *handler) handle(msg *message.Message) error {
+	d, ok := DeliveryFrom(msg)
+	if !ok {
+		return errors.New("inbox: message did not come from the consumer's subscriber")
+	}
+	span := trace.SpanFromContext(msg.Context())
+	count := func(command, outcome string) {
+		h.metrics.count(command, outcome)
+		span.SetAttributes(attrOutcome.String(outcome))
+	}
+	req, perr := parseRequest(d)
+	if perr != nil {
+		d.SetReply(mustJSON(errorResultFor(d, perr)))
+		return &PermanentError{Code: perr.Code, Reason: perr.Message}
+	}
+	log := h.logger.With("company", req.Company, "idempotency_key", req.Key, "command", req.Command,
+		"stream_seq", d.StreamSeq, "deliveries", d.NumDelivered)
+
+	started := time.Now()
+	s := &submission{req: req, delivery: d, span: span, done: make(chan struct{})}
+	if err := h.batcher.submit(s); err != nil {
+		count(req.Command, outcomeRetried)
+		span.SetStatus(codes.Error, err.Error())
+		log.Warn("command failed; it will be retried", "error", err)
+		return err
+	}
+	res := s.Result
+	switch s.Outcome {
+	case Executed:
+		log.Debug("command executed", "status", res.Status)
+		h.metrics.handled(req.Command, started, d.Published)
+		if res.Status == protocol.StatusOK {
+			count(req.Command, outcomeOK)
+		} else {
+			count(req.Command, outcomeBusinessError)
+		}
+	case InFlight:
+		count(req.Command, outcomeInFlight)
+		d.SetReply(mustJSON(res))
+		delay := inFlightDelay(h.inFlightDelay, d.NumDelivered)
+		d.NakWithDelay(delay)
+		log.Info("command in flight elsewhere; retrying later", "retry_in", delay)
+		return errInFlight
+	case Reused:
+		count(req.Command, outcomeReused)
+		d.SetReply(mustJSON(res))
+		return &PermanentError{Code: ledger.CodeIdempotencyKeyReused, Reason: protocol.MessageKeyReused}
+	case Replayed:
+		count(req.Command, outcomeReplayed)
+		log.Debug("command replayed from the inbox")
+	}
+	d.SetReply(mustJSON(res))
+	return nil
+}
+
+// inFlightDelay grows with each delivery, so a duplicate of a long-running
+// command waits longer each time instead of using up its deliveries.
+func inFlightDelay(base time.Duration, numDelivered uint64) time.Duration {
+	d := base
+	for i := uint64(1); i < numDelivered && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}
+
+// parseRequest reads and checks everything that does not need the
+// database: subject, key, JSON, command and body validity.
+func parseRequest(d *Delivery) (*Request, *ledger.Error) {
+	company, command, err := protocol.ParseCommandSubject(d.Msg.Subject())
+	if err != nil {
+		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "%v", err)
+	}
+	req, perr := NewRequest(company, command, d.Msg.Headers().Get(protocol.HeaderIdempotencyKey), d.Msg.Data())
+	if perr != nil {
+		return nil, perr
+	}
+	req.StreamSequence = d.StreamSeq
+	return req, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Results are plain structs of strings, numbers and raw JSON that
+		// was itself produced by json.Marshal.
+		panic(fmt.Sprintf("encode result: %v", err))
+	}
+	return b
+}

@@ -1,0 +1,62 @@
+package postgres
+
+import (
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/exec"
+)
+
+// companies executes company.create: a company is created once, with the
+// standard chart of accounts and number series.
+type companies struct{}
+
+func (companies) Commands() []string { return []string{"company.create"} }
+
+func (companies) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+	p := &companyPlan{items: items}
+	p.cmds = commands[*ledger.CreateCompany](&p.plan, items)
+	if p.err == nil {
+		p.known = p.companies(reads, items)
+	}
+	return p
+}
+
+type companyPlan struct {
+	plan
+	items []exec.Item
+	cmds  []*ledger.CreateCompany
+	known map[string]bool
+}
+
+func (p *companyPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
+	if err := p.begin(); err != nil {
+		return nil, err
+	}
+	results := make([]exec.Result, len(which))
+	var created []ledger.Company
+	for i, at := range which {
+		id, c := p.items[at].Company, p.cmds[at]
+		if p.known[id] {
+			e := ledger.Errorf(ledger.CodeDuplicateDocument, "company %q already exists", id)
+			e.Details = map[string]any{"company": id}
+			results[i].Err = e
+			continue
+		}
+		p.known[id] = true
+		company := ledger.Company{ID: id, Name: c.Name, Country: c.Country, Currency: c.Currency, VATID: c.VATID}
+		created = append(created, company)
+		results[i].Outcome = ledger.Outcome{
+			Result: struct {
+				ledger.Company
+				Accounts []ledger.Account `json:"accounts"`
+				Series   []string         `json:"series"`
+			}{company, ledger.StandardChart(), ledger.StandardSeries()},
+			Events: []ledger.Event{{Type: "company.created", Data: company}},
+		}
+	}
+	if len(created) > 0 {
+		queueCompanies(w, created)
+	}
+	return results, nil
+}

@@ -1,0 +1,97 @@
+package postgres
+
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/exec"
+)
+
+// invoices executes invoice.create: companies must exist, an order is
+// invoiced once, numbers follow each series without gaps.
+type invoices struct{}
+
+func (invoices) Commands() []string { return []string{"invoice.create"} }
+
+func (invoices) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+	p := &invoicePlan{items: items}
+	p.cmds = commands[*ledger.CreateInvoice](&p.plan, items)
+	if p.err != nil {
+		return p
+	}
+	p.known = p.companies(reads, items)
+	companies, orders := make([]string, len(items)), make([]string, len(items))
+	keys := make([]seriesKey, len(items))
+	for i, c := range p.cmds {
+		companies[i], orders[i] = items[i].Company, c.OrderID
+		keys[i] = seriesKey{items[i].Company, c.Series}
+	}
+	// The lookups by key are LATERAL subqueries with LIMIT, which the
+	// planner cannot turn into a join: it knows nothing of the arrays'
+	// sizes and could otherwise hash-join them against a scan of the whole
+	// table.
+	p.orders = p.existing(reads, "look up invoices for orders", `
+		SELECT o.company_id, o.order_id, '', i.id, i.number
+		  FROM unnest($1::text[], $2::text[]) AS o(company_id, order_id)
+		 CROSS JOIN LATERAL (SELECT id, number FROM invoices
+		                      WHERE company_id = o.company_id AND order_id = o.order_id LIMIT 1) i`, companies, orders)
+	p.numbers = p.series(reads, keys)
+	return p
+}
+
+type invoicePlan struct {
+	plan
+	items   []exec.Item
+	cmds    []*ledger.CreateInvoice
+	known   map[string]bool
+	orders  map[docKey]found // by (company, order)
+	numbers *numbers
+}
+
+func (p *invoicePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
+	if err := p.begin(); err != nil {
+		return nil, err
+	}
+	results := make([]exec.Result, len(which))
+	var invs []*ledger.Invoice
+	var entries []*ledger.JournalEntry
+	for i, at := range which {
+		company, c := p.items[at].Company, p.cmds[at]
+		order := docKey{company: company, a: c.OrderID}
+		if !p.known[company] {
+			results[i].Err = unknownCompany(company)
+			continue
+		}
+		if prev, dup := p.orders[order]; dup {
+			results[i].Err = duplicateInvoice(c.OrderID, prev.id, prev.label)
+			continue
+		}
+		seq, err := p.numbers.next(company, c.Series)
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		inv, entry := ledger.IssueInvoice(company, c, newID(), newID(), seq)
+		if err := entry.Check(); err != nil {
+			return nil, fmt.Errorf("post invoice %s: %w", inv.Number, err)
+		}
+		p.orders[order] = found{inv.ID, inv.Number}
+		invs, entries = append(invs, inv), append(entries, entry)
+		results[i].Outcome = outcome("invoice.created", inv.View())
+	}
+	if len(invs) > 0 {
+		p.numbers.write(w)
+		queueEntries(w, entries)
+		queueInvoices(w, invs)
+	}
+	return results, nil
+}
+
+func duplicateInvoice(orderID string, id uuid.UUID, number string) *ledger.Error {
+	e := ledger.Errorf(ledger.CodeDuplicateDocument, "order %q is already invoiced by invoice %s", orderID, number)
+	e.Details = map[string]any{"document": "invoice", "invoice_id": id.String(), "number": number, "order_id": orderID}
+	return e
+}

@@ -1,0 +1,241 @@
+package postgres
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
+
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/exec"
+)
+
+// SQLSTATE codes this package branches on.
+const (
+	sqlstateUniqueViolation = "23505"
+)
+
+// Kinds returns the kinds of the ledger's commands: company.create,
+// invoice.create, credit_note.create, payment.record, settlement.record,
+// purchase_invoice.record, asset.register and depreciation.run. Each reads
+// what all its commands need in one round trip's statements, one per
+// table, and writes their effects with one INSERT per table.
+func Kinds() []exec.Kind {
+	return []exec.Kind{
+		companies{}, invoices{}, creditNotes{}, payments{},
+		settlements{}, purchases{}, assets{}, depreciations{},
+	}
+}
+
+// plan is what every kind's plan shares: the readers of the statements
+// Prepare queued, and the state of the plan (read once, executed once).
+type plan struct {
+	readers []func(pgx.BatchResults) error
+	// err is why the items cannot be executed; nothing was queued.
+	err      error
+	read     bool
+	executed bool
+}
+
+// Read implements exec.Plan.
+func (p *plan) Read(br pgx.BatchResults) error {
+	if p.err != nil {
+		return nil
+	}
+	for _, r := range p.readers {
+		if err := r(br); err != nil {
+			return err
+		}
+	}
+	p.read = true
+	return nil
+}
+
+// begin is the start of every Execute: a plan executes once, after its
+// reads.
+func (p *plan) begin() error {
+	switch {
+	case p.err != nil:
+		return p.err
+	case !p.read:
+		return errors.New("ledger store: a plan executes after its reads were read")
+	case p.executed:
+		return errors.New("ledger store: a plan executes once")
+	}
+	p.executed = true
+	return nil
+}
+
+// query queues sql on b and the reading of its rows: row is called for
+// each, after scans were filled.
+func (p *plan) query(b *pgx.Batch, what string, scans []any, row func(), sql string, args ...any) {
+	b.Queue(sql, args...)
+	p.readers = append(p.readers, func(br pgx.BatchResults) error {
+		rows, _ := br.Query()
+		if _, err := pgx.ForEachRow(rows, scans, func() error { row(); return nil }); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	})
+}
+
+// companies queues the lookup of the items' companies and returns the set
+// the plan's reading fills.
+func (p *plan) companies(b *pgx.Batch, items []exec.Item) map[string]bool {
+	ids := make([]string, 0, len(items))
+	for _, it := range items {
+		ids = append(ids, it.Company)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	known := map[string]bool{}
+	var id string
+	p.query(b, "look up companies", []any{&id}, func() { known[id] = true },
+		`SELECT id FROM companies WHERE id = ANY($1)`, ids)
+	return known
+}
+
+// commands returns the items' commands as T, or sets p.err when one is
+// of another kind.
+func commands[T ledger.Command](p *plan, items []exec.Item) []T {
+	out := make([]T, len(items))
+	for i, it := range items {
+		c, ok := it.Command.(T)
+		if !ok {
+			p.err = fmt.Errorf("ledger store: command %s is not of this kind", it.Command.CommandName())
+			return nil
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// seriesKey names a number series of a company.
+type seriesKey struct{ company, series string }
+
+// numbers is the number series a plan allocates from: their last values,
+// locked by the reads, advanced by execution, written back by write.
+type numbers struct {
+	keys     []seriesKey // sorted, distinct
+	last     map[seriesKey]int64
+	advanced map[seriesKey]bool
+}
+
+// series queues the locking read of keys' number series rows. Every plan
+// locks them in one order, so concurrent batches do not deadlock on them.
+func (p *plan) series(b *pgx.Batch, keys []seriesKey) *numbers {
+	slices.SortFunc(keys, func(a, b seriesKey) int {
+		return cmp.Or(cmp.Compare(a.company, b.company), cmp.Compare(a.series, b.series))
+	})
+	n := &numbers{keys: slices.Compact(keys), last: map[seriesKey]int64{}, advanced: map[seriesKey]bool{}}
+	companies, names := make([]string, len(n.keys)), make([]string, len(n.keys))
+	for i, k := range n.keys {
+		companies[i], names[i] = k.company, k.series
+	}
+	var k seriesKey
+	var v int64
+	p.query(b, "lock number series", []any{&k.company, &k.series, &v}, func() { n.last[k] = v }, `
+		SELECT n.company_id, n.series, n.last_value
+		  FROM number_series n
+		  JOIN unnest($1::text[], $2::text[]) AS s(company_id, series) USING (company_id, series)
+		 ORDER BY n.company_id, n.series
+		   FOR UPDATE OF n`, companies, names)
+	return n
+}
+
+// next allocates the next number of a series, or unknown_series.
+func (n *numbers) next(company, series string) (int64, *ledger.Error) {
+	k := seriesKey{company, series}
+	seq, ok := n.last[k]
+	if !ok {
+		return 0, unknownSeries(company, series)
+	}
+	seq++
+	n.last[k], n.advanced[k] = seq, true
+	return seq, nil
+}
+
+// write queues the advanced series' new values.
+func (n *numbers) write(b *pgx.Batch) {
+	var companies, names []string
+	var values []int64
+	for _, k := range n.keys {
+		if n.advanced[k] {
+			companies, names, values = append(companies, k.company), append(names, k.series), append(values, n.last[k])
+		}
+	}
+	if len(companies) == 0 {
+		return
+	}
+	b.Queue(`
+		UPDATE number_series n SET last_value = u.last_value
+		  FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(company_id, series, last_value)
+		 WHERE n.company_id = u.company_id AND n.series = u.series`, companies, names, values)
+}
+
+// docKey is a business key of a document: its company and up to two parts.
+type docKey struct{ company, a, b string }
+
+// found is an existing document a business key names.
+type found struct {
+	id    uuid.UUID
+	label string
+}
+
+// existing queues a lookup of documents by business key and returns the
+// map the plan's reading fills. The query returns, per document found,
+// the key's company and two parts (the second empty where the key has one),
+// the document's ID and a label naming it in errors.
+func (p *plan) existing(b *pgx.Batch, what, sql string, args ...any) map[docKey]found {
+	m := map[docKey]found{}
+	var k docKey
+	var f found
+	p.query(b, what, []any{&k.company, &k.a, &k.b, &f.id, &f.label}, func() { m[k] = f }, sql, args...)
+	return m
+}
+
+// outcome is a result that is also the data of the one event it emits.
+func outcome(eventType string, view any) ledger.Outcome {
+	return ledger.Outcome{Result: view, Events: []ledger.Event{{Type: eventType, Data: view}}}
+}
+
+// duplicate is the business duplicate error: doc is the document's noun,
+// message says what is duplicated.
+func duplicate(doc, message string, f found) *ledger.Error {
+	e := ledger.Errorf(ledger.CodeDuplicateDocument, "%s (%s %s)", message, doc, f.label)
+	e.Details = map[string]any{"document": doc, doc + "_id": f.id.String(), "existing": f.label}
+	return e
+}
+
+func unknownCompany(id string) *ledger.Error {
+	e := ledger.Errorf(ledger.CodeUnknownCompany, "company %q does not exist; create it with company.create first", id)
+	e.Details = map[string]any{"company": id}
+	return e
+}
+
+func unknownSeries(company, series string) *ledger.Error {
+	e := ledger.Errorf(ledger.CodeNotFound, "number series %q does not exist for company %q", series, company)
+	e.Details = map[string]any{"series": series}
+	return e
+}
+
+// newID returns a time-ordered UUIDv7, friendly to B-tree indexes.
+func newID() uuid.UUID {
+	return uuid.Must(uuid.NewV7())
+}
+
+// dec parses a numeric column read as text. Postgres renders numeric as a
+// plain decimal, so a failure is a bug, not bad input: it panics, and the
+// consumer turns that into a failure of the batch, retried command by
+// command.
+func dec(s string) decimal.Decimal {
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		panic(fmt.Sprintf("numeric %q from the database does not parse: %v", s, err))
+	}
+	return d
+}

@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/exec"
+)
+
+// payments executes payment.record: a payment reference is recorded once,
+// and each allocation goes to an invoice of the same customer and
+// currency, never more than is open on it.
+type payments struct{}
+
+func (payments) Commands() []string { return []string{"payment.record"} }
+
+func (payments) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+	p := &paymentPlan{items: items}
+	p.cmds = commands[*ledger.RecordPayment](&p.plan, items)
+	if p.err != nil {
+		return p
+	}
+	p.known = p.companies(reads, items)
+	companies, refs := make([]string, len(items)), make([]string, len(items))
+	var invs []invoiceRef
+	p.allocations = make([][]invoiceRef, len(items))
+	for i, c := range p.cmds {
+		companies[i], refs[i] = items[i].Company, c.PaymentRef
+		for _, a := range c.Allocations {
+			r := refOf(items[i].Company, a.InvoiceID, a.InvoiceNumber)
+			p.allocations[i] = append(p.allocations[i], r)
+			invs = append(invs, r)
+		}
+	}
+	p.refs = p.existing(reads, "look up payments", `
+		SELECT r.company_id, r.payment_ref, '', p.id, p.payment_ref
+		  FROM unnest($1::text[], $2::text[]) AS r(company_id, payment_ref)
+		 CROSS JOIN LATERAL (SELECT id, payment_ref FROM payments
+		                      WHERE company_id = r.company_id AND payment_ref = r.payment_ref LIMIT 1) p`, companies, refs)
+	p.invoices = p.plan.invoices(reads, invs)
+	return p
+}
+
+type paymentPlan struct {
+	plan
+	items       []exec.Item
+	cmds        []*ledger.RecordPayment
+	allocations [][]invoiceRef
+	known       map[string]bool
+	refs        map[docKey]found // by (company, payment_ref)
+	invoices    *invoiceStates
+}
+
+func (p *paymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
+	if err := p.begin(); err != nil {
+		return nil, err
+	}
+	results := make([]exec.Result, len(which))
+	var paid []*ledger.Payment
+	var entries []*ledger.JournalEntry
+	for i, at := range which {
+		company, c := p.items[at].Company, p.cmds[at]
+		if !p.known[company] {
+			results[i].Err = unknownCompany(company)
+			continue
+		}
+		ref := docKey{company: company, a: c.PaymentRef}
+		if prev, dup := p.refs[ref]; dup {
+			results[i].Err = duplicate("payment", fmt.Sprintf("payment %q is already recorded", c.PaymentRef), prev)
+			continue
+		}
+		invs, err := p.allocated(at)
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		pay, entry, err := ledger.ApplyPayment(company, c, invs, newID(), newID())
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		if err := entry.Check(); err != nil {
+			return nil, fmt.Errorf("post payment %s: %w", c.PaymentRef, err)
+		}
+		results[i].Outcome = outcome("payment.recorded", pay.View())
+		for _, a := range pay.Applied {
+			a.Invoice.Pay(a.Amount)
+		}
+		p.refs[ref] = found{pay.ID, c.PaymentRef}
+		paid, entries = append(paid, pay), append(entries, entry)
+	}
+	if len(paid) > 0 {
+		queueEntries(w, entries)
+		queuePayments(w, paid)
+	}
+	return results, nil
+}
+
+// allocated returns the invoices the allocations of the item at name, in
+// order: not_found for the first that does not exist, invalid_command when
+// one invoice is named twice (once by ID and once by number, say).
+func (p *paymentPlan) allocated(at int) ([]*ledger.InvoiceState, *ledger.Error) {
+	var invs []*ledger.InvoiceState
+	for _, r := range p.allocations[at] {
+		inv, err := p.invoices.find(r)
+		if err != nil {
+			return nil, err
+		}
+		invs = append(invs, inv)
+	}
+	seen := map[string]bool{}
+	for _, inv := range invs {
+		if seen[inv.Number] {
+			return nil, ledger.Errorf(ledger.CodeInvalidCommand, "allocations: invoice %s is listed twice", inv.Number)
+		}
+		seen[inv.Number] = true
+	}
+	return invs, nil
+}
