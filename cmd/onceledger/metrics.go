@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -94,14 +95,14 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	failed("jetstream", err)
 
-	var unpublished int64
-	var oldest float64
-	err = c.pool.QueryRow(ctx, `
-		SELECT count(*), coalesce(extract(epoch FROM now() - min(e.created_at)), 0)::float8
-		  FROM outbox_pending p JOIN outbox_events e ON e.id = p.event_id`).Scan(&unpublished, &oldest)
+	backlog, err := outbox.ReadBacklog(ctx, c.pool, "")
 	if err == nil {
-		ch <- prometheus.MustNewConstMetric(descOutboxBacklog, prometheus.GaugeValue, float64(unpublished))
-		ch <- prometheus.MustNewConstMetric(descOutboxOldest, prometheus.GaugeValue, oldest)
+		var oldest time.Duration
+		if backlog.Oldest != nil {
+			oldest = backlog.Oldest.Age
+		}
+		ch <- prometheus.MustNewConstMetric(descOutboxBacklog, prometheus.GaugeValue, float64(backlog.Unpublished))
+		ch <- prometheus.MustNewConstMetric(descOutboxOldest, prometheus.GaugeValue, oldest.Seconds())
 	}
 	failed("outbox", err)
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/onceledger/onceledger/outbox"
 )
 
 // eventDeliveriesSQL: $3 is Grace in microseconds. The endpoint must have
@@ -103,34 +105,21 @@ func eventSequences(ctx context.Context, a *auditor, name string) (CheckResult, 
 
 func unpublishedAge(ctx context.Context, a *auditor, name string) (CheckResult, error) {
 	var res CheckResult
-	rows, err := a.tx.Query(ctx, `
-		SELECT count(*) OVER (), e.company_id, e.id, e.type, e.sequence, e.created_at
-		  FROM outbox_pending p JOIN outbox_events e ON e.id = p.event_id
-		 WHERE $1::text = '' OR e.company_id = $1
-		 ORDER BY e.created_at
-		 LIMIT 1`, a.opts.Company)
-	if err != nil {
+	backlog, err := outbox.ReadBacklog(ctx, a.tx, a.opts.Company)
+	if err != nil || backlog.Oldest == nil {
 		return res, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var company, typ string
-		var id uuid.UUID
-		var seq int64
-		var at time.Time
-		if err := rows.Scan(&res.Checked, &company, &id, &typ, &seq, &at); err != nil {
-			return res, err
-		}
-		s := &a.report.Stats
-		s.UnpublishedEvents, s.OldestUnpublished = res.Checked, &at
-		if age := a.report.AsOf.Sub(at); age > a.opts.MaxUnpublishedAge {
-			res.Violations = 1
-			a.violate(name, company, id.String(), fmt.Sprintf(
-				"the oldest unpublished event, %s (%s, sequence %d), was written %s ago (at most %s): is the outbox relay running and JetStream reachable?",
-				id, typ, seq, age.Round(time.Second), a.opts.MaxUnpublishedAge))
-		}
+	e := backlog.Oldest
+	res.Checked = backlog.Unpublished
+	s := &a.report.Stats
+	s.UnpublishedEvents, s.OldestUnpublished = res.Checked, &e.CreatedAt
+	if age := a.report.AsOf.Sub(e.CreatedAt); age > a.opts.MaxUnpublishedAge {
+		res.Violations = 1
+		a.violate(name, e.Company, e.ID.String(), fmt.Sprintf(
+			"the oldest unpublished event, %s (%s, sequence %d), was written %s ago (at most %s): is the outbox relay running and JetStream reachable?",
+			e.ID, e.Type, e.Sequence, age.Round(time.Second), a.opts.MaxUnpublishedAge))
 	}
-	return res, rows.Err()
+	return res, nil
 }
 
 // undeliveredAge reads pending and in-flight deliveries through their

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
 )
@@ -268,13 +269,17 @@ func (e *Env) settle(ctx context.Context) error {
 		return err
 	}
 	return e.waitFor(ctx, "webhook deliveries", func(ctx context.Context) (int64, bool, error) {
-		var unpublished, undelivered int64
 		// Each count reads the relay's small queue or a partial index, so
 		// polling stays cheap however many events and deliveries are done.
-		err := e.pool.QueryRow(ctx, `SELECT
-			(SELECT count(*) FROM outbox_pending),
+		backlog, err := outbox.ReadBacklog(ctx, e.pool, "")
+		if err != nil {
+			return 0, false, err
+		}
+		unpublished := backlog.Unpublished
+		var undelivered int64
+		err = e.pool.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM webhook_deliveries WHERE status = 'pending') +
-			(SELECT count(*) FROM webhook_deliveries WHERE status = 'delivering')`).Scan(&unpublished, &undelivered)
+			(SELECT count(*) FROM webhook_deliveries WHERE status = 'delivering')`).Scan(&undelivered)
 		if err == nil && undelivered > 0 {
 			// The dispatcher wakes on this notification, on its poll
 			// interval, or when a claim filled every free slot. When no

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
@@ -652,24 +653,36 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 		published    bool
 	}
 	events := map[string]event{}
-	rows, err := pool.Query(ctx, `SELECT id::text, company_id, type, body::text, NOT EXISTS (SELECT FROM outbox_pending p WHERE p.event_id = e.id) FROM outbox_events e`)
+	rows, err := pool.Query(ctx, `SELECT id, company_id, type, body::text FROM outbox_events`)
 	if err != nil {
 		return fmt.Errorf("read events: %w", err)
 	}
 	byType := map[string]int64{}
 	for rows.Next() {
-		var id, body string
+		var uid uuid.UUID
+		var body string
 		var e event
-		if err := rows.Scan(&id, &e.company, &e.typ, &body, &e.published); err != nil {
+		if err := rows.Scan(&uid, &e.company, &e.typ, &body); err != nil {
 			rows.Close()
 			return err
 		}
 		e.hash = sha256.Sum256([]byte(body))
-		events[id] = e
+		events[uid.String()] = e
 		byType[e.typ]++
 	}
 	if err := rows.Err(); err != nil {
 		return err
+	}
+	// The queue is read after the events: an event and its queue row are
+	// written in one transaction, so an event read above and missing from
+	// the queue now has been published.
+	pending, err := outbox.PendingIDs(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("read the outbox queue: %w", err)
+	}
+	for id, e := range events {
+		e.published = !pending[uuid.MustParse(id)]
+		events[id] = e
 	}
 	rep.count("events", int64(len(events)))
 
@@ -817,9 +830,12 @@ func readPending(ctx context.Context, js jetstream.JetStream, pool *pgxpool.Pool
 		return p, err
 	}
 	p.cmdPending, p.cmdAckPending = info.NumPending, uint64(info.NumAckPending)
-	err = pool.QueryRow(cctx, `
-		SELECT (SELECT count(*) FROM outbox_pending),
-		       (SELECT count(*) FROM webhook_deliveries WHERE status <> 'delivered')`).Scan(&p.unpublished, &p.undelivered)
+	backlog, err := outbox.ReadBacklog(cctx, pool, "")
+	if err != nil {
+		return p, err
+	}
+	p.unpublished = backlog.Unpublished
+	err = pool.QueryRow(cctx, `SELECT count(*) FROM webhook_deliveries WHERE status <> 'delivered'`).Scan(&p.undelivered)
 	return p, err
 }
 
