@@ -19,11 +19,14 @@ import (
 	"github.com/onceledger/onceledger/outbox"
 )
 
-// DefaultBatchMax is BatchConfig.MaxSize's default.
-const DefaultBatchMax = 256
-
-// DefaultBatchParallel is BatchConfig.Parallel's default.
-const DefaultBatchParallel = 2
+// BatchConfig's defaults and limits, stated once for the worker, its
+// command line and the bench.
+const (
+	DefaultBatchMax      = 256
+	MaxBatchMax          = 10000
+	DefaultBatchParallel = 2
+	MaxBatchParallel     = 256
+)
 
 // BatchConfig configures group commit: commands that arrive together share
 // one transaction.
@@ -45,6 +48,22 @@ type BatchConfig struct {
 	Parallel int
 }
 
+// CheckTunables checks the worker's tunables as an operator sets them
+// (flags, environment), in the words of its command line.
+func CheckTunables(concurrency int, batch BatchConfig) []error {
+	var errs []error
+	if concurrency < 1 || concurrency > MaxConcurrency {
+		errs = append(errs, fmt.Errorf("concurrency %d: use 1..%d", concurrency, MaxConcurrency))
+	}
+	if batch.MaxSize < 1 || batch.MaxSize > MaxBatchMax {
+		errs = append(errs, fmt.Errorf("batch max %d: use 1..%d", batch.MaxSize, MaxBatchMax))
+	}
+	if batch.Parallel < 1 || batch.Parallel > MaxBatchParallel {
+		errs = append(errs, fmt.Errorf("batch parallel %d: use 1..%d", batch.Parallel, MaxBatchParallel))
+	}
+	return errs
+}
+
 func (c *BatchConfig) setDefaults() {
 	if c.MaxSize == 0 {
 		c.MaxSize = DefaultBatchMax
@@ -56,10 +75,10 @@ func (c *BatchConfig) setDefaults() {
 
 func (c *BatchConfig) validate() error {
 	switch {
-	case c.MaxSize < 1 || c.MaxSize > 10000:
-		return fmt.Errorf("Batch.MaxSize %d out of range 1..10000", c.MaxSize)
-	case c.Parallel < 1 || c.Parallel > 256:
-		return fmt.Errorf("Batch.Parallel %d out of range 1..256", c.Parallel)
+	case c.MaxSize < 1 || c.MaxSize > MaxBatchMax:
+		return fmt.Errorf("Batch.MaxSize %d out of range 1..%d", c.MaxSize, MaxBatchMax)
+	case c.Parallel < 1 || c.Parallel > MaxBatchParallel:
+		return fmt.Errorf("Batch.Parallel %d out of range 1..%d", c.Parallel, MaxBatchParallel)
 	}
 	return nil
 }

@@ -31,10 +31,16 @@ const (
 	AckDouble AckMode = "double"
 )
 
+// SubscriberConfig.Concurrency's default and limit.
+const (
+	DefaultConcurrency = 1024
+	MaxConcurrency     = 4096
+)
+
 // SubscriberConfig configures a Subscriber.
 type SubscriberConfig struct {
 	// Concurrency is how many messages are handled at once: the pool that
-	// group commit draws its batches from. Defaults to 1024.
+	// group commit draws its batches from. Defaults to DefaultConcurrency.
 	Concurrency int
 	// FetchBatch is the most messages pulled per request. Defaults to 64.
 	FetchBatch int
@@ -59,7 +65,7 @@ type SubscriberConfig struct {
 
 func (c *SubscriberConfig) setDefaults() {
 	if c.Concurrency == 0 {
-		c.Concurrency = 1024
+		c.Concurrency = DefaultConcurrency
 	}
 	if c.FetchBatch == 0 {
 		c.FetchBatch = 64
@@ -86,8 +92,8 @@ func (c *SubscriberConfig) setDefaults() {
 
 func (c *SubscriberConfig) validate() error {
 	switch {
-	case c.Concurrency < 1:
-		return fmt.Errorf("subscriber: Concurrency must be at least 1, got %d", c.Concurrency)
+	case c.Concurrency < 1 || c.Concurrency > MaxConcurrency:
+		return fmt.Errorf("subscriber: Concurrency %d out of range 1..%d", c.Concurrency, MaxConcurrency)
 	case c.FetchBatch < 1:
 		return fmt.Errorf("subscriber: FetchBatch must be at least 1, got %d", c.FetchBatch)
 	case c.FetchWait < 10*time.Millisecond:

@@ -42,6 +42,15 @@ var DefaultSchedule = []time.Duration{
 	10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour,
 }
 
+// DispatcherConfig's defaults and limits for its worker counts, stated once
+// for the dispatcher and the worker's command line.
+const (
+	DefaultWorkers     = 256
+	MaxWorkers         = 1024
+	DefaultPerEndpoint = 16
+	MaxPerEndpoint     = 1024
+)
+
 // DispatcherConfig configures a Dispatcher. The zero value of every field
 // means its default.
 type DispatcherConfig struct {
@@ -99,10 +108,10 @@ type DispatcherConfig struct {
 
 func (c *DispatcherConfig) setDefaults() {
 	if c.Workers == 0 {
-		c.Workers = 256
+		c.Workers = DefaultWorkers
 	}
 	if c.PerEndpoint == 0 {
-		c.PerEndpoint = 16
+		c.PerEndpoint = DefaultPerEndpoint
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 15 * time.Second
@@ -126,10 +135,10 @@ func (c *DispatcherConfig) setDefaults() {
 
 func (c *DispatcherConfig) validate() error {
 	switch {
-	case c.Workers < 1 || c.Workers > 1024:
-		return fmt.Errorf("webhooks dispatcher: Workers %d out of range 1..1024", c.Workers)
-	case c.PerEndpoint < 1:
-		return fmt.Errorf("webhooks dispatcher: PerEndpoint must be at least 1")
+	case c.Workers < 1 || c.Workers > MaxWorkers:
+		return fmt.Errorf("webhooks dispatcher: Workers %d out of range 1..%d", c.Workers, MaxWorkers)
+	case c.PerEndpoint < 1 || c.PerEndpoint > MaxPerEndpoint:
+		return fmt.Errorf("webhooks dispatcher: PerEndpoint %d out of range 1..%d", c.PerEndpoint, MaxPerEndpoint)
 	case c.RequestTimeout < 100*time.Millisecond:
 		return fmt.Errorf("webhooks dispatcher: RequestTimeout %s is below 100ms", c.RequestTimeout)
 	case c.PollInterval < 10*time.Millisecond:

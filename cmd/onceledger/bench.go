@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/bench"
 )
 
@@ -28,9 +29,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	soak := fs.Int("soak", 0, "commands of the soak phase, through one worker, to see whether its memory stays flat; 0 skips it")
 	soakRounds := fs.Int("soak-rounds", 10, "rounds the soak is cut into; memory is read after each")
 	companies := fs.Int("companies", 10, "companies the commands are spread over")
-	concurrency := fs.Int("concurrency", 1024, "the worker's commands in flight")
-	batchMax := fs.Int("batch-max", 256, "group commit: most commands per transaction")
-	batchParallel := fs.Int("batch-parallel", 2, "group commit: transactions at once")
+	concurrency := fs.Int("concurrency", consumer.DefaultConcurrency, "the worker's commands in flight")
+	batchMax := fs.Int("batch-max", consumer.DefaultBatchMax, "group commit: most commands per transaction")
+	batchParallel := fs.Int("batch-parallel", consumer.DefaultBatchParallel, "group commit: transactions at once")
 	natsSync := fs.String("nats-sync", "default", "JetStream fsync: default (every 2 minutes) or always")
 	stall := fs.Duration("stall", time.Minute, "fail a phase that makes no progress for this long")
 	format := fs.String("format", "text", "report format: text or json")

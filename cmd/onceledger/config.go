@@ -58,18 +58,26 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	s.API.register(fs, s)
 	fs.StringVar(&s.LogFormat, "log-format", envOr("ONCELEDGER_LOG_FORMAT", "text"), "log format: text or json (env ONCELEDGER_LOG_FORMAT)")
 	fs.StringVar(&s.LogLevel, "log-level", envOr("ONCELEDGER_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env ONCELEDGER_LOG_LEVEL)")
-	fs.IntVar(&s.Concurrency, "concurrency", s.envInt("ONCELEDGER_CONCURRENCY", 1024), "commands in flight at once, from which batches are formed (env ONCELEDGER_CONCURRENCY)")
-	fs.IntVar(&s.BatchMax, "batch-max", s.envInt("ONCELEDGER_BATCH_MAX", 256), "most commands sharing one transaction (group commit); 1 gives each its own (env ONCELEDGER_BATCH_MAX)")
-	fs.IntVar(&s.BatchParallel, "batch-parallel", s.envInt("ONCELEDGER_BATCH_PARALLEL", 2), "transactions running at once; a company always uses the same one (env ONCELEDGER_BATCH_PARALLEL)")
+	fs.IntVar(&s.Concurrency, "concurrency", s.envInt("ONCELEDGER_CONCURRENCY", consumer.DefaultConcurrency), "commands in flight at once, from which batches are formed (env ONCELEDGER_CONCURRENCY)")
+	fs.IntVar(&s.BatchMax, "batch-max", s.envInt("ONCELEDGER_BATCH_MAX", consumer.DefaultBatchMax), "most commands sharing one transaction (group commit); 1 gives each its own (env ONCELEDGER_BATCH_MAX)")
+	fs.IntVar(&s.BatchParallel, "batch-parallel", s.envInt("ONCELEDGER_BATCH_PARALLEL", consumer.DefaultBatchParallel), "transactions running at once; a company always uses the same one (env ONCELEDGER_BATCH_PARALLEL)")
 	fs.StringVar(&s.AckMode, "ack-mode", envOr("ONCELEDGER_ACK_MODE", string(consumer.AckPlain)), "ack after commit: ack (fire and forget) or double (wait for the server) (env ONCELEDGER_ACK_MODE)")
 	fs.DurationVar(&s.InboxRetention, "inbox-retention", s.envDuration("ONCELEDGER_INBOX_RETENTION", 7*24*time.Hour), "how long idempotency keys are remembered; the command stream keeps messages no longer (env ONCELEDGER_INBOX_RETENTION)")
 	fs.DurationVar(&s.OutboxRetention, "outbox-retention", s.envDuration("ONCELEDGER_OUTBOX_RETENTION", 30*24*time.Hour), "how long published events whose deliveries are settled are kept, with their deliveries (env ONCELEDGER_OUTBOX_RETENTION)")
 	fs.DurationVar(&s.DeliveryLogRetention, "delivery-log-retention", s.envDuration("ONCELEDGER_DELIVERY_LOG_RETENTION", 30*24*time.Hour), "how long webhook attempt logs are kept (env ONCELEDGER_DELIVERY_LOG_RETENTION)")
 	fs.IntVar(&s.StreamReplicas, "stream-replicas", s.envInt("ONCELEDGER_STREAM_REPLICAS", 1), "JetStream replicas of the streams; 3 on a cluster (env ONCELEDGER_STREAM_REPLICAS)")
 	fs.StringVar(&s.WebhookAllow, "webhook-allow-cidrs", envOr("ONCELEDGER_WEBHOOK_ALLOW_CIDRS", ""), "comma-separated CIDRs webhook targets may be in although private, loopback or link-local (env ONCELEDGER_WEBHOOK_ALLOW_CIDRS)")
-	fs.IntVar(&s.WebhookWorkers, "webhook-workers", s.envInt("ONCELEDGER_WEBHOOK_WORKERS", 256), "webhook attempts at once in this worker (env ONCELEDGER_WEBHOOK_WORKERS)")
-	fs.IntVar(&s.WebhookPerEndpoint, "webhook-per-endpoint", s.envInt("ONCELEDGER_WEBHOOK_PER_ENDPOINT", 16), "webhook attempts at once to one endpoint, across all workers (env ONCELEDGER_WEBHOOK_PER_ENDPOINT)")
+	fs.IntVar(&s.WebhookWorkers, "webhook-workers", s.envInt("ONCELEDGER_WEBHOOK_WORKERS", webhooks.DefaultWorkers), "webhook attempts at once in this worker (env ONCELEDGER_WEBHOOK_WORKERS)")
+	fs.IntVar(&s.WebhookPerEndpoint, "webhook-per-endpoint", s.envInt("ONCELEDGER_WEBHOOK_PER_ENDPOINT", webhooks.DefaultPerEndpoint), "webhook attempts at once to one endpoint, across all workers (env ONCELEDGER_WEBHOOK_PER_ENDPOINT)")
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", s.envDuration("ONCELEDGER_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight commands (env ONCELEDGER_SHUTDOWN_TIMEOUT)")
+}
+
+// appendRange appends an error naming the setting unless v is in 1..max.
+func appendRange(errs []error, name string, v, max int) []error {
+	if v < 1 || v > max {
+		errs = append(errs, fmt.Errorf("%s %d: use 1..%d", name, v, max))
+	}
+	return errs
 }
 
 func envOr(name, def string) string {
@@ -125,15 +133,7 @@ func (s *settings) validate(withConnections bool) error {
 	if err := lvl.UnmarshalText([]byte(s.LogLevel)); err != nil {
 		errs = append(errs, fmt.Errorf("log level %q: use debug, info, warn or error", s.LogLevel))
 	}
-	if s.Concurrency < 1 || s.Concurrency > 4096 {
-		errs = append(errs, fmt.Errorf("concurrency %d: use 1..4096", s.Concurrency))
-	}
-	if s.BatchMax < 1 || s.BatchMax > 10000 {
-		errs = append(errs, fmt.Errorf("batch max %d: use 1..10000", s.BatchMax))
-	}
-	if s.BatchParallel < 1 || s.BatchParallel > 256 {
-		errs = append(errs, fmt.Errorf("batch parallel %d: use 1..256", s.BatchParallel))
-	}
+	errs = append(errs, consumer.CheckTunables(s.Concurrency, consumer.BatchConfig{MaxSize: s.BatchMax, Parallel: s.BatchParallel})...)
 	if s.AckMode != string(consumer.AckPlain) && s.AckMode != string(consumer.AckDouble) {
 		errs = append(errs, fmt.Errorf("ack mode %q: use ack or double", s.AckMode))
 	}
@@ -149,12 +149,8 @@ func (s *settings) validate(withConnections bool) error {
 	if s.StreamReplicas != 1 && s.StreamReplicas != 3 && s.StreamReplicas != 5 {
 		errs = append(errs, fmt.Errorf("stream replicas %d: use 1, 3 or 5", s.StreamReplicas))
 	}
-	if s.WebhookWorkers < 1 || s.WebhookWorkers > 1024 {
-		errs = append(errs, fmt.Errorf("webhook workers %d: use 1..1024", s.WebhookWorkers))
-	}
-	if s.WebhookPerEndpoint < 1 || s.WebhookPerEndpoint > 1024 {
-		errs = append(errs, fmt.Errorf("webhook per endpoint %d: use 1..1024", s.WebhookPerEndpoint))
-	}
+	errs = appendRange(errs, "webhook workers", s.WebhookWorkers, webhooks.MaxWorkers)
+	errs = appendRange(errs, "webhook per endpoint", s.WebhookPerEndpoint, webhooks.MaxPerEndpoint)
 	if _, err := webhooks.ParseAllowCIDRs(s.WebhookAllow); err != nil {
 		errs = append(errs, fmt.Errorf("webhook allow CIDRs: %v", err))
 	}

@@ -49,7 +49,7 @@ type Config struct {
 	// to consumer.BatchConfig's defaults.
 	GroupCommit consumer.BatchConfig
 	// Concurrency is the worker's SubscriberConfig.Concurrency. Defaults to
-	// 1024, as `onceledger run`.
+	// consumer.DefaultConcurrency, as `onceledger run`.
 	Concurrency int
 	// NATSSyncAlways makes JetStream fsync every write before acknowledging
 	// it. Defaults to the server's default: a sync every two minutes.
@@ -87,20 +87,13 @@ type Mode struct {
 // take the worker's defaults), plain acks.
 func GroupCommit(batch consumer.BatchConfig) Mode {
 	if batch.MaxSize == 0 {
-		batch.MaxSize = defaultBatchMax
+		batch.MaxSize = consumer.DefaultBatchMax
 	}
 	if batch.Parallel == 0 {
-		batch.Parallel = defaultBatchParallel
+		batch.Parallel = consumer.DefaultBatchParallel
 	}
 	return Mode{Name: "group-commit", Batch: batch, Ack: consumer.AckPlain}
 }
-
-// The worker's batch defaults (consumer.BatchConfig), stated here so the
-// report can name them.
-const (
-	defaultBatchMax      = 256
-	defaultBatchParallel = 2
-)
 
 func (m Mode) String() string {
 	ack := "plain acks"
@@ -131,7 +124,7 @@ func (c *Config) setDefaults() {
 	}
 	c.GroupCommit = GroupCommit(c.GroupCommit).Batch
 	if c.Concurrency == 0 {
-		c.Concurrency = 1024
+		c.Concurrency = consumer.DefaultConcurrency
 	}
 	if c.Stall == 0 {
 		c.Stall = time.Minute
@@ -170,15 +163,7 @@ func (c *Config) validate() error {
 		// A round needs at least one command to be measured at all.
 		errs = append(errs, fmt.Errorf("soak %d: at least one command per round, so at least the %d soak rounds", c.Soak, c.SoakRounds))
 	}
-	if c.GroupCommit.MaxSize < 1 || c.GroupCommit.MaxSize > 10000 {
-		errs = append(errs, fmt.Errorf("batch max %d: use 1..10000", c.GroupCommit.MaxSize))
-	}
-	if c.GroupCommit.Parallel < 1 || c.GroupCommit.Parallel > 256 {
-		errs = append(errs, fmt.Errorf("batch parallel %d: use 1..256", c.GroupCommit.Parallel))
-	}
-	if c.Concurrency < 1 || c.Concurrency > 4096 {
-		errs = append(errs, fmt.Errorf("concurrency %d: use 1..4096", c.Concurrency))
-	}
+	errs = append(errs, consumer.CheckTunables(c.Concurrency, c.GroupCommit)...)
 	if c.Stall < time.Second {
 		errs = append(errs, fmt.Errorf("stall %s: at least 1s", c.Stall))
 	}
