@@ -23,6 +23,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	full := fs.Bool("full", false, "the full run: 25,000 commands per peak, 60s paced, 1,000,000 prefilled inbox keys, a soak of 1,000,000 commands (other flags still win)")
 	commands := fs.Int("commands", 10000, "invoice.create commands per peak phase")
 	refCommands := fs.Int("reference-commands", 0, "commands of the reference path's peak phase (default: -commands)")
+	payments := fs.Int("payments", 0, "payment.record commands of the payment phase, each paying one invoice of the peak phases (default: -commands); 0 skips it")
 	paced := fs.Duration("paced", 30*time.Second, "how long the latency phase publishes; 0 skips it")
 	pacedRate := fs.Float64("paced-rate", 0, "commands/s of the latency phase (default: half the group-commit peak)")
 	prefill := fs.Int("prefill", 0, "inbox keys written before the group-commit peak is measured again; 0 skips that phase")
@@ -42,13 +43,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: onceledger bench [flags]
 
-Measures invoice.create (3 lines, spread over 10 companies) end to end
-against real servers on 127.0.0.1: a database of its own on the server of
+Measures invoice.create (3 lines, spread over 10 companies) and
+payment.record (each paying one of those invoices) end to end against
+real servers on 127.0.0.1: a database of its own on the server of
 DATABASE_URL (or a throwaway cluster), an embedded NATS JetStream server,
 and the worker (consumer, outbox relay, webhook dispatcher) in this process.
 
 Phases: peak throughput with group commit; peak throughput through the
 reference path (one transaction and one synchronous ack per command);
+peak throughput of payments with group commit;
 publish→result and commit→webhook latency at half the group-commit peak;
 with -prefill, peak throughput just before and after writing that many
 keys to the inbox; with -soak, last, that many commands through a single
@@ -103,11 +106,15 @@ waiting for webhooks to drain.
 	if *paced == 0 {
 		*paced = -1 // bench.Config: negative skips, zero means the default
 	}
+	if set["payments"] && *payments <= 0 {
+		*payments = -1 // bench.Config: negative skips, zero means the default
+	}
 	cfg := bench.Config{
 		DatabaseURL:       *dsn,
 		Companies:         *companies,
 		Commands:          *commands,
 		ReferenceCommands: *refCommands,
+		Payments:          *payments,
 		Paced:             *paced,
 		PacedRate:         *pacedRate,
 		Prefill:           *prefill,

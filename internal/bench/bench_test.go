@@ -35,7 +35,7 @@ func TestRunProducesAReport(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	names := []string{bench.PhaseGroupCommit, bench.PhaseReference, bench.PhasePaced, bench.PhaseBaseline, bench.PhasePrefilled, bench.PhaseSoak}
+	names := []string{bench.PhaseGroupCommit, bench.PhaseReference, bench.PhasePayments, bench.PhasePaced, bench.PhaseBaseline, bench.PhasePrefilled, bench.PhaseSoak}
 	if len(rep.Phases) != len(names) {
 		t.Fatalf("%d phases, want %d: %+v", len(rep.Phases), len(names), rep.Phases)
 	}
@@ -53,7 +53,13 @@ func TestRunProducesAReport(t *testing.T) {
 		if p.RSS.Start <= 0 || p.RSS.Max < p.RSS.Start || p.RSS.Max < p.RSS.End {
 			t.Errorf("%s: RSS %+v", p.Name, p.RSS)
 		}
-		sent += p.Commands
+		if p.Name != bench.PhasePayments {
+			sent += p.Commands
+		}
+	}
+	// Every payment paid one invoice: a refused one fails the phase.
+	if pay := rep.Phase(bench.PhasePayments); pay.Commands != commands || rep.PaymentsSent != commands || rep.Payments != commands {
+		t.Errorf("payment phase of %d commands, %d sent, %d payments stored; want %d each", pay.Commands, rep.PaymentsSent, rep.Payments, commands)
 	}
 	if ref := rep.Phase(bench.PhaseReference); ref.Batches.MeanCommands != 1 {
 		t.Errorf("reference path ran %g commands per transaction, want 1", ref.Batches.MeanCommands)
@@ -101,7 +107,7 @@ func TestRunProducesAReport(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Figures", "group commit ÷ reference", "publish→result p99", "commit→webhook delivery p99", "inbox keys ÷ at", "worker RSS", "fsync=", "JetStream",
+	for _, want := range []string{"Figures", "group commit ÷ reference", "payment.record end to end", "publish→result p99", "commit→webhook delivery p99", "inbox keys ÷ at", "worker RSS", "fsync=", "JetStream",
 		"worker RSS growth over the soak", "goroutines after settle", "last soak round ÷ first", "Soak: one worker for 200 commands in 2 rounds"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())

@@ -27,6 +27,10 @@ type Config struct {
 	// ReferenceCommands is how many the reference path's peak phase sends.
 	// Defaults to Commands.
 	ReferenceCommands int
+	// Payments is how many payment.record commands the payment phase sends,
+	// each paying one invoice of the phases before it. Defaults to
+	// Commands; negative skips the phase.
+	Payments int
 	// Paced is how long the latency phase publishes. Defaults to 30s;
 	// negative skips the phase.
 	Paced time.Duration
@@ -116,6 +120,9 @@ func (c *Config) setDefaults() {
 	if c.ReferenceCommands == 0 {
 		c.ReferenceCommands = c.Commands
 	}
+	if c.Payments == 0 {
+		c.Payments = c.Commands
+	}
 	if c.Paced == 0 {
 		c.Paced = 30 * time.Second
 	}
@@ -147,6 +154,9 @@ func (c *Config) validate() error {
 	}
 	if c.ReferenceCommands < 1 {
 		errs = append(errs, fmt.Errorf("reference commands %d: at least 1", c.ReferenceCommands))
+	}
+	if c.Payments > c.Commands+c.ReferenceCommands {
+		errs = append(errs, fmt.Errorf("payments %d: at most the %d invoices the peak phases create", c.Payments, c.Commands+c.ReferenceCommands))
 	}
 	if c.PacedRate < 0 {
 		errs = append(errs, fmt.Errorf("paced rate %g: must not be negative", c.PacedRate))

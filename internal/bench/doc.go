@@ -1,6 +1,7 @@
 // Package bench measures onceledger end to end against real servers: the
 // throughput of invoice.create with group commit and with the reference path
-// of one transaction and one synchronous ack per command, the latency of
+// of one transaction and one synchronous ack per command, the throughput of
+// payment.record (each payment paying one of those invoices), the latency of
 // results and webhooks at half the peak rate, throughput with an inbox
 // that already holds many keys, and whether the worker's memory stays flat
 // over many commands. `onceledger bench` prints its report, and

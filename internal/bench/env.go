@@ -41,7 +41,7 @@ type Env struct {
 	runID     string
 	companies []string
 	subjects  []string // invoice.create subject per company
-	invoice   invoiceTemplate
+	invoice   template
 
 	dir   string // holds the throwaway cluster and the JetStream store
 	pool  *pgxpool.Pool
@@ -66,6 +66,7 @@ type Env struct {
 
 	phases   int // phases started, for unique key prefixes
 	sent     int // invoice.create commands sent
+	paid     int // payment.record commands sent
 	cleanups []func() error
 }
 

@@ -20,44 +20,97 @@ import (
 	"github.com/onceledger/onceledger/webhooks"
 )
 
-// invoiceTemplate is the invoice.create body, three lines, with a slot for
-// the order ID: building a body is two appends, so the load generator costs
-// little CPU and no memory per command.
-type invoiceTemplate struct{ head, tail []byte }
+// template is a command body with slots: building a body is a few
+// appends, so the load generator costs little CPU and no memory per
+// command.
+type template struct {
+	parts [][]byte // the text around the slots, one more than slots
+	order []int    // order[k]: which value fills the k-th slot of the text
+}
+
+// newTemplate encodes v, which holds each of slots once, in any order;
+// body takes the values in the order of slots.
+func newTemplate(v any, slots ...string) (template, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return template{}, err
+	}
+	at := make([]int, len(slots))
+	for i, slot := range slots {
+		if at[i] = bytes.Index(b, []byte(slot)); at[i] < 0 || bytes.Count(b, []byte(slot)) != 1 {
+			return template{}, fmt.Errorf("bench: template holds slot %s %d times, want once", slot, bytes.Count(b, []byte(slot)))
+		}
+	}
+	t := template{order: make([]int, len(slots))}
+	for k := range t.order {
+		t.order[k] = k
+	}
+	slices.SortFunc(t.order, func(x, y int) int { return at[x] - at[y] })
+	prev := 0
+	for _, i := range t.order {
+		t.parts = append(t.parts, b[prev:at[i]])
+		prev = at[i] + len(slots[i])
+	}
+	t.parts = append(t.parts, b[prev:])
+	return t, nil
+}
+
+// body fills the slots with vals, given in the order of newTemplate's slots.
+func (t template) body(vals ...string) []byte {
+	n := 0
+	for _, p := range t.parts {
+		n += len(p)
+	}
+	for _, v := range vals {
+		n += len(v)
+	}
+	b := append(make([]byte, 0, n), t.parts[0]...)
+	for k, i := range t.order {
+		b = append(append(b, vals[i]...), t.parts[k+1]...)
+	}
+	return b
+}
 
 const orderSlot = "@order@"
 
-func newInvoiceTemplate() (invoiceTemplate, error) {
-	b, err := json.Marshal(map[string]any{
+// newInvoiceTemplate is the invoice.create body, three lines, with a slot
+// for the order ID.
+func newInvoiceTemplate() (template, error) {
+	return newTemplate(map[string]any{
 		"order_id": orderSlot,
 		"series":   "INV",
-		"customer": map[string]string{"id": "cust-42", "name": "UAB Pavyzdys", "vat_id": "LT100000000010", "country": "LT"},
+		"customer": map[string]string{"id": benchCustomer, "name": "UAB Pavyzdys", "vat_id": "LT100000000010", "country": "LT"},
 		"currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16",
 		"lines": []map[string]string{
 			{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"},
 			{"description": "Books", "quantity": "2", "unit_price": "12.50", "vat_rate": "9"},
 			{"description": "Travel", "quantity": "1", "unit_price": "80.00", "vat_rate": "0"},
 		},
-	})
-	if err != nil {
-		return invoiceTemplate{}, err
-	}
-	head, tail, ok := bytes.Cut(b, []byte(orderSlot))
-	if !ok {
-		return invoiceTemplate{}, fmt.Errorf("bench: invoice template has no order slot")
-	}
-	return invoiceTemplate{head: head, tail: tail}, nil
+	}, orderSlot)
 }
 
-func (t invoiceTemplate) body(order string) []byte {
-	b := make([]byte, 0, len(t.head)+len(order)+len(t.tail))
-	return append(append(append(b, t.head...), order...), t.tail...)
+const benchCustomer = "cust-42"
+
+// workload is what a phase publishes: command i's subject and body, for
+// the command whose count it adds to.
+type workload struct {
+	sent    *int
+	message func(i int, key string) (subject string, body []byte)
+}
+
+// invoices is the invoice.create workload, round robin over the
+// companies, each command's order ID its key.
+func (e *Env) invoices() workload {
+	return workload{sent: &e.sent, message: func(i int, key string) (string, []byte) {
+		return e.subjects[i%len(e.subjects)], e.invoice.body(key)
+	}}
 }
 
 // tracker follows the commands of one phase: when each was published and
 // when its result arrived. Keys are prefix + index, so a result finds its
 // slot without a map.
 type tracker struct {
+	load    workload
 	prefix  string
 	subject string // Reply-To
 	start   time.Time
@@ -75,9 +128,10 @@ type tracker struct {
 	done      chan struct{}
 }
 
-func (e *Env) newTracker(n int) (*tracker, *nats.Subscription, error) {
+func (e *Env) newTracker(n int, load workload) (*tracker, *nats.Subscription, error) {
 	e.phases++
 	t := &tracker{
+		load:    load,
 		prefix:  fmt.Sprintf("b%s-%d-", e.runID, e.phases),
 		subject: e.pnc.NewRespInbox(),
 		sent:    make([]atomic.Int64, n),
@@ -184,14 +238,15 @@ func (t *tracker) latencies(from time.Duration) []time.Duration {
 // send publishes command i of t without waiting for JetStream's ack.
 func (e *Env) send(t *tracker, i int) error {
 	key := t.key(i)
-	m := &nats.Msg{Subject: e.subjects[i%len(e.subjects)], Header: nats.Header{}, Data: e.invoice.body(key)}
+	subject, body := t.load.message(i, key)
+	m := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: body}
 	m.Header.Set(protocol.HeaderIdempotencyKey, key)
 	m.Header.Set(protocol.HeaderReplyTo, t.subject)
 	t.sent[i].Store(t.since())
 	if _, err := e.pjs.PublishMsgAsync(m, jetstream.WithStallWait(e.cfg.Stall)); err != nil {
 		return fmt.Errorf("publish %s: %w", key, err)
 	}
-	e.sent++
+	*t.load.sent++
 	return nil
 }
 

@@ -121,9 +121,14 @@ func (e *Env) finish(p *Phase, s phaseStart) {
 	p.RSS = RSS{Start: s.rss, End: end, Max: e.rss.max.Load()}
 }
 
-// Peak publishes n commands as fast as JetStream takes them, with the
-// worker in mode, and measures completed commands per second.
+// Peak publishes n invoice.create commands as fast as JetStream takes
+// them, with the worker in mode, and measures completed commands per
+// second.
 func (e *Env) Peak(ctx context.Context, name string, mode Mode, n int) (p Phase, err error) {
+	return e.peak(ctx, name, mode, e.invoices(), n)
+}
+
+func (e *Env) peak(ctx context.Context, name string, mode Mode, load workload, n int) (p Phase, err error) {
 	p = Phase{Name: name, Mode: mode.String(), Commands: n}
 	w, err := e.startQuiet(ctx, mode, &p)
 	if err != nil {
@@ -132,7 +137,7 @@ func (e *Env) Peak(ctx context.Context, name string, mode Mode, n int) (p Phase,
 	defer func() { err = errors.Join(err, w.stop()) }()
 	e.progress("%s: %d commands, %s", name, n, mode)
 	s := e.begin(ctx)
-	t, err := e.burst(ctx, n)
+	t, err := e.burst(ctx, n, load)
 	if err != nil {
 		return p, fmt.Errorf("%s: %w", name, err)
 	}
@@ -154,8 +159,8 @@ func (e *Env) Peak(ctx context.Context, name string, mode Mode, n int) (p Phase,
 
 // burst publishes n commands as fast as JetStream takes them and waits for
 // every result: the load of a peak phase and of each soak round.
-func (e *Env) burst(ctx context.Context, n int) (*tracker, error) {
-	t, sub, err := e.newTracker(n)
+func (e *Env) burst(ctx context.Context, n int, load workload) (*tracker, error) {
+	t, sub, err := e.newTracker(n, load)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +193,7 @@ func (e *Env) Paced(ctx context.Context, name string, rate float64, d time.Durat
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	s := e.begin(ctx)
-	t, sub, err := e.newTracker(n)
+	t, sub, err := e.newTracker(n, e.invoices())
 	if err != nil {
 		return p, err
 	}

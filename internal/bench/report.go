@@ -32,6 +32,10 @@ type Report struct {
 	// every command took effect exactly once.
 	CommandsSent int   `json:"commands_sent"`
 	Invoices     int64 `json:"invoices"`
+	// PaymentsSent is every payment.record the run published; Payments is
+	// how many payments the database holds at the end.
+	PaymentsSent int   `json:"payments_sent"`
+	Payments     int64 `json:"payments"`
 	// PeakRSS is the process's high-water mark (VmHWM) over the whole run.
 	PeakRSS int64 `json:"peak_rss_bytes"`
 	// Warnings say why figures may not mean what they claim.
@@ -56,7 +60,10 @@ type Figure struct {
 const (
 	PhaseGroupCommit = "peak-group-commit"
 	PhaseReference   = "peak-reference"
-	PhasePaced       = "latency-at-half-peak"
+	// PhasePayments pays the invoices of the peak phases, one
+	// payment.record each, through group commit.
+	PhasePayments = "peak-group-commit-payments"
+	PhasePaced    = "latency-at-half-peak"
 	// PhaseBaseline measures group commit again just before the prefill,
 	// so that the prefilled phase is compared with a phase that differs
 	// from it only in the inbox, not in how much the other tables have
@@ -94,7 +101,7 @@ func (e *Env) run(ctx context.Context) (*Report, error) {
 	rep := &Report{
 		Machine:    e.machine,
 		Durability: e.durability,
-		Workload:   fmt.Sprintf("invoice.create, 3 lines, %d companies round robin, unique keys", cfg.Companies),
+		Workload:   fmt.Sprintf("invoice.create, 3 lines, %d companies round robin, unique keys; payment.record, each paying one of those invoices in full", cfg.Companies),
 		Worker: fmt.Sprintf("consumer (concurrency %d), outbox relay and webhook dispatcher (defaults) as goroutines of this process; "+
 			"RSS is this process's VmRSS, which also holds the embedded NATS server, the load generator and the webhook receiver", cfg.Concurrency),
 	}
@@ -102,7 +109,7 @@ func (e *Env) run(ctx context.Context) (*Report, error) {
 		if p.Name != "" {
 			rep.Phases = append(rep.Phases, p)
 		}
-		rep.CommandsSent = e.sent
+		rep.CommandsSent, rep.PaymentsSent = e.sent, e.paid
 		return rep, err
 	}
 	group, err := e.Peak(ctx, PhaseGroupCommit, cfg.groupMode(), cfg.Commands)
@@ -115,6 +122,13 @@ func (e *Env) run(ctx context.Context) (*Report, error) {
 		return fail(ref, err)
 	}
 	rep.Phases = append(rep.Phases, ref)
+	if cfg.Payments > 0 {
+		pay, err := e.Payments(ctx, PhasePayments, cfg.Payments)
+		if err != nil {
+			return fail(pay, err)
+		}
+		rep.Phases = append(rep.Phases, pay)
+	}
 	if cfg.Paced > 0 {
 		rate := cfg.PacedRate
 		if rate == 0 {
@@ -151,14 +165,17 @@ func (e *Env) run(ctx context.Context) (*Report, error) {
 		}
 		rep.Phases = append(rep.Phases, soak)
 	}
-	rep.CommandsSent = e.sent
-	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM invoices`).Scan(&rep.Invoices); err != nil {
+	rep.CommandsSent, rep.PaymentsSent = e.sent, e.paid
+	if err := e.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM invoices), (SELECT count(*) FROM payments)`).Scan(&rep.Invoices, &rep.Payments); err != nil {
 		return rep, err
 	}
 	rep.Figures = figures(rep)
 	rep.Warnings = warnings(rep)
 	if int64(rep.CommandsSent) != rep.Invoices {
 		return rep, fmt.Errorf("%d invoice.create commands sent, %d invoices in the database", rep.CommandsSent, rep.Invoices)
+	}
+	if int64(rep.PaymentsSent) != rep.Payments {
+		return rep, fmt.Errorf("%d payment.record commands sent, %d payments in the database", rep.PaymentsSent, rep.Payments)
 	}
 	return rep, nil
 }
@@ -202,6 +219,14 @@ func figures(r *Report) []Figure {
 	}
 	if group != nil {
 		out = append(out, Figure{Name: "group commit, sustained: commands/s until every webhook is delivered", Value: group.sustained(), Unit: "commands/s"})
+	}
+	if pay := r.Phase(PhasePayments); pay != nil {
+		f := Figure{Name: "payment.record end to end, group commit", Value: pay.Rate, Unit: "commands/s",
+			Note: fmt.Sprintf("%.1f commands per transaction", pay.Batches.MeanCommands)}
+		if group != nil && group.Rate > 0 {
+			f.Note += fmt.Sprintf("; %.2f× invoice.create's peak", pay.Rate/group.Rate)
+		}
+		out = append(out, f)
 	}
 	if p := r.Phase(PhasePaced); p != nil && p.Latency != nil {
 		at := fmt.Sprintf(" at %s/s", thousands(p.TargetRate))
@@ -459,8 +484,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	if p := r.Phase(PhaseSoak); p != nil && len(p.Rounds) > 0 {
 		writeSoak(&b, p)
 	}
-	fmt.Fprintf(&b, "\n%s invoice.create commands sent, %s invoices in the database; process RSS high-water mark %.0f MiB\n",
-		thousands(float64(r.CommandsSent)), thousands(float64(r.Invoices)), mib(r.PeakRSS))
+	fmt.Fprintf(&b, "\n%s invoice.create commands sent, %s invoices in the database; %s payment.record sent, %s payments; process RSS high-water mark %.0f MiB\n",
+		thousands(float64(r.CommandsSent)), thousands(float64(r.Invoices)), thousands(float64(r.PaymentsSent)), thousands(float64(r.Payments)), mib(r.PeakRSS))
 	if len(r.Warnings) > 0 {
 		b.WriteString("\nWarnings\n")
 		for _, w := range r.Warnings {

@@ -85,7 +85,7 @@ func (e *Env) Soak(ctx context.Context, n, rounds int) (p Phase, err error) {
 			}
 		}
 		s := e.begin(ctx)
-		t, err := e.burst(ctx, r.Commands)
+		t, err := e.burst(ctx, r.Commands, e.invoices())
 		if err != nil {
 			return p, fmt.Errorf("%s round %d of %d: %w", PhaseSoak, i+1, rounds, err)
 		}
