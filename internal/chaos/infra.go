@@ -38,7 +38,7 @@ func (n *natsd) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.port)
 
 func (n *natsd) start() error {
 	p, err := startProc("natsd", n.bin, []string{"-port", strconv.Itoa(n.port), "-store", n.store,
-		// As the README tells production to run it: an acknowledged publish
+		// As docs/operations.md tells production to run it: an acknowledged publish
 		// is on disk, so a restart cannot take it back.
 		"-sync-always"}, nil, n.log)
 	if err != nil {
