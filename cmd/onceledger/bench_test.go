@@ -20,6 +20,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bench", "-soak", "-1"},
 		{"bench", "-soak-rounds", "0"},
 		{"bench", "-soak", "5", "-soak-rounds", "10"},
+		{"bench", "-commands", "10", "-payments", "21"}, // more than the 20 invoices to pay
 		{"bench", "extra"},
 	} {
 		if code, _, errOut := invoke(ctx, "", args...); code != 2 || !strings.HasPrefix(errOut, "onceledger bench: ") {
@@ -32,7 +33,7 @@ func TestBenchUsageErrors(t *testing.T) {
 }
 
 // A tiny run through the CLI: the JSON report is whole and every command
-// became exactly one invoice. How fast is not tested.
+// became exactly one invoice or payment. How fast is not tested.
 func TestBenchReportsJSON(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -49,6 +50,8 @@ func TestBenchReportsJSON(t *testing.T) {
 		Invocation   string `json:"invocation"`
 		CommandsSent int    `json:"commands_sent"`
 		Invoices     int    `json:"invoices"`
+		PaymentsSent int    `json:"payments_sent"`
+		Payments     int    `json:"payments"`
 		Phases       []struct {
 			Name string  `json:"name"`
 			Rate float64 `json:"commands_per_second"`
@@ -61,7 +64,10 @@ func TestBenchReportsJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out)
 	}
-	if len(rep.Phases) != 3 || rep.CommandsSent < 200 || rep.Invoices != rep.CommandsSent || len(rep.Figures) == 0 {
+	// Peaks of invoices (group commit, reference), the payments paying 100
+	// of them, the latency phase.
+	if len(rep.Phases) != 4 || rep.CommandsSent < 200 || rep.Invoices != rep.CommandsSent || len(rep.Figures) == 0 ||
+		rep.PaymentsSent != 100 || rep.Payments != 100 {
 		t.Fatalf("report: %+v", rep)
 	}
 	for _, p := range rep.Phases {

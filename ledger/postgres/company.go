@@ -14,19 +14,15 @@ type companies struct{}
 func (companies) Commands() []string { return []string{"company.create"} }
 
 func (companies) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
-	p := &companyPlan{items: items}
-	p.cmds = commands[*ledger.CreateCompany](&p.plan, items)
-	if p.err == nil {
-		p.known = p.companies(reads, items)
-	}
+	p := &companyPlan{}
+	p.prepare(items, reads)
 	return p
 }
 
+// companyPlan's known is the companies that exist already: its commands
+// are refused for those, not for the others.
 type companyPlan struct {
-	plan
-	items []exec.Item
-	cmds  []*ledger.CreateCompany
-	known map[string]bool
+	commandsPlan[*ledger.CreateCompany]
 }
 
 func (p *companyPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {

@@ -18,12 +18,10 @@ type creditNotes struct{}
 func (creditNotes) Commands() []string { return []string{"credit_note.create"} }
 
 func (creditNotes) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
-	p := &creditNotePlan{items: items}
-	p.cmds = commands[*ledger.CreateCreditNote](&p.plan, items)
-	if p.err != nil {
+	p := &creditNotePlan{}
+	if !p.prepare(items, reads) {
 		return p
 	}
-	p.known = p.companies(reads, items)
 	refs := make([]invoiceRef, len(items))
 	keys := make([]seriesKey, len(items))
 	for i, c := range p.cmds {
@@ -49,61 +47,49 @@ func refOf(company, id, number string) invoiceRef {
 }
 
 type creditNotePlan struct {
-	plan
-	items    []exec.Item
-	cmds     []*ledger.CreateCreditNote
+	commandsPlan[*ledger.CreateCreditNote]
 	refs     []invoiceRef
-	known    map[string]bool
 	invoices *invoiceStates
 	numbers  *numbers
 }
 
 func (p *creditNotePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
-	if err := p.begin(); err != nil {
-		return nil, err
-	}
-	results := make([]exec.Result, len(which))
 	var notes []*ledger.CreditNote
 	var entries []*ledger.JournalEntry
-	for i, at := range which {
-		company, c := p.items[at].Company, p.cmds[at]
-		if !p.known[company] {
-			results[i].Err = unknownCompany(company)
-			continue
-		}
+	results, err := p.each(which, func(at int, company string, c *ledger.CreateCreditNote) (exec.Result, error) {
 		inv, err := p.invoices.find(p.refs[at])
 		if err != nil {
-			results[i].Err = err
-			continue
+			return refused(err)
 		}
 		if c.IssueDate.Before(inv.IssueDate.Time) {
 			e := ledger.Errorf(ledger.CodeConflict, "credit note dated %s precedes invoice %s of %s", c.IssueDate, inv.Number, inv.IssueDate)
 			e.Details = map[string]any{"invoice_id": inv.ID.String(), "number": inv.Number}
-			results[i].Err = e
-			continue
+			return refused(e)
 		}
 		lines, err := ledger.PlanCredit(inv, c)
 		if err != nil {
-			results[i].Err = err
-			continue
+			return refused(err)
 		}
 		seq, err := p.numbers.next(company, c.Series)
 		if err != nil {
-			results[i].Err = err
-			continue
+			return refused(err)
 		}
 		cn, entry := ledger.IssueCreditNote(company, c, inv, lines, newID(), newID(), seq)
 		if err := entry.Check(); err != nil {
-			return nil, fmt.Errorf("post credit note %s: %w", cn.Number, err)
+			return exec.Result{}, fmt.Errorf("post credit note %s: %w", cn.Number, err)
 		}
-		results[i].Outcome = outcome("credit_note.created", cn.View())
+		// The view adds this credit to the invoice's state before it, so it
+		// is taken before Credit records the credit for the pass's later
+		// commands.
+		view := cn.View()
 		inv.Credit(lines)
 		notes, entries = append(notes, cn), append(entries, entry)
-	}
-	if len(notes) > 0 {
+		return done("credit_note.created", view)
+	})
+	if err == nil && len(notes) > 0 {
 		p.numbers.write(w)
 		queueEntries(w, entries)
 		queueCreditNotes(w, notes)
 	}
-	return results, nil
+	return results, err
 }

@@ -16,12 +16,10 @@ type settlements struct{}
 func (settlements) Commands() []string { return []string{"settlement.record"} }
 
 func (settlements) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
-	p := &settlementPlan{items: items}
-	p.cmds = commands[*ledger.RecordSettlement](&p.plan, items)
-	if p.err != nil {
+	p := &settlementPlan{}
+	if !p.prepare(items, reads) {
 		return p
 	}
-	p.known = p.companies(reads, items)
 	companies, providers, payouts := make([]string, len(items)), make([]string, len(items)), make([]string, len(items))
 	for i, c := range p.cmds {
 		companies[i], providers[i], payouts[i] = items[i].Company, c.Provider, c.PayoutID
@@ -36,45 +34,32 @@ func (settlements) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 }
 
 type settlementPlan struct {
-	plan
-	items   []exec.Item
-	cmds    []*ledger.RecordSettlement
-	known   map[string]bool
+	commandsPlan[*ledger.RecordSettlement]
 	payouts map[docKey]found // by (company, provider, payout)
 }
 
 func (p *settlementPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
-	if err := p.begin(); err != nil {
-		return nil, err
-	}
-	results := make([]exec.Result, len(which))
 	var settled []*ledger.Settlement
 	var companies []string
 	var entries []*ledger.JournalEntry
-	for i, at := range which {
-		company, c := p.items[at].Company, p.cmds[at]
-		if !p.known[company] {
-			results[i].Err = unknownCompany(company)
-			continue
-		}
+	results, err := p.each(which, func(_ int, company string, c *ledger.RecordSettlement) (exec.Result, error) {
 		key := docKey{company, c.Provider, c.PayoutID}
 		if prev, dup := p.payouts[key]; dup {
-			results[i].Err = duplicate("settlement", fmt.Sprintf("payout %q of %s is already recorded", c.PayoutID, c.Provider), prev)
-			continue
+			return refused(duplicate("settlement", fmt.Sprintf("payout %q of %s is already recorded", c.PayoutID, c.Provider), prev))
 		}
 		st, entry := ledger.SettleProvider(company, c, newID(), newID())
 		if err := entry.Check(); err != nil {
-			return nil, fmt.Errorf("post settlement %s: %w", c.PayoutID, err)
+			return exec.Result{}, fmt.Errorf("post settlement %s: %w", c.PayoutID, err)
 		}
 		p.payouts[key] = found{st.ID, c.Provider + " " + c.PayoutID}
-		results[i].Outcome = outcome("settlement.recorded", st.View())
 		settled, companies, entries = append(settled, st), append(companies, company), append(entries, entry)
-	}
-	if len(settled) > 0 {
+		return done("settlement.recorded", st.View())
+	})
+	if err == nil && len(settled) > 0 {
 		queueEntries(w, entries)
 		queueSettlements(w, companies, settled)
 	}
-	return results, nil
+	return results, err
 }
 
 // purchases executes purchase_invoice.record: a supplier's document is
@@ -84,12 +69,10 @@ type purchases struct{}
 func (purchases) Commands() []string { return []string{"purchase_invoice.record"} }
 
 func (purchases) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
-	p := &purchasePlan{items: items}
-	p.cmds = commands[*ledger.RecordPurchaseInvoice](&p.plan, items)
-	if p.err != nil {
+	p := &purchasePlan{}
+	if !p.prepare(items, reads) {
 		return p
 	}
-	p.known = p.companies(reads, items)
 	companies, suppliers, documents := make([]string, len(items)), make([]string, len(items)), make([]string, len(items))
 	for i, c := range p.cmds {
 		companies[i], suppliers[i], documents[i] = items[i].Company, c.Supplier.ID, c.DocumentNumber
@@ -104,46 +87,33 @@ func (purchases) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 }
 
 type purchasePlan struct {
-	plan
-	items     []exec.Item
-	cmds      []*ledger.RecordPurchaseInvoice
-	known     map[string]bool
+	commandsPlan[*ledger.RecordPurchaseInvoice]
 	documents map[docKey]found // by (company, supplier, document number)
 }
 
 func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
-	if err := p.begin(); err != nil {
-		return nil, err
-	}
-	results := make([]exec.Result, len(which))
 	var booked []*ledger.PurchaseInvoice
 	var companies []string
 	var entries []*ledger.JournalEntry
-	for i, at := range which {
-		company, c := p.items[at].Company, p.cmds[at]
-		if !p.known[company] {
-			results[i].Err = unknownCompany(company)
-			continue
-		}
+	results, err := p.each(which, func(_ int, company string, c *ledger.RecordPurchaseInvoice) (exec.Result, error) {
 		key := docKey{company, c.Supplier.ID, c.DocumentNumber}
 		if prev, dup := p.documents[key]; dup {
-			results[i].Err = duplicate("purchase_invoice",
-				fmt.Sprintf("supplier %q's invoice %q is already recorded", c.Supplier.ID, c.DocumentNumber), prev)
-			continue
+			return refused(duplicate("purchase_invoice",
+				fmt.Sprintf("supplier %q's invoice %q is already recorded", c.Supplier.ID, c.DocumentNumber), prev))
 		}
 		pi, entry := ledger.BookPurchase(company, c, newID(), newID())
 		if err := entry.Check(); err != nil {
-			return nil, fmt.Errorf("post purchase invoice %s: %w", c.DocumentNumber, err)
+			return exec.Result{}, fmt.Errorf("post purchase invoice %s: %w", c.DocumentNumber, err)
 		}
 		p.documents[key] = found{pi.ID, c.DocumentNumber}
-		results[i].Outcome = outcome("purchase_invoice.recorded", pi.View())
 		booked, companies, entries = append(booked, pi), append(companies, company), append(entries, entry)
-	}
-	if len(booked) > 0 {
+		return done("purchase_invoice.recorded", pi.View())
+	})
+	if err == nil && len(booked) > 0 {
 		queueEntries(w, entries)
 		queuePurchases(w, companies, booked)
 	}
-	return results, nil
+	return results, err
 }
 
 // assets executes asset.register: an asset reference is registered once.
@@ -153,12 +123,10 @@ type assets struct{}
 func (assets) Commands() []string { return []string{"asset.register"} }
 
 func (assets) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
-	p := &assetPlan{items: items}
-	p.cmds = commands[*ledger.RegisterAsset](&p.plan, items)
-	if p.err != nil {
+	p := &assetPlan{}
+	if !p.prepare(items, reads) {
 		return p
 	}
-	p.known = p.companies(reads, items)
 	companies, refs := make([]string, len(items)), make([]string, len(items))
 	for i, c := range p.cmds {
 		companies[i], refs[i] = items[i].Company, c.AssetID
@@ -172,30 +140,17 @@ func (assets) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 }
 
 type assetPlan struct {
-	plan
-	items []exec.Item
-	cmds  []*ledger.RegisterAsset
-	known map[string]bool
-	refs  map[docKey]found // by (company, asset ref)
+	commandsPlan[*ledger.RegisterAsset]
+	refs map[docKey]found // by (company, asset ref)
 }
 
 func (p *assetPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
-	if err := p.begin(); err != nil {
-		return nil, err
-	}
-	results := make([]exec.Result, len(which))
 	var registered []*ledger.Asset
 	var companies []string
-	for i, at := range which {
-		company, c := p.items[at].Company, p.cmds[at]
-		if !p.known[company] {
-			results[i].Err = unknownCompany(company)
-			continue
-		}
+	results, err := p.each(which, func(_ int, company string, c *ledger.RegisterAsset) (exec.Result, error) {
 		key := docKey{company: company, a: c.AssetID}
 		if prev, dup := p.refs[key]; dup {
-			results[i].Err = duplicate("asset", fmt.Sprintf("asset %q is already registered", c.AssetID), prev)
-			continue
+			return refused(duplicate("asset", fmt.Sprintf("asset %q is already registered", c.AssetID), prev))
 		}
 		cur, _ := ledger.LookupCurrency(c.Currency)
 		a := &ledger.Asset{
@@ -203,13 +158,13 @@ func (p *assetPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
 			Currency: cur, Cost: c.Cost.Decimal, ResidualValue: c.ResidualValue.Decimal, UsefulLifeMonths: c.UsefulLifeMonths,
 		}
 		p.refs[key] = found{a.ID, a.Ref}
-		results[i].Outcome = outcome("asset.registered", a.View())
 		registered, companies = append(registered, a), append(companies, company)
-	}
-	if len(registered) > 0 {
+		return done("asset.registered", a.View())
+	})
+	if err == nil && len(registered) > 0 {
 		queueAssets(w, companies, registered)
 	}
-	return results, nil
+	return results, err
 }
 
 // depreciations executes depreciation.run: a registered asset is
@@ -219,12 +174,10 @@ type depreciations struct{}
 func (depreciations) Commands() []string { return []string{"depreciation.run"} }
 
 func (depreciations) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
-	p := &depreciationPlan{items: items, assets: map[docKey]*ledger.Asset{}}
-	p.cmds = commands[*ledger.RunDepreciation](&p.plan, items)
-	if p.err != nil {
+	p := &depreciationPlan{assets: map[docKey]*ledger.Asset{}}
+	if !p.prepare(items, reads) {
 		return p
 	}
-	p.known = p.companies(reads, items)
 	companies, refs, periods := make([]string, len(items)), make([]string, len(items)), make([]string, len(items))
 	for i, c := range p.cmds {
 		period, _ := ledger.ParsePeriod(c.Period)
@@ -253,56 +206,41 @@ func (depreciations) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 }
 
 type depreciationPlan struct {
-	plan
-	items  []exec.Item
-	cmds   []*ledger.RunDepreciation
-	known  map[string]bool
+	commandsPlan[*ledger.RunDepreciation]
 	assets map[docKey]*ledger.Asset // by (company, asset ref)
 	runs   map[docKey]found         // by (company, asset ref, period)
 }
 
 func (p *depreciationPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
-	if err := p.begin(); err != nil {
-		return nil, err
-	}
-	results := make([]exec.Result, len(which))
 	var runs []*ledger.DepreciationRun
 	var companies []string
 	var entries []*ledger.JournalEntry
-	for i, at := range which {
-		company, c := p.items[at].Company, p.cmds[at]
-		if !p.known[company] {
-			results[i].Err = unknownCompany(company)
-			continue
-		}
+	results, err := p.each(which, func(_ int, company string, c *ledger.RunDepreciation) (exec.Result, error) {
 		period, _ := ledger.ParsePeriod(c.Period)
 		a := p.assets[docKey{company: company, a: c.AssetID}]
 		if a == nil {
 			e := ledger.Errorf(ledger.CodeNotFound, "asset %q is not registered for company %q", c.AssetID, company)
 			e.Details = map[string]any{"asset_id": c.AssetID}
-			results[i].Err = e
-			continue
+			return refused(e)
 		}
 		key := docKey{company, c.AssetID, period.String()}
 		if prev, dup := p.runs[key]; dup {
-			results[i].Err = duplicate("depreciation_run", fmt.Sprintf("asset %q is already depreciated for %s", c.AssetID, period), prev)
-			continue
+			return refused(duplicate("depreciation_run", fmt.Sprintf("asset %q is already depreciated for %s", c.AssetID, period), prev))
 		}
 		run, entry, err := ledger.Depreciate(company, a, period, newID(), newID())
 		if err != nil {
-			results[i].Err = err
-			continue
+			return refused(err)
 		}
 		if err := entry.Check(); err != nil {
-			return nil, fmt.Errorf("post depreciation of %s for %s: %w", c.AssetID, period, err)
+			return exec.Result{}, fmt.Errorf("post depreciation of %s for %s: %w", c.AssetID, period, err)
 		}
 		p.runs[key] = found{run.ID, period.String()}
-		results[i].Outcome = outcome("depreciation.posted", run.View())
 		runs, companies, entries = append(runs, run), append(companies, company), append(entries, entry)
-	}
-	if len(runs) > 0 {
+		return done("depreciation.posted", run.View())
+	})
+	if err == nil && len(runs) > 0 {
 		queueEntries(w, entries)
 		queueDepreciationRuns(w, companies, runs)
 	}
-	return results, nil
+	return results, err
 }

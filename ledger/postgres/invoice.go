@@ -17,12 +17,10 @@ type invoices struct{}
 func (invoices) Commands() []string { return []string{"invoice.create"} }
 
 func (invoices) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
-	p := &invoicePlan{items: items}
-	p.cmds = commands[*ledger.CreateInvoice](&p.plan, items)
-	if p.err != nil {
+	p := &invoicePlan{}
+	if !p.prepare(items, reads) {
 		return p
 	}
-	p.known = p.companies(reads, items)
 	companies, orders := make([]string, len(items)), make([]string, len(items))
 	keys := make([]seriesKey, len(items))
 	for i, c := range p.cmds {
@@ -43,51 +41,37 @@ func (invoices) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 }
 
 type invoicePlan struct {
-	plan
-	items   []exec.Item
-	cmds    []*ledger.CreateInvoice
-	known   map[string]bool
+	commandsPlan[*ledger.CreateInvoice]
 	orders  map[docKey]found // by (company, order)
 	numbers *numbers
 }
 
 func (p *invoicePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
-	if err := p.begin(); err != nil {
-		return nil, err
-	}
-	results := make([]exec.Result, len(which))
 	var invs []*ledger.Invoice
 	var entries []*ledger.JournalEntry
-	for i, at := range which {
-		company, c := p.items[at].Company, p.cmds[at]
+	results, err := p.each(which, func(_ int, company string, c *ledger.CreateInvoice) (exec.Result, error) {
 		order := docKey{company: company, a: c.OrderID}
-		if !p.known[company] {
-			results[i].Err = unknownCompany(company)
-			continue
-		}
 		if prev, dup := p.orders[order]; dup {
-			results[i].Err = duplicateInvoice(c.OrderID, prev.id, prev.label)
-			continue
+			return refused(duplicateInvoice(c.OrderID, prev.id, prev.label))
 		}
 		seq, err := p.numbers.next(company, c.Series)
 		if err != nil {
-			results[i].Err = err
-			continue
+			return refused(err)
 		}
 		inv, entry := ledger.IssueInvoice(company, c, newID(), newID(), seq)
 		if err := entry.Check(); err != nil {
-			return nil, fmt.Errorf("post invoice %s: %w", inv.Number, err)
+			return exec.Result{}, fmt.Errorf("post invoice %s: %w", inv.Number, err)
 		}
 		p.orders[order] = found{inv.ID, inv.Number}
 		invs, entries = append(invs, inv), append(entries, entry)
-		results[i].Outcome = outcome("invoice.created", inv.View())
-	}
-	if len(invs) > 0 {
+		return done("invoice.created", inv.View())
+	})
+	if err == nil && len(invs) > 0 {
 		p.numbers.write(w)
 		queueEntries(w, entries)
 		queueInvoices(w, invs)
 	}
-	return results, nil
+	return results, err
 }
 
 func duplicateInvoice(orderID string, id uuid.UUID, number string) *ledger.Error {

@@ -70,6 +70,58 @@ func (p *plan) begin() error {
 	return nil
 }
 
+// commandsPlan is the plan of a kind whose commands are T: the items,
+// their commands as T, and which of their companies exist.
+type commandsPlan[T ledger.Command] struct {
+	plan
+	items []exec.Item
+	cmds  []T
+	known map[string]bool
+}
+
+// prepare takes the items and queues the lookup of their companies; false,
+// with p.err set, when one is not a T.
+func (p *commandsPlan[T]) prepare(items []exec.Item, reads *pgx.Batch) bool {
+	p.items = items
+	p.cmds = commands[T](&p.plan, items)
+	if p.err != nil {
+		return false
+	}
+	p.known = p.companies(reads, items)
+	return true
+}
+
+// each executes the items at which, in order: unknown_company for one
+// whose company does not exist, else what do answers. An error from do
+// fails the whole plan.
+func (p *commandsPlan[T]) each(which []int, do func(at int, company string, c T) (exec.Result, error)) ([]exec.Result, error) {
+	if err := p.begin(); err != nil {
+		return nil, err
+	}
+	results := make([]exec.Result, len(which))
+	for i, at := range which {
+		company := p.items[at].Company
+		if !p.known[company] {
+			results[i].Err = unknownCompany(company)
+			continue
+		}
+		r, err := do(at, company, p.cmds[at])
+		if err != nil {
+			return nil, err
+		}
+		results[i] = r
+	}
+	return results, nil
+}
+
+// refused is the result of a command refused with err.
+func refused(err *ledger.Error) (exec.Result, error) { return exec.Result{Err: err}, nil }
+
+// done is the result of a command that took effect.
+func done(event string, view any) (exec.Result, error) {
+	return exec.Result{Outcome: outcome(event, view)}, nil
+}
+
 // query queues sql on b and the reading of its rows: row is called for
 // each, after scans were filled.
 func (p *plan) query(b *pgx.Batch, what string, scans []any, row func(), sql string, args ...any) {

@@ -17,12 +17,10 @@ type payments struct{}
 func (payments) Commands() []string { return []string{"payment.record"} }
 
 func (payments) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
-	p := &paymentPlan{items: items}
-	p.cmds = commands[*ledger.RecordPayment](&p.plan, items)
-	if p.err != nil {
+	p := &paymentPlan{}
+	if !p.prepare(items, reads) {
 		return p
 	}
-	p.known = p.companies(reads, items)
 	companies, refs := make([]string, len(items)), make([]string, len(items))
 	var invs []invoiceRef
 	p.allocations = make([][]invoiceRef, len(items))
@@ -44,58 +42,47 @@ func (payments) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 }
 
 type paymentPlan struct {
-	plan
-	items       []exec.Item
-	cmds        []*ledger.RecordPayment
+	commandsPlan[*ledger.RecordPayment]
 	allocations [][]invoiceRef
-	known       map[string]bool
 	refs        map[docKey]found // by (company, payment_ref)
 	invoices    *invoiceStates
 }
 
 func (p *paymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
-	if err := p.begin(); err != nil {
-		return nil, err
-	}
-	results := make([]exec.Result, len(which))
 	var paid []*ledger.Payment
 	var entries []*ledger.JournalEntry
-	for i, at := range which {
-		company, c := p.items[at].Company, p.cmds[at]
-		if !p.known[company] {
-			results[i].Err = unknownCompany(company)
-			continue
-		}
+	results, err := p.each(which, func(at int, company string, c *ledger.RecordPayment) (exec.Result, error) {
 		ref := docKey{company: company, a: c.PaymentRef}
 		if prev, dup := p.refs[ref]; dup {
-			results[i].Err = duplicate("payment", fmt.Sprintf("payment %q is already recorded", c.PaymentRef), prev)
-			continue
+			return refused(duplicate("payment", fmt.Sprintf("payment %q is already recorded", c.PaymentRef), prev))
 		}
 		invs, err := p.allocated(at)
 		if err != nil {
-			results[i].Err = err
-			continue
+			return refused(err)
 		}
 		pay, entry, err := ledger.ApplyPayment(company, c, invs, newID(), newID())
 		if err != nil {
-			results[i].Err = err
-			continue
+			return refused(err)
 		}
 		if err := entry.Check(); err != nil {
-			return nil, fmt.Errorf("post payment %s: %w", c.PaymentRef, err)
+			return exec.Result{}, fmt.Errorf("post payment %s: %w", c.PaymentRef, err)
 		}
-		results[i].Outcome = outcome("payment.recorded", pay.View())
+		// The view adds this payment to the invoices' state before it, so
+		// it is taken before Pay records the payment for the pass's later
+		// commands.
+		view := pay.View()
 		for _, a := range pay.Applied {
 			a.Invoice.Pay(a.Amount)
 		}
 		p.refs[ref] = found{pay.ID, c.PaymentRef}
 		paid, entries = append(paid, pay), append(entries, entry)
-	}
-	if len(paid) > 0 {
+		return done("payment.recorded", view)
+	})
+	if err == nil && len(paid) > 0 {
 		queueEntries(w, entries)
 		queuePayments(w, paid)
 	}
-	return results, nil
+	return results, err
 }
 
 // allocated returns the invoices the allocations of the item at name, in
