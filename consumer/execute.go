@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/consumer/inbox"
+	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/protocol"
@@ -331,6 +333,9 @@ func (t *txn) group(subs []*submission, depth int, first *prepared, commit bool)
 	case len(subs) == 1 && isUniqueViolation(err) && !subs[0].retried:
 		subs[0].retried = true
 		return t.group(subs, depth+1, nil, false)
+	case len(subs) == 1 && isDataException(err):
+		subs[0].Err = refusedData(err)
+		return nil
 	case len(subs) == 1:
 		subs[0].Err = err
 		return nil
@@ -499,6 +504,23 @@ func (s *submission) stage(r exec.Result) error {
 		Status: res.Status, Result: body, StreamSequence: int64(req.StreamSequence),
 	}
 	return nil
+}
+
+// isDataException reports a value PostgreSQL refuses to store (SQLSTATE
+// class 22: a NUL in text, a numeric overflow, a date out of range): the
+// same command fails the same way on every delivery.
+func isDataException(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22")
+}
+
+// refusedData is the permanent error of a command whose values the
+// database refused: invalid_command, answered and dead-lettered at once.
+func refusedData(err error) *PermanentError {
+	var pgErr *pgconn.PgError
+	errors.As(err, &pgErr)
+	return &PermanentError{Code: ledger.CodeInvalidCommand,
+		Reason: fmt.Sprintf("the database cannot store a value of this command: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code)}
 }
 
 func isUniqueViolation(err error) bool {

@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/consumer/inbox"
+	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
@@ -101,6 +104,59 @@ func TestTransientFailureIsRetriedAndNotStored(t *testing.T) {
 	}
 	if n := h.count(`SELECT count(*) FROM outbox_events WHERE type = 'invoice.created'`); n != 1 {
 		t.Fatalf("%d invoice events, want 1", n)
+	}
+}
+
+// A value the database refuses to store (SQLSTATE class 22: a NUL in
+// text, a numeric or date out of range) fails the same way on every
+// delivery: the producer is told at once, not retried for the whole
+// redelivery schedule, and the message is dead-lettered after one
+// delivery. The command beside it in the batch commits. Validation refuses
+// the values known to do this; the hook stands for one it does not know,
+// writing what a NUL in text gives (22021).
+func TestDataTheDatabaseRefusesIsPermanent(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startWorker(testConfig(), hooked(t, "invoice.create", kinds.Hook{Execute: func(items []exec.Item, w *pgx.Batch) error {
+		for _, it := range items {
+			if it.Command.(*ledger.CreateInvoice).OrderID == "o-poison" {
+				w.Queue(`SELECT convert_from('\x00'::bytea, 'UTF8')`)
+			}
+		}
+		return nil
+	}}))
+	h.createCompany("acme")
+	r := h.replies()
+	subject := protocol.CommandSubject("acme", "invoice.create")
+	for key, body := range map[string]map[string]any{
+		"k-poison": invoiceBody("o-poison", "1.00"),
+		"k-fine":   invoiceBody("o-fine", "1.00"),
+	} {
+		h.publishRaw(subject, map[string]string{protocol.HeaderIdempotencyKey: key, protocol.HeaderReplyTo: r.subject}, mustMarshal(t, body))
+	}
+	got := map[string]protocol.Result{}
+	for len(got) < 2 {
+		res := r.next(t)
+		got[res.IdempotencyKey] = res
+	}
+	poison := got["k-poison"]
+	if poison.Error == nil || poison.Error.Code != ledger.CodeInvalidCommand || poison.Error.Retryable ||
+		!strings.Contains(poison.Error.Message, "22021") {
+		t.Fatalf("the refused command got %+v (error %+v), want invalid_command naming the SQLSTATE, not retryable", poison, poison.Error)
+	}
+	if fine := got["k-fine"]; fine.Status != protocol.StatusOK {
+		t.Fatalf("the command beside it got %+v", fine)
+	}
+	eventually(t, "the dead letter", func() bool { return len(h.deadLetters()) == 1 })
+	dl := h.deadLetters()[0]
+	if dl.Header.Get(protocol.HeaderDeadLetterCode) != string(ledger.CodeInvalidCommand) || dl.Header.Get(protocol.HeaderDeliveries) != "1" {
+		t.Fatalf("dead letter headers: %v", dl.Header)
+	}
+	if n := h.count(`SELECT count(*) FROM inbox WHERE idempotency_key = 'k-poison'`); n != 0 {
+		t.Fatalf("the refused command stored %d inbox rows", n)
+	}
+	if n := h.count(`SELECT count(*) FROM invoices`); n != 1 {
+		t.Fatalf("%d invoices, want 1", n)
 	}
 }
 

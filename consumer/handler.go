@@ -51,6 +51,15 @@ func (h *handler) handle(msg *message.Message) error {
 	started := time.Now()
 	s := &submission{req: req, delivery: d, span: span, done: make(chan struct{})}
 	if err := h.batcher.submit(s); err != nil {
+		var perm *PermanentError
+		if errors.As(err, &perm) {
+			// The same command fails the same way on every delivery: the
+			// producer is told why, and the message is dead-lettered.
+			d.SetReply(mustJSON(errorResultFor(d, ledger.Errorf(perm.Code, "%s", perm.Reason))))
+			span.SetStatus(codes.Error, string(perm.Code))
+			log.Warn("command refused by the database; it is dead-lettered", "error", err)
+			return err
+		}
 		count(req.Command, outcomeRetried)
 		span.SetStatus(codes.Error, err.Error())
 		log.Warn("command failed; it will be retried", "error", err)

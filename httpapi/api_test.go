@@ -291,6 +291,9 @@ func TestRequestProblems(t *testing.T) {
 		{"too large", "POST", "/v1/sales/invoices/create", acme, "k-big", append(invoice, bytes.Repeat([]byte(" "), 4096)...), 413, codeTooLarge},
 		{"not JSON", "POST", "/v1/sales/invoices/create", acme, "k-bad", []byte("order=1041"), 400, ledger.CodeInvalidCommand},
 		{"invalid", "POST", "/v1/sales/invoices/create", acme, "k-bad", []byte(`{"order_id": 1041}`), 400, ledger.CodeInvalidCommand},
+		// Text PostgreSQL cannot store is the client's error at once, not a
+		// 202 for a command that then fails on every delivery.
+		{"NUL in text", "POST", "/v1/sales/invoices/create", acme, "k-nul", bytes.Replace(invoice, []byte(`"description": "`), []byte(`"description": "X\u0000`), 1), 400, ledger.CodeInvalidCommand},
 		{"unknown invoice", "POST", "/v1/sales/credit-notes/create", acme, "cn-1", readExample(t, "credit_note.json"), 404, ledger.CodeNotFound},
 		{"bad date", "GET", "/v1/books/trial-balance?date=yesterday", acme, "", nil, 400, codeInvalidRequest},
 		{"no period", "GET", "/v1/books/vat-return", acme, "", nil, 400, codeInvalidRequest},

@@ -60,6 +60,9 @@ func Decode(name string, body []byte) (Command, error) {
 	if !ok {
 		return nil, Errorf(CodeInvalidCommand, "unknown command %q (known: %s)", name, strings.Join(CommandNames(), ", "))
 	}
+	if err := checkNUL(body); err != nil {
+		return nil, err
+	}
 	cmd := newCmd()
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

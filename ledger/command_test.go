@@ -72,6 +72,11 @@ func TestDecodeRefuses(t *testing.T) {
 		{name: "trailing object", raw: string(mustJSON(t, invoiceBody())) + `{}`, wantText: "exactly one JSON object"},
 		{name: "trailing garbage", raw: string(mustJSON(t, invoiceBody())) + ` x`, wantText: "exactly one JSON object"},
 		{name: "array instead of object", raw: `[]`, wantField: "body", wantText: "must be"},
+		{name: "NUL in a line's description", edit: func(m map[string]any) { line0(m)["description"] = "X\x00Y" },
+			wantField: "lines[0].description", wantText: "NUL character"},
+		{name: "NUL in the customer's name", edit: func(m map[string]any) { customer(m)["name"] = "\x00" },
+			wantField: "customer.name", wantText: "NUL character"},
+		{name: "NUL in a key", raw: `{"order_id\u0000": "o-1"}`, wantField: "order_id\x00", wantText: "NUL character"},
 		{name: "unknown field", edit: func(m map[string]any) { m["colour"] = "red" }, wantText: `unknown field "colour"`},
 		{name: "unknown nested field", edit: func(m map[string]any) { customer(m)["email"] = "a@b" }, wantText: `unknown field "email"`},
 		{name: "string field as number", edit: func(m map[string]any) { m["order_id"] = 1041 }, wantField: "order_id", wantText: "must be string"},
@@ -311,5 +316,19 @@ func TestCommandNames(t *testing.T) {
 		if ledger.KnownCommand(n) {
 			t.Fatalf("KnownCommand(%q) = true", n)
 		}
+	}
+}
+
+// The six characters \u0000 as text (the backslash escaped) are not a NUL.
+func TestDecodeAcceptsTheEscapeAsText(t *testing.T) {
+	t.Parallel()
+	m := invoiceBody()
+	line0(m)["description"] = `see \u0000 in the manual`
+	cmd, err := ledger.Decode("invoice.create", mustJSON(t, m))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if got := cmd.(*ledger.CreateInvoice).Lines[0].Description; got != `see \u0000 in the manual` {
+		t.Fatalf("description %q", got)
 	}
 }
