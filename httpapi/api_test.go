@@ -295,6 +295,12 @@ func TestRequestProblems(t *testing.T) {
 		// 202 for a command that then fails on every delivery.
 		{"NUL in text", "POST", "/v1/sales/invoices/create", acme, "k-nul", bytes.Replace(invoice, []byte(`"description": "`), []byte(`"description": "X\u0000`), 1), 400, ledger.CodeInvalidCommand},
 		{"unknown invoice", "POST", "/v1/sales/credit-notes/create", acme, "cn-1", readExample(t, "credit_note.json"), 404, ledger.CodeNotFound},
+		// Bytes no route can take are the client's error, not a retryable
+		// 503 from the database refusing them.
+		{"NUL in a path", "GET", "/v1/sales/invoices/%00", acme, "", nil, 400, codeInvalidRequest},
+		{"not UTF-8 in a path", "GET", "/v1/sales/invoices/%ff", acme, "", nil, 400, codeInvalidRequest},
+		{"LF in a key in a path", "GET", "/v1/commands/a%0Ab", acme, "", nil, 400, codeInvalidRequest},
+		{"NUL in a path without a token", "GET", "/v1/sales/invoices/INV%00", "", "", nil, 400, codeInvalidRequest},
 		{"bad date", "GET", "/v1/books/trial-balance?date=yesterday", acme, "", nil, 400, codeInvalidRequest},
 		{"no period", "GET", "/v1/books/vat-return", acme, "", nil, 400, codeInvalidRequest},
 		{"unknown route", "GET", "/v1/ledgers", acme, "", nil, 404, ledger.CodeNotFound},

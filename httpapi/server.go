@@ -12,9 +12,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 
@@ -123,7 +126,28 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if msg := badPath(r.URL.Path); msg != "" {
+		writeProblem(w, codeInvalidRequest, msg, map[string]any{"path": r.URL.EscapedPath()})
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// badPath says what is wrong with a request path, after percent-decoding,
+// that no route can take: bytes that are not UTF-8, or control characters
+// (NUL, LF, …). Empty when nothing is.
+func badPath(path string) string {
+	if !utf8.ValidString(path) {
+		return "The path is not valid UTF-8 once percent-decoded."
+	}
+	for _, r := range path {
+		if unicode.IsControl(r) {
+			return fmt.Sprintf("The path holds the control character %U once percent-decoded.", r)
+		}
+	}
+	return ""
+}
 
 // handlerFunc handles a request authenticated for company.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, company string)
@@ -406,9 +430,14 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, fn func(context.Co
 		return err
 	})
 	var le *ledger.Error
+	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &le):
 		writeProblem(w, le.Code, le.Message, le.Details)
+	case errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22"):
+		// A value of the request the database cannot take (SQLSTATE
+		// class 22): the same request fails the same way every time.
+		writeProblem(w, codeInvalidRequest, "The request holds a value the books cannot be searched by: "+pgErr.Message+".", nil)
 	case err != nil:
 		s.cfg.Logger.Warn("read failed", "path", r.URL.Path, "error", err)
 		writeProblem(w, ledger.CodeInternal, "The books could not be read; retry shortly.", nil)
