@@ -18,10 +18,14 @@ import (
 type apiSettings struct {
 	RequestTimeout time.Duration
 	MaxBodyBytes   int
+	ReadTimeout    time.Duration
+	MaxConns       int
 }
 
 func (a *apiSettings) register(fs *flag.FlagSet, s *settings) {
 	fs.DurationVar(&a.RequestTimeout, "http-request-timeout", s.envDuration("ONCELEDGER_HTTP_REQUEST_TIMEOUT", 10*time.Second), "how long an HTTP command waits for its result before it is answered 202 with a Location to poll (env ONCELEDGER_HTTP_REQUEST_TIMEOUT)")
+	fs.DurationVar(&a.ReadTimeout, "http-read-timeout", s.envDuration("ONCELEDGER_HTTP_READ_TIMEOUT", 30*time.Second), "how long a client may take to send a whole request, body included; slower ones are cut off (env ONCELEDGER_HTTP_READ_TIMEOUT)")
+	fs.IntVar(&a.MaxConns, "http-max-conns", s.envInt("ONCELEDGER_HTTP_MAX_CONNS", 1024), "most HTTP connections open at once; more wait to be accepted (env ONCELEDGER_HTTP_MAX_CONNS)")
 	fs.IntVar(&a.MaxBodyBytes, "http-max-body", s.envInt("ONCELEDGER_HTTP_MAX_BODY", 1<<20), "largest HTTP command body in bytes; larger ones are answered 413 (env ONCELEDGER_HTTP_MAX_BODY)")
 }
 
@@ -29,6 +33,12 @@ func (a *apiSettings) validate() []error {
 	var errs []error
 	if a.RequestTimeout < 100*time.Millisecond || a.RequestTimeout > 5*time.Minute {
 		errs = append(errs, fmt.Errorf("HTTP request timeout %s: use 100ms..5m", a.RequestTimeout))
+	}
+	if a.ReadTimeout < time.Second || a.ReadTimeout > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("HTTP read timeout %s: use 1s..10m", a.ReadTimeout))
+	}
+	if a.MaxConns < 1 || a.MaxConns > 1<<20 {
+		errs = append(errs, fmt.Errorf("HTTP max conns %d: use 1..1048576", a.MaxConns))
 	}
 	if a.MaxBodyBytes < 1024 || a.MaxBodyBytes > 64<<20 {
 		errs = append(errs, fmt.Errorf("HTTP max body %d: use 1024..67108864 bytes", a.MaxBodyBytes))

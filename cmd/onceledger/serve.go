@@ -141,12 +141,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 			ln.Close()
 			return err
 		}
-		httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				logger.Error("health endpoint failed", "error", err)
-			}
-		}()
+		httpSrv = serveHTTP(ln, mux, limitsFor(s.API.ReadTimeout, s.API.RequestTimeout, s.API.MaxConns), logger)
 		logger.Info("health endpoints listening", "addr", ln.Addr().String())
 	}
 
