@@ -566,7 +566,9 @@ func TestFailingReadsFailOnlyTheirCommands(t *testing.T) {
 	failing, err := kinds.WithHook("invoice.create", kinds.Hook{
 		// An error that is not about the commands' data (a data exception
 		// would make them permanent): the table does not exist.
-		Prepare: func(_ []exec.Item, reads *pgx.Batch) { reads.Queue(`SELECT $1::text::regclass`, "onceledger_no_such_table") },
+		Prepare: func(_ []exec.Item, reads *pgx.Batch) {
+			reads.Queue(`SELECT $1::text::regclass`, "onceledger_no_such_table")
+		},
 		Read: func(br pgx.BatchResults) error {
 			_, err := br.Exec()
 			return err
