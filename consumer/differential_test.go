@@ -81,6 +81,16 @@ func genSequence(t *rapid.T) sequence {
 		return "whsec_" + base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("differential-secret-%012d", n)))
 	}
 	add := func(d delivery) { s.deliveries = append(s.deliveries, d) }
+	again := func(label string, held bool) func(*rapid.T) {
+		return func(t *rapid.T) {
+			if len(s.deliveries) == 0 {
+				t.Skip("no delivery to repeat")
+			}
+			d := rapid.SampledFrom(s.deliveries).Draw(t, label)
+			d.held = held
+			add(d)
+		}
+	}
 
 	actions := map[string]func(*rapid.T){
 		"company": func(t *rapid.T) {
@@ -244,14 +254,9 @@ func genSequence(t *rapid.T) sequence {
 				add(delivery{company: c, command: "credit_note.create", key: fresh("cn"), body: body})
 			}
 		},
-		"retry": func(t *rapid.T) {
-			if len(s.deliveries) == 0 {
-				t.Skip("nothing to retry")
-			}
-			d := rapid.SampledFrom(s.deliveries).Draw(t, "retried")
-			d.held = false
-			add(d)
-		},
+		// A delivery again, as a redelivery would be, or while another
+		// transaction holds its key.
+		"retry": again("retried", false),
 		"reuse": func(t *rapid.T) {
 			if len(s.deliveries) == 0 {
 				t.Skip("no key to reuse")
@@ -261,14 +266,7 @@ func genSequence(t *rapid.T) sequence {
 			d.body = map[string]any{"name": "Reused " + d.key, "country": "LT", "currency": "EUR"}
 			add(d)
 		},
-		"held": func(t *rapid.T) {
-			if len(s.deliveries) == 0 {
-				t.Skip("no key to hold")
-			}
-			d := rapid.SampledFrom(s.deliveries).Draw(t, "held")
-			d.held = true
-			add(d)
-		},
+		"held": again("held", true),
 	}
 	// Most sequences open both companies' books first, so that documents
 	// get posted and refer to each other; the others meet unknown_company.
