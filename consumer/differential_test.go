@@ -20,6 +20,7 @@ import (
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -77,8 +78,11 @@ func genSequence(t *rapid.T) sequence {
 	number := func(t *rapid.T, c string) string {
 		return fmt.Sprintf("INV-2026-%06d", rapid.IntRange(1, max(1, invoices[c])).Draw(t, "invoice"))
 	}
-	secret := func(n int) string {
-		return "whsec_" + base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("differential-secret-%012d", n)))
+	// Secrets the commands bring, sealed as the HTTP API seals them, so
+	// both paths store the same ones.
+	keys := testkeys.Keyring()
+	secret := func(company string, n int) string {
+		return keys.Seal(company, "whsec_"+base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("differential-secret-%012d", n))))
 	}
 	add := func(d delivery) { s.deliveries = append(s.deliveries, d) }
 	again := func(label string, held bool) func(*rapid.T) {
@@ -199,7 +203,7 @@ func genSequence(t *rapid.T) sequence {
 		},
 		"endpoint": func(t *rapid.T) {
 			c := company(t)
-			body := map[string]any{"url": fmt.Sprintf("https://hooks.example.com/%d", keyN), "secret": secret(keyN)}
+			body := map[string]any{"url": fmt.Sprintf("https://hooks.example.com/%d", keyN), "sealed_secret": secret(c, keyN)}
 			if rapid.Bool().Draw(t, "filtered") {
 				body["event_types"] = []string{rapid.SampledFrom([]string{"invoice.created", "payment.recorded", "webhook_endpoint.disabled"}).Draw(t, "type")}
 			}
@@ -223,7 +227,7 @@ func genSequence(t *rapid.T) sequence {
 			case 1:
 				command, body = "webhook_endpoint.update", map[string]any{"enable": true, "event_types": []string{}}
 			default:
-				command, body = "webhook_endpoint.rotate_secret", map[string]any{"secret": secret(1000 + keyN), "grace_period": "1h"}
+				command, body = "webhook_endpoint.rotate_secret", map[string]any{"sealed_secret": secret(c, 1000+keyN), "grace_period": "1h"}
 			}
 			add(delivery{company: c, command: command, key: fresh("ch"), body: body, endpoint: ep})
 		},

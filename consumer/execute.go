@@ -499,6 +499,14 @@ func (s *submission) stage(r exec.Result) error {
 		return fmt.Errorf("inbox: encode result: %w", err)
 	}
 	s.Answer = Answer{Outcome: Executed, Result: res}
+	if r.Err == nil && r.Outcome.Once != nil {
+		// Answered now and never again: the stored row has Result.
+		once, err := json.Marshal(r.Outcome.Once)
+		if err != nil {
+			return fmt.Errorf("inbox: encode %s result: %w", req.Command, err)
+		}
+		s.Answer.Result.Result = once
+	}
 	s.stored = inbox.Row{
 		Company: req.Company, Key: req.Key, Command: req.Command, Fingerprint: req.Fingerprint,
 		Status: res.Status, Result: body, StreamSequence: int64(req.StreamSequence),

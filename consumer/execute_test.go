@@ -24,6 +24,7 @@ import (
 	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
@@ -84,7 +85,7 @@ func newBatchWorld(t *testing.T, opts worldOptions) *batchWorld {
 		}
 		return nil
 	}
-	k, err := kinds.WithHook("invoice.create", hook)
+	k, err := kinds.WithHook(testkeys.Rules(), "invoice.create", hook)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -563,7 +564,7 @@ func TestFailingReadsFailOnlyTheirCommands(t *testing.T) {
 	w.run(first)
 	want := w.number(first)
 
-	failing, err := kinds.WithHook("invoice.create", kinds.Hook{
+	failing, err := kinds.WithHook(testkeys.Rules(), "invoice.create", kinds.Hook{
 		// An error that is not about the commands' data (a data exception
 		// would make them permanent): the table does not exist.
 		Prepare: func(_ []exec.Item, reads *pgx.Batch) {

@@ -19,6 +19,7 @@ import (
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
@@ -324,7 +325,7 @@ func invoiceResult(t testing.TB, res protocol.Result) ledger.InvoiceView {
 
 func allKinds(t testing.TB) *exec.Kinds {
 	t.Helper()
-	k, err := kinds.All()
+	k, err := kinds.All(testkeys.Rules())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +335,7 @@ func allKinds(t testing.TB) *exec.Kinds {
 // hooked is allKinds with hook on the kind of command.
 func hooked(t testing.TB, command string, hook kinds.Hook) *exec.Kinds {
 	t.Helper()
-	k, err := kinds.WithHook(command, hook)
+	k, err := kinds.WithHook(testkeys.Rules(), command, hook)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
@@ -179,7 +180,7 @@ func TestTraceFollowsTheCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := webhooks.NewDispatcher(h.pool, webhooks.DispatcherConfig{Policy: policy, TracerProvider: tp, Logger: testLogger()})
+	d, err := webhooks.NewDispatcher(h.pool, webhooks.DispatcherConfig{Policy: policy, Secrets: testkeys.Keyring(), TracerProvider: tp, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

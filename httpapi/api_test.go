@@ -18,6 +18,7 @@ import (
 
 	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/internal/testworker"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
@@ -52,6 +53,9 @@ func newAPI(t *testing.T, cfg Config) *apiEnv {
 	}
 	cfg.Client = client.Config{AttemptTimeout: time.Second, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 	cfg.Logger = testworker.Logger()
+	if cfg.Secrets == nil {
+		cfg.Secrets = testkeys.Keyring()
+	}
 	api, err := New(e.pool, nc, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
 	"github.com/onceledger/onceledger/protocol"
+	"github.com/onceledger/onceledger/webhooks"
 )
 
 // Config configures the HTTP API.
@@ -40,6 +41,11 @@ type Config struct {
 	// Client configures the publisher. Its zero value is the client's
 	// defaults.
 	Client client.Config
+	// Secrets seals the signing secrets webhook endpoint requests bring,
+	// before they are published (see sealSecret). Without it such
+	// requests are refused; requests that let the worker generate the
+	// secret need none.
+	Secrets *webhooks.Keyring
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -284,6 +290,11 @@ func (s *Server) command(rt commandRoute) handlerFunc {
 			writeProblem(w, ledger.CodeInvalidCommand, "The request body could not be read: "+err.Error(), nil)
 			return
 		}
+		body, serr := sealSecret(s.cfg.Secrets, company, rt.command, body)
+		if serr != nil {
+			writeProblem(w, serr.Code, serr.Message, serr.Details)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		res, err := s.client.PublishOnce(ctx, company, rt.command, key, body)
@@ -314,7 +325,8 @@ type accepted struct {
 
 // writeResult answers with a command's result. The body depends only on
 // the result, and a success's body is its RFC 8785 canonical form, so the
-// first answer and every replay of it are the same bytes.
+// first answer and every replay of it are the same bytes, except where the
+// first answer holds what is shown once (a generated webhook secret).
 func writeResult(w http.ResponseWriter, res protocol.Result) {
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")

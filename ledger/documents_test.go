@@ -122,6 +122,10 @@ func TestDecodeWebhookEndpointCommands(t *testing.T) {
 		{"webhook_endpoint.create", `{"url":"https://example.com","event_types":["invoice.deleted"]}`, "event_types[0]"},
 		{"webhook_endpoint.create", `{"url":"https://example.com","event_types":["invoice.created","invoice.created"]}`, "event_types[1]"},
 		{"webhook_endpoint.create", `{"url":"https://example.com","secret":"hunter2"}`, "secret"},
+		// A readable secret would stay in the command stream.
+		{"webhook_endpoint.create", `{"url":"https://example.com","secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`, "secret"},
+		{"webhook_endpoint.rotate_secret", `{` + id + `,"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`, "secret"},
+		{"webhook_endpoint.create", `{"url":"https://example.com","sealed_secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`, "sealed_secret"},
 		{"webhook_endpoint.update", `{"endpoint_id":"nope","enable":true}`, "endpoint_id"},
 		{"webhook_endpoint.update", `{` + id + `}`, "endpoint_id"},
 		{"webhook_endpoint.rotate_secret", `{` + id + `,"grace_period":"forever"}`, "grace_period"},
@@ -135,7 +139,7 @@ func TestDecodeWebhookEndpointCommands(t *testing.T) {
 	}
 	good := []struct{ command, body string }{
 		{"webhook_endpoint.create", `{"url":"https://example.com/hooks"}`},
-		{"webhook_endpoint.create", `{"url":"http://127.0.0.1:9000/h","event_types":["invoice.created"],"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`},
+		{"webhook_endpoint.create", `{"url":"http://127.0.0.1:9000/h","event_types":["invoice.created"],"sealed_secret":"sealed:v1:0123abcd:AAAA"}`},
 		{"webhook_endpoint.update", `{` + id + `,"event_types":[]}`},
 		{"webhook_endpoint.rotate_secret", `{` + id + `}`},
 		{"webhook_endpoint.disable", `{` + id + `}`},

@@ -12,6 +12,10 @@ type Event struct {
 type Outcome struct {
 	Result any
 	Events []Event
+	// Once, when set, is the result of the first answer only, in place of
+	// Result: what must not be stored or replayed, such as a generated
+	// webhook secret. The stored result, replays and lookups give Result.
+	Once any
 }
 
 // BatchItem is one command of a batch executed at once (see

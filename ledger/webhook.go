@@ -32,20 +32,25 @@ func knownEventType(t string) bool {
 }
 
 // CreateWebhookEndpoint is the body of webhook_endpoint.create. An empty
-// EventTypes subscribes to every event. Without Secret one is generated and
-// returned, once, in the result.
+// EventTypes subscribes to every event. Without SealedSecret a secret is
+// generated and returned in the first answer only.
 type CreateWebhookEndpoint struct {
 	URL         string   `json:"url"`
 	Description string   `json:"description,omitempty"`
 	EventTypes  []string `json:"event_types,omitempty"`
-	Secret      string   `json:"secret,omitempty"`
+	// Secret is refused: a readable secret would stay in the command
+	// stream. The HTTP API takes one and seals it into SealedSecret.
+	Secret string `json:"secret,omitempty"`
+	// SealedSecret is a secret of the caller's choosing, sealed with the
+	// worker's secrets key ("onceledger secrets seal").
+	SealedSecret string `json:"sealed_secret,omitempty"`
 }
 
 func (*CreateWebhookEndpoint) CommandName() string { return "webhook_endpoint.create" }
 
 func (c *CreateWebhookEndpoint) validate() *Error {
 	return firstError(endpointURL("url", c.URL), maxLen("description", c.Description, 500),
-		eventTypes(c.EventTypes), secretSyntax("secret", c.Secret))
+		eventTypes(c.EventTypes), secretFields(c.Secret, c.SealedSecret))
 }
 
 // UpdateWebhookEndpoint is the body of webhook_endpoint.update: the fields
@@ -100,9 +105,11 @@ func (c *DisableWebhookEndpoint) validate() *Error {
 // signing too until GracePeriod (default 24h) has passed, so receivers can
 // switch without missing a delivery.
 type RotateWebhookSecret struct {
-	EndpointID  string `json:"endpoint_id"`
-	Secret      string `json:"secret,omitempty"`
-	GracePeriod string `json:"grace_period,omitempty"`
+	EndpointID string `json:"endpoint_id"`
+	// Secret and SealedSecret are as in CreateWebhookEndpoint.
+	Secret       string `json:"secret,omitempty"`
+	SealedSecret string `json:"sealed_secret,omitempty"`
+	GracePeriod  string `json:"grace_period,omitempty"`
 }
 
 func (*RotateWebhookSecret) CommandName() string { return "webhook_endpoint.rotate_secret" }
@@ -111,7 +118,7 @@ func (c *RotateWebhookSecret) validate() *Error {
 	if c.GracePeriod == "" {
 		c.GracePeriod = "24h"
 	}
-	if err := firstError(endpointID(c.EndpointID), secretSyntax("secret", c.Secret)); err != nil {
+	if err := firstError(endpointID(c.EndpointID), secretFields(c.Secret, c.SealedSecret)); err != nil {
 		return err
 	}
 	if d, err := time.ParseDuration(c.GracePeriod); err != nil || d < 0 || d > 30*24*time.Hour {
@@ -170,9 +177,30 @@ func eventTypes(types []string) *Error {
 	return nil
 }
 
-// secretSyntax checks the Standard Webhooks secret form; an empty secret
+// sealedSecretPrefix starts a secret sealed with the worker's secrets key.
+const sealedSecretPrefix = "sealed:v1:"
+
+// secretFields checks a command's secret fields: a readable secret is
+// refused (it would stay readable in the command stream and its dead
+// letters); a sealed one must look sealed (whether it opens is the
+// worker's to say, as it holds the key).
+func secretFields(plain, sealed string) *Error {
+	if plain != "" {
+		if err := SecretSyntax("secret", plain); err != nil {
+			return err
+		}
+		return invalid("secret", "a readable secret would stay in the command stream: leave it out to have one generated, "+
+			"give it to the HTTP API (which seals it), or seal it with \"onceledger secrets seal\" and send it as sealed_secret")
+	}
+	if sealed != "" && (!strings.HasPrefix(sealed, sealedSecretPrefix) || len(sealed) > 512) {
+		return invalid("sealed_secret", "must be a secret sealed with \"onceledger secrets seal\" (sealed:v1:…)")
+	}
+	return nil
+}
+
+// SecretSyntax checks the Standard Webhooks secret form; an empty secret
 // means "generate one".
-func secretSyntax(field, s string) *Error {
+func SecretSyntax(field, s string) *Error {
 	if s == "" {
 		return nil
 	}

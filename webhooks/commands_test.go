@@ -3,6 +3,7 @@ package webhooks_test
 import (
 	"testing"
 
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/webhooks"
@@ -11,7 +12,7 @@ import (
 // Endpoints decide where the events after them go, so the consumer must
 // run one endpoint command of a company at a time.
 func TestEndpointCommandsRunOnePerCompany(t *testing.T) {
-	k, err := exec.NewKinds(webhooks.Kinds()...)
+	k, err := exec.NewKinds(webhooks.Kinds(testkeys.Rules())...)
 	if err != nil {
 		t.Fatal(err)
 	}

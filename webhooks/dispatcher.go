@@ -89,6 +89,8 @@ type DispatcherConfig struct {
 	// Policy decides which addresses may be dialled. The zero policy allows
 	// public addresses only.
 	Policy AddressPolicy
+	// Secrets opens the endpoints' sealed signing secrets. Required.
+	Secrets *Keyring
 	// Transport, when set, replaces the guarded transport; tests use it.
 	// The guarded transport keeps up to Workers idle connections per host,
 	// so attempts reuse their connections.
@@ -145,6 +147,8 @@ func (c *DispatcherConfig) validate() error {
 		return fmt.Errorf("webhooks dispatcher: PollInterval %s is below 10ms", c.PollInterval)
 	case len(c.Schedule) == 0:
 		return fmt.Errorf("webhooks dispatcher: Schedule is empty")
+	case c.Secrets == nil:
+		return fmt.Errorf("webhooks dispatcher: Secrets is required to open the endpoints' signing secrets")
 	}
 	return nil
 }
@@ -493,8 +497,12 @@ func (d *Dispatcher) attempt(ctx context.Context, c claimed, rec *recorder, done
 
 func (d *Dispatcher) send(ctx context.Context, c claimed) result {
 	r := result{at: time.Now()}
-	secrets, err := activeSecrets(c.secrets, r.at)
-	if err != nil || len(secrets) == 0 {
+	secrets, err := activeSecrets(d.cfg.Secrets, c.company, c.secrets, r.at)
+	switch {
+	case errors.Is(err, ErrUnknownKey):
+		r.err = "the endpoint's signing secret is sealed with a key ONCELEDGER_SECRETS_KEY does not hold"
+		return r
+	case err != nil || len(secrets) == 0:
 		r.err = "endpoint has no usable signing secret"
 		return r
 	}

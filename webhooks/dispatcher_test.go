@@ -22,6 +22,7 @@ import (
 
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
@@ -42,7 +43,7 @@ func newWorld(t testing.TB) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	k, err := kinds.All()
+	k, err := kinds.All(testkeys.Rules())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,16 @@ func (w *world) run(command, body string) ledger.Outcome {
 func (w *world) endpoint(url string, extra string) webhooks.EndpointView {
 	w.t.Helper()
 	body := `{"url":"` + url + `"` + extra + `}`
-	return w.run("webhook_endpoint.create", body).Result.(webhooks.EndpointView)
+	return answered(w.run("webhook_endpoint.create", body))
+}
+
+// answered is the endpoint as the first answer to the command that made
+// out shows it: with a secret it generated.
+func answered(out ledger.Outcome) webhooks.EndpointView {
+	if out.Once != nil {
+		return out.Once.(webhooks.EndpointView)
+	}
+	return out.Result.(webhooks.EndpointView)
 }
 
 // event commits one event of type typ and returns its ID.
@@ -100,6 +110,9 @@ func (w *world) dispatcher(cfg webhooks.DispatcherConfig) *webhooks.Dispatcher {
 		cfg.RequestTimeout = 2 * time.Second
 	}
 	cfg.Policy = loopback(w.t)
+	if cfg.Secrets == nil {
+		cfg.Secrets = testkeys.Keyring()
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
@@ -459,7 +472,7 @@ func TestPrivateTargetsAreRefused(t *testing.T) {
 	port := rc.srv.Listener.Addr().(*net.TCPAddr).Port
 	w.endpoint("http://localhost:"+itoa(port), "")
 	event := w.event("invoice.created")
-	d, err := webhooks.NewDispatcher(w.pool, webhooks.DispatcherConfig{Schedule: []time.Duration{time.Hour}})
+	d, err := webhooks.NewDispatcher(w.pool, webhooks.DispatcherConfig{Schedule: []time.Duration{time.Hour}, Secrets: testkeys.Keyring()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +530,7 @@ func TestRotationSignsWithOldAndNewSecrets(t *testing.T) {
 	w := newWorld(t)
 	rc := newReceiver(t, ok)
 	ep := w.endpoint(rc.srv.URL, "")
-	rotated := w.run("webhook_endpoint.rotate_secret", `{"endpoint_id":"`+ep.EndpointID+`","grace_period":"1h"}`).Result.(webhooks.EndpointView)
+	rotated := answered(w.run("webhook_endpoint.rotate_secret", `{"endpoint_id":"`+ep.EndpointID+`","grace_period":"1h"}`))
 	if rotated.Secret == "" || rotated.Secret == ep.Secret || rotated.SecretsActive != 2 {
 		t.Fatalf("rotation: %+v", rotated)
 	}

@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,16 +12,28 @@ import (
 	"github.com/onceledger/onceledger/ledger/exec"
 )
 
+// Rules is what the webhook_endpoint.* commands take from the operator's
+// configuration.
+type Rules struct {
+	// Secrets seals the signing secrets the commands store. Required.
+	Secrets *Keyring
+	// Targets decides which endpoint URLs are accepted: a host that is an
+	// address (in any of the forms resolvers accept) must be one deliveries
+	// may dial. Names are checked when they are dialled.
+	Targets AddressPolicy
+}
+
 // Kinds returns the kind of the webhook_endpoint.* commands, so endpoint
 // changes go through the same exactly-once pipeline as postings.
-func Kinds() []exec.Kind { return []exec.Kind{endpoints{now: time.Now}} }
+func Kinds(r Rules) []exec.Kind { return []exec.Kind{endpoints{now: time.Now, rules: r}} }
 
 // endpoints executes webhook_endpoint.create, .update, .disable and
 // .rotate_secret. An endpoint decides which deliveries the events after
 // it fan out to, so the consumer gives this kind one command of a company
 // at a time (exec.OnePerCompany).
 type endpoints struct {
-	now func() time.Time
+	now   func() time.Time
+	rules Rules
 }
 
 func (endpoints) Commands() []string {
@@ -32,7 +43,7 @@ func (endpoints) Commands() []string {
 func (endpoints) OnePerCompany() {}
 
 func (k endpoints) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
-	p := &endpointPlan{items: items, now: k.now, known: map[string]bool{}, rows: map[[2]string]*endpointRow{}}
+	p := &endpointPlan{items: items, now: k.now, rules: k.rules, known: map[string]bool{}, rows: map[[2]string]*endpointRow{}}
 	var companies, changed, ids []string
 	for _, it := range items {
 		companies = append(companies, it.Company)
@@ -73,6 +84,7 @@ func endpointOf(cmd ledger.Command) string {
 type endpointPlan struct {
 	items    []exec.Item
 	now      func() time.Time
+	rules    Rules
 	known    map[string]bool
 	rows     map[[2]string]*endpointRow // by (company, id)
 	read     bool
@@ -91,6 +103,7 @@ func (p *endpointPlan) Read(br pgx.BatchResults) error {
 	rows, _ = br.Query()
 	_, err := pgx.ForEachRow(rows, []any{&company, &e.id, &e.url, &e.desc, &e.types, &secrets, &e.status, &e.reason}, func() error {
 		row := e
+		row.company = company
 		if err := json.Unmarshal(secrets, &row.secrets); err != nil {
 			return fmt.Errorf("webhook endpoint %s secrets: %w", row.id, err)
 		}
@@ -156,23 +169,59 @@ func (p *endpointPlan) create(company string, cmd *ledger.CreateWebhookEndpoint)
 		e.Details = map[string]any{"company": company}
 		return newEndpoint{}, ledger.Outcome{}, e
 	}
-	secret, err := secretOrNew(cmd.Secret)
+	if err := p.rules.Targets.checkURL("url", cmd.URL); err != nil {
+		return newEndpoint{}, ledger.Outcome{}, err
+	}
+	sealed, generated, err := p.secret(company, cmd.SealedSecret)
 	if err != nil {
-		return newEndpoint{}, ledger.Outcome{}, asLedgerError(err)
+		return newEndpoint{}, ledger.Outcome{}, err
 	}
 	types := cmd.EventTypes
 	if types == nil {
 		types = []string{}
 	}
 	n := newEndpoint{company: company, row: endpointRow{
-		id: uuid.Must(uuid.NewV7()), url: cmd.URL, desc: cmd.Description, types: types,
-		secrets: []storedSecret{{Secret: secret}}, status: "enabled",
+		company: company, id: uuid.Must(uuid.NewV7()), url: cmd.URL, desc: cmd.Description, types: types,
+		secrets: []storedSecret{{Sealed: sealed}}, status: "enabled",
 	}}
 	p.rows[[2]string{company, n.row.id.String()}] = &n.row
-	return n, ledger.Outcome{Result: EndpointView{
-		EndpointID: n.row.id.String(), URL: cmd.URL, Description: cmd.Description, EventTypes: types,
-		Status: "enabled", Secret: secret, SecretsActive: 1,
-	}}, nil
+	return n, shownOnce(n.row.view(p.now()), generated), nil
+}
+
+// secret returns the sealed secret a create or a rotation stores: the one
+// the command brought (sealed for transport), or a new one, which is also
+// returned, to be shown once.
+func (p *endpointPlan) secret(company, given string) (sealed, generated string, _ *ledger.Error) {
+	keys := p.rules.Secrets
+	if given == "" {
+		_, generated, _ = NewSecret() // crypto/rand.Read does not fail
+		return keys.Seal(company, generated), generated, nil
+	}
+	plain, err := keys.Open(company, given)
+	if err != nil {
+		return "", "", ledger.Errorf(ledger.CodeInvalidCommand, "sealed_secret: %v", err)
+	}
+	if _, err := ParseSecret(plain); err != nil {
+		return "", "", ledger.Errorf(ledger.CodeInvalidCommand, "sealed_secret: %v", err)
+	}
+	return keys.Seal(company, plain), "", nil
+}
+
+// SecretNote is what a result says of a secret generated for it: the
+// secret itself is in the first answer only.
+const SecretNote = "The signing secret was returned once, in the first answer to this command, and is stored only encrypted; " +
+	"if it was lost, make a new one with webhook_endpoint.rotate_secret."
+
+// shownOnce is the outcome of a command that made view, with a generated
+// secret in its first answer only.
+func shownOnce(view EndpointView, generated string) ledger.Outcome {
+	if generated == "" {
+		return ledger.Outcome{Result: view}
+	}
+	view.SecretNote = SecretNote
+	first := view
+	first.Secret = generated
+	return ledger.Outcome{Result: view, Once: first}
 }
 
 // change applies an update, a disable or a rotation to e.
@@ -180,6 +229,9 @@ func (p *endpointPlan) change(e *endpointRow, cmd ledger.Command) (ledger.Outcom
 	switch cmd := cmd.(type) {
 	case *ledger.UpdateWebhookEndpoint:
 		if cmd.URL != nil {
+			if err := p.rules.Targets.checkURL("url", *cmd.URL); err != nil {
+				return ledger.Outcome{}, err
+			}
 			e.url = *cmd.URL
 		}
 		if cmd.Description != nil {
@@ -200,13 +252,13 @@ func (p *endpointPlan) change(e *endpointRow, cmd ledger.Command) (ledger.Outcom
 		v := e.view(p.now())
 		return ledger.Outcome{Result: v, Events: []ledger.Event{{Type: "webhook_endpoint.disabled", Data: v}}}, nil
 	case *ledger.RotateWebhookSecret:
-		secret, err := secretOrNew(cmd.Secret)
+		sealed, generated, err := p.secret(e.company, cmd.SealedSecret)
 		if err != nil {
-			return ledger.Outcome{}, asLedgerError(err)
+			return ledger.Outcome{}, err
 		}
 		now := p.now().UTC()
 		until := now.Add(cmd.Grace())
-		kept := []storedSecret{{Secret: secret}}
+		kept := []storedSecret{{Sealed: sealed}}
 		for _, s := range e.secrets {
 			if s.ExpiresAt != nil && !now.Before(*s.ExpiresAt) {
 				continue // already past its grace period
@@ -217,22 +269,9 @@ func (p *endpointPlan) change(e *endpointRow, cmd ledger.Command) (ledger.Outcom
 			kept = append(kept, s)
 		}
 		e.secrets = kept
-		v := e.view(now)
-		v.Secret = secret
-		return ledger.Outcome{Result: v}, nil
+		return shownOnce(e.view(now), generated), nil
 	}
 	return ledger.Outcome{}, ledger.Errorf(ledger.CodeInvalidCommand, "%s is not a webhook endpoint command", cmd.CommandName())
-}
-
-// asLedgerError reports a secret that does not parse as invalid_command:
-// the command can never succeed. (Generating a secret does not fail:
-// crypto/rand.Read returns no errors.)
-func asLedgerError(err error) *ledger.Error {
-	var e *ledger.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return ledger.Errorf(ledger.CodeInvalidCommand, "secret: %v", err)
 }
 
 // queueEndpoints queues the inserts of created and the updates of changed
@@ -292,18 +331,34 @@ func queueEndpoints(w *pgx.Batch, created []newEndpoint, changed []*endpointRow)
 
 // storedSecret is one element of webhook_endpoints.secrets.
 type storedSecret struct {
-	Secret    string     `json:"secret"`
+	// Sealed is the secret sealed with the keyring (see Keyring.Seal).
+	Sealed string `json:"sealed,omitempty"`
+	// Secret is a secret stored readable by an earlier release; SealStored
+	// seals it.
+	Secret    string     `json:"secret,omitempty"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
-// active returns the secrets that sign at now, newest first.
-func activeSecrets(stored []storedSecret, now time.Time) ([]Secret, error) {
+func (s storedSecret) activeAt(now time.Time) bool {
+	return s.ExpiresAt == nil || now.Before(*s.ExpiresAt)
+}
+
+// activeSecrets opens the secrets of company that sign at now, newest
+// first.
+func activeSecrets(keys *Keyring, company string, stored []storedSecret, now time.Time) ([]Secret, error) {
 	var out []Secret
 	for _, s := range stored {
-		if s.ExpiresAt != nil && !now.Before(*s.ExpiresAt) {
+		if !s.activeAt(now) {
 			continue
 		}
-		sec, err := ParseSecret(s.Secret)
+		plain := s.Secret
+		if s.Sealed != "" {
+			var err error
+			if plain, err = keys.Open(company, s.Sealed); err != nil {
+				return nil, err
+			}
+		}
+		sec, err := ParseSecret(plain)
 		if err != nil {
 			return nil, err
 		}
@@ -313,7 +368,8 @@ func activeSecrets(stored []storedSecret, now time.Time) ([]Secret, error) {
 }
 
 // EndpointView is an endpoint as results show it. Secret is filled only in
-// the result of the command that set it.
+// the first answer to the command that generated it; SecretNote says so in
+// its stored result.
 type EndpointView struct {
 	EndpointID     string   `json:"endpoint_id"`
 	URL            string   `json:"url"`
@@ -322,22 +378,13 @@ type EndpointView struct {
 	Status         string   `json:"status"`
 	DisabledReason string   `json:"disabled_reason,omitempty"`
 	Secret         string   `json:"secret,omitempty"`
+	SecretNote     string   `json:"secret_note,omitempty"`
 	SecretsActive  int      `json:"secrets_active"`
-}
-
-func secretOrNew(given string) (string, error) {
-	if given != "" {
-		if _, err := ParseSecret(given); err != nil {
-			return "", err
-		}
-		return given, nil
-	}
-	_, s, err := NewSecret()
-	return s, err
 }
 
 // endpointRow is an endpoint locked for change.
 type endpointRow struct {
+	company        string
 	id             uuid.UUID
 	url, desc      string
 	types          []string
@@ -346,9 +393,14 @@ type endpointRow struct {
 }
 
 func (e *endpointRow) view(now time.Time) EndpointView {
-	active, _ := activeSecrets(e.secrets, now)
+	active := 0
+	for _, s := range e.secrets {
+		if s.activeAt(now) {
+			active++
+		}
+	}
 	return EndpointView{
 		EndpointID: e.id.String(), URL: e.url, Description: e.desc, EventTypes: e.types,
-		Status: e.status, DisabledReason: e.reason, SecretsActive: len(active),
+		Status: e.status, DisabledReason: e.reason, SecretsActive: active,
 	}
 }

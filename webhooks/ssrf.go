@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/onceledger/onceledger/ledger"
 )
 
 // ErrForbiddenAddress is returned when a webhook target resolves to an
@@ -86,8 +90,139 @@ func (p AddressPolicy) control(network, address string, _ syscall.RawConn) error
 	return nil
 }
 
-// DialContext dials like net.Dialer but refuses forbidden addresses.
+// DialContext dials like net.Dialer but refuses forbidden addresses. A host
+// that is an address in a form other than the standard one (127.1,
+// 2130706433, 0x7f.0.0.1) is refused before anything is resolved: it is an
+// address, not a name for the DNS.
 func (p AddressPolicy) DialContext(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: p.control}
-	return d.DialContext
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrForbiddenAddress, addr)
+		}
+		if ip, standard, ok := hostAddress(host); ok && !standard {
+			return nil, fmt.Errorf("%w: %s is the address %s in a non-standard form", ErrForbiddenAddress, host, ip)
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// checkURL refuses an endpoint URL whose host deliveries may not reach,
+// as far as can be told without resolving a name: an address outside the
+// policy, an address in a non-standard form, or localhost. A name is
+// checked again, against what it resolves to, each time it is dialled.
+func (p AddressPolicy) checkURL(field, raw string) *ledger.Error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil // the command's validation reports it
+	}
+	host := u.Hostname()
+	refuse := func(format string, args ...any) *ledger.Error {
+		e := ledger.Errorf(ledger.CodeInvalidCommand, "%s: "+format, append([]any{field}, args...)...)
+		e.Details = map[string]any{"field": field, "host": host}
+		return e
+	}
+	ip, standard, ok := hostAddress(host)
+	if !ok {
+		name := strings.ToLower(strings.TrimSuffix(host, "."))
+		if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+			if p.Allowed(netip.MustParseAddr("127.0.0.1")) {
+				return nil
+			}
+			return refuse("host %q is the loopback interface of the worker itself; webhook targets must be public addresses (allow a range with ONCELEDGER_WEBHOOK_ALLOW_CIDRS)", host)
+		}
+		return nil
+	}
+	if !standard {
+		return refuse("host %q is the address %s written in a non-standard form, which resolvers read differently; write it as %s", host, ip.Unmap(), ip.Unmap())
+	}
+	if !p.Allowed(ip) {
+		return refuse("host %s is %s; webhook targets must be public addresses (allow a range with ONCELEDGER_WEBHOOK_ALLOW_CIDRS)", ip, rangeName(ip))
+	}
+	return nil
+}
+
+// rangeName says which forbidden range holds addr.
+func rangeName(addr netip.Addr) string {
+	addr = addr.Unmap()
+	for _, f := range forbidden {
+		if f.Contains(addr) {
+			switch {
+			case addr.IsLoopback():
+				return "a loopback address (" + f.String() + ")"
+			case addr.IsPrivate():
+				return "a private address (" + f.String() + ")"
+			case addr.IsLinkLocalUnicast():
+				return "a link-local address (" + f.String() + "), where cloud metadata services answer"
+			}
+			return "in the reserved range " + f.String()
+		}
+	}
+	return "not a public unicast address"
+}
+
+// hostAddress reads host as an IP address in any form a resolver accepts:
+// an IPv6 literal, a dotted quad, or the older IPv4 forms inet_aton reads
+// (127.1, 2130706433, 0x7f.0.0.1, 0177.0.0.1). standard is false for the
+// older forms and for an IPv4-mapped IPv6 literal; ok is false for a name.
+func hostAddress(host string) (addr netip.Addr, standard, ok bool) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a, !a.Is4In6(), true
+	}
+	h := strings.TrimSuffix(host, ".")
+	if h == "" {
+		return netip.Addr{}, false, false
+	}
+	parts := strings.Split(h, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false, false
+	}
+	var vals []uint64
+	for _, part := range parts {
+		v, ok := inetAtonPart(part)
+		if !ok {
+			return netip.Addr{}, false, false
+		}
+		vals = append(vals, v)
+	}
+	// Every part but the last is one byte; the last fills the rest.
+	var n uint64
+	for _, v := range vals[:len(vals)-1] {
+		if v > 0xff {
+			return netip.Addr{}, false, false
+		}
+		n = n<<8 | v
+	}
+	rest := 8 * (5 - len(vals))
+	last := vals[len(vals)-1]
+	if rest < 64 && last >= 1<<rest {
+		return netip.Addr{}, false, false
+	}
+	n = n<<rest | last
+	if n > 0xffffffff {
+		return netip.Addr{}, false, false
+	}
+	a := netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+	return a, false, true
+}
+
+// inetAtonPart reads one part of an inet_aton address: 0x hexadecimal, a
+// leading 0 octal, else decimal.
+func inetAtonPart(s string) (uint64, bool) {
+	base := 10
+	switch {
+	case len(s) > 1 && (s[:2] == "0x" || s[:2] == "0X"):
+		base, s = 16, s[2:]
+		if s == "" {
+			return 0, true // "0x" is 0 to inet_aton
+		}
+	case len(s) > 1 && s[0] == '0':
+		base, s = 8, s[1:]
+	}
+	if s == "" {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s, base, 64)
+	return v, err == nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/onceledger/onceledger/httpapi"
+	"github.com/onceledger/onceledger/webhooks"
 )
 
 // apiSettings configure the HTTP command API served on the -http address.
@@ -48,8 +49,9 @@ func (a *apiSettings) validate() []error {
 
 // mountAPI serves the HTTP command API under /v1/ on mux, next to the
 // health endpoints.
-func mountAPI(mux *http.ServeMux, pool *pgxpool.Pool, nc *nats.Conn, a apiSettings, logger *slog.Logger) error {
+func mountAPI(mux *http.ServeMux, pool *pgxpool.Pool, nc *nats.Conn, a apiSettings, keys *webhooks.Keyring, logger *slog.Logger) error {
 	api, err := httpapi.New(pool, nc, httpapi.Config{
+		Secrets:        keys,
 		RequestTimeout: a.RequestTimeout,
 		MaxBodyBytes:   int64(a.MaxBodyBytes),
 		Logger:         logger.With("component", "httpapi"),

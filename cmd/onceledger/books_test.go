@@ -12,6 +12,7 @@ import (
 
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 )
@@ -30,7 +31,7 @@ func booksDatabase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	k, err := kinds.All()
+	k, err := kinds.All(testkeys.Rules())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,10 @@ type settings struct {
 	StreamReplicas  int
 	ShutdownTimeout time.Duration
 	WebhookAllow    string
+	// SecretsKey seals webhook signing secrets: ONCELEDGER_SECRETS_KEY,
+	// or the file ONCELEDGER_SECRETS_KEY_FILE names. Never a flag, which
+	// any user of the machine could read in the process list.
+	SecretsKey string
 	// Webhook dispatcher bounds: attempts at once in this worker, and per
 	// endpoint across all workers.
 	WebhookWorkers     int
@@ -69,7 +73,35 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.StringVar(&s.WebhookAllow, "webhook-allow-cidrs", envOr("ONCELEDGER_WEBHOOK_ALLOW_CIDRS", ""), "comma-separated CIDRs webhook targets may be in although private, loopback or link-local (env ONCELEDGER_WEBHOOK_ALLOW_CIDRS)")
 	fs.IntVar(&s.WebhookWorkers, "webhook-workers", s.envInt("ONCELEDGER_WEBHOOK_WORKERS", webhooks.DefaultWorkers), "webhook attempts at once in this worker (env ONCELEDGER_WEBHOOK_WORKERS)")
 	fs.IntVar(&s.WebhookPerEndpoint, "webhook-per-endpoint", s.envInt("ONCELEDGER_WEBHOOK_PER_ENDPOINT", webhooks.DefaultPerEndpoint), "webhook attempts at once to one endpoint, across all workers (env ONCELEDGER_WEBHOOK_PER_ENDPOINT)")
+	s.SecretsKey = s.envSecretsKey()
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", s.envDuration("ONCELEDGER_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight commands (env ONCELEDGER_SHUTDOWN_TIMEOUT)")
+}
+
+// envSecretsKey reads ONCELEDGER_SECRETS_KEY, or the file named by
+// ONCELEDGER_SECRETS_KEY_FILE.
+func (s *settings) envSecretsKey() string {
+	if v := os.Getenv("ONCELEDGER_SECRETS_KEY"); v != "" {
+		return v
+	}
+	name := os.Getenv("ONCELEDGER_SECRETS_KEY_FILE")
+	if name == "" {
+		return ""
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		s.envErrs = append(s.envErrs, fmt.Errorf("ONCELEDGER_SECRETS_KEY_FILE: %w", err))
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// keyring is the parsed SecretsKey; validate has checked it.
+func (s *settings) keyring() *webhooks.Keyring {
+	k, err := webhooks.ParseKeyring(s.SecretsKey)
+	if err != nil {
+		panic("secrets key not validated: " + err.Error())
+	}
+	return k
 }
 
 // appendRange appends an error naming the setting unless v is in 1..max.
@@ -124,6 +156,15 @@ func (s *settings) validate(withConnections bool) error {
 		}
 		if u, err := url.Parse(s.NATSURL); err != nil || u.Host == "" {
 			errs = append(errs, fmt.Errorf("NATS_URL %q must be a URL such as nats://127.0.0.1:4222", s.NATSURL))
+		}
+		if s.SecretsKey == "" {
+			errs = append(errs, errors.New("ONCELEDGER_SECRETS_KEY is required: it encrypts the webhook signing secrets at rest; "+
+				"make one with `onceledger secrets new-key` and keep it with your database backups (without it the secrets cannot be read)"))
+		}
+	}
+	if s.SecretsKey != "" {
+		if _, err := webhooks.ParseKeyring(s.SecretsKey); err != nil {
+			errs = append(errs, fmt.Errorf("ONCELEDGER_SECRETS_KEY: %v", err))
 		}
 	}
 	if s.LogFormat != "text" && s.LogFormat != "json" {

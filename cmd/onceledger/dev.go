@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,6 +16,7 @@ import (
 	"github.com/onceledger/onceledger/internal/natsserver"
 	"github.com/onceledger/onceledger/internal/pgcluster"
 	"github.com/onceledger/onceledger/migrations"
+	"github.com/onceledger/onceledger/webhooks"
 )
 
 func cmdDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -48,13 +51,20 @@ Data survives restarts; delete -data-dir to start over.
 		// Trying it out means receiving webhooks on this machine.
 		s.WebhookAllow = "127.0.0.0/8,::1/128"
 	}
+	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if s.SecretsKey == "" {
+		key, err := devSecretsKey(*dataDir)
+		if err != nil {
+			return err
+		}
+		s.SecretsKey = key
+	}
 	if err := s.validate(false); err != nil {
 		return err
 	}
 	logger := s.logger(os.Stderr)
-	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
 
 	dsn := os.Getenv("DATABASE_URL")
 	if dsn == "" {
@@ -95,6 +105,29 @@ Data survives restarts; delete -data-dir to start over.
 
 	s.DatabaseURL, s.NATSURL = dsn, ns.ClientURL()
 	return serve(ctx, &s, logger, func() { printDevBanner(stdout, &s, *dataDir) })
+}
+
+// devSecretsKey is dev mode's secrets key: made once and kept with the
+// data it seals, in dataDir, readable by its owner only.
+func devSecretsKey(dataDir string) (string, error) {
+	name := filepath.Join(dataDir, "secrets.key")
+	b, err := os.ReadFile(name)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("dev secrets key: %w", err)
+	}
+	key := webhooks.NewKey()
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("dev secrets key: %w", err)
+	}
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		f.Close()
+		return "", fmt.Errorf("dev secrets key: %w", err)
+	}
+	return key, f.Close()
 }
 
 // createDatabase creates name on the server at adminDSN unless it exists.

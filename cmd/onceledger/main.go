@@ -10,6 +10,7 @@
 //	onceledger audit      check the database for every invariant; exit 1 on a violation
 //	onceledger admin      inspect idempotency keys; list, show and replay dead letters
 //	onceledger tokens     create, list and revoke API tokens of the HTTP API
+//	onceledger secrets    make, use and rotate the key that seals webhook secrets
 package main
 
 import (
@@ -54,6 +55,7 @@ Usage:
   onceledger audit       check the books, the inbox, the outbox and webhooks for violations
   onceledger admin       inspect idempotency keys; list, show and replay dead letters
   onceledger tokens      create, list and revoke API tokens of the HTTP API
+  onceledger secrets     make, use and rotate the key that seals webhook secrets
   onceledger bench       measure throughput and latency end to end against real servers
 
 Run "onceledger <command> -h" for the options of a command.
@@ -86,6 +88,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdAdmin(ctx, args[1:], stdout, stderr)
 	case "tokens":
 		err = cmdTokens(ctx, args[1:], stdout, stderr)
+	case "secrets":
+		err = cmdSecrets(ctx, args[1:], stdin, stdout, stderr)
 	case "bench":
 		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":

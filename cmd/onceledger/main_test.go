@@ -18,10 +18,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/protocol"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// TestMain gives every worker the tests start the tests' secrets key, as an
+// operator's environment would.
+func TestMain(m *testing.M) {
+	os.Setenv("ONCELEDGER_SECRETS_KEY", testkeys.Key)
+	os.Unsetenv("ONCELEDGER_SECRETS_KEY_FILE")
+	testenv.Main(m)
+}
 
 // invoke runs the binary's entry point as a user would.
 func invoke(ctx context.Context, stdin string, args ...string) (code int, stdout, stderr string) {
@@ -84,6 +91,21 @@ func TestRunValidatesConfiguration(t *testing.T) {
 		{
 			args: []string{"run", "-database-url", "postgres://x/y", "-webhook-workers", "0", "-webhook-per-endpoint", "2000"},
 			want: []string{"webhook workers 0: use 1..1024", "webhook per endpoint 2000: use 1..1024"},
+		},
+		{
+			env:  map[string]string{"ONCELEDGER_SECRETS_KEY": ""},
+			args: []string{"run", "-database-url", "postgres://x/y"},
+			want: []string{"ONCELEDGER_SECRETS_KEY is required", "onceledger secrets new-key"},
+		},
+		{
+			env:  map[string]string{"ONCELEDGER_SECRETS_KEY": "c2hvcnQ="},
+			args: []string{"run", "-database-url", "postgres://x/y"},
+			want: []string{"ONCELEDGER_SECRETS_KEY: "},
+		},
+		{
+			env:  map[string]string{"ONCELEDGER_SECRETS_KEY": "", "ONCELEDGER_SECRETS_KEY_FILE": "/nonexistent/onceledger/secrets.key"},
+			args: []string{"run", "-database-url", "postgres://x/y"},
+			want: []string{"ONCELEDGER_SECRETS_KEY_FILE: open /nonexistent/onceledger/secrets.key"},
 		},
 	}
 	for _, c := range cases {

@@ -107,7 +107,14 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	}
 	ccfg.Metrics = obs.consumer
 	ccfg.TracerProvider = tracerProvider
-	k, err := kinds.All()
+	keys := s.keyring()
+	if n, err := webhooks.SealStored(ctx, pool, keys); err != nil {
+		return fmt.Errorf("webhook signing secrets: %w", err)
+	} else if n > 0 {
+		logger.Info("sealed webhook signing secrets with the first ONCELEDGER_SECRETS_KEY", "endpoints", n, "key_id", keys.KeyID())
+	}
+	policy, _ := webhooks.ParseAllowCIDRs(s.WebhookAllow) // validated with the settings
+	k, err := kinds.All(webhooks.Rules{Secrets: keys, Targets: policy})
 	if err != nil {
 		return err
 	}
@@ -122,9 +129,8 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	if err != nil {
 		return err
 	}
-	policy, _ := webhooks.ParseAllowCIDRs(s.WebhookAllow) // validated with the settings
 	dispatcher, err := webhooks.NewDispatcher(pool, webhooks.DispatcherConfig{
-		Workers: s.WebhookWorkers, PerEndpoint: s.WebhookPerEndpoint, Policy: policy, Logger: logger, Metrics: obs.webhooks, TracerProvider: tracerProvider})
+		Workers: s.WebhookWorkers, PerEndpoint: s.WebhookPerEndpoint, Policy: policy, Secrets: keys, Logger: logger, Metrics: obs.webhooks, TracerProvider: tracerProvider})
 	if err != nil {
 		return err
 	}
@@ -137,7 +143,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		}
 		mux := healthHandler(pool, nc, s.DatabaseURL)
 		mux.Handle("GET /metrics", promhttp.HandlerFor(obs.registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}))
-		if err := mountAPI(mux, pool, nc, s.API, logger); err != nil {
+		if err := mountAPI(mux, pool, nc, s.API, keys, logger); err != nil {
 			ln.Close()
 			return err
 		}

@@ -276,7 +276,16 @@ func (e *Env) startNATS(ctx context.Context) error {
 // startBackground runs the outbox relay and the webhook dispatcher for the
 // whole run, as `onceledger run` does next to the consumer.
 func (e *Env) startBackground() error {
-	k, err := kinds.All()
+	// The run's own key: its database is thrown away after it.
+	keys, err := webhooks.ParseKeyring(webhooks.NewKey())
+	if err != nil {
+		return err
+	}
+	policy, err := webhooks.ParseAllowCIDRs("127.0.0.0/8")
+	if err != nil {
+		return err
+	}
+	k, err := kinds.All(webhooks.Rules{Secrets: keys, Targets: policy})
 	if err != nil {
 		return err
 	}
@@ -289,11 +298,7 @@ func (e *Env) startBackground() error {
 	if err != nil {
 		return err
 	}
-	policy, err := webhooks.ParseAllowCIDRs("127.0.0.0/8")
-	if err != nil {
-		return err
-	}
-	dispatcher, err := webhooks.NewDispatcher(e.pool, webhooks.DispatcherConfig{Policy: policy, Logger: e.cfg.Logger})
+	dispatcher, err := webhooks.NewDispatcher(e.pool, webhooks.DispatcherConfig{Policy: policy, Secrets: keys, Logger: e.cfg.Logger})
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,51 @@ func normalize(raw []byte) ([]byte, error) {
 		return nil, err
 	}
 	r.Replayed = false
+	// The result's object keys in one order, whichever order the bytes
+	// were written in.
+	if len(r.Result) > 0 {
+		d := json.NewDecoder(bytes.NewReader(r.Result))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		r.Result = b
+	}
 	return json.Marshal(r)
+}
+
+// shownSecret reports whether raw's result carries a webhook signing
+// secret, and returns raw without it. Only the first execution of a
+// create or rotate answers with the secret; the stored result, every
+// replay and every lookup have only its note.
+func shownSecret(raw []byte) ([]byte, bool) {
+	var r protocol.Result
+	if json.Unmarshal(raw, &r) != nil {
+		return raw, false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(r.Result, &fields) != nil {
+		return raw, false
+	}
+	if _, ok := fields["secret"]; !ok {
+		return raw, false
+	}
+	delete(fields, "secret")
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return raw, false
+	}
+	r.Result = b
+	out, err := json.Marshal(r)
+	if err != nil {
+		return raw, false
+	}
+	return out, true
 }
 
 // keyChecks: every accepted key has its stored result, only with the
@@ -245,6 +289,10 @@ func keyChecks(ctx context.Context, rep *Report, g *generator, ops []*op, inbox 
 			replays.violate("key %s/%s: stored result is not a result: %v", f.o.company, f.o.key, err)
 			continue
 		}
+		if _, ok := shownSecret(f.row.result); ok {
+			replays.violate("key %s/%s: the stored result holds a readable signing secret", f.o.company, f.o.key)
+		}
+		shown := 0
 		f.o.mu.Lock()
 		answers := append([]answer(nil), f.o.answers...)
 		f.o.mu.Unlock()
@@ -260,12 +308,19 @@ func keyChecks(ctx context.Context, rep *Report, g *generator, ops []*op, inbox 
 				continue
 			}
 			replays.examined(1)
-			got, err := normalize(a.raw)
-			if err != nil || !bytes.Equal(got, stored) {
-				src := "reply"
-				if a.lookup {
-					src = "lookup"
+			src := "reply"
+			if a.lookup {
+				src = "lookup"
+			}
+			raw, secret := shownSecret(a.raw)
+			if secret {
+				shown++
+				if a.lookup || a.res.Replayed || shown > 1 {
+					replays.violate("key %s/%s: %s #%d shows the signing secret again: only the first execution may", f.o.company, f.o.key, src, i+1)
 				}
+			}
+			got, err := normalize(raw)
+			if err != nil || !bytes.Equal(got, stored) {
 				replays.violate("key %s/%s: %s #%d differs from the stored result:\n    got    %s\n    stored %s", f.o.company, f.o.key, src, i+1, got, stored)
 			}
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/internal/pgcluster"
+	"github.com/onceledger/onceledger/webhooks"
 )
 
 // natsd is the NATS server process. It keeps its port and store across
@@ -86,6 +87,7 @@ type workerSet struct {
 
 	mu      sync.Mutex
 	faults  string // ONCELEDGER_FAULTS for the next start
+	key     string // ONCELEDGER_SECRETS_KEY, one for the whole run
 	slots   []*proc
 	addrs   []string
 	closing bool
@@ -97,7 +99,7 @@ type workerSet struct {
 
 func newWorkerSet(bin string, n int, logDir string, args func(slot int) []string, logger *slog.Logger) (*workerSet, error) {
 	w := &workerSet{bin: bin, args: args, logDir: logDir, restartDelay: 700 * time.Millisecond, logger: logger,
-		slots: make([]*proc, n), exits: map[string]int{}, quit: make(chan struct{})}
+		slots: make([]*proc, n), exits: map[string]int{}, quit: make(chan struct{}), key: webhooks.NewKey()}
 	for range n {
 		port, err := freePort()
 		if err != nil {
@@ -143,7 +145,7 @@ func (w *workerSet) supervise(slot int) {
 		w.starts++
 		w.mu.Unlock()
 		fmt.Fprintf(out, "=== chaos: start worker %d at %s with ONCELEDGER_FAULTS=%q\n", slot, time.Now().Format(time.RFC3339Nano), faults)
-		p, err := startProc(fmt.Sprintf("worker-%d", slot), w.bin, w.args(slot), []string{"ONCELEDGER_FAULTS=" + faults}, out)
+		p, err := startProc(fmt.Sprintf("worker-%d", slot), w.bin, w.args(slot), []string{"ONCELEDGER_FAULTS=" + faults, "ONCELEDGER_SECRETS_KEY=" + w.key}, out)
 		if err != nil {
 			w.logger.Error("start worker", "slot", slot, "error", err)
 		} else {

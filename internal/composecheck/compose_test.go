@@ -86,15 +86,19 @@ func load(dir, filename string, content []byte, env map[string]string) (*types.P
 	})
 }
 
-// defaultProject is the repository's compose file loaded with an empty
-// environment (so every ${VAR:-default} takes its default). Tests must treat
-// it as read-only because they run in parallel.
+// testSecretsKey stands for the operator's ONCELEDGER_SECRETS_KEY, the one
+// variable without a default.
+const testSecretsKey = "b25jZWxlZGdlciB0ZXN0IGtleSwgbm90IGEgc2VjcmU="
+
+// defaultProject is the repository's compose file loaded with an
+// environment of only the secrets key (so every ${VAR:-default} takes its
+// default). Tests must treat it as read-only because they run in parallel.
 var defaultProject = sync.OnceValues(func() (*types.Project, error) {
 	dir, err := repoRoot()
 	if err != nil {
 		return nil, err
 	}
-	return load(dir, filepath.Join(dir, composeFile), nil, map[string]string{})
+	return load(dir, filepath.Join(dir, composeFile), nil, map[string]string{"ONCELEDGER_SECRETS_KEY": testSecretsKey})
 })
 
 func project(t *testing.T) *types.Project {
@@ -258,8 +262,8 @@ func TestAppServiceEnvironment(t *testing.T) {
 		env      map[string]string
 		password string
 	}{
-		{"default password", map[string]string{}, "onceledger"},
-		{"password from environment", map[string]string{"POSTGRES_PASSWORD": "s3cret"}, "s3cret"},
+		{"default password", map[string]string{"ONCELEDGER_SECRETS_KEY": testSecretsKey}, "onceledger"},
+		{"password from environment", map[string]string{"POSTGRES_PASSWORD": "s3cret", "ONCELEDGER_SECRETS_KEY": testSecretsKey}, "s3cret"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -273,10 +277,11 @@ func TestAppServiceEnvironment(t *testing.T) {
 				"postgres": {"POSTGRES_USER": "onceledger", "POSTGRES_PASSWORD": c.password, "POSTGRES_DB": "onceledger"},
 				"migrate":  {"DATABASE_URL": wantURL},
 				"worker": {
-					"DATABASE_URL":          wantURL,
-					"NATS_URL":              "nats://nats:4222",
-					"ONCELEDGER_HTTP_ADDR":  ":8080",
-					"ONCELEDGER_LOG_FORMAT": "json",
+					"DATABASE_URL":           wantURL,
+					"NATS_URL":               "nats://nats:4222",
+					"ONCELEDGER_HTTP_ADDR":   ":8080",
+					"ONCELEDGER_LOG_FORMAT":  "json",
+					"ONCELEDGER_SECRETS_KEY": testSecretsKey,
 				},
 			}
 			for name, vars := range want {
@@ -291,6 +296,18 @@ func TestAppServiceEnvironment(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Without a secrets key the project does not load, and says what to do:
+// there is no default key, which would seal every secret with a key anyone
+// can read here.
+func TestSecretsKeyIsRequired(t *testing.T) {
+	t.Parallel()
+	dir := root(t)
+	_, err := load(dir, filepath.Join(dir, composeFile), nil, map[string]string{})
+	if err == nil || !strings.Contains(err.Error(), "ONCELEDGER_SECRETS_KEY") || !strings.Contains(err.Error(), "secrets new-key") {
+		t.Fatalf("loading without ONCELEDGER_SECRETS_KEY: %v", err)
 	}
 }
 

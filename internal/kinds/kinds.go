@@ -12,9 +12,10 @@ import (
 	"github.com/onceledger/onceledger/webhooks"
 )
 
-// All returns the kinds of every command onceledger executes.
-func All() (*exec.Kinds, error) {
-	k, err := exec.NewKinds(append(postgres.Kinds(), webhooks.Kinds()...)...)
+// All returns the kinds of every command onceledger executes, the webhook
+// endpoints' under rules.
+func All(rules webhooks.Rules) (*exec.Kinds, error) {
+	k, err := exec.NewKinds(append(postgres.Kinds(), webhooks.Kinds(rules)...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -37,10 +38,11 @@ type Hook struct {
 	Execute func(items []exec.Item, writes *pgx.Batch) error
 }
 
-// WithHook returns All with hook added to the kind that executes command.
-func WithHook(command string, hook Hook) (*exec.Kinds, error) {
+// WithHook returns All(rules) with hook added to the kind that executes
+// command.
+func WithHook(rules webhooks.Rules, command string, hook Hook) (*exec.Kinds, error) {
 	var list []exec.Kind
-	for _, k := range append(postgres.Kinds(), webhooks.Kinds()...) {
+	for _, k := range append(postgres.Kinds(), webhooks.Kinds(rules)...) {
 		if slices.Contains(k.Commands(), command) {
 			if _, ok := k.(exec.OnePerCompany); ok {
 				k = hookedAlone{hooked{k, hook}}

@@ -4,11 +4,12 @@ import (
 	"testing"
 
 	"github.com/onceledger/onceledger/internal/kinds"
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/ledger"
 )
 
 func TestEveryCommandHasOneKind(t *testing.T) {
-	k, err := kinds.All()
+	k, err := kinds.All(testkeys.Rules())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/internal/chaos"
 	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -178,7 +179,7 @@ func TestThreeWorkersOnAThreeNodeClusterSurviveKills(t *testing.T) {
 	workers := make([]*proc, 3)
 	for i := range workers {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		workers[i], _ = start(t, fmt.Sprintf("worker-%d", i), dir, worker, nil,
+		workers[i], _ = start(t, fmt.Sprintf("worker-%d", i), dir, worker, []string{"ONCELEDGER_SECRETS_KEY=" + testkeys.Key},
 			"run", "-database-url", dsn, "-nats-url", natsURL, "-stream-replicas", "3",
 			"-http", addr, "-log-level", "warn", "-shutdown-timeout", "5s")
 		waitFor(t, fmt.Sprintf("worker %d ready", i), 60*time.Second, func() error {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/kinds"
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 )
@@ -51,7 +52,7 @@ func Logger() *slog.Logger {
 // Kinds is what production workers execute with: every command's kind.
 func Kinds(t testing.TB) *exec.Kinds {
 	t.Helper()
-	k, err := kinds.All()
+	k, err := kinds.All(testkeys.Rules())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ type Gate struct {
 func NewGate(t testing.TB, order string) *Gate {
 	t.Helper()
 	g := &Gate{Entered: make(chan struct{}), release: make(chan struct{})}
-	k, err := kinds.WithHook("invoice.create", kinds.Hook{Execute: func(items []exec.Item, _ *pgx.Batch) error {
+	k, err := kinds.WithHook(testkeys.Rules(), "invoice.create", kinds.Hook{Execute: func(items []exec.Item, _ *pgx.Batch) error {
 		for _, it := range items {
 			if it.Command.(*ledger.CreateInvoice).OrderID == order {
 				g.entered.Do(func() { close(g.Entered) })

@@ -19,6 +19,7 @@ import (
 
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/kinds"
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -35,7 +36,7 @@ func Process(t testing.TB, pool *pgxpool.Pool, company, command, key string, bod
 	if perr != nil {
 		t.Fatalf("%s: %v", command, perr)
 	}
-	k, err := kinds.All()
+	k, err := kinds.All(testkeys.Rules())
 	if err != nil {
 		t.Fatal(err)
 	}
