@@ -469,7 +469,7 @@ func TestEveryCommandOverHTTP(t *testing.T) {
 	}
 	r := e.get("/v1/sales/invoices/INV-2026-000001", acme)
 	var d ledger.InvoiceDetailView
-	if err := json.Unmarshal(r.body, &d); err != nil || d.Status != ledger.InvoicePaid || len(d.CreditNotes) != 1 || len(d.Payments) != 1 {
+	if err := json.Unmarshal(r.body, &d); err != nil || d.Status != ledger.InvoicePaid || len(d.CreditNotes) != 1 || len(d.Payments) != 2 {
 		t.Fatalf("invoice after credit and payment: %d %s", r.status, r.body)
 	}
 }

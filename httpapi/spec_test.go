@@ -22,6 +22,8 @@ var exampleCommands = map[string]string{
 	"invoice.json":                        "invoice.create",
 	"credit_note.json":                    "credit_note.create",
 	"payment.json":                        "payment.record",
+	"customer_credit_apply.json":          "customer_credit.apply",
+	"customer_credit_refund.json":         "customer_credit.refund",
 	"settlement.json":                     "settlement.record",
 	"purchase_invoice.json":               "purchase_invoice.record",
 	"asset.json":                          "asset.register",
@@ -34,7 +36,8 @@ var exampleCommands = map[string]string{
 
 // exampleOrder is an order in which the examples run against one company.
 var exampleOrder = []string{
-	"company.json", "invoice.json", "credit_note.json", "payment.json", "settlement.json",
+	"company.json", "invoice.json", "credit_note.json", "payment.json", "customer_credit_apply.json",
+	"customer_credit_refund.json", "settlement.json",
 	"purchase_invoice.json", "asset.json", "depreciation.json", "webhook_endpoint.json",
 	"webhook_endpoint_update.json", "webhook_endpoint_rotate_secret.json", "webhook_endpoint_disable.json",
 }

@@ -29,6 +29,8 @@ var commands = map[string]func() Command{
 	"purchase_invoice.record": func() Command { return new(RecordPurchaseInvoice) },
 	"asset.register":          func() Command { return new(RegisterAsset) },
 	"depreciation.run":        func() Command { return new(RunDepreciation) },
+	"customer_credit.apply":   func() Command { return new(ApplyCustomerCredit) },
+	"customer_credit.refund":  func() Command { return new(RefundCustomerCredit) },
 
 	"webhook_endpoint.create":        func() Command { return new(CreateWebhookEndpoint) },
 	"webhook_endpoint.update":        func() Command { return new(UpdateWebhookEndpoint) },

@@ -301,7 +301,8 @@ func TestDecodeCompany(t *testing.T) {
 func TestCommandNames(t *testing.T) {
 	t.Parallel()
 	names := ledger.CommandNames()
-	want := []string{"asset.register", "company.create", "credit_note.create", "depreciation.run", "invoice.create",
+	want := []string{"asset.register", "company.create", "credit_note.create", "customer_credit.apply", "customer_credit.refund",
+		"depreciation.run", "invoice.create",
 		"payment.record", "purchase_invoice.record", "settlement.record",
 		"webhook_endpoint.create", "webhook_endpoint.disable", "webhook_endpoint.rotate_secret", "webhook_endpoint.update"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {

@@ -106,7 +106,12 @@ type InvoiceState struct {
 	// Credited per VAT rate (key: rate.String()) and in total.
 	CreditedByRate map[string]RateTotal
 	CreditedGross  decimal.Decimal
-	Paid           decimal.Decimal
+	// Paid by payments' allocations, and by the customer's credit.
+	Paid          decimal.Decimal
+	CreditApplied decimal.Decimal
+	// ToCredit is what credit notes took beyond what was open on the
+	// invoice: it went to the customer's credit, out of what was paid.
+	ToCredit decimal.Decimal
 }
 
 // IssuedLine is an invoice line with what line-based credits took from it.
@@ -123,15 +128,22 @@ type IssuedLine struct {
 	CreditedVAT      decimal.Decimal
 }
 
-// Open is what the customer still owes: gross less credits and payments.
-// It is negative when a credit followed a payment (the customer is owed).
+// NetPaid is what was paid on the invoice and stays on it: payments and
+// applied credit, less what credit notes moved to the customer's credit.
+func (s *InvoiceState) NetPaid() decimal.Decimal {
+	return s.Paid.Add(s.CreditApplied).Sub(s.ToCredit)
+}
+
+// Open is what the customer still owes: gross less credits and what was
+// paid. A credit note never takes it below zero: what it credits beyond
+// goes to the customer's credit (CreditNote.ToCustomerCredit).
 func (s *InvoiceState) Open() decimal.Decimal {
-	return s.Gross.Sub(s.CreditedGross).Sub(s.Paid)
+	return s.Gross.Sub(s.CreditedGross).Sub(s.NetPaid())
 }
 
 // Status names where the invoice stands.
 func (s *InvoiceState) Status() string {
-	return InvoiceStatus(s.Gross, s.CreditedGross, s.Paid)
+	return InvoiceStatus(s.Gross, s.CreditedGross, s.NetPaid())
 }
 
 // Credit records credit note lines on the invoice, so the state is what
@@ -196,21 +208,44 @@ type CreditNoteLine struct {
 
 // CreditNote is an issued credit note.
 type CreditNote struct {
-	ID             uuid.UUID
-	Company        string
-	Series         string
-	Number         string
-	Sequence       int64
-	Invoice        *InvoiceState
-	IssueDate      Date
-	Reason         string
-	Lines          []CreditNoteLine
-	Net, VAT       decimal.Decimal
-	JournalEntryID uuid.UUID
+	ID        uuid.UUID
+	Company   string
+	Series    string
+	Number    string
+	Sequence  int64
+	Invoice   *InvoiceState
+	IssueDate Date
+	Reason    string
+	Lines     []CreditNoteLine
+	Net, VAT  decimal.Decimal
+	// ToCustomerCredit is the part of the gross beyond what was open on
+	// the invoice (it had been paid): it becomes the customer's credit.
+	ToCustomerCredit decimal.Decimal
+	JournalEntryID   uuid.UUID
 }
 
 // Gross is net plus VAT.
 func (cn *CreditNote) Gross() decimal.Decimal { return cn.Net.Add(cn.VAT) }
+
+// Movement is the credit note's change of the customer's credit; false
+// when it took nothing beyond what was open.
+func (cn *CreditNote) Movement() (CreditMovement, bool) {
+	if !cn.ToCustomerCredit.IsPositive() {
+		return CreditMovement{}, false
+	}
+	return CreditMovement{
+		ID: cn.ID, CustomerID: cn.Invoice.CustomerID, Currency: cn.Invoice.Currency, Kind: CreditFromCreditNote,
+		Amount: cn.ToCustomerCredit, SourceID: cn.ID, InvoiceID: cn.Invoice.ID, Date: cn.IssueDate,
+		JournalEntryID: cn.JournalEntryID,
+	}, true
+}
+
+// Record adds the credit note to the invoice's state, for the batch's
+// later commands.
+func (cn *CreditNote) Record() {
+	cn.Invoice.Credit(cn.Lines)
+	cn.Invoice.ToCredit = cn.Invoice.ToCredit.Add(cn.ToCustomerCredit)
+}
 
 // PlanCredit computes the lines of a credit note for inv and refuses, with
 // conflict, to credit more than is left: per line for quantities, per VAT
@@ -345,11 +380,17 @@ func IssueCreditNote(company string, c *CreateCreditNote, inv *InvoiceState, lin
 	for _, l := range lines {
 		cn.Net, cn.VAT = cn.Net.Add(l.Net), cn.VAT.Add(l.VAT)
 	}
+	// What was already paid cannot be owed less: beyond what is open the
+	// credit is the customer's, on 2200, to apply or refund.
+	open := decimal.Max(inv.Open(), decimal.Zero)
+	fromReceivables := decimal.Min(cn.Gross(), open)
+	cn.ToCustomerCredit = cn.Gross().Sub(fromReceivables)
 	cur := inv.Currency.Code
 	var jl []JournalLine
 	jl = appendNonZero(jl, debit(AccountRevenue, cur, cn.Net))
 	jl = appendNonZero(jl, debit(AccountOutputVAT, cur, cn.VAT))
-	jl = appendNonZero(jl, credit(AccountReceivables, cur, cn.Gross()))
+	jl = appendNonZero(jl, credit(AccountReceivables, cur, fromReceivables))
+	jl = appendNonZero(jl, credit(AccountCustomerCredits, cur, cn.ToCustomerCredit))
 	return cn, &JournalEntry{
 		ID: entryID, Company: company, Date: c.IssueDate,
 		Description: "Credit note " + cn.Number + " for invoice " + inv.Number,
@@ -359,22 +400,25 @@ func IssueCreditNote(company string, c *CreateCreditNote, inv *InvoiceState, lin
 
 // CreditNoteView is a credit note as results and events show it.
 type CreditNoteView struct {
-	CreditNoteID   string               `json:"credit_note_id"`
-	Number         string               `json:"number"`
-	Series         string               `json:"series"`
-	Sequence       int64                `json:"sequence"`
-	InvoiceID      string               `json:"invoice_id"`
-	InvoiceNumber  string               `json:"invoice_number"`
-	IssueDate      string               `json:"issue_date"`
-	Reason         string               `json:"reason"`
-	Currency       string               `json:"currency"`
-	Lines          []CreditNoteLineView `json:"lines"`
-	Net            string               `json:"net"`
-	VAT            string               `json:"vat"`
-	Gross          string               `json:"gross"`
-	InvoiceStatus  string               `json:"invoice_status"`
-	InvoiceOpen    string               `json:"invoice_open"`
-	JournalEntryID string               `json:"journal_entry_id"`
+	CreditNoteID  string               `json:"credit_note_id"`
+	Number        string               `json:"number"`
+	Series        string               `json:"series"`
+	Sequence      int64                `json:"sequence"`
+	InvoiceID     string               `json:"invoice_id"`
+	InvoiceNumber string               `json:"invoice_number"`
+	IssueDate     string               `json:"issue_date"`
+	Reason        string               `json:"reason"`
+	Currency      string               `json:"currency"`
+	Lines         []CreditNoteLineView `json:"lines"`
+	Net           string               `json:"net"`
+	VAT           string               `json:"vat"`
+	Gross         string               `json:"gross"`
+	InvoiceStatus string               `json:"invoice_status"`
+	InvoiceOpen   string               `json:"invoice_open"`
+	// ToCustomerCredit is what went to the customer's credit (see
+	// CreditNote.ToCustomerCredit).
+	ToCustomerCredit string `json:"to_customer_credit"`
+	JournalEntryID   string `json:"journal_entry_id"`
 }
 
 // CreditNoteLineView is one line of a CreditNoteView.
@@ -393,14 +437,16 @@ type CreditNoteLineView struct {
 func (cn *CreditNote) View() CreditNoteView {
 	cur := cn.Invoice.Currency
 	credited := cn.Invoice.CreditedGross.Add(cn.Gross())
+	netPaid := cn.Invoice.NetPaid().Sub(cn.ToCustomerCredit)
 	v := CreditNoteView{
 		CreditNoteID: cn.ID.String(), Number: cn.Number, Series: cn.Series, Sequence: cn.Sequence,
 		InvoiceID: cn.Invoice.ID.String(), InvoiceNumber: cn.Invoice.Number,
 		IssueDate: cn.IssueDate.String(), Reason: cn.Reason, Currency: cur.Code,
 		Net: cur.Format(cn.Net), VAT: cur.Format(cn.VAT), Gross: cur.Format(cn.Gross()),
-		InvoiceStatus:  InvoiceStatus(cn.Invoice.Gross, credited, cn.Invoice.Paid),
-		InvoiceOpen:    cur.Format(cn.Invoice.Gross.Sub(credited).Sub(cn.Invoice.Paid)),
-		JournalEntryID: cn.JournalEntryID.String(),
+		InvoiceStatus:    InvoiceStatus(cn.Invoice.Gross, credited, netPaid),
+		InvoiceOpen:      cur.Format(cn.Invoice.Gross.Sub(credited).Sub(netPaid)),
+		ToCustomerCredit: cur.Format(cn.ToCustomerCredit),
+		JournalEntryID:   cn.JournalEntryID.String(),
 	}
 	for _, l := range cn.Lines {
 		lv := CreditNoteLineView{

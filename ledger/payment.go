@@ -133,6 +133,19 @@ func ApplyPayment(company string, c *RecordPayment, invoices []*InvoiceState, id
 	}, nil
 }
 
+// Movement is the payment's change of its customer's credit; false when
+// it was applied in full.
+func (p *Payment) Movement() (CreditMovement, bool) {
+	if !p.Unapplied.IsPositive() {
+		return CreditMovement{}, false
+	}
+	return CreditMovement{
+		ID: p.ID, CustomerID: p.Command.CustomerID, Currency: p.Currency, Kind: CreditFromPayment,
+		Amount: p.Unapplied, SourceID: p.ID, PaymentID: p.ID, Date: p.Command.ReceivedOn,
+		JournalEntryID: p.JournalEntryID,
+	}, true
+}
+
 // PaymentView is a payment as results and events show it.
 type PaymentView struct {
 	PaymentID      string               `json:"payment_id"`
@@ -166,7 +179,7 @@ func (p *Payment) View() PaymentView {
 		Applied: []AppliedPaymentView{}, JournalEntryID: p.JournalEntryID.String(),
 	}
 	for _, a := range p.Applied {
-		paid := a.Invoice.Paid.Add(a.Amount)
+		paid := a.Invoice.NetPaid().Add(a.Amount)
 		v.Applied = append(v.Applied, AppliedPaymentView{
 			InvoiceID: a.Invoice.ID.String(), InvoiceNumber: a.Invoice.Number, Amount: cur.Format(a.Amount),
 			InvoiceStatus: InvoiceStatus(a.Invoice.Gross, a.Invoice.CreditedGross, paid),

@@ -318,8 +318,17 @@ func TotalsFromLines(lines []LineAmounts, rates []decimal.Decimal) Totals {
 type InvoiceDetail struct {
 	Invoice     *Invoice
 	CreditNotes []InvoiceCredit
-	Payments    []InvoicePayment
+	// Payments are the payments' allocations and the customer's credit
+	// applied to the invoice (Method MethodCustomerCredit).
+	Payments []InvoicePayment
+	// ToCustomerCredit is what credit notes took beyond what was open:
+	// it went to the customer's credit, out of what was paid.
+	ToCustomerCredit decimal.Decimal
 }
+
+// MethodCustomerCredit is the method of an InvoicePayment that is the
+// customer's credit applied to the invoice (customer_credit.apply).
+const MethodCustomerCredit = "customer_credit"
 
 // InvoiceCredit is a credit note of the invoice.
 type InvoiceCredit struct {
@@ -360,25 +369,27 @@ func (d *InvoiceDetail) Paid() decimal.Decimal {
 	return s
 }
 
-// Open is what the customer still owes (negative: what it is owed).
+// Open is what the customer still owes.
 func (d *InvoiceDetail) Open() decimal.Decimal {
-	return d.Invoice.Totals.Gross.Sub(d.Credited()).Sub(d.Paid())
+	return d.Invoice.Totals.Gross.Sub(d.Credited()).Sub(d.Paid()).Add(d.ToCustomerCredit)
 }
 
 // Status is open, partially_paid, paid or credited.
 func (d *InvoiceDetail) Status() string {
-	return InvoiceStatus(d.Invoice.Totals.Gross, d.Credited(), d.Paid())
+	return InvoiceStatus(d.Invoice.Totals.Gross, d.Credited(), d.Paid().Sub(d.ToCustomerCredit))
 }
 
 // InvoiceDetailView is an invoice detail as reports show it.
 type InvoiceDetailView struct {
-	Invoice     InvoiceView          `json:"invoice"`
-	Status      string               `json:"status"`
-	Credited    string               `json:"credited"`
-	Paid        string               `json:"paid"`
-	Open        string               `json:"open"`
-	CreditNotes []InvoiceCreditView  `json:"credit_notes"`
-	Payments    []InvoicePaymentView `json:"payments"`
+	Invoice  InvoiceView `json:"invoice"`
+	Status   string      `json:"status"`
+	Credited string      `json:"credited"`
+	Paid     string      `json:"paid"`
+	// ToCustomerCredit: see InvoiceDetail.ToCustomerCredit.
+	ToCustomerCredit string               `json:"to_customer_credit"`
+	Open             string               `json:"open"`
+	CreditNotes      []InvoiceCreditView  `json:"credit_notes"`
+	Payments         []InvoicePaymentView `json:"payments"`
 }
 
 // InvoiceCreditView is one credit note of the invoice.
@@ -407,7 +418,8 @@ func (d *InvoiceDetail) View() InvoiceDetailView {
 	v := InvoiceDetailView{
 		Invoice: d.Invoice.View(), Status: d.Status(),
 		Credited: c.Format(d.Credited()), Paid: c.Format(d.Paid()), Open: c.Format(d.Open()),
-		CreditNotes: []InvoiceCreditView{}, Payments: []InvoicePaymentView{},
+		ToCustomerCredit: c.Format(d.ToCustomerCredit),
+		CreditNotes:      []InvoiceCreditView{}, Payments: []InvoicePaymentView{},
 	}
 	for _, cn := range d.CreditNotes {
 		v.CreditNotes = append(v.CreditNotes, InvoiceCreditView{

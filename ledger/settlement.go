@@ -2,21 +2,33 @@ package ledger
 
 import (
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 )
 
 // RecordSettlement is the body of settlement.record: a payment provider's
 // payout batch. Customer payments collected by the provider were recorded
 // with method "provider" on the clearing account; the payout moves them to
-// the bank, less the provider's fees and the refunds it paid out.
+// the bank, less the provider's fees and the refunds it paid out. Each
+// refund names what it refunds (RefundItems, adding up to Refunds).
 type RecordSettlement struct {
-	Provider   string  `json:"provider"`
-	PayoutID   string  `json:"payout_id"`
-	PayoutDate Date    `json:"payout_date"`
-	Currency   string  `json:"currency"`
-	Gross      Decimal `json:"gross"`
-	Fees       Decimal `json:"fees"`
-	Refunds    Decimal `json:"refunds"`
-	Net        Decimal `json:"net"`
+	Provider    string             `json:"provider"`
+	PayoutID    string             `json:"payout_id"`
+	PayoutDate  Date               `json:"payout_date"`
+	Currency    string             `json:"currency"`
+	Gross       Decimal            `json:"gross"`
+	Fees        Decimal            `json:"fees"`
+	Refunds     Decimal            `json:"refunds"`
+	RefundItems []SettlementRefund `json:"refund_items,omitempty"`
+	Net         Decimal            `json:"net"`
+}
+
+// SettlementRefund is one refund the provider paid out of the payout: of
+// a payment (PaymentRef), up to what of it is unapplied, or of a
+// customer's credit (CustomerID).
+type SettlementRefund struct {
+	PaymentRef string  `json:"payment_ref,omitempty"`
+	CustomerID string  `json:"customer_id,omitempty"`
+	Amount     Decimal `json:"amount"`
 }
 
 func (*RecordSettlement) CommandName() string { return "settlement.record" }
@@ -46,6 +58,30 @@ func (c *RecordSettlement) validate() *Error {
 	if c.Gross.IsZero() && c.Fees.IsZero() && c.Refunds.IsZero() {
 		return invalid("gross", "the payout moves no money")
 	}
+	var sum decimal.Decimal
+	for i, r := range c.RefundItems {
+		f := fieldf("refund_items[%d]", i)
+		switch {
+		case (r.PaymentRef == "") == (r.CustomerID == ""):
+			return invalid(f+".payment_ref", "give exactly one of payment_ref (the payment refunded) and customer_id (the customer whose credit is refunded)")
+		case len(r.PaymentRef) > 200:
+			return invalid(f+".payment_ref", "is longer than 200 characters")
+		case len(r.CustomerID) > 100:
+			return invalid(f+".customer_id", "is longer than 100 characters")
+		case !r.Amount.IsPositive():
+			return invalid(f+".amount", "must be greater than zero")
+		case !cur.Fits(r.Amount.Decimal):
+			return invalid(f+".amount", "%s has more decimals than %s allows", r.Amount, cur.Code)
+		}
+		sum = sum.Add(r.Amount.Decimal)
+	}
+	if !sum.Equal(c.Refunds.Decimal) {
+		if len(c.RefundItems) == 0 {
+			return invalid("refund_items", "name what the %s of refunds refund: a payment (payment_ref) or a customer's credit (customer_id), with the amount of each",
+				cur.Format(c.Refunds.Decimal))
+		}
+		return invalid("refund_items", "add up to %s, not the %s of refunds", cur.Format(sum), cur.Format(c.Refunds.Decimal))
+	}
 	return nil
 }
 
@@ -54,13 +90,16 @@ type Settlement struct {
 	ID             uuid.UUID
 	Command        *RecordSettlement
 	Currency       Currency
+	Refunds        []Refund // one per RefundItems, in order
 	JournalEntryID uuid.UUID
 }
 
 // SettleProvider builds the settlement and its journal entry: Dr bank
-// (net; Cr when the payout is negative), Dr provider fees, Dr receivables
-// (refunds paid back to customers) / Cr provider clearing (gross).
-func SettleProvider(company string, c *RecordSettlement, id, entryID uuid.UUID) (*Settlement, *JournalEntry) {
+// (net; Cr when the payout is negative), Dr provider fees, Dr customer
+// credits (refunds paid back to customers) / Cr provider clearing (gross).
+// refunds are the command's RefundItems checked against the customers'
+// credits and payments (CheckRefund), in order.
+func SettleProvider(company string, c *RecordSettlement, refunds []Refund, id, entryID uuid.UUID) (*Settlement, *JournalEntry) {
 	cur, _ := LookupCurrency(c.Currency)
 	var lines []JournalLine
 	if c.Net.IsNegative() {
@@ -69,36 +108,71 @@ func SettleProvider(company string, c *RecordSettlement, id, entryID uuid.UUID) 
 		lines = appendNonZero(lines, debit(AccountBank, cur.Code, c.Net.Decimal))
 	}
 	lines = appendNonZero(lines, debit(AccountProviderFees, cur.Code, c.Fees.Decimal))
-	lines = appendNonZero(lines, debit(AccountReceivables, cur.Code, c.Refunds.Decimal))
+	lines = appendNonZero(lines, debit(AccountCustomerCredits, cur.Code, c.Refunds.Decimal))
 	lines = appendNonZero(lines, credit(AccountProviderClearing, cur.Code, c.Gross.Decimal))
-	return &Settlement{ID: id, Command: c, Currency: cur, JournalEntryID: entryID}, &JournalEntry{
+	return &Settlement{ID: id, Command: c, Currency: cur, Refunds: refunds, JournalEntryID: entryID}, &JournalEntry{
 		ID: entryID, Company: company, Date: c.PayoutDate,
 		Description: "Payout " + c.PayoutID + " from " + c.Provider,
 		SourceType:  "settlement", SourceID: id, Lines: lines,
 	}
 }
 
+// Movements are the settlement's changes of its customers' credits, one
+// per refund; ids gives each its ID.
+func (s *Settlement) Movements(ids func() uuid.UUID) []CreditMovement {
+	var out []CreditMovement
+	for _, r := range s.Refunds {
+		m := CreditMovement{
+			ID: ids(), CustomerID: r.Credit.CustomerID, Currency: s.Currency, Kind: CreditRefundedByPayout,
+			Amount: r.Amount.Neg(), SourceID: s.ID, Date: s.Command.PayoutDate, JournalEntryID: s.JournalEntryID,
+		}
+		if r.Payment != nil {
+			m.PaymentID = r.Payment.ID
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 // SettlementView is a settlement as results and events show it.
 type SettlementView struct {
-	SettlementID   string `json:"settlement_id"`
-	Provider       string `json:"provider"`
-	PayoutID       string `json:"payout_id"`
-	PayoutDate     string `json:"payout_date"`
-	Currency       string `json:"currency"`
-	Gross          string `json:"gross"`
-	Fees           string `json:"fees"`
-	Refunds        string `json:"refunds"`
-	Net            string `json:"net"`
-	JournalEntryID string `json:"journal_entry_id"`
+	SettlementID string `json:"settlement_id"`
+	Provider     string `json:"provider"`
+	PayoutID     string `json:"payout_id"`
+	PayoutDate   string `json:"payout_date"`
+	Currency     string `json:"currency"`
+	Gross        string `json:"gross"`
+	Fees         string `json:"fees"`
+	Refunds      string `json:"refunds"`
+	// RefundItems says what each refund refunded.
+	RefundItems    []SettlementRefundView `json:"refund_items"`
+	Net            string                 `json:"net"`
+	JournalEntryID string                 `json:"journal_entry_id"`
+}
+
+// SettlementRefundView is one refund of a settlement.
+type SettlementRefundView struct {
+	CustomerID string `json:"customer_id"`
+	PaymentID  string `json:"payment_id,omitempty"`
+	PaymentRef string `json:"payment_ref,omitempty"`
+	Amount     string `json:"amount"`
 }
 
 // View renders the settlement.
 func (s *Settlement) View() SettlementView {
 	f := func(d Decimal) string { return s.Currency.Format(d.Decimal) }
 	c := s.Command
-	return SettlementView{
+	v := SettlementView{
 		SettlementID: s.ID.String(), Provider: c.Provider, PayoutID: c.PayoutID, PayoutDate: c.PayoutDate.String(),
 		Currency: s.Currency.Code, Gross: f(c.Gross), Fees: f(c.Fees), Refunds: f(c.Refunds), Net: f(c.Net),
-		JournalEntryID: s.JournalEntryID.String(),
+		RefundItems: []SettlementRefundView{}, JournalEntryID: s.JournalEntryID.String(),
 	}
+	for _, r := range s.Refunds {
+		rv := SettlementRefundView{CustomerID: r.Credit.CustomerID, Amount: s.Currency.Format(r.Amount)}
+		if r.Payment != nil {
+			rv.PaymentID, rv.PaymentRef = r.Payment.ID.String(), r.Payment.Ref
+		}
+		v.RefundItems = append(v.RefundItems, rv)
+	}
+	return v
 }

@@ -19,6 +19,8 @@ var EventTypes = []string{
 	"purchase_invoice.recorded",
 	"asset.registered",
 	"depreciation.posted",
+	"customer_credit.applied",
+	"customer_credit.refunded",
 	"webhook_endpoint.disabled",
 }
 

@@ -16,6 +16,8 @@ const (
 	CheckTrialBalance    = "trial_balance"
 	CheckJournalEntries  = "journal_entries"
 	CheckNumberSeries    = "number_series"
+	CheckReceivables     = "receivables"
+	CheckCustomerCredits = "customer_credits"
 	CheckInboxEffects    = "inbox_effects"
 	CheckEffectsInbox    = "effects_inbox"
 	CheckEventDeliveries = "event_deliveries"
@@ -235,6 +237,8 @@ var checks = []check{
 	{CheckTrialBalance, "currency totals", flaggedBy(trialBalanceSQL)},
 	{CheckJournalEntries, "journal entries", flaggedBy(journalEntriesSQL)},
 	{CheckNumberSeries, "number series", flaggedBy(numberSeriesSQL)},
+	{CheckReceivables, "currency totals", flaggedBy(receivablesSQL)},
+	{CheckCustomerCredits, "currency totals", flaggedBy(customerCreditsSQL)},
 	{CheckInboxEffects, "successful keys", flaggedBy(inboxEffectsSQL)},
 	{CheckEffectsInbox, "documents", effectsInbox},
 	{CheckEventDeliveries, "events", eventDeliveries},

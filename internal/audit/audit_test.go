@@ -88,9 +88,13 @@ func TestBooksBuiltThroughTheInboxAuditClean(t *testing.T) {
 	}
 
 	want := map[string]int64{
-		audit.CheckTrialBalance:    2, // acme EUR, beta EUR
-		audit.CheckJournalEntries:  count(t, pool, `SELECT count(*) FROM journal_entries`),
-		audit.CheckNumberSeries:    4, // INV and CN of each company
+		audit.CheckTrialBalance:   2, // acme EUR, beta EUR
+		audit.CheckJournalEntries: count(t, pool, `SELECT count(*) FROM journal_entries`),
+		audit.CheckNumberSeries:   4, // INV and CN of each company
+		audit.CheckReceivables: count(t, pool, `SELECT count(*) FROM (SELECT company_id, currency FROM journal_lines WHERE account_code = '1200'
+		                                         UNION SELECT company_id, currency FROM invoices) x`),
+		audit.CheckCustomerCredits: count(t, pool, `SELECT count(*) FROM (SELECT company_id, currency FROM journal_lines WHERE account_code = '2200'
+		                                             UNION SELECT company_id, currency FROM customer_credits) x`),
 		audit.CheckInboxEffects:    count(t, pool, `SELECT count(*) FROM inbox WHERE status = 'ok'`),
 		audit.CheckEffectsInbox:    15, // 2 companies, 5 invoices, 2 endpoints and one of everything else
 		audit.CheckEventDeliveries: count(t, pool, `SELECT count(*) FROM outbox_events`),
@@ -160,7 +164,7 @@ func TestForgedStatesAreCaught(t *testing.T) {
 			fmt.Sprintf(`DELETE FROM invoice_lines WHERE invoice_id = '%s'`, inv3),
 			fmt.Sprintf(`DELETE FROM invoices WHERE id = '%s'`, inv3),
 		},
-		want:    []string{audit.CheckInboxEffects, audit.CheckNumberSeries},
+		want:    []string{audit.CheckInboxEffects, audit.CheckNumberSeries, audit.CheckReceivables},
 		wantRef: "inv-3",
 		check: func(t *testing.T, r *audit.Report) {
 			for _, v := range r.Violations {
@@ -205,6 +209,33 @@ func TestForgedStatesAreCaught(t *testing.T) {
 		},
 		want:    []string{audit.CheckJournalEntries, audit.CheckTrialBalance},
 		wantRef: forgedEntry,
+	}, {
+		name: "a refund posted to receivables, against no invoice",
+		forge: []string{
+			`INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
+			 VALUES ('` + forgedEntry + `', 'acme', '2026-12-05', 'forged', 'settlement', gen_random_uuid())`,
+			`INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
+			 VALUES ('` + forgedEntry + `', 1, 'acme', '1200', 'EUR', 5, 0), ('` + forgedEntry + `', 2, 'acme', '1250', 'EUR', 0, 5)`,
+		},
+		want:    []string{audit.CheckReceivables},
+		wantRef: "EUR",
+		check: func(t *testing.T, r *audit.Report) {
+			if v := r.Violations[0]; !strings.Contains(v.Detail, "account 1200 holds") || !strings.Contains(v.Detail, "first difference: settlement") {
+				t.Errorf("receivables violation %+v", v)
+			}
+		},
+	}, {
+		name: "a customer's credit that its movements do not make",
+		forge: []string{
+			`INSERT INTO customer_credits (company_id, customer_id, currency, balance) VALUES ('beta', 'cust-x', 'EUR', 7)`,
+		},
+		want:    []string{audit.CheckCustomerCredits},
+		wantRef: "EUR",
+		check: func(t *testing.T, r *audit.Report) {
+			if v := r.Violations[0]; v.Company != "beta" || !strings.Contains(v.Detail, "customer cust-x has a credit of 7 but its movements sum to 0") {
+				t.Errorf("customer credits violation %+v", v)
+			}
+		},
 	}, {
 		name: "an entry without lines",
 		forge: []string{`INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)

@@ -92,3 +92,118 @@ flagged AS (
 	                                                      last_value, highest) END) AS detail
 	  FROM series
 	 WHERE last_value IS NULL OR missing > 0 OR repeats > 0 OR last_value <> highest)`
+
+// Receivables and customer credits: what each document posted to account
+// 1200 (2200) is compared with what the document itself says it owes (is
+// owed), so a difference names the document that made it. Per company and
+// currency, the account then equals the open invoices (the customers'
+// credits): the documents' amounts add up to exactly those.
+
+// receivablesSQL: an invoice adds its gross; a credit note takes what it
+// did not move to the customer's credit; a payment takes what it applied;
+// an application of credit takes its amount. Nothing else posts to 1200.
+const receivablesSQL = `
+WITH posted AS (
+	SELECT l.company_id, l.currency::text AS currency, e.source_type, e.source_id, min(e.entry_date) AS day,
+	       sum(l.debit - l.credit) AS amount
+	  FROM journal_lines l JOIN journal_entries e ON e.id = l.entry_id
+	 WHERE l.account_code = '1200' AND ($1::text = '' OR l.company_id = $1)
+	 GROUP BY 1, 2, 3, 4),
+said AS (
+	SELECT company_id, currency::text AS currency, 'invoice' AS source_type, id AS source_id, issue_date AS day, gross AS amount, number AS label
+	  FROM invoices WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT c.company_id, c.currency::text, 'credit_note', c.id, c.issue_date,
+	       -(c.gross - coalesce((SELECT sum(m.amount) FROM customer_credit_movements m WHERE m.kind = 'credit_note' AND m.source_id = c.id), 0)),
+	       c.number
+	  FROM credit_notes c WHERE ($1::text = '' OR c.company_id = $1)
+	UNION ALL
+	SELECT company_id, currency::text, 'payment', id, received_on, -(amount - unapplied), payment_ref
+	  FROM payments WHERE amount > unapplied AND ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, currency::text, 'customer_credit_application', id, entry_date, amount, 'of ' || customer_id
+	  FROM customer_credit_movements WHERE kind = 'application' AND ($1::text = '' OR company_id = $1)),
+documents AS (
+	SELECT coalesce(p.company_id, s.company_id) AS company_id, coalesce(p.currency, s.currency) AS currency,
+	       coalesce(p.source_type, s.source_type) AS source_type, coalesce(p.source_id, s.source_id) AS source_id,
+	       coalesce(s.day, p.day) AS day, s.label, coalesce(p.amount, 0) AS posted, coalesce(s.amount, 0) AS said
+	  FROM posted p FULL JOIN said s ON s.source_type = p.source_type AND s.source_id = p.source_id),
+open AS (
+	SELECT i.company_id, i.currency::text AS currency,
+	       sum(i.gross
+	           - coalesce((SELECT sum(c.gross) FROM credit_notes c WHERE c.invoice_id = i.id), 0)
+	           - coalesce((SELECT sum(a.amount) FROM payment_allocations a WHERE a.invoice_id = i.id), 0)
+	           + coalesce((SELECT sum(m.amount) FROM customer_credit_movements m WHERE m.invoice_id = i.id), 0)) AS amount
+	  FROM invoices i WHERE ($1::text = '' OR i.company_id = $1)
+	 GROUP BY 1, 2),
+totals AS (
+	SELECT coalesce(a.company_id, o.company_id) AS company_id, coalesce(a.currency, o.currency) AS currency,
+	       coalesce(a.amount, 0) AS account, coalesce(o.amount, 0) AS open
+	  FROM (SELECT company_id, currency, sum(amount) AS amount FROM posted GROUP BY 1, 2) a
+	  FULL JOIN open o ON o.company_id = a.company_id AND o.currency = a.currency),
+counted AS (SELECT count(*) AS n, '' AS note FROM totals),
+flagged AS (
+	SELECT t.company_id, t.currency AS ref,
+	       concat_ws('; ',
+	           CASE WHEN t.account <> t.open THEN format('account 1200 holds %s but the open invoices sum to %s (difference %s)',
+	                                                      trim_scale(t.account), trim_scale(t.open), trim_scale(t.account - t.open)) END,
+	           CASE WHEN d.source_id IS NOT NULL THEN format('first difference: %s %s%s of %s posted %s to 1200 where the document says %s',
+	                                                          d.source_type, d.source_id, coalesce(' (' || d.label || ')', ''), d.day,
+	                                                          trim_scale(d.posted), trim_scale(d.said)) END) AS detail
+	  FROM totals t
+	  LEFT JOIN LATERAL (SELECT * FROM documents d WHERE d.company_id = t.company_id AND d.currency = t.currency AND d.posted <> d.said
+	                      ORDER BY d.day, d.source_type, d.source_id LIMIT 1) d ON true
+	 WHERE t.account <> t.open OR d.source_id IS NOT NULL)`
+
+// customerCreditsSQL: each change of a customer's credit is a movement
+// of the document that made it, and 2200 holds their sum; every
+// customer's balance is the sum of its movements.
+const customerCreditsSQL = `
+WITH posted AS (
+	SELECT l.company_id, l.currency::text AS currency, e.source_type, e.source_id, min(e.entry_date) AS day,
+	       sum(l.credit - l.debit) AS amount
+	  FROM journal_lines l JOIN journal_entries e ON e.id = l.entry_id
+	 WHERE l.account_code = '2200' AND ($1::text = '' OR l.company_id = $1)
+	 GROUP BY 1, 2, 3, 4),
+said AS (
+	SELECT company_id, currency::text AS currency,
+	       CASE kind WHEN 'application' THEN 'customer_credit_application' WHEN 'refund' THEN 'customer_credit_refund'
+	                 WHEN 'settlement_refund' THEN 'settlement' ELSE kind END AS source_type,
+	       source_id, min(entry_date) AS day, sum(amount) AS amount
+	  FROM customer_credit_movements WHERE ($1::text = '' OR company_id = $1)
+	 GROUP BY 1, 2, 3, 4),
+documents AS (
+	SELECT coalesce(p.company_id, s.company_id) AS company_id, coalesce(p.currency, s.currency) AS currency,
+	       coalesce(p.source_type, s.source_type) AS source_type, coalesce(p.source_id, s.source_id) AS source_id,
+	       coalesce(s.day, p.day) AS day, coalesce(p.amount, 0) AS posted, coalesce(s.amount, 0) AS said
+	  FROM posted p FULL JOIN said s ON s.source_type = p.source_type AND s.source_id = p.source_id),
+customers AS (
+	SELECT coalesce(b.company_id, m.company_id) AS company_id, coalesce(b.currency, m.currency) AS currency,
+	       coalesce(b.customer_id, m.customer_id) AS customer_id, coalesce(b.balance, 0) AS balance, coalesce(m.amount, 0) AS moved
+	  FROM (SELECT company_id, currency::text AS currency, customer_id, balance FROM customer_credits
+	         WHERE ($1::text = '' OR company_id = $1)) b
+	  FULL JOIN (SELECT company_id, currency::text AS currency, customer_id, sum(amount) AS amount FROM customer_credit_movements
+	              WHERE ($1::text = '' OR company_id = $1) GROUP BY 1, 2, 3) m
+	    ON m.company_id = b.company_id AND m.currency = b.currency AND m.customer_id = b.customer_id),
+totals AS (
+	SELECT coalesce(a.company_id, c.company_id) AS company_id, coalesce(a.currency, c.currency) AS currency,
+	       coalesce(a.amount, 0) AS account, coalesce(c.amount, 0) AS credits
+	  FROM (SELECT company_id, currency, sum(amount) AS amount FROM posted GROUP BY 1, 2) a
+	  FULL JOIN (SELECT company_id, currency, sum(balance) AS amount FROM customers GROUP BY 1, 2) c
+	    ON c.company_id = a.company_id AND c.currency = a.currency),
+counted AS (SELECT count(*) AS n, '' AS note FROM totals),
+flagged AS (
+	SELECT t.company_id, t.currency AS ref,
+	       concat_ws('; ',
+	           CASE WHEN t.account <> t.credits THEN format('account 2200 holds %s but the customers'' credits sum to %s (difference %s)',
+	                                                       trim_scale(t.account), trim_scale(t.credits), trim_scale(t.account - t.credits)) END,
+	           CASE WHEN d.source_id IS NOT NULL THEN format('first difference: %s %s of %s posted %s to 2200 where its credit movements say %s',
+	                                                          d.source_type, d.source_id, d.day, trim_scale(d.posted), trim_scale(d.said)) END,
+	           CASE WHEN c.customer_id IS NOT NULL THEN format('customer %s has a credit of %s but its movements sum to %s',
+	                                                            c.customer_id, trim_scale(c.balance), trim_scale(c.moved)) END) AS detail
+	  FROM totals t
+	  LEFT JOIN LATERAL (SELECT * FROM documents d WHERE d.company_id = t.company_id AND d.currency = t.currency AND d.posted <> d.said
+	                      ORDER BY d.day, d.source_type, d.source_id LIMIT 1) d ON true
+	  LEFT JOIN LATERAL (SELECT * FROM customers c WHERE c.company_id = t.company_id AND c.currency = t.currency AND c.balance <> c.moved
+	                      ORDER BY c.customer_id LIMIT 1) c ON true
+	 WHERE t.account <> t.credits OR d.source_id IS NOT NULL OR c.customer_id IS NOT NULL)`

@@ -250,10 +250,15 @@ func Invoice(ctx context.Context, q Querier, company, numberOrID string) (*ledge
 	}
 
 	rows, err = q.Query(ctx, `
-		SELECT p.id, p.payment_ref, p.received_on, p.method, a.amount::text
+		SELECT id, payment_ref, received_on, method, amount FROM (
+		SELECT p.id, p.payment_ref, p.received_on, p.method, a.amount::text AS amount, p.created_at
 		  FROM payment_allocations a JOIN payments p ON p.id = a.payment_id
 		 WHERE a.invoice_id = $1
-		 ORDER BY p.received_on, p.created_at, p.id`, inv.ID)
+		 UNION ALL
+		SELECT m.id, '', m.entry_date, $2, (-m.amount)::text, m.created_at
+		  FROM customer_credit_movements m
+		 WHERE m.invoice_id = $1 AND m.kind = 'application') p
+		 ORDER BY received_on, created_at, id`, inv.ID, ledger.MethodCustomerCredit)
 	if err != nil {
 		return nil, fmt.Errorf("payments: %w", err)
 	}
@@ -269,6 +274,11 @@ func Invoice(ctx context.Context, q Querier, company, numberOrID string) (*ledge
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("payments: %w", err)
+	}
+	if err := q.QueryRow(ctx, `
+		SELECT coalesce(sum(amount), 0)::text FROM customer_credit_movements
+		 WHERE invoice_id = $1 AND kind = 'credit_note'`, inv.ID).Scan(&d.ToCustomerCredit); err != nil {
+		return nil, fmt.Errorf("customer credit: %w", err)
 	}
 	return d, nil
 }

@@ -56,6 +56,7 @@ type creditNotePlan struct {
 func (p *creditNotePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
 	var notes []*ledger.CreditNote
 	var entries []*ledger.JournalEntry
+	var moved movements
 	results, err := p.each(which, func(at int, company string, c *ledger.CreateCreditNote) (exec.Result, error) {
 		inv, err := p.invoices.find(p.refs[at])
 		if err != nil {
@@ -82,14 +83,18 @@ func (p *creditNotePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, erro
 		// is taken before Credit records the credit for the pass's later
 		// commands.
 		view := cn.View()
-		inv.Credit(lines)
+		cn.Record()
 		notes, entries = append(notes, cn), append(entries, entry)
+		if mv, ok := cn.Movement(); ok {
+			moved.add(company, mv)
+		}
 		return done("credit_note.created", view)
 	})
 	if err == nil && len(notes) > 0 {
 		p.numbers.write(w)
 		queueEntries(w, entries)
 		queueCreditNotes(w, notes)
+		moved.queue(w)
 	}
 	return results, err
 }

@@ -21,8 +21,20 @@ func (settlements) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 		return p
 	}
 	companies, providers, payouts := make([]string, len(items)), make([]string, len(items)), make([]string, len(items))
+	var customers [][2]string
+	var payments []paymentKey
 	for i, c := range p.cmds {
 		companies[i], providers[i], payouts[i] = items[i].Company, c.Provider, c.PayoutID
+		for _, r := range c.RefundItems {
+			if r.PaymentRef != "" {
+				payments = append(payments, paymentKey{items[i].Company, r.PaymentRef})
+			} else {
+				customers = append(customers, [2]string{items[i].Company, r.CustomerID})
+			}
+		}
+	}
+	if len(customers)+len(payments) > 0 {
+		p.credits = p.plan.credits(reads, customers, payments)
 	}
 	p.payouts = p.existing(reads, "look up settlements", `
 		SELECT r.company_id, r.provider, r.payout_id, s.id, s.provider || ' ' || s.payout_id
@@ -36,30 +48,77 @@ func (settlements) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 type settlementPlan struct {
 	commandsPlan[*ledger.RecordSettlement]
 	payouts map[docKey]found // by (company, provider, payout)
+	credits *creditStates    // nil when no settlement refunds anything
 }
 
 func (p *settlementPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
 	var settled []*ledger.Settlement
 	var companies []string
 	var entries []*ledger.JournalEntry
+	var moved movements
 	results, err := p.each(which, func(_ int, company string, c *ledger.RecordSettlement) (exec.Result, error) {
 		key := docKey{company, c.Provider, c.PayoutID}
 		if prev, dup := p.payouts[key]; dup {
 			return refused(duplicate("settlement", fmt.Sprintf("payout %q of %s is already recorded", c.PayoutID, c.Provider), prev))
 		}
-		st, entry := ledger.SettleProvider(company, c, newID(), newID())
+		refunds, rerr := p.refunds(company, c)
+		if rerr != nil {
+			return refused(rerr)
+		}
+		st, entry := ledger.SettleProvider(company, c, refunds, newID(), newID())
 		if err := entry.Check(); err != nil {
 			return exec.Result{}, fmt.Errorf("post settlement %s: %w", c.PayoutID, err)
 		}
 		p.payouts[key] = found{st.ID, c.Provider + " " + c.PayoutID}
 		settled, companies, entries = append(settled, st), append(companies, company), append(entries, entry)
+		moved.add(company, st.Movements(newID)...)
 		return done("settlement.recorded", st.View())
 	})
 	if err == nil && len(settled) > 0 {
 		queueEntries(w, entries)
 		queueSettlements(w, companies, settled)
+		moved.queue(w)
 	}
 	return results, err
+}
+
+// refunds checks the settlement's refunds against the credits and
+// payments they name and takes them; when one is refused, none is taken.
+func (p *settlementPlan) refunds(company string, c *ledger.RecordSettlement) ([]ledger.Refund, *ledger.Error) {
+	cur, _ := ledger.LookupCurrency(c.Currency)
+	var taken []ledger.Refund
+	undo := func() {
+		for _, r := range taken {
+			r.Credit.Balance = r.Credit.Balance.Add(r.Amount)
+			if r.Payment != nil {
+				r.Payment.Refunded = r.Payment.Refunded.Sub(r.Amount)
+			}
+		}
+	}
+	for i, item := range c.RefundItems {
+		r := ledger.Refund{Amount: item.Amount.Decimal}
+		customer := item.CustomerID
+		if item.PaymentRef != "" {
+			pay, err := p.credits.payment(company, item.PaymentRef)
+			if err == nil && pay.Currency.Code != cur.Code {
+				err = ledger.Errorf(ledger.CodeConflict, "refund_items[%d]: payment %q is in %s, the payout in %s", i, pay.Ref, pay.Currency.Code, cur.Code)
+			}
+			if err != nil {
+				undo()
+				return nil, err
+			}
+			r.Payment, customer = pay, pay.CustomerID
+		}
+		r.Credit = p.credits.credit(company, customer, cur)
+		if err := ledger.CheckRefund(r.Credit, r.Payment, r.Amount); err != nil {
+			undo()
+			err.Message = fmt.Sprintf("refund_items[%d]: %s", i, err.Message)
+			return nil, err
+		}
+		r.Take()
+		taken = append(taken, r)
+	}
+	return taken, nil
 }
 
 // purchases executes purchase_invoice.record: a supplier's document is

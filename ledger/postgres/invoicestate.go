@@ -109,6 +109,18 @@ func (p *plan) invoices(b *pgx.Batch, refs []invoiceRef) *invoiceStates {
 		SELECT invoice_id, sum(amount)::text FROM payment_allocations
 		 WHERE invoice_id = ANY (`+resolvedInvoices+`)
 		 GROUP BY 1`, companies, ids, numbers)
+
+	var applied, toCredit string
+	p.query(b, "customer credit on invoices", []any{&invoice, &applied, &toCredit}, func() {
+		if inv := byID[invoice]; inv != nil {
+			inv.CreditApplied, inv.ToCredit = dec(applied), dec(toCredit)
+		}
+	}, `
+		SELECT invoice_id, coalesce(-sum(amount) FILTER (WHERE kind = 'application'), 0)::text,
+		       coalesce(sum(amount) FILTER (WHERE kind = 'credit_note'), 0)::text
+		  FROM customer_credit_movements
+		 WHERE invoice_id = ANY (`+resolvedInvoices+`)
+		 GROUP BY 1`, companies, ids, numbers)
 	return s
 }
 

@@ -21,13 +21,14 @@ const (
 
 // Kinds returns the kinds of the ledger's commands: company.create,
 // invoice.create, credit_note.create, payment.record, settlement.record,
-// purchase_invoice.record, asset.register and depreciation.run. Each reads
+// purchase_invoice.record, asset.register, depreciation.run,
+// customer_credit.apply and customer_credit.refund. Each reads
 // what all its commands need in one round trip's statements, one per
 // table, and writes their effects with one INSERT per table.
 func Kinds() []exec.Kind {
 	return []exec.Kind{
 		companies{}, invoices{}, creditNotes{}, payments{},
-		settlements{}, purchases{}, assets{}, depreciations{},
+		settlements{}, purchases{}, assets{}, depreciations{}, customerCredits{},
 	}
 }
 

@@ -51,6 +51,7 @@ type paymentPlan struct {
 func (p *paymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
 	var paid []*ledger.Payment
 	var entries []*ledger.JournalEntry
+	var moved movements
 	results, err := p.each(which, func(at int, company string, c *ledger.RecordPayment) (exec.Result, error) {
 		ref := docKey{company: company, a: c.PaymentRef}
 		if prev, dup := p.refs[ref]; dup {
@@ -76,11 +77,15 @@ func (p *paymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 		}
 		p.refs[ref] = found{pay.ID, c.PaymentRef}
 		paid, entries = append(paid, pay), append(entries, entry)
+		if mv, ok := pay.Movement(); ok {
+			moved.add(company, mv)
+		}
 		return done("payment.recorded", view)
 	})
 	if err == nil && len(paid) > 0 {
 		queueEntries(w, entries)
 		queuePayments(w, paid)
+		moved.queue(w)
 	}
 	return results, err
 }

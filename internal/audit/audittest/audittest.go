@@ -122,10 +122,10 @@ func Build(t testing.TB, pool *pgxpool.Pool) Books {
 		"invoice_number": "INV-2026-000001", "series": "CN", "issue_date": "2026-12-03", "reason": "returned", "full": true}, true)
 	do("acme", "payment.record", "pay-1", map[string]any{
 		"payment_ref": "ch_1", "customer_id": "cust-42", "received_on": "2026-12-10", "method": "provider", "currency": "EUR",
-		"amount": "121.00", "allocations": []any{map[string]any{"invoice_number": "INV-2026-000002", "amount": "121.00"}}}, true)
+		"amount": "130.00", "allocations": []any{map[string]any{"invoice_number": "INV-2026-000002", "amount": "121.00"}}}, true)
 	do("acme", "settlement.record", "payout-1", map[string]any{
 		"provider": "stripe", "payout_id": "po_1", "payout_date": "2026-12-14", "currency": "EUR",
-		"gross": "121.00", "fees": "1.21", "refunds": "0.00", "net": "119.79"}, true)
+		"gross": "130.00", "fees": "1.21", "refunds": "0.00", "net": "128.79"}, true)
 	do("acme", "purchase_invoice.record", "purchase-1", map[string]any{
 		"supplier":        map[string]any{"id": "sup-1", "name": "Tiekėjas UAB", "vat_id": "LT100000000020", "country": "LT"},
 		"document_number": "TK-0042", "issue_date": "2026-12-03", "due_date": "2026-12-31", "currency": "EUR",

@@ -1,0 +1,318 @@
+package postgres
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
+
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/exec"
+)
+
+// A customer's credit is a row of customer_credits per company, customer
+// and currency, and the movements that add up to it. Commands that add
+// credit (a payment's unapplied part, a credit note beyond what was open)
+// add to the row as they write; commands that use it (applications,
+// refunds) lock the rows first, so two of them cannot both take the same
+// credit. Every plan takes invoice locks before credit locks.
+
+// creditKey names a customer's credit in one currency.
+type creditKey struct{ company, customer, currency string }
+
+// paymentKey names a payment of a company by its reference.
+type paymentKey struct{ company, ref string }
+
+// creditStates are the customers' credits a plan uses, locked until the
+// transaction ends, and the payments its refunds name. Executing a use
+// updates them, so the plan's later commands see what is left.
+type creditStates struct {
+	credits  map[creditKey]*ledger.CustomerCredit
+	payments map[paymentKey]*ledger.PaymentCredit
+}
+
+// credits queues the locking read of the credits of customers (company,
+// customer ID: every currency) and of the customers of the payments named,
+// then the reading of those payments with what was refunded of them.
+func (p *plan) credits(b *pgx.Batch, customers [][2]string, payments []paymentKey) *creditStates {
+	s := &creditStates{credits: map[creditKey]*ledger.CustomerCredit{}, payments: map[paymentKey]*ledger.PaymentCredit{}}
+	var cc, cu, pc, pr []string
+	for _, c := range customers {
+		cc, cu = append(cc, c[0]), append(cu, c[1])
+	}
+	for _, k := range payments {
+		pc, pr = append(pc, k.company), append(pr, k.ref)
+	}
+	var k creditKey
+	var balance string
+	p.query(b, "lock customer credits", []any{&k.company, &k.customer, &k.currency, &balance}, func() {
+		cur, _ := ledger.LookupCurrency(k.currency)
+		s.credits[k] = &ledger.CustomerCredit{CustomerID: k.customer, Currency: cur, Balance: dec(balance)}
+	}, `
+		SELECT c.company_id, c.customer_id, c.currency::text, c.balance::text FROM customer_credits c
+		 WHERE (c.company_id, c.customer_id) IN (
+		        SELECT * FROM unnest($1::text[], $2::text[])
+		        UNION
+		        SELECT p.company_id, p.customer_id FROM payments p
+		          JOIN unnest($3::text[], $4::text[]) AS r(company_id, payment_ref) USING (company_id, payment_ref))
+		 ORDER BY c.company_id, c.customer_id, c.currency
+		   FOR UPDATE OF c`, cc, cu, pc, pr)
+
+	var company, cur, unapplied, refunded string
+	var pay ledger.PaymentCredit
+	p.query(b, "look up refunded payments", []any{&company, &pay.Ref, &pay.ID, &pay.CustomerID, &cur, &unapplied, &refunded}, func() {
+		pc := pay
+		pc.Currency, _ = ledger.LookupCurrency(cur)
+		pc.Unapplied, pc.Refunded = dec(unapplied), dec(refunded)
+		s.payments[paymentKey{company, pc.Ref}] = &pc
+	}, `
+		SELECT p.company_id, p.payment_ref, p.id, p.customer_id, p.currency::text, p.unapplied::text,
+		       coalesce((SELECT -sum(m.amount) FROM customer_credit_movements m
+		                  WHERE m.payment_id = p.id AND m.kind IN ('refund', 'settlement_refund')), 0)::text
+		  FROM payments p JOIN (SELECT DISTINCT * FROM unnest($1::text[], $2::text[])) AS r(company_id, payment_ref) USING (company_id, payment_ref)`,
+		pc, pr)
+	return s
+}
+
+// credit returns the customer's credit in cur, zero when it has none.
+func (s *creditStates) credit(company, customer string, cur ledger.Currency) *ledger.CustomerCredit {
+	k := creditKey{company, customer, cur.Code}
+	c := s.credits[k]
+	if c == nil {
+		c = &ledger.CustomerCredit{CustomerID: customer, Currency: cur}
+		s.credits[k] = c
+	}
+	return c
+}
+
+// payment returns the payment of company with reference ref, or not_found.
+func (s *creditStates) payment(company, ref string) (*ledger.PaymentCredit, *ledger.Error) {
+	pay := s.payments[paymentKey{company, ref}]
+	if pay == nil {
+		e := ledger.Errorf(ledger.CodeNotFound, "payment %q does not exist for company %q", ref, company)
+		e.Details = map[string]any{"payment_ref": ref}
+		return nil, e
+	}
+	return pay, nil
+}
+
+// movements are the changes of customers' credits a plan writes.
+type movements struct {
+	companies []string
+	list      []ledger.CreditMovement
+}
+
+func (m *movements) add(company string, mv ...ledger.CreditMovement) {
+	for range mv {
+		m.companies = append(m.companies, company)
+	}
+	m.list = append(m.list, mv...)
+}
+
+// queue queues the movements and the change of each credit they move: one
+// statement adds to credits (creating their row), one takes from them. A
+// take is never of a credit without a row: the plan read it locked.
+func (m *movements) queue(b *pgx.Batch) {
+	if len(m.list) == 0 {
+		return
+	}
+	n := len(m.list)
+	ids, sources, entryIDs := make([][16]byte, 0, n), make([][16]byte, 0, n), make([][16]byte, 0, n)
+	customers, currencies, kinds, amounts := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	paymentIDs, invoiceIDs, refundRefs := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	dates := make([]time.Time, 0, n)
+	net := map[creditKey]decimal.Decimal{}
+	for i, mv := range m.list {
+		ids, sources, entryIDs = append(ids, mv.ID), append(sources, mv.SourceID), append(entryIDs, mv.JournalEntryID)
+		customers, currencies, kinds = append(customers, mv.CustomerID), append(currencies, mv.Currency.Code), append(kinds, mv.Kind)
+		amounts, dates = append(amounts, mv.Amount.String()), append(dates, mv.Date.Time)
+		paymentIDs, invoiceIDs, refundRefs = append(paymentIDs, optionalID(mv.PaymentID)), append(invoiceIDs, optionalID(mv.InvoiceID)), append(refundRefs, mv.RefundRef)
+		k := creditKey{m.companies[i], mv.CustomerID, mv.Currency.Code}
+		net[k] = net[k].Add(mv.Amount)
+	}
+	b.Queue(`
+		INSERT INTO customer_credit_movements (id, company_id, customer_id, currency, kind, amount, source_id,
+		                                       payment_id, invoice_id, refund_ref, entry_date, journal_entry_id)
+		SELECT id, company_id, customer_id, currency, kind, amount, source_id,
+		       nullif(payment_id, '')::uuid, nullif(invoice_id, '')::uuid, nullif(refund_ref, ''), entry_date, journal_entry_id
+		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]::numeric[], $7::uuid[],
+		              $8::text[], $9::text[], $10::text[], $11::date[], $12::uuid[])
+		       AS r(id, company_id, customer_id, currency, kind, amount, source_id, payment_id, invoice_id, refund_ref, entry_date, journal_entry_id)`,
+		ids, m.companies, customers, currencies, kinds, amounts, sources, paymentIDs, invoiceIDs, refundRefs, dates, entryIDs)
+
+	keys := make([]creditKey, 0, len(net))
+	for k := range net {
+		keys = append(keys, k)
+	}
+	// In key order, so concurrent writers lock the rows in one order.
+	slices.SortFunc(keys, func(a, b creditKey) int {
+		return cmp.Or(cmp.Compare(a.company, b.company), cmp.Compare(a.customer, b.customer), cmp.Compare(a.currency, b.currency))
+	})
+	var add, take [4][]string
+	for _, k := range keys {
+		d := net[k]
+		switch d.Sign() {
+		case 1:
+			add = [4][]string{append(add[0], k.company), append(add[1], k.customer), append(add[2], k.currency), append(add[3], d.String())}
+		case -1:
+			take = [4][]string{append(take[0], k.company), append(take[1], k.customer), append(take[2], k.currency), append(take[3], d.Neg().String())}
+		}
+	}
+	if len(add[0]) > 0 {
+		b.Queue(`
+			INSERT INTO customer_credits (company_id, customer_id, currency, balance)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]::numeric[])
+			ON CONFLICT (company_id, customer_id, currency) DO UPDATE SET balance = customer_credits.balance + EXCLUDED.balance`,
+			add[0], add[1], add[2], add[3])
+	}
+	if len(take[0]) > 0 {
+		b.Queue(`
+			UPDATE customer_credits c SET balance = c.balance - t.amount
+			  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]::numeric[]) AS t(company_id, customer_id, currency, amount)
+			 WHERE c.company_id = t.company_id AND c.customer_id = t.customer_id AND c.currency = t.currency`,
+			take[0], take[1], take[2], take[3])
+	}
+}
+
+// optionalID is id as text, empty for uuid.Nil.
+func optionalID(id uuid.UUID) string {
+	if id == uuid.Nil {
+		return ""
+	}
+	return id.String()
+}
+
+// customerCredits executes customer_credit.apply and
+// customer_credit.refund: uses of a customer's credit, never more than it
+// has; an application never more than is open on its invoice, a refund of
+// a payment never more than the payment left unapplied, one refund per
+// refund reference.
+type customerCredits struct{}
+
+func (customerCredits) Commands() []string {
+	return []string{"customer_credit.apply", "customer_credit.refund"}
+}
+
+func (customerCredits) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+	p := &customerCreditPlan{items: items, invoiceRefs: make([]invoiceRef, len(items))}
+	var customers [][2]string
+	var payments []paymentKey
+	var invs []invoiceRef
+	var companies, refundRefs []string
+	for i, it := range items {
+		switch c := it.Command.(type) {
+		case *ledger.ApplyCustomerCredit:
+			p.invoiceRefs[i] = refOf(it.Company, c.InvoiceID, c.InvoiceNumber)
+			invs = append(invs, p.invoiceRefs[i])
+			customers = append(customers, [2]string{it.Company, c.CustomerID})
+		case *ledger.RefundCustomerCredit:
+			customers = append(customers, [2]string{it.Company, c.CustomerID})
+			if c.PaymentRef != "" {
+				payments = append(payments, paymentKey{it.Company, c.PaymentRef})
+			}
+			companies, refundRefs = append(companies, it.Company), append(refundRefs, c.RefundRef)
+		default:
+			p.err = fmt.Errorf("ledger store: command %s is not of this kind", it.Command.CommandName())
+			return p
+		}
+	}
+	p.known = p.companies(reads, items)
+	p.refunds = p.existing(reads, "look up refunds", `
+		SELECT r.company_id, r.refund_ref, '', m.id, m.refund_ref
+		  FROM unnest($1::text[], $2::text[]) AS r(company_id, refund_ref)
+		 CROSS JOIN LATERAL (SELECT id, refund_ref FROM customer_credit_movements
+		                      WHERE company_id = r.company_id AND refund_ref = r.refund_ref LIMIT 1) m`, companies, refundRefs)
+	// Invoices first: every plan locks invoices before credits.
+	p.invoices = p.plan.invoices(reads, invs)
+	p.credit = p.plan.credits(reads, customers, payments)
+	return p
+}
+
+type customerCreditPlan struct {
+	plan
+	items       []exec.Item
+	known       map[string]bool
+	invoiceRefs []invoiceRef
+	refunds     map[docKey]found // by (company, refund_ref)
+	invoices    *invoiceStates
+	credit      *creditStates
+}
+
+func (p *customerCreditPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
+	if err := p.begin(); err != nil {
+		return nil, err
+	}
+	var entries []*ledger.JournalEntry
+	var moved movements
+	results := make([]exec.Result, len(which))
+	for i, at := range which {
+		company := p.items[at].Company
+		if !p.known[company] {
+			results[i].Err = unknownCompany(company)
+			continue
+		}
+		var r exec.Result
+		var entry *ledger.JournalEntry
+		var mv ledger.CreditMovement
+		switch c := p.items[at].Command.(type) {
+		case *ledger.ApplyCustomerCredit:
+			r, entry, mv = p.apply(at, company, c)
+		case *ledger.RefundCustomerCredit:
+			r, entry, mv = p.refund(company, c)
+		}
+		if r.Err == nil {
+			if err := entry.Check(); err != nil {
+				return nil, fmt.Errorf("post %s: %w", p.items[at].Command.CommandName(), err)
+			}
+			entries = append(entries, entry)
+			moved.add(company, mv)
+		}
+		results[i] = r
+	}
+	if len(entries) > 0 {
+		queueEntries(w, entries)
+		moved.queue(w)
+	}
+	return results, nil
+}
+
+func (p *customerCreditPlan) apply(at int, company string, c *ledger.ApplyCustomerCredit) (exec.Result, *ledger.JournalEntry, ledger.CreditMovement) {
+	inv, err := p.invoices.find(p.invoiceRefs[at])
+	if err != nil {
+		return exec.Result{Err: err}, nil, ledger.CreditMovement{}
+	}
+	a, entry, err := ledger.ApplyCredit(company, c, inv, p.credit.credit(company, c.CustomerID, inv.Currency), newID(), newID())
+	if err != nil {
+		return exec.Result{Err: err}, nil, ledger.CreditMovement{}
+	}
+	view := a.View()
+	a.Record()
+	return exec.Result{Outcome: outcome("customer_credit.applied", view)}, entry, a.Movement()
+}
+
+func (p *customerCreditPlan) refund(company string, c *ledger.RefundCustomerCredit) (exec.Result, *ledger.JournalEntry, ledger.CreditMovement) {
+	key := docKey{company: company, a: c.RefundRef}
+	if prev, dup := p.refunds[key]; dup {
+		return exec.Result{Err: duplicate("refund", fmt.Sprintf("refund %q is already recorded", c.RefundRef), prev)}, nil, ledger.CreditMovement{}
+	}
+	var pay *ledger.PaymentCredit
+	if c.PaymentRef != "" {
+		var err *ledger.Error
+		if pay, err = p.credit.payment(company, c.PaymentRef); err != nil {
+			return exec.Result{Err: err}, nil, ledger.CreditMovement{}
+		}
+	}
+	cur, _ := ledger.LookupCurrency(c.Currency)
+	rf, entry, err := ledger.RefundCredit(company, c, p.credit.credit(company, c.CustomerID, cur), pay, newID(), newID())
+	if err != nil {
+		return exec.Result{Err: err}, nil, ledger.CreditMovement{}
+	}
+	view := rf.View()
+	rf.Refund.Take()
+	p.refunds[key] = found{rf.ID, c.RefundRef}
+	return exec.Result{Outcome: outcome("customer_credit.refunded", view)}, entry, rf.Movement()
+}
