@@ -166,6 +166,7 @@ func TestDecodeRefuses(t *testing.T) {
 		},
 		{name: "company without name", command: "company.create", base: companyBody, edit: func(m map[string]any) { delete(m, "name") }, wantField: "name", wantText: "required"},
 		{name: "company with bad country", command: "company.create", base: companyBody, edit: func(m map[string]any) { m["country"] = "Lithuania" }, wantField: "country", wantText: "Lithuania"},
+		{name: "company in a country without VAT rates", command: "company.create", base: companyBody, edit: func(m map[string]any) { m["country"] = "US" }, wantField: "country", wantText: "US has no table of VAT rates (supported: LT)"},
 		{name: "company with unsupported currency", command: "company.create", base: companyBody, edit: func(m map[string]any) { m["currency"] = "EURO" }, wantField: "currency", wantText: "EURO"},
 		{name: "company vat id too long", command: "company.create", base: companyBody, edit: func(m map[string]any) { m["vat_id"] = strings.Repeat("1", 33) }, wantField: "vat_id", wantText: "longer than 32"},
 		{name: "company unknown field", command: "company.create", base: companyBody, edit: func(m map[string]any) { m["series"] = "INV" }, wantText: `unknown field "series"`},

@@ -15,7 +15,7 @@ func (c *CreateCompany) validate() *Error {
 	_, curErr := currency("currency", c.Currency)
 	return firstError(
 		required("name", c.Name, 200),
-		country("country", c.Country),
+		companyCountry("country", c.Country),
 		curErr,
 		maxLen("vat_id", c.VATID, 32),
 	)

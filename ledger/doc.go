@@ -17,6 +17,12 @@
 //     strings (Decimal), rounded half up to the currency's minor unit per
 //     line, and VAT is computed per line and summed per rate (Totals).
 //     Results and events carry exactly the currency's minor-unit digits.
+//   - VAT rates are those of the company's country (CheckVATRates, one
+//     table in vatrate.go that also holds Lithuania's i.SAF codes). Decode
+//     cannot know the company, so the storage edge applies the rule when it
+//     executes a document, before allocating its number; company.create
+//     accepts only a country with a table. The database does not check
+//     rates.
 //   - Immutability: nothing posted changes. A correction is a new document
 //     (a credit note) that refers to the one it corrects; a credit never
 //     takes more than is left of an invoice, per line and per VAT rate

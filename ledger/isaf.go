@@ -35,24 +35,11 @@ const (
 // isafNoData fills required fields whose value is unknown.
 const isafNoData = "ND"
 
-// ISAFTaxCode maps a VAT rate to the VMI's VAT classifier code. Assumption:
-// Lithuanian rates at their usual codes (21% PVM1 standard, 9% PVM2, 5% PVM3,
-// 0% PVM5). The classifier distinguishes zero-rated supplies by legal basis
-// (exports, intra-Community supplies, ...), which a rate alone cannot tell, so
-// every 0% line gets PVM5; other rates get no code.
-func ISAFTaxCode(rate decimal.Decimal) string {
-	switch {
-	case rate.Equal(decimal.NewFromInt(21)):
-		return "PVM1"
-	case rate.Equal(decimal.NewFromInt(9)):
-		return "PVM2"
-	case rate.Equal(decimal.NewFromInt(5)):
-		return "PVM3"
-	case rate.IsZero():
-		return "PVM5"
-	}
-	return ""
-}
+// ISAFTaxCode maps a VAT rate to the VMI's VAT classifier code: the codes
+// live next to Lithuania's rates in the table of VAT rates (vatrate.go), so
+// every rate a Lithuanian company may post has one. A rate Lithuania does
+// not have gets no code.
+func ISAFTaxCode(rate decimal.Decimal) string { return isafTaxCode(rate) }
 
 // ISAFFile is the root element of an i.SAF file.
 type ISAFFile struct {

@@ -33,13 +33,13 @@ func (p *companyPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 	var created []ledger.Company
 	for i, at := range which {
 		id, c := p.items[at].Company, p.cmds[at]
-		if p.known[id] {
+		if _, exists := p.known[id]; exists {
 			e := ledger.Errorf(ledger.CodeDuplicateDocument, "company %q already exists", id)
 			e.Details = map[string]any{"company": id}
 			results[i].Err = e
 			continue
 		}
-		p.known[id] = true
+		p.known[id] = c.Country
 		company := ledger.Company{ID: id, Name: c.Name, Country: c.Country, Currency: c.Currency, VATID: c.VATID}
 		created = append(created, company)
 		results[i].Outcome = ledger.Outcome{

@@ -160,6 +160,9 @@ func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error)
 			return refused(duplicate("purchase_invoice",
 				fmt.Sprintf("supplier %q's invoice %q is already recorded", c.Supplier.ID, c.DocumentNumber), prev))
 		}
+		if err := c.CheckVATRates(p.known[company]); err != nil {
+			return refused(err)
+		}
 		pi, entry := ledger.BookPurchase(company, c, newID(), newID())
 		if err := entry.Check(); err != nil {
 			return exec.Result{}, fmt.Errorf("post purchase invoice %s: %w", c.DocumentNumber, err)

@@ -54,6 +54,10 @@ func (p *invoicePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 		if prev, dup := p.orders[order]; dup {
 			return refused(duplicateInvoice(c.OrderID, prev.id, prev.label))
 		}
+		// Before the number is allocated: a refused invoice burns none.
+		if err := c.CheckVATRates(p.known[company]); err != nil {
+			return refused(err)
+		}
 		seq, err := p.numbers.next(company, c.Series)
 		if err != nil {
 			return refused(err)

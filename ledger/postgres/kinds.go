@@ -72,12 +72,14 @@ func (p *plan) begin() error {
 }
 
 // commandsPlan is the plan of a kind whose commands are T: the items,
-// their commands as T, and which of their companies exist.
+// their commands as T, and which of their companies exist, with each one's
+// country.
 type commandsPlan[T ledger.Command] struct {
 	plan
 	items []exec.Item
 	cmds  []T
-	known map[string]bool
+	// known maps each company that exists to its country.
+	known map[string]string
 }
 
 // prepare takes the items and queues the lookup of their companies; false,
@@ -102,7 +104,7 @@ func (p *commandsPlan[T]) each(which []int, do func(at int, company string, c T)
 	results := make([]exec.Result, len(which))
 	for i, at := range which {
 		company := p.items[at].Company
-		if !p.known[company] {
+		if _, ok := p.known[company]; !ok {
 			results[i].Err = unknownCompany(company)
 			continue
 		}
@@ -136,19 +138,20 @@ func (p *plan) query(b *pgx.Batch, what string, scans []any, row func(), sql str
 	})
 }
 
-// companies queues the lookup of the items' companies and returns the set
-// the plan's reading fills.
-func (p *plan) companies(b *pgx.Batch, items []exec.Item) map[string]bool {
+// companies queues the lookup of the items' companies and returns the map,
+// company to country, the plan's reading fills: the country decides which
+// VAT rates its documents may carry.
+func (p *plan) companies(b *pgx.Batch, items []exec.Item) map[string]string {
 	ids := make([]string, 0, len(items))
 	for _, it := range items {
 		ids = append(ids, it.Company)
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	known := map[string]bool{}
-	var id string
-	p.query(b, "look up companies", []any{&id}, func() { known[id] = true },
-		`SELECT id FROM companies WHERE id = ANY($1)`, ids)
+	known := map[string]string{}
+	var id, country string
+	p.query(b, "look up companies", []any{&id, &country}, func() { known[id] = country },
+		`SELECT id, country FROM companies WHERE id = ANY($1)`, ids)
 	return known
 }
 

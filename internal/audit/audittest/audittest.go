@@ -136,7 +136,7 @@ func Build(t testing.TB, pool *pgxpool.Pool) Books {
 	do("acme", "depreciation.run", "dep-2026-12", map[string]any{"asset_id": "laptop-7", "period": "2026-12"}, true)
 	do("acme", "invoice.create", "dup-order", invoice("o-1", "99.00"), false)
 
-	do("beta", "company.create", "beta-setup", map[string]any{"name": "Beta SIA", "country": "LV", "currency": "EUR"}, true)
+	do("beta", "company.create", "beta-setup", map[string]any{"name": "Beta UAB", "country": "LT", "currency": "EUR"}, true)
 	do("beta", "invoice.create", "inv-1", invoice("b-1", "20.00"), true)
 	return books
 }
