@@ -32,7 +32,7 @@ type modelInvoice struct {
 	lines              []modelLine
 	gross              int64
 	credited, paid     int64
-	toCredit           int64 // credited beyond what was open: the customer's credit
+	toCredit           int64              // credited beyond what was open: the customer's credit
 	creditedByRate     map[int64][2]int64 // rate → net, VAT credited
 	netByRate          map[int64][2]int64 // rate → net, VAT invoiced
 	fullyCreditedLines bool

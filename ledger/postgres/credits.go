@@ -235,7 +235,7 @@ func (customerCredits) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 type customerCreditPlan struct {
 	plan
 	items       []exec.Item
-	known       map[string]bool
+	known       map[string]string // company → country
 	invoiceRefs []invoiceRef
 	refunds     map[docKey]found // by (company, refund_ref)
 	invoices    *invoiceStates
@@ -251,7 +251,7 @@ func (p *customerCreditPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, 
 	results := make([]exec.Result, len(which))
 	for i, at := range which {
 		company := p.items[at].Company
-		if !p.known[company] {
+		if _, ok := p.known[company]; !ok {
 			results[i].Err = unknownCompany(company)
 			continue
 		}
