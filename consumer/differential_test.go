@@ -162,12 +162,75 @@ func genSequence(t *rapid.T) sequence {
 		"settlement": func(t *rapid.T) {
 			c := company(t)
 			gross, fees := rapid.IntRange(100, 50000).Draw(t, "gross"), rapid.IntRange(0, 99).Draw(t, "fees")
-			cents := func(n int) string { return fmt.Sprintf("%d.%02d", n/100, n%100) }
-			add(delivery{company: c, command: "settlement.record", key: fresh("st"), body: map[string]any{
+			cents := func(n int) string {
+				sign := ""
+				if n < 0 {
+					sign, n = "-", -n
+				}
+				return fmt.Sprintf("%s%d.%02d", sign, n/100, n%100)
+			}
+			// Refunds name a payment or a customer's credit, which may
+			// not exist or not cover them.
+			var items []any
+			refunds := 0
+			for range rapid.IntRange(0, 2).Draw(t, "refunds") {
+				amount := rapid.IntRange(1, 3000).Draw(t, "refunded")
+				item := map[string]any{"amount": cents(amount)}
+				if rapid.Bool().Draw(t, "of a payment") {
+					item["payment_ref"] = fmt.Sprintf("ch%d", rapid.IntRange(1, 6).Draw(t, "ref"))
+				} else {
+					item["customer_id"] = rapid.SampledFrom([]string{"c1", "c2"}).Draw(t, "customer")
+				}
+				items, refunds = append(items, item), refunds+amount
+			}
+			body := map[string]any{
 				"provider": "stripe", "payout_id": fmt.Sprintf("po%d", rapid.IntRange(1, 4).Draw(t, "payout")),
 				"payout_date": date(t, "paid out"), "currency": "EUR",
-				"gross": cents(gross), "fees": cents(fees), "refunds": "0.00", "net": cents(gross - fees),
+				"gross": cents(gross), "fees": cents(fees), "refunds": cents(refunds), "net": cents(gross - fees - refunds),
+			}
+			if len(items) > 0 {
+				body["refund_items"] = items
+			}
+			add(delivery{company: c, command: "settlement.record", key: fresh("st"), body: body})
+		},
+		"apply credit": func(t *rapid.T) {
+			c := company(t)
+			add(delivery{company: c, command: "customer_credit.apply", key: fresh("ap"), body: map[string]any{
+				"customer_id": rapid.SampledFrom([]string{"c1", "c1", "c2"}).Draw(t, "customer"), "invoice_number": number(t, c),
+				"amount": money(t, "applied", 2000), "applied_on": date(t, "applied on"),
 			}})
+		},
+		"refund credit": func(t *rapid.T) {
+			c := company(t)
+			body := map[string]any{
+				"refund_ref": fmt.Sprintf("tr%d", rapid.IntRange(1, 4).Draw(t, "refund ref")), "customer_id": rapid.SampledFrom([]string{"c1", "c1", "c2"}).Draw(t, "customer"),
+				"currency": "EUR", "amount": money(t, "refunded", 2000), "refunded_on": date(t, "refunded on"),
+			}
+			if rapid.Bool().Draw(t, "names a payment") {
+				body["payment_ref"] = fmt.Sprintf("ch%d", rapid.IntRange(1, 6).Draw(t, "ref"))
+			}
+			add(delivery{company: c, command: "customer_credit.refund", key: fresh("rf"), body: body})
+		},
+		// Uses of one customer's credit in a row, which a batch decides
+		// together, each seeing what the ones before left.
+		"credit use burst": func(t *rapid.T) {
+			c := company(t)
+			add(delivery{company: c, command: "payment.record", key: fresh("pay"), body: map[string]any{
+				"payment_ref": fmt.Sprintf("prepaid-%d", keyN), "customer_id": "c1", "received_on": "2026-12-10",
+				"currency": "EUR", "amount": money(t, "prepaid", 6000),
+			}})
+			for i := range rapid.IntRange(2, 4).Draw(t, "uses") {
+				if rapid.Bool().Draw(t, "apply") {
+					add(delivery{company: c, command: "customer_credit.apply", key: fresh("ap"), body: map[string]any{
+						"customer_id": "c1", "invoice_number": number(t, c), "amount": money(t, "applied", 3000), "applied_on": "2026-12-10",
+					}})
+					continue
+				}
+				add(delivery{company: c, command: "customer_credit.refund", key: fresh("rf"), body: map[string]any{
+					"refund_ref": fmt.Sprintf("burst-%d-%d", keyN, i), "customer_id": "c1",
+					"currency": "EUR", "amount": money(t, "refunded", 3000), "refunded_on": "2026-12-10",
+				}})
+			}
 		},
 		"purchase": func(t *rapid.T) {
 			c := company(t)
@@ -282,7 +345,8 @@ func genSequence(t *rapid.T) sequence {
 	n := rapid.IntRange(10, 40).Draw(t, "deliveries")
 	for len(s.deliveries) < n {
 		name := rapid.SampledFrom([]string{"invoice", "invoice", "invoice", "credit", "credit", "payment", "payment", "payment",
-			"settlement", "purchase", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst"}).Draw(t, "action")
+			"settlement", "purchase", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
+			"apply credit", "refund credit", "credit use burst"}).Draw(t, "action")
 		if name == "endpoint change" && len(endpoints) == 0 || slices.Contains([]string{"retry", "reuse", "held"}, name) && len(s.deliveries) == 0 {
 			continue
 		}
@@ -428,6 +492,17 @@ var tables = []struct{ name, names, rows string }{
 		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM settlements t WHERE company_id LIKE $1`},
 	{"purchase_invoices", `SELECT id::text, 'purchase ' || company_id || ' ' || supplier_id || ' ' || document_number FROM purchase_invoices WHERE company_id LIKE $1`,
 		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM purchase_invoices t WHERE company_id LIKE $1`},
+	{"customer_credit_movements", `
+		SELECT i.result -> 'result' ->> 'application_id', 'credit application of ' || i.company_id || ' ' || i.idempotency_key
+		  FROM inbox i WHERE i.company_id LIKE $1 AND i.command = 'customer_credit.apply' AND i.status = 'ok'
+		 UNION ALL
+		SELECT i.result -> 'result' ->> 'refund_id', 'credit refund of ' || i.company_id || ' ' || i.idempotency_key
+		  FROM inbox i WHERE i.company_id LIKE $1 AND i.command = 'customer_credit.refund' AND i.status = 'ok'
+		 UNION ALL
+		SELECT id::text, 'payout refund ' || source_id || ' ' || row_number() OVER (PARTITION BY source_id ORDER BY id)
+		  FROM customer_credit_movements WHERE company_id LIKE $1 AND kind = 'settlement_refund'`,
+		`SELECT to_jsonb(t) - 'created_at' FROM customer_credit_movements t WHERE company_id LIKE $1`},
+	{"customer_credits", ``, `SELECT to_jsonb(t) FROM customer_credits t WHERE company_id LIKE $1`},
 	{"purchase_invoice_lines", ``, `SELECT to_jsonb(l) FROM purchase_invoice_lines l JOIN purchase_invoices p ON p.id = l.purchase_invoice_id WHERE p.company_id LIKE $1`},
 	{"assets", `SELECT id::text, 'asset ' || company_id || ' ' || asset_ref FROM assets WHERE company_id LIKE $1`,
 		`SELECT to_jsonb(t) - 'created_at' FROM assets t WHERE company_id LIKE $1`},
