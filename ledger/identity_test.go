@@ -18,6 +18,7 @@ func TestDocumentKey(t *testing.T) {
 		{"A\u2212" + "1", "a-1"}, // minus sign
 		{"A\uff0d" + "1", "a-1"}, // fullwidth hyphen-minus, by NFKC
 		{"Ａ－１", "a-1"},           // fullwidth letters and digits, by NFKC
+		{"Ａ–１", "a-1"},
 		{"INV  2026\u00a0 7", "inv 2026 7"},
 		{"INV\u30002026", "inv 2026"},
 		{"\u2003A\u20091\u2028", "a 1"},
