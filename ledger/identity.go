@@ -21,9 +21,13 @@ import (
 // on them is the authority: the Go functions only let a batch see that its
 // second command repeats its first before the database does. Both follow
 // the steps below in the same order, and a test runs a table of tricky
-// inputs through both. Should they ever disagree (a character newer than
-// one side's Unicode tables), the index refuses the batch's write and the
-// commands run again one at a time, where the database's lookup decides.
+// inputs through both. They can only disagree on characters that one
+// side's Unicode tables know and the other's do not (Go's x/text, the
+// server's ICU and normalize()). Where the database sees a repeat that Go
+// does not, its index refuses the batch's write and the commands run again
+// one at a time, where the database's lookup decides; where Go sees one
+// that the database does not, a batch refuses a second record that alone
+// would have been accepted.
 
 // dashes are the hyphen and dash variants a document number may be typed
 // with; they all compare as '-'. U+2011 (non-breaking hyphen) is already

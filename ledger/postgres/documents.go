@@ -122,7 +122,7 @@ func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error)
 		key := docKey{company, ledger.SupplierKey(c.Supplier), ledger.DocumentKey(c.DocumentNumber)}
 		if prev, dup := p.documents[key]; dup {
 			return refused(recordedWith(duplicate("purchase_invoice",
-				fmt.Sprintf("%s's invoice %q is already recorded", supplierName(c.Supplier), c.DocumentNumber), prev.found), prev.key))
+				fmt.Sprintf("invoice %q of %s is already recorded", c.DocumentNumber, supplierName(c.Supplier)), prev.found), prev.key))
 		}
 		pi, entry := ledger.BookPurchase(company, c, newID(), newID())
 		if err := entry.Check(); err != nil {
@@ -143,9 +143,9 @@ func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error)
 func supplierName(s ledger.Supplier) string {
 	switch k := ledger.SupplierKey(s); {
 	case strings.HasPrefix(k, "vat:"):
-		return fmt.Sprintf("supplier with VAT id %q", s.VATID)
+		return fmt.Sprintf("the supplier with VAT id %q", s.VATID)
 	case strings.HasPrefix(k, "code:"):
-		return fmt.Sprintf("supplier with code %q", s.Code)
+		return fmt.Sprintf("the supplier with code %q", s.Code)
 	}
 	return fmt.Sprintf("supplier %q", s.ID)
 }
