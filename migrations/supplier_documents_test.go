@@ -1,7 +1,9 @@
 package migrations_test
 
 import (
+	"context"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -143,4 +145,64 @@ func dumpPurchases(t *testing.T, conn *pgx.Conn) map[string]map[string]json.RawM
 		t.Fatal(err)
 	}
 	return out
+}
+
+// The identity keys do not depend on the database's collation: under "C",
+// lower() maps ASCII only, and the keys must still fold the rest.
+func TestSupplierDocumentKeysIgnoreTheDatabaseCollation(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Postgres(t)
+	ctx := testContext(t)
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.WithoutCancel(ctx))
+	name := admin.Config().Database + "_c"
+	if _, err := admin.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()+
+		` TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		admin, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer admin.Close(context.Background())
+		if _, err := admin.Exec(context.Background(), `DROP DATABASE `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`); err != nil {
+			t.Error(err)
+		}
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Skipf("DSN is not a URL: %v", err)
+	}
+	u.Path = "/" + name
+	cdsn := u.String()
+	if _, err := migrations.Up(ctx, cdsn, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, cdsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var collation string
+	if err := conn.QueryRow(ctx, `SHOW lc_collate`).Scan(&collation); err != nil || collation != "C" {
+		t.Fatalf("lc_collate %q (%v), want C", collation, err)
+	}
+	for _, n := range []string{"ΟΔΟΣ-1", "Straße 5", "ÅNGSTRÖM\u2013Ａ", "İ-1", "ǅ", " A-1 "} {
+		var got string
+		if err := conn.QueryRow(ctx, `SELECT purchase_document_key($1)`, n).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if want := ledger.DocumentKey(n); got != want {
+			t.Errorf("under C, %q keys as %q, Go as %q", n, got, want)
+		}
+	}
+	var got string
+	if err := conn.QueryRow(ctx, `SELECT purchase_supplier_key('lt 200.000-000.020', '', 's1')`).Scan(&got); err != nil || got != "vat:LT200000000020" {
+		t.Errorf("under C, the supplier keys as %q (%v)", got, err)
+	}
 }
