@@ -261,7 +261,7 @@ func (t *txn) prepare(pass []*submission, b *pgx.Batch) *prepared {
 		kp := &p.plans[i]
 		items := make([]exec.Item, len(kp.subs))
 		for j, s := range kp.subs {
-			items[j] = exec.Item{Company: s.req.Company, Command: s.req.Decoded}
+			items[j] = exec.Item{Company: s.req.Company, Command: s.req.Decoded, Key: s.req.Key}
 		}
 		kind := kp.subs[0].kind
 		if err := recovered("preparing "+kp.subs[0].req.Command, func() error { kp.plan = kind.Prepare(items, b); return nil }); err != nil {

@@ -8,12 +8,20 @@ import (
 // RecordPurchaseInvoice is the body of purchase_invoice.record: a
 // supplier's invoice with input VAT, booked to expense or asset accounts.
 type RecordPurchaseInvoice struct {
-	Supplier       Party          `json:"supplier"`
+	Supplier       Supplier       `json:"supplier"`
 	DocumentNumber string         `json:"document_number"`
 	IssueDate      Date           `json:"issue_date"`
 	DueDate        Date           `json:"due_date"`
 	Currency       string         `json:"currency"`
 	Lines          []PurchaseLine `json:"lines"`
+}
+
+// Supplier is the issuer of a purchase invoice as the document names it.
+// Code is its company registration code, optional: it identifies a
+// supplier without a VAT id (see SupplierKey).
+type Supplier struct {
+	Party
+	Code string `json:"code,omitempty"`
 }
 
 // PurchaseLine is one line of a supplier's invoice. Account defaults to
@@ -39,6 +47,7 @@ func (c *RecordPurchaseInvoice) validate() *Error {
 		required("supplier.name", c.Supplier.Name, 200),
 		country("supplier.country", c.Supplier.Country),
 		maxLen("supplier.vat_id", c.Supplier.VATID, 32),
+		maxLen("supplier.code", c.Supplier.Code, 32),
 		required("document_number", c.DocumentNumber, 100),
 	); err != nil {
 		return err
@@ -58,7 +67,7 @@ func (c *RecordPurchaseInvoice) validate() *Error {
 // per-line half-up computation applies to input VAT.
 func (c *RecordPurchaseInvoice) asInvoice() *CreateInvoice {
 	inv := &CreateInvoice{
-		OrderID: c.DocumentNumber, Series: SeriesInvoice, Customer: c.Supplier,
+		OrderID: c.DocumentNumber, Series: SeriesInvoice, Customer: c.Supplier.Party,
 		Currency: c.Currency, IssueDate: c.IssueDate, DueDate: c.DueDate,
 	}
 	for _, l := range c.Lines {
@@ -105,7 +114,7 @@ func BookPurchase(company string, c *RecordPurchaseInvoice, id, entryID uuid.UUI
 // PurchaseInvoiceView is a purchase invoice as results and events show it.
 type PurchaseInvoiceView struct {
 	PurchaseInvoiceID string             `json:"purchase_invoice_id"`
-	Supplier          Party              `json:"supplier"`
+	Supplier          Supplier           `json:"supplier"`
 	DocumentNumber    string             `json:"document_number"`
 	IssueDate         string             `json:"issue_date"`
 	DueDate           string             `json:"due_date"`

@@ -42,6 +42,10 @@ import (
 type Item struct {
 	Company string
 	Command ledger.Command
+	// Key is the command's idempotency key, kept with documents whose
+	// repeats name the first record's key; empty where there is none
+	// (Run).
+	Key string
 }
 
 // Result is what executing one Item gave: an outcome, or a business error

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -122,43 +123,65 @@ func (p *settlementPlan) refunds(company string, c *ledger.RecordSettlement) ([]
 }
 
 // purchases executes purchase_invoice.record: a supplier's document is
-// recorded once.
+// recorded once. Its identity is (company, ledger.SupplierKey,
+// ledger.DocumentKey); the lookup matches rows by the keys the database
+// computes (the functions its unique index is built on), and the plan keys
+// what it read and what it books by the Go keys, so a batch sees its own
+// repeats. See ledger/identity.go for why both exist.
 type purchases struct{}
 
 func (purchases) Commands() []string { return []string{"purchase_invoice.record"} }
 
 func (purchases) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
-	p := &purchasePlan{}
+	p := &purchasePlan{documents: map[docKey]recorded{}}
 	if !p.prepare(items, reads) {
 		return p
 	}
-	companies, suppliers, documents := make([]string, len(items)), make([]string, len(items)), make([]string, len(items))
+	n := len(items)
+	companies, supplierKeys, documentKeys := make([]string, n), make([]string, n), make([]string, n)
+	vatIDs, codes, supplierIDs, numbers := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, c := range p.cmds {
-		companies[i], suppliers[i], documents[i] = items[i].Company, c.Supplier.ID, c.DocumentNumber
+		companies[i], supplierKeys[i], documentKeys[i] = items[i].Company, ledger.SupplierKey(c.Supplier), ledger.DocumentKey(c.DocumentNumber)
+		vatIDs[i], codes[i], supplierIDs[i], numbers[i] = c.Supplier.VATID, c.Supplier.Code, c.Supplier.ID, c.DocumentNumber
 	}
-	p.documents = p.existing(reads, "look up purchase invoices", `
-		SELECT r.company_id, r.supplier_id, r.document_number, d.id, d.document_number
-		  FROM unnest($1::text[], $2::text[], $3::text[]) AS r(company_id, supplier_id, document_number)
-		 CROSS JOIN LATERAL (SELECT id, document_number FROM purchase_invoices
-		                      WHERE company_id = r.company_id AND supplier_id = r.supplier_id AND document_number = r.document_number LIMIT 1) d`,
-		companies, suppliers, documents)
+	var k docKey
+	var f recorded
+	// A database that held repeats before the identity was enforced keeps
+	// them; the first record is the one named.
+	p.query(reads, "look up purchase invoices", []any{&k.company, &k.a, &k.b, &f.id, &f.label, &f.key}, func() { p.documents[k] = f }, `
+		SELECT r.company_id, r.supplier_key, r.document_key, d.id, d.document_number, coalesce(d.idempotency_key, '')
+		  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+		       AS r(company_id, supplier_key, document_key, vat_id, code, supplier_id, document_number)
+		 CROSS JOIN LATERAL (SELECT id, document_number, idempotency_key FROM purchase_invoices
+		                      WHERE company_id = r.company_id
+		                        AND supplier_key = purchase_supplier_key(r.vat_id, r.code, r.supplier_id)
+		                        AND document_key = purchase_document_key(r.document_number)
+		                      ORDER BY created_at, id LIMIT 1) d`,
+		companies, supplierKeys, documentKeys, vatIDs, codes, supplierIDs, numbers)
 	return p
 }
 
 type purchasePlan struct {
 	commandsPlan[*ledger.RecordPurchaseInvoice]
-	documents map[docKey]found // by (company, supplier, document number)
+	documents map[docKey]recorded // by (company, supplier key, document key)
+}
+
+// recorded is a recorded purchase invoice and the idempotency key that
+// recorded it ("" when unknown).
+type recorded struct {
+	found
+	key string
 }
 
 func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
 	var booked []*ledger.PurchaseInvoice
-	var companies []string
+	var companies, keys []string
 	var entries []*ledger.JournalEntry
-	results, err := p.each(which, func(_ int, company string, c *ledger.RecordPurchaseInvoice) (exec.Result, error) {
-		key := docKey{company, c.Supplier.ID, c.DocumentNumber}
+	results, err := p.each(which, func(at int, company string, c *ledger.RecordPurchaseInvoice) (exec.Result, error) {
+		key := docKey{company, ledger.SupplierKey(c.Supplier), ledger.DocumentKey(c.DocumentNumber)}
 		if prev, dup := p.documents[key]; dup {
-			return refused(duplicate("purchase_invoice",
-				fmt.Sprintf("supplier %q's invoice %q is already recorded", c.Supplier.ID, c.DocumentNumber), prev))
+			return refused(recordedWith(duplicate("purchase_invoice",
+				fmt.Sprintf("invoice %q of %s is already recorded", c.DocumentNumber, supplierName(c.Supplier)), prev.found), prev.key))
 		}
 		if err := c.CheckVATRates(p.known[company]); err != nil {
 			return refused(err)
@@ -167,15 +190,26 @@ func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error)
 		if err := entry.Check(); err != nil {
 			return exec.Result{}, fmt.Errorf("post purchase invoice %s: %w", c.DocumentNumber, err)
 		}
-		p.documents[key] = found{pi.ID, c.DocumentNumber}
-		booked, companies, entries = append(booked, pi), append(companies, company), append(entries, entry)
+		p.documents[key] = recorded{found{pi.ID, c.DocumentNumber}, p.items[at].Key}
+		booked, companies, keys, entries = append(booked, pi), append(companies, company), append(keys, p.items[at].Key), append(entries, entry)
 		return done("purchase_invoice.recorded", pi.View())
 	})
 	if err == nil && len(booked) > 0 {
 		queueEntries(w, entries)
-		queuePurchases(w, companies, booked)
+		queuePurchases(w, companies, keys, booked)
 	}
 	return results, err
+}
+
+// supplierName names a supplier in errors by what identifies it.
+func supplierName(s ledger.Supplier) string {
+	switch k := ledger.SupplierKey(s); {
+	case strings.HasPrefix(k, "vat:"):
+		return fmt.Sprintf("the supplier with VAT id %q", s.VATID)
+	case strings.HasPrefix(k, "code:"):
+		return fmt.Sprintf("the supplier with code %q", s.Code)
+	}
+	return fmt.Sprintf("supplier %q", s.ID)
 }
 
 // assets executes asset.register: an asset reference is registered once.

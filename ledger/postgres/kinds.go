@@ -267,6 +267,19 @@ func duplicate(doc, message string, f found) *ledger.Error {
 	return e
 }
 
+// recordedWith adds to a duplicate error the idempotency key of the
+// command that recorded the existing document, for kinds that keep it, so
+// the sender can see which of its own requests got there first. An empty
+// key (a document recorded before keys were kept, or by a tool) adds
+// nothing.
+func recordedWith(e *ledger.Error, key string) *ledger.Error {
+	if key != "" {
+		e.Message += fmt.Sprintf("; it was recorded with Idempotency-Key %q", key)
+		e.Details["idempotency_key"] = key
+	}
+	return e
+}
+
 func unknownCompany(id string) *ledger.Error {
 	e := ledger.Errorf(ledger.CodeUnknownCompany, "company %q does not exist; create it with company.create first", id)
 	e.Details = map[string]any{"company": id}

@@ -242,11 +242,13 @@ func queueSettlements(batch *pgx.Batch, companies []string, sts []*ledger.Settle
 		ids, companies, providers, payouts, dates, currencies, grosses, fees, refunds, nets, entries)
 }
 
-// queuePurchases queues the purchase invoices of companies and their
-// lines; each one's journal entry is queued by queueEntries.
-func queuePurchases(batch *pgx.Batch, companies []string, pis []*ledger.PurchaseInvoice) {
+// queuePurchases queues the purchase invoices of companies, recorded by
+// the commands with idempotency keys keys ("" for none), and their lines;
+// each one's journal entry is queued by queueEntries. The identity keys
+// are the table's generated columns.
+func queuePurchases(batch *pgx.Batch, companies, keys []string, pis []*ledger.PurchaseInvoice) {
 	var ids, entries [][16]byte
-	var supIDs, supNames, supVATs, supCountries, docs, currencies, nets, vats, grosses []string
+	var supIDs, supNames, supVATs, supCodes, supCountries, docs, currencies, nets, vats, grosses []string
 	var issued, due []time.Time
 	var lineDocs [][16]byte
 	var lineNos []int32
@@ -255,6 +257,7 @@ func queuePurchases(batch *pgx.Batch, companies []string, pis []*ledger.Purchase
 		c := pi.Command
 		ids, entries = append(ids, pi.ID), append(entries, pi.JournalEntryID)
 		supIDs, supNames, supVATs, supCountries = append(supIDs, c.Supplier.ID), append(supNames, c.Supplier.Name), append(supVATs, c.Supplier.VATID), append(supCountries, c.Supplier.Country)
+		supCodes = append(supCodes, c.Supplier.Code)
 		docs, currencies = append(docs, c.DocumentNumber), append(currencies, pi.Currency.Code)
 		nets, vats, grosses = append(nets, pi.Totals.Net.String()), append(vats, pi.Totals.VAT.String()), append(grosses, pi.Totals.Gross.String())
 		issued, due = append(issued, c.IssueDate.Time), append(due, c.DueDate.Time)
@@ -267,10 +270,15 @@ func queuePurchases(batch *pgx.Batch, companies []string, pis []*ledger.Purchase
 	}
 	batch.Queue(`
 		INSERT INTO purchase_invoices (id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
-			document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id)
-		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-			$7::text[], $8::date[], $9::date[], $10::text[], $11::text[]::numeric[], $12::text[]::numeric[], $13::text[]::numeric[], $14::uuid[])`,
-		ids, companies, supIDs, supNames, supVATs, supCountries, docs, issued, due, currencies, nets, vats, grosses, entries)
+			document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, idempotency_key)
+		SELECT id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
+		       document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, NULLIF(idempotency_key, '')
+		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+			$7::text[], $8::date[], $9::date[], $10::text[], $11::text[]::numeric[], $12::text[]::numeric[], $13::text[]::numeric[], $14::uuid[],
+			$15::text[], $16::text[])
+		       AS t(id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
+		            document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, idempotency_key)`,
+		ids, companies, supIDs, supNames, supVATs, supCountries, docs, issued, due, currencies, nets, vats, grosses, entries, supCodes, keys)
 	batch.Queue(`
 		INSERT INTO purchase_invoice_lines (purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross)
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[], $6::text[]::numeric[],

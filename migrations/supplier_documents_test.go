@@ -1,0 +1,208 @@
+package migrations_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/exec"
+	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/migrations"
+)
+
+// A database that recorded one supplier document several times before its
+// identity was enforced migrates: the records stay as they were, the first
+// is the one later records are refused against, and no new one gets in.
+func TestRepeatedSupplierDocumentsStay(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Postgres(t)
+	ctx := testContext(t)
+	if err := migrations.UpTo(ctx, dsn, 12); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	kinds, err := exec.NewKinds(postgres.Kinds()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	company, err := ledger.Decode("company.create", []byte(`{"name": "Acme UAB", "country": "LT", "currency": "EUR"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		_, err := exec.Run(ctx, tx, kinds, "acme", company)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The four records of the issue, as the earlier rule let them in.
+	spellings := [][2]string{{"s1", "A-1"}, {"s1b", "A-1"}, {"s1", " A-1"}, {"s1", "a-1"}}
+	var ids []uuid.UUID
+	for _, sp := range spellings {
+		id, entry := uuid.New(), uuid.New()
+		ids = append(ids, id)
+		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
+				VALUES ($1, 'acme', '2026-12-03', 'Purchase invoice', 'purchase_invoice', $2)`, entry, id); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO purchase_invoices (id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
+					document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, created_at)
+				VALUES ($1, 'acme', $2, 'Tiekėjas UAB', 'LT200000000020', 'LT', $3, '2026-12-03', '2026-12-31', 'EUR', 100, 21, 121, $4,
+					now() + make_interval(secs => $5))`, id, sp[0], sp[1], entry, len(ids)); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO purchase_invoice_lines (purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross)
+				VALUES ($1, 1, 'Service', 1, 100, 21, '6000', 100, 21, 121)`, id); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `
+				INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
+				VALUES ($1, 1, 'acme', '6000', 'EUR', 100, 0), ($1, 2, 'acme', '1300', 'EUR', 21, 0), ($1, 3, 'acme', '2100', 'EUR', 0, 121)`, entry)
+			return err
+		}); err != nil {
+			t.Fatalf("record %q of %s before the migration: %v", sp[1], sp[0], err)
+		}
+	}
+	before := dumpPurchases(t, conn)
+
+	if _, err := migrations.Up(ctx, dsn, nil); err != nil {
+		t.Fatalf("Up over repeated documents: %v", err)
+	}
+	after := dumpPurchases(t, conn)
+	for id, row := range before {
+		for col, v := range row {
+			if string(after[id][col]) != string(v) {
+				t.Errorf("%s: %s was %s, is %s", id, col, v, after[id][col])
+			}
+		}
+	}
+	if len(after) != len(before) {
+		t.Fatalf("%d purchase invoices after the migration, %d before", len(after), len(before))
+	}
+
+	// A fifth record, by any spelling, is refused: by the lookup, naming
+	// the first record, and by the index past the lookup.
+	cmd, err := ledger.Decode("purchase_invoice.record", []byte(`{"supplier": {"id": "s7", "name": "Tiekėjas UAB", "vat_id": "LT 200000000020", "country": "LT"},
+		"document_number": "A\u20131", "issue_date": "2026-12-03", "due_date": "2026-12-31", "currency": "EUR",
+		"lines": [{"description": "Service", "quantity": "1", "unit_price": "100.00", "vat_rate": "21"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		_, err := exec.Run(ctx, tx, kinds, "acme", cmd)
+		return err
+	})
+	if e, ok := err.(*ledger.Error); !ok || e.Code != ledger.CodeDuplicateDocument || e.Details["purchase_invoice_id"] != ids[0].String() {
+		t.Fatalf("a fifth record: %v, want duplicate_document naming %s", err, ids[0])
+	}
+	_, err = conn.Exec(ctx, `
+		INSERT INTO purchase_invoices (id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
+			document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id)
+		SELECT $1, company_id, 's8', supplier_name, supplier_vat_id, supplier_country,
+		       'A-1', issue_date, due_date, currency, net, vat, gross, journal_entry_id
+		  FROM purchase_invoices WHERE id = $2`, uuid.New(), ids[0])
+	if err == nil || !strings.Contains(err.Error(), "purchase_invoices_one_per_identity") {
+		t.Fatalf("a fifth record of A-1 by hand: %v, want the unique index to refuse it", err)
+	}
+	var lookup bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('purchase_invoices_identity_lookup') IS NOT NULL`).Scan(&lookup); err != nil || !lookup {
+		t.Fatalf("no lookup index beside the partial unique one: %v", err)
+	}
+}
+
+// dumpPurchases returns every purchase invoice as its columns' JSON, by id.
+func dumpPurchases(t *testing.T, conn *pgx.Conn) map[string]map[string]json.RawMessage {
+	t.Helper()
+	rows, err := conn.Query(testContext(t), `SELECT id::text, to_jsonb(p)::text FROM purchase_invoices p`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]json.RawMessage{}
+	var id, row string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &row}, func() error {
+		cols := map[string]json.RawMessage{}
+		if err := json.Unmarshal([]byte(row), &cols); err != nil {
+			return err
+		}
+		out[id] = cols
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The identity keys do not depend on the database's collation: under "C",
+// lower() maps ASCII only, and the keys must still fold the rest.
+func TestSupplierDocumentKeysIgnoreTheDatabaseCollation(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Postgres(t)
+	ctx := testContext(t)
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.WithoutCancel(ctx))
+	name := admin.Config().Database + "_c"
+	if _, err := admin.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()+
+		` TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		admin, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer admin.Close(context.Background())
+		if _, err := admin.Exec(context.Background(), `DROP DATABASE `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`); err != nil {
+			t.Error(err)
+		}
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Skipf("DSN is not a URL: %v", err)
+	}
+	u.Path = "/" + name
+	cdsn := u.String()
+	if _, err := migrations.Up(ctx, cdsn, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, cdsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var collation string
+	if err := conn.QueryRow(ctx, `SHOW lc_collate`).Scan(&collation); err != nil || collation != "C" {
+		t.Fatalf("lc_collate %q (%v), want C", collation, err)
+	}
+	for _, n := range []string{"ΟΔΟΣ-1", "Straße 5", "ÅNGSTRÖM\u2013Ａ", "İ-1", "ǅ", " A-1 "} {
+		var got string
+		if err := conn.QueryRow(ctx, `SELECT purchase_document_key($1)`, n).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if want := ledger.DocumentKey(n); got != want {
+			t.Errorf("under C, %q keys as %q, Go as %q", n, got, want)
+		}
+	}
+	var got string
+	if err := conn.QueryRow(ctx, `SELECT purchase_supplier_key('lt 200.000-000.020', '', 's1')`).Scan(&got); err != nil || got != "vat:LT200000000020" {
+		t.Errorf("under C, the supplier keys as %q (%v)", got, err)
+	}
+}
