@@ -9,7 +9,7 @@ import (
 	"github.com/onceledger/onceledger/ledger"
 )
 
-func purchaseBody(rate string) map[string]any {
+func purchaseAtRate(rate string) map[string]any {
 	return map[string]any{
 		"supplier":        map[string]any{"id": "sup-1", "name": "Tiekėjas UAB", "vat_id": "LT100000000020", "country": "LT"},
 		"document_number": "TK-0042", "issue_date": "2026-12-03", "due_date": "2026-12-31", "currency": "EUR",
@@ -40,7 +40,7 @@ func TestVATRateOfTheCompanysCountry(t *testing.T) {
 	if e.Message != "lines[1].vat_rate: 17 is not a VAT rate of LT (allowed: 21, 9, 5, 0)" {
 		t.Errorf("invoice at 17%%: %q", e.Message)
 	}
-	e = runErr(t, db, "acme", "purchase_invoice.record", purchaseBody("17"), ledger.CodeInvalidCommand)
+	e = runErr(t, db, "acme", "purchase_invoice.record", purchaseAtRate("17"), ledger.CodeInvalidCommand)
 	if e.Message != "lines[0].vat_rate: 17 is not a VAT rate of LT (allowed: 21, 9, 5, 0)" {
 		t.Errorf("purchase at 17%%: %q", e.Message)
 	}
@@ -51,7 +51,7 @@ func TestVATRateOfTheCompanysCountry(t *testing.T) {
 	if inv := createInvoice(t, db, "acme", "order-1"); inv.Sequence != 1 {
 		t.Fatalf("the invoice after a refused one has sequence %d, want 1", inv.Sequence)
 	}
-	run[ledger.PurchaseInvoiceView](t, db, "acme", "purchase_invoice.record", purchaseBody("9"))
+	run[ledger.PurchaseInvoiceView](t, db, "acme", "purchase_invoice.record", purchaseAtRate("9"))
 	requireBooksBalance(t, db)
 }
 
@@ -64,7 +64,7 @@ func TestVATRatesOfACountryWithoutTable(t *testing.T) {
 	if _, err := db.Exec(testContext(t), `UPDATE companies SET country = 'LV' WHERE id = 'beta'`); err != nil {
 		t.Fatal(err)
 	}
-	for command, body := range map[string]any{"invoice.create": invoiceBody("order-1"), "purchase_invoice.record": purchaseBody("21")} {
+	for command, body := range map[string]any{"invoice.create": invoiceBody("order-1"), "purchase_invoice.record": purchaseAtRate("21")} {
 		e := runErr(t, db, "beta", command, body, ledger.CodeInvalidCommand)
 		if !strings.Contains(e.Message, `country "LV" has no table of VAT rates`) || !strings.Contains(e.Message, "LT") {
 			t.Errorf("%s: %q", command, e.Message)
