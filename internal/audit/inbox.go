@@ -32,6 +32,8 @@ WITH kinds (command, noun, field) AS (VALUES
 	('purchase_invoice.record', 'purchase invoice', 'purchase_invoice_id'),
 	('asset.register', 'asset', 'asset_id'),
 	('depreciation.run', 'depreciation run', 'depreciation_run_id'),
+	('customer_credit.apply', 'credit application', 'application_id'),
+	('customer_credit.refund', 'credit refund', 'refund_id'),
 	('webhook_endpoint.create', 'webhook endpoint', 'endpoint_id')),
 documents (company_id, command, ref, created_at) AS (
 	SELECT id, 'company.create', id, created_at FROM companies WHERE ($1::text = '' OR id = $1)
@@ -49,6 +51,9 @@ documents (company_id, command, ref, created_at) AS (
 	SELECT company_id, 'asset.register', asset_ref, created_at FROM assets WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, 'depreciation.run', id::text, created_at FROM depreciation_runs WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, CASE kind WHEN 'application' THEN 'customer_credit.apply' ELSE 'customer_credit.refund' END, id::text, created_at
+	  FROM customer_credit_movements WHERE kind IN ('application', 'refund') AND ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, 'webhook_endpoint.create', id::text, created_at FROM webhook_endpoints WHERE ($1::text = '' OR company_id = $1)),
 keys AS (

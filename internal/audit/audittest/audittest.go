@@ -123,6 +123,10 @@ func Build(t testing.TB, pool *pgxpool.Pool) Books {
 	do("acme", "payment.record", "pay-1", map[string]any{
 		"payment_ref": "ch_1", "customer_id": "cust-42", "received_on": "2026-12-10", "method": "provider", "currency": "EUR",
 		"amount": "130.00", "allocations": []any{map[string]any{"invoice_number": "INV-2026-000002", "amount": "121.00"}}}, true)
+	do("acme", "customer_credit.apply", "apply-1", map[string]any{
+		"customer_id": "cust-42", "invoice_number": "INV-2026-000003", "amount": "5.00", "applied_on": "2026-12-11"}, true)
+	do("acme", "customer_credit.refund", "refund-1", map[string]any{
+		"refund_ref": "tr-1", "customer_id": "cust-42", "payment_ref": "ch_1", "currency": "EUR", "amount": "4.00", "refunded_on": "2026-12-12"}, true)
 	do("acme", "settlement.record", "payout-1", map[string]any{
 		"provider": "stripe", "payout_id": "po_1", "payout_date": "2026-12-14", "currency": "EUR",
 		"gross": "130.00", "fees": "1.21", "refunds": "0.00", "net": "128.79"}, true)
