@@ -1,12 +1,15 @@
 package postgres_test
 
 import (
+	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/postgres"
 )
 
 func purchaseAtRate(rate string) map[string]any {
@@ -80,14 +83,35 @@ func TestVATRatesOnTheIssueDate(t *testing.T) {
 		t.Errorf("2025 invoice at 12%%: %q", e.Message)
 	}
 	line["vat_rate"] = "9"
-	if inv := run[ledger.InvoiceView](t, db, "acme", "invoice.create", late); inv.VAT != "27.00" {
+	inv := run[ledger.InvoiceView](t, db, "acme", "invoice.create", late)
+	if inv.VAT != "27.00" {
 		t.Errorf("2025 invoice at 9%%: VAT %s, want 27.00", inv.VAT)
+	}
+	// A 2026 credit note of it credits the invoice's own 9 %, and the
+	// January register gives that rate its code, PVM2, as it does 12 %.
+	if cn := run[ledger.CreditNoteView](t, db, "acme", "credit_note.create", map[string]any{
+		"invoice_number": inv.Number, "issue_date": "2026-01-05", "reason": "returned", "full": true,
+	}); cn.VAT != "27.00" {
+		t.Errorf("2026 credit note of the 2025 invoice: VAT %s, want 27.00", cn.VAT)
 	}
 	early := invoiceBody("order-2")
 	early["issue_date"] = "2026-01-01"
 	early["lines"].([]any)[0].(map[string]any)["vat_rate"] = "12"
 	if inv := run[ledger.InvoiceView](t, db, "acme", "invoice.create", early); inv.VAT != "36.00" {
 		t.Errorf("2026 invoice at 12%%: VAT %s, want 36.00", inv.VAT)
+	}
+	r, err := postgres.Register(testContext(t), db, "acme", ledger.Period{Year: 2026, Month: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]string{}
+	for _, d := range r.ISAF(time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)).SourceDocuments.SalesInvoices.Invoices {
+		for _, tot := range d.DocumentTotals.Totals {
+			codes[d.InvoiceType+" "+tot.TaxPercentage] = tot.TaxCode
+		}
+	}
+	if want := map[string]string{"KS 9": "PVM2", "SF 12": "PVM2"}; !maps.Equal(codes, want) {
+		t.Errorf("January i.SAF codes %v, want %v", codes, want)
 	}
 	requireBooksBalance(t, db)
 }
