@@ -187,7 +187,7 @@ func companyCountry(field, v string) *Error {
 // isafTaxCode is the i.SAF code of a rate Lithuania has had in any period
 // of the table, or "" for a rate it never had. It needs no date: a code
 // follows the Article a rate is charged under, and a rate keeps its code
-// across periods (TestEveryLithuanianRateHasAnISAFCode), so a credit note
+// across periods (TestVATRateCodesAgreeAcrossPeriods), so a credit note
 // of 2026 at the 9 % of the 2025 invoice it corrects still gets PVM2.
 func isafTaxCode(rate decimal.Decimal) string {
 	for _, p := range vatRates["LT"] {
