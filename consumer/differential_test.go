@@ -110,7 +110,7 @@ func genSequence(t *rapid.T) sequence {
 				lines = append(lines, map[string]any{
 					"description": "item", "quantity": fmt.Sprint(rapid.IntRange(1, 3).Draw(t, "qty")),
 					"unit_price": money(t, "price", 10000),
-					"vat_rate":   rapid.SampledFrom([]string{"0", "5", "9", "21"}).Draw(t, "rate"),
+					"vat_rate":   rapid.SampledFrom([]string{"0", "5", "12", "21"}).Draw(t, "rate"),
 				})
 			}
 			series := rapid.SampledFrom([]string{"INV", "INV", "INV", "INV", "INV", "CN", "ZZ"}).Draw(t, "series")
@@ -133,7 +133,7 @@ func genSequence(t *rapid.T) sequence {
 			case 1:
 				body["lines"] = []any{map[string]any{"line": rapid.IntRange(1, 2).Draw(t, "line"), "quantity": fmt.Sprint(rapid.IntRange(1, 2).Draw(t, "qty"))}}
 			default:
-				body["amounts"] = []any{map[string]any{"vat_rate": rapid.SampledFrom([]string{"21", "9"}).Draw(t, "rate"), "net": money(t, "net", 50000)}}
+				body["amounts"] = []any{map[string]any{"vat_rate": rapid.SampledFrom([]string{"21", "12"}).Draw(t, "rate"), "net": money(t, "net", 50000)}}
 			}
 			add(delivery{company: c, command: "credit_note.create", key: fresh("cn"), body: body})
 		},

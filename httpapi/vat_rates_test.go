@@ -16,8 +16,10 @@ import (
 	"github.com/onceledger/onceledger/protocol"
 )
 
-// A Lithuanian company's document at 17 % is refused the same way over
-// HTTP and over NATS, and posts nothing: no row, no number.
+// A Lithuanian company's document at a rate its country does not have on
+// the document's date (17 %, or the 9 % Law No XV-287 removed from
+// 2026-01-01) is refused the same way over HTTP and over NATS, and posts
+// nothing: no row, no number.
 func TestVATRateNotOfTheCompanysCountry(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t, Config{})
@@ -40,37 +42,45 @@ func TestVATRateNotOfTheCompanysCountry(t *testing.T) {
 	invoice := readExample(t, "invoice.json")
 	purchase := readExample(t, "purchase_invoice.json")
 	for _, tc := range []struct {
-		command, path string
-		body          []byte
+		name, command, path string
+		body                []byte
+		rate, date          string
+		want                string
 	}{
-		{"invoice.create", "/v1/sales/invoices/create", invoice},
-		{"purchase_invoice.record", "/v1/purchases/invoices/record", purchase},
+		{"invoice at 17", "invoice.create", "/v1/sales/invoices/create", invoice, "17", "2026-12-02",
+			"lines[0].vat_rate: 17 is not a VAT rate of LT on 2026-12-02 (allowed: 21, 12, 5, 0)"},
+		{"purchase at 17", "purchase_invoice.record", "/v1/purchases/invoices/record", purchase, "17", "2026-12-03",
+			"lines[0].vat_rate: 17 is not a VAT rate of LT on 2026-12-03 (allowed: 21, 12, 5, 0)"},
+		{"2026 invoice at 9", "invoice.create", "/v1/sales/invoices/create", invoice, "9", "2026-12-02",
+			"lines[0].vat_rate: 9 is not a VAT rate of LT on 2026-12-02 (allowed: 21, 12, 5, 0)"},
 	} {
-		body := bytes.Replace(tc.body, []byte(`"vat_rate": "21"`), []byte(`"vat_rate": "17"`), 1)
+		body := bytes.Replace(tc.body, []byte(`"vat_rate": "21"`), []byte(`"vat_rate": "`+tc.rate+`"`), 1)
 		if bytes.Equal(body, tc.body) {
-			t.Fatalf("%s: the example has no 21%% line to change", tc.command)
+			t.Fatalf("%s: the example has no 21%% line to change", tc.name)
 		}
-		const want = "lines[0].vat_rate: 17 is not a VAT rate of LT (allowed: 21, 9, 5, 0)"
 
-		r := e.post(tc.path, acme, tc.command+"-http", body)
+		r := e.post(tc.path, acme, tc.name+" http", body)
 		p := r.problem(t)
-		if r.status != http.StatusBadRequest || p.Code != ledger.CodeInvalidCommand || p.Detail != want || p.Retryable {
-			t.Fatalf("%s over HTTP: %d %s", tc.command, r.status, r.body)
+		if r.status != http.StatusBadRequest || p.Code != ledger.CodeInvalidCommand || p.Detail != tc.want || p.Retryable {
+			t.Fatalf("%s over HTTP: %d %s", tc.name, r.status, r.body)
 		}
 		e.conforms(r, "Problem")
 
-		res, err := cl.Publish(ctx, "acme", tc.command, tc.command+"-nats", body)
+		res, err := cl.Publish(ctx, "acme", tc.command, tc.name+" nats", body)
 		if err != nil {
-			t.Fatalf("%s over NATS: %v", tc.command, err)
+			t.Fatalf("%s over NATS: %v", tc.name, err)
 		}
-		if res.Status != protocol.StatusError || res.Error == nil || res.Error.Code != ledger.CodeInvalidCommand || res.Error.Message != want || res.Error.Retryable {
-			t.Fatalf("%s over NATS: %+v", tc.command, res)
+		if res.Status != protocol.StatusError || res.Error == nil || res.Error.Code != ledger.CodeInvalidCommand || res.Error.Message != tc.want || res.Error.Retryable {
+			t.Fatalf("%s over NATS: %+v", tc.name, res)
 		}
 		// The same answer, details included.
 		httpDetails, _ := json.Marshal(p.Details)
 		natsDetails, _ := json.Marshal(res.Error.Details)
 		if !bytes.Equal(httpDetails, natsDetails) {
-			t.Errorf("%s: details over HTTP %s, over NATS %s", tc.command, httpDetails, natsDetails)
+			t.Errorf("%s: details over HTTP %s, over NATS %s", tc.name, httpDetails, natsDetails)
+		}
+		if p.Details["date"] != tc.date {
+			t.Errorf("%s: details %s, want the date %s", tc.name, httpDetails, tc.date)
 		}
 	}
 

@@ -17,8 +17,9 @@
 //     strings (Decimal), rounded half up to the currency's minor unit per
 //     line, and VAT is computed per line and summed per rate (Totals).
 //     Results and events carry exactly the currency's minor-unit digits.
-//   - VAT rates are those of the company's country (CheckVATRates, one
-//     table in vatrate.go that also holds Lithuania's i.SAF codes). Decode
+//   - VAT rates are those of the company's country in force on the
+//     document's issue date (CheckVATRates, one table of dated periods in
+//     vatrate.go that also holds Lithuania's i.SAF codes). Decode
 //     cannot know the company, so the storage edge applies the rule when it
 //     executes a document, before allocating its number; company.create
 //     accepts only a country with a table. The database does not check

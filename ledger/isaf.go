@@ -37,8 +37,12 @@ const isafNoData = "ND"
 
 // ISAFTaxCode maps a VAT rate to the VMI's VAT classifier code: the codes
 // live next to Lithuania's rates in the table of VAT rates (vatrate.go), so
-// every rate a Lithuanian company may post has one. A rate Lithuania does
-// not have gets no code.
+// every rate a Lithuanian company may post on some date has one. The code
+// follows the Article of the VAT Law a rate is charged under, which a rate
+// keeps across the table's periods (9 % up to 2025 and the 12 % that
+// replaced it are both Article 19(3), PVM2), so it takes no date: a month's
+// register, and a credit note at the rate of the older invoice it corrects,
+// get the same code either way. A rate Lithuania never had gets no code.
 func ISAFTaxCode(rate decimal.Decimal) string { return isafTaxCode(rate) }
 
 // ISAFFile is the root element of an i.SAF file.

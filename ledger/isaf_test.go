@@ -31,7 +31,7 @@ func exampleRegister() *ledger.Register {
 			Counterparty: ledger.Party{ID: "sup-1", Name: "Tiekėjas UAB", Country: "LT"},
 			Rates:        []ledger.RateTotal{rate("21", "500.00", "105.00")}},
 		{Type: ledger.DocumentInvoice, Number: "INV-2026-000001", Date: day("2026-12-02"), Counterparty: customer, Currency: eur,
-			Rates: []ledger.RateTotal{rate("21", "300.00", "63.00"), rate("9", "50.00", "4.50")}},
+			Rates: []ledger.RateTotal{rate("21", "300.00", "63.00"), rate("12", "50.00", "6.00")}},
 	})
 }
 
@@ -43,7 +43,7 @@ func ExampleRegister_WriteCSV() {
 	}
 	// Output:
 	// type,number,date,counterparty_id,counterparty_vat_id,counterparty_country,counterparty_name,taxable_value,vat_rate,vat_amount,currency,reference_number
-	// invoice,INV-2026-000001,2026-12-02,cust-42,LT100000000010,LT,UAB Pavyzdys,50.00,9,4.50,EUR,
+	// invoice,INV-2026-000001,2026-12-02,cust-42,LT100000000010,LT,UAB Pavyzdys,50.00,12,6.00,EUR,
 	// invoice,INV-2026-000001,2026-12-02,cust-42,LT100000000010,LT,UAB Pavyzdys,300.00,21,63.00,EUR,
 	// purchase_invoice,TK-0042,2026-12-03,sup-1,,LT,Tiekėjas UAB,500.00,21,105.00,EUR,
 	// credit_note,CN-2026-000001,2026-12-10,cust-42,LT100000000010,LT,UAB Pavyzdys,-100.00,21,-21.00,EUR,INV-2026-000001
@@ -51,7 +51,9 @@ func ExampleRegister_WriteCSV() {
 
 func TestISAFTaxCode(t *testing.T) {
 	for rate, want := range map[string]string{
-		"21": "PVM1", "21.0000": "PVM1", "9": "PVM2", "5": "PVM3", "0": "PVM5", "0.0000": "PVM5", "12": "", "20.9": "",
+		// 9 % up to 2025 and the 12 % that replaced it from 2026 are both
+		// Article 19(3).
+		"21": "PVM1", "21.0000": "PVM1", "9": "PVM2", "12": "PVM2", "12.00": "PVM2", "5": "PVM3", "0": "PVM5", "0.0000": "PVM5", "17": "", "20.9": "",
 	} {
 		if got := ledger.ISAFTaxCode(dec(rate)); got != want {
 			t.Errorf("ISAFTaxCode(%s) = %q, want %q", rate, got, want)

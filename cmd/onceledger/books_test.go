@@ -18,7 +18,7 @@ import (
 )
 
 // booksDatabase returns a migrated database holding acme's December 2026:
-// an invoice of 417.50 (300.00 at 21%, 50.00 at 9%), a credit note of one
+// an invoice of 419.00 (300.00 at 21%, 50.00 at 12%), a credit note of one
 // consulting hour (121.00), a bank payment of 100.00 and a supplier's
 // invoice of 500.00 + 105.00 VAT.
 func booksDatabase(t *testing.T) string {
@@ -40,7 +40,7 @@ func booksDatabase(t *testing.T) string {
 		{"invoice.create", `{"order_id": "o-1", "customer": {"id": "cust-42", "name": "UAB Pavyzdys", "vat_id": "LT100000000010", "country": "LT"},
 			"currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16",
 			"lines": [{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"},
-			          {"description": "Books", "quantity": "1", "unit_price": "50.00", "vat_rate": "9"}]}`},
+			          {"description": "Accommodation", "quantity": "1", "unit_price": "50.00", "vat_rate": "12"}]}`},
 		{"credit_note.create", `{"invoice_number": "INV-2026-000001", "issue_date": "2026-12-10", "reason": "one hour not delivered",
 			"lines": [{"line": 1, "quantity": "1"}]}`},
 		{"payment.record", `{"payment_ref": "bank-1", "customer_id": "cust-42", "received_on": "2026-12-15", "currency": "EUR", "amount": "100.00",
@@ -84,15 +84,15 @@ func TestBooks(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		// Receivables 417.50 − 121.00 − 100.00; all debits 1243.50 = all credits.
-		requireOut(t, out, "Trial balance of acme as of 2026-12-31", "Accounts receivable", "196.50", "Total", "1243.50", "-605.00")
+		// Receivables 419.00 − 121.00 − 100.00; all debits 1245.00 = all credits.
+		requireOut(t, out, "Trial balance of acme as of 2026-12-31", "Accounts receivable", "198.00", "Total", "1245.00", "-605.00")
 
 		code, out, _ = books("trial-balance", "-company", "acme", "-date", "2026-12-31", "-format", "json")
 		var v ledger.TrialBalanceView
 		if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil {
 			t.Fatalf("json: exit %d, %v:\n%s", code, err, out)
 		}
-		if !v.Balanced || len(v.Totals) != 1 || v.Totals[0].Debits != "1243.50" || v.Totals[0].Credits != "1243.50" {
+		if !v.Balanced || len(v.Totals) != 1 || v.Totals[0].Debits != "1245.00" || v.Totals[0].Credits != "1245.00" {
 			t.Fatalf("json totals: %+v", v.Totals)
 		}
 		// Today's by default.
@@ -108,14 +108,14 @@ func TestBooks(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		requireOut(t, out, "Account 1200 Accounts receivable (asset) of acme, 2026-12-05 to 2026-12-31",
-			"Opening balance", "417.50", "Credit note CN-2026-000001 for invoice INV-2026-000001", "296.50", "Payment bank-1", "196.50", "Closing balance")
+			"Opening balance", "419.00", "Credit note CN-2026-000001 for invoice INV-2026-000001", "298.00", "Payment bank-1", "198.00", "Closing balance")
 
 		code, out, _ = books("account", "-company", "acme", "-account", "1200", "-format", "json")
 		var v ledger.AccountLedgerView
 		if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil {
 			t.Fatalf("json: exit %d, %v:\n%s", code, err, out)
 		}
-		if c := v.Currencies[0]; len(c.Entries) != 3 || c.Entries[0].Balance != "417.50" || c.Entries[2].Balance != "196.50" || c.Closing != "196.50" {
+		if c := v.Currencies[0]; len(c.Entries) != 3 || c.Entries[0].Balance != "419.00" || c.Entries[2].Balance != "198.00" || c.Closing != "198.00" {
 			t.Fatalf("json: %+v", v)
 		}
 	})
@@ -126,14 +126,14 @@ func TestBooks(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		requireOut(t, out, "Invoice INV-2026-000001", "UAB Pavyzdys (cust-42, LT100000000010, LT)", "Status    partially_paid",
-			"Consulting", "CN-2026-000001", "one hour not delivered", "bank-1", "Credited  121.00", "Paid      100.00", "Open EUR  196.50")
+			"Consulting", "CN-2026-000001", "one hour not delivered", "bank-1", "Credited  121.00", "Paid      100.00", "Open EUR  198.00")
 
 		code, out, _ = books("invoice", "-company", "acme", "-invoice", "INV-2026-000001", "-format", "json")
 		var v ledger.InvoiceDetailView
 		if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil {
 			t.Fatalf("json: exit %d, %v:\n%s", code, err, out)
 		}
-		if v.Status != ledger.InvoicePartiallyPaid || v.Open != "196.50" || v.Invoice.Gross != "417.50" {
+		if v.Status != ledger.InvoicePartiallyPaid || v.Open != "198.00" || v.Invoice.Gross != "419.00" {
 			t.Fatalf("json: %+v", v)
 		}
 		// By id too.
@@ -148,15 +148,15 @@ func TestBooks(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		requireOut(t, out, "VAT return of acme (LT100000000010) for 2026-12 (2026-12-01 to 2026-12-31)", "EUR",
-			"200.00", "42.00", "4.50", "105.00", "-58.50")
+			"200.00", "42.00", "6.00", "105.00", "-57.00")
 
 		code, out, _ = books("vat-return", "-company", "acme", "-period", "2026-12", "-format", "json")
 		var v ledger.VATReturnView
 		if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil {
 			t.Fatalf("json: exit %d, %v:\n%s", code, err, out)
 		}
-		// Output: 21% 300.00 − 100.00 = 200.00 with 42.00 VAT, 9% 50.00 with 4.50; input 105.00.
-		if c := v.Currencies[0]; c.OutputVAT != "46.50" || c.InputVAT != "105.00" || c.Payable != "-58.50" ||
+		// Output: 21% 300.00 − 100.00 = 200.00 with 42.00 VAT, 12% 50.00 with 6.00; input 105.00.
+		if c := v.Currencies[0]; c.OutputVAT != "48.00" || c.InputVAT != "105.00" || c.Payable != "-57.00" ||
 			len(c.Output) != 2 || c.Output[1] != (ledger.RateView{Rate: "21", Net: "200.00", VAT: "42.00"}) {
 			t.Fatalf("json: %+v", v)
 		}
@@ -169,7 +169,7 @@ func TestBooks(t *testing.T) {
 		}
 		want := strings.Join([]string{
 			strings.Join(ledger.RegisterCSVHeader, ","),
-			"invoice,INV-2026-000001,2026-12-02,cust-42,LT100000000010,LT,UAB Pavyzdys,50.00,9,4.50,EUR,",
+			"invoice,INV-2026-000001,2026-12-02,cust-42,LT100000000010,LT,UAB Pavyzdys,50.00,12,6.00,EUR,",
 			"invoice,INV-2026-000001,2026-12-02,cust-42,LT100000000010,LT,UAB Pavyzdys,300.00,21,63.00,EUR,",
 			"purchase_invoice,TK-0042,2026-12-03,sup-1,LT100000000020,LT,Tiekėjas UAB,500.00,21,105.00,EUR,",
 			"credit_note,CN-2026-000001,2026-12-10,cust-42,LT100000000010,LT,UAB Pavyzdys,-100.00,21,-21.00,EUR,INV-2026-000001",

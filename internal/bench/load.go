@@ -83,7 +83,7 @@ func newInvoiceTemplate() (template, error) {
 		"currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16",
 		"lines": []map[string]string{
 			{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"},
-			{"description": "Books", "quantity": "2", "unit_price": "12.50", "vat_rate": "9"},
+			{"description": "Accommodation", "quantity": "2", "unit_price": "12.50", "vat_rate": "12"},
 			{"description": "Travel", "quantity": "1", "unit_price": "80.00", "vat_rate": "0"},
 		},
 	}, orderSlot)

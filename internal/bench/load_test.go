@@ -9,7 +9,7 @@ func TestTemplateFillsSlotsWhereverEncodingPutsThem(t *testing.T) {
 	t.Parallel()
 	// json.Marshal sorts map keys, so the slots appear in the text in
 	// another order than they are given.
-	tmpl, err := newPaymentTemplate("470.25")
+	tmpl, err := newPaymentTemplate("471.00")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,8 +24,8 @@ func TestTemplateFillsSlotsWhereverEncodingPutsThem(t *testing.T) {
 	if err := json.Unmarshal(tmpl.body("key-7", "INV-2026-000042"), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Ref != "key-7" || got.Amount != "470.25" || len(got.Allocations) != 1 ||
-		got.Allocations[0].Number != "INV-2026-000042" || got.Allocations[0].Amount != "470.25" {
+	if got.Ref != "key-7" || got.Amount != "471.00" || len(got.Allocations) != 1 ||
+		got.Allocations[0].Number != "INV-2026-000042" || got.Allocations[0].Amount != "471.00" {
 		t.Fatalf("payment body %+v", got)
 	}
 

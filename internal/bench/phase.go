@@ -343,11 +343,11 @@ func resultTemplate() (string, error) {
 		Currency: "EUR", IssueDate: "2026-12-02", DueDate: "2026-12-16",
 		Lines: []ledger.InvoiceLineView{
 			line("Consulting", "3", "100.00", "21", "300.00", "63.00", "363.00"),
-			line("Books", "2", "12.50", "9", "25.00", "2.25", "27.25"),
+			line("Accommodation", "2", "12.50", "12", "25.00", "3.00", "28.00"),
 			line("Travel", "1", "80.00", "0", "80.00", "0.00", "80.00"),
 		},
-		VATBreakdown: []ledger.RateView{{Rate: "21", Net: "300.00", VAT: "63.00"}, {Rate: "9", Net: "25.00", VAT: "2.25"}, {Rate: "0", Net: "80.00", VAT: "0.00"}},
-		Net:          "405.00", VAT: "65.25", Gross: "470.25", JournalEntryID: "0193a0c4-7e36-7c2d-8b0a-6e4f1d2c3b5a",
+		VATBreakdown: []ledger.RateView{{Rate: "21", Net: "300.00", VAT: "63.00"}, {Rate: "12", Net: "25.00", VAT: "3.00"}, {Rate: "0", Net: "80.00", VAT: "0.00"}},
+		Net:          "405.00", VAT: "66.00", Gross: "471.00", JournalEntryID: "0193a0c4-7e36-7c2d-8b0a-6e4f1d2c3b5a",
 	})
 	if err != nil {
 		return "", err

@@ -248,8 +248,8 @@ func (p *planner) invoice(order string) (body, changed []byte) {
 		"unit_price": fmt.Sprintf("%d.%02d", 10+p.rng.IntN(90), p.rng.IntN(100)), "vat_rate": "21",
 	}}
 	if p.rng.IntN(2) == 0 {
-		lines = append(lines, map[string]string{"description": "Books", "quantity": fmt.Sprint(1 + p.rng.IntN(5)),
-			"unit_price": fmt.Sprintf("%d.50", 1+p.rng.IntN(20)), "vat_rate": "9"})
+		lines = append(lines, map[string]string{"description": "Accommodation", "quantity": fmt.Sprint(1 + p.rng.IntN(5)),
+			"unit_price": fmt.Sprintf("%d.50", 1+p.rng.IntN(20)), "vat_rate": "12"})
 	}
 	if p.rng.IntN(3) == 0 {
 		lines = append(lines, map[string]string{"description": "Export freight", "quantity": "1",

@@ -49,12 +49,12 @@ func requireInvoiceState(t *testing.T, db *pgxpool.Pool, number, status, open st
 // A month of books, December 2026, plus one January invoice that every
 // December report must leave out:
 //
-//	12-02 INV-2026-000001 cust-42: 3 × 100.00 at 21%, 1 × 50.00 at 9%  Dr 1200 417.50 / Cr 4000 350.00, 2300 67.50
+//	12-02 INV-2026-000001 cust-42: 3 × 100.00 at 21%, 1 × 50.00 at 12% Dr 1200 419.00 / Cr 4000 350.00, 2300 69.00
 //	12-03 TK-0042 from sup-1: rent 500.00 (6000), laptop 1200.00 (1500), 21%  Dr 6000, 1500, 1300 357.00 / Cr 2100 2057.00
 //	12-10 CN-2026-000001: one consulting hour back                       Dr 4000 100.00, 2300 21.00 / Cr 1200 121.00
 //	12-15 payment bank-1, 100.00 to INV-2026-000001 at the bank          Dr 1100 / Cr 1200 100.00
-//	12-20 payment psp-1, 196.50 at the provider: the invoice is paid      Dr 1250 / Cr 1200 196.50
-//	12-22 payout po-1: 196.50 less 2.50 fees                              Dr 1100 194.00, 6100 2.50 / Cr 1250 196.50
+//	12-20 payment psp-1, 198.00 at the provider: the invoice is paid      Dr 1250 / Cr 1200 198.00
+//	12-22 payout po-1: 198.00 less 2.50 fees                              Dr 1100 195.50, 6100 2.50 / Cr 1250 198.00
 //	12-28 INV-2026-000002 cust-lv (no VAT id): 2 × 80.00 at 0%            Dr 1200 / Cr 4000 160.00
 //	12-31 depreciation of the laptop, 1200.00 over 24 months             Dr 6800 / Cr 1590 50.00
 //	01-05 INV-2027-000003 cust-42: 10.00 at 21%                           Dr 1200 12.10 / Cr 4000 10.00, 2300 2.10
@@ -69,10 +69,10 @@ func TestBooks(t *testing.T) {
 		"order_id": "o-1", "customer": customer, "currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16",
 		"lines": []any{
 			map[string]any{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"},
-			map[string]any{"description": "Books", "quantity": "1", "unit_price": "50.00", "vat_rate": "9"},
+			map[string]any{"description": "Accommodation", "quantity": "1", "unit_price": "50.00", "vat_rate": "12"},
 		},
 	})
-	requireInvoiceState(t, db, "INV-2026-000001", ledger.InvoiceOpen, "417.50")
+	requireInvoiceState(t, db, "INV-2026-000001", ledger.InvoiceOpen, "419.00")
 	post(t, db, "purchase_invoice.record", map[string]any{
 		"supplier":        map[string]any{"id": "sup-1", "name": "Tiekėjas UAB", "vat_id": "LT100000000020", "country": "LT"},
 		"document_number": "TK-0042", "issue_date": "2026-12-03", "due_date": "2026-12-31", "currency": "EUR",
@@ -85,20 +85,20 @@ func TestBooks(t *testing.T) {
 		"invoice_number": "INV-2026-000001", "issue_date": "2026-12-10", "reason": "one consulting hour not delivered",
 		"lines": []any{map[string]any{"line": 1, "quantity": "1"}},
 	})
-	requireInvoiceState(t, db, "INV-2026-000001", ledger.InvoiceOpen, "296.50")
+	requireInvoiceState(t, db, "INV-2026-000001", ledger.InvoiceOpen, "298.00")
 	post(t, db, "payment.record", map[string]any{
 		"payment_ref": "bank-1", "customer_id": "cust-42", "received_on": "2026-12-15", "currency": "EUR", "amount": "100.00",
 		"allocations": []any{map[string]any{"invoice_number": "INV-2026-000001", "amount": "100.00"}},
 	})
-	requireInvoiceState(t, db, "INV-2026-000001", ledger.InvoicePartiallyPaid, "196.50")
+	requireInvoiceState(t, db, "INV-2026-000001", ledger.InvoicePartiallyPaid, "198.00")
 	post(t, db, "payment.record", map[string]any{
-		"payment_ref": "psp-1", "customer_id": "cust-42", "received_on": "2026-12-20", "method": "provider", "currency": "EUR", "amount": "196.50",
-		"allocations": []any{map[string]any{"invoice_number": "INV-2026-000001", "amount": "196.50"}},
+		"payment_ref": "psp-1", "customer_id": "cust-42", "received_on": "2026-12-20", "method": "provider", "currency": "EUR", "amount": "198.00",
+		"allocations": []any{map[string]any{"invoice_number": "INV-2026-000001", "amount": "198.00"}},
 	})
 	paid := requireInvoiceState(t, db, "INV-2026-000001", ledger.InvoicePaid, "0.00")
 	post(t, db, "settlement.record", map[string]any{
 		"provider": "stripe", "payout_id": "po-1", "payout_date": "2026-12-22", "currency": "EUR",
-		"gross": "196.50", "fees": "2.50", "refunds": "0.00", "net": "194.00",
+		"gross": "198.00", "fees": "2.50", "refunds": "0.00", "net": "195.50",
 	})
 	post(t, db, "invoice.create", map[string]any{
 		"order_id": "o-2", "customer": map[string]any{"id": "cust-lv", "name": "SIA Piemērs", "country": "LV"},
@@ -120,16 +120,16 @@ func TestBooks(t *testing.T) {
 			t.Fatalf("detail: %+v", paid)
 		}
 		cn, p1, p2 := paid.CreditNotes[0], paid.Payments[0], paid.Payments[1]
-		if paid.Invoice.Gross != "417.50" || paid.Credited != "121.00" || paid.Paid != "296.50" ||
+		if paid.Invoice.Gross != "419.00" || paid.Credited != "121.00" || paid.Paid != "298.00" ||
 			cn.Number != "CN-2026-000001" || cn.Net != "100.00" || cn.VAT != "21.00" || cn.Gross != "121.00" ||
 			p1.PaymentRef != "bank-1" || p1.Amount != "100.00" || p1.Method != "bank" ||
-			p2.PaymentRef != "psp-1" || p2.Amount != "196.50" || p2.Method != "provider" {
+			p2.PaymentRef != "psp-1" || p2.Amount != "198.00" || p2.Method != "provider" {
 			t.Fatalf("detail: %+v", paid)
 		}
 		inv := paid.Invoice
 		if len(inv.Lines) != 2 || inv.Lines[0].Quantity != "3" || inv.Lines[0].UnitPrice != "100" || inv.Lines[0].VATRate != "21" ||
-			inv.Lines[1].Net != "50.00" || inv.Lines[1].VAT != "4.50" || len(inv.VATBreakdown) != 2 ||
-			inv.VATBreakdown[0] != (ledger.RateView{Rate: "9", Net: "50.00", VAT: "4.50"}) ||
+			inv.Lines[1].Net != "50.00" || inv.Lines[1].VAT != "6.00" || len(inv.VATBreakdown) != 2 ||
+			inv.VATBreakdown[0] != (ledger.RateView{Rate: "12", Net: "50.00", VAT: "6.00"}) ||
 			inv.VATBreakdown[1] != (ledger.RateView{Rate: "21", Net: "300.00", VAT: "63.00"}) ||
 			inv.Customer.VATID != "LT100000000010" || inv.IssueDate != "2026-12-02" || inv.DueDate != "2026-12-16" {
 			t.Fatalf("invoice: %+v", inv)
@@ -151,14 +151,14 @@ func TestBooks(t *testing.T) {
 		}
 		v := tb.View()
 		want := map[string][3]string{ // debits, credits, balance
-			"1100": {"294.00", "0.00", "294.00"},
-			"1200": {"577.50", "417.50", "160.00"},
-			"1250": {"196.50", "196.50", "0.00"},
+			"1100": {"295.50", "0.00", "295.50"},
+			"1200": {"579.00", "419.00", "160.00"},
+			"1250": {"198.00", "198.00", "0.00"},
 			"1300": {"357.00", "0.00", "357.00"},
 			"1500": {"1200.00", "0.00", "1200.00"},
 			"1590": {"0.00", "50.00", "-50.00"},
 			"2100": {"0.00", "2057.00", "-2057.00"},
-			"2300": {"21.00", "67.50", "-46.50"},
+			"2300": {"21.00", "69.00", "-48.00"},
 			"4000": {"100.00", "510.00", "-410.00"},
 			"6000": {"500.00", "0.00", "500.00"},
 			"6100": {"2.50", "0.00", "2.50"},
@@ -175,7 +175,7 @@ func TestBooks(t *testing.T) {
 				t.Errorf("account %s %s: %s %s %s, want %v", r.Code, r.Currency, r.Debits, r.Credits, r.Balance, w)
 			}
 		}
-		if len(v.Totals) != 1 || v.Totals[0] != (ledger.TrialBalanceTotalView{Currency: "EUR", Debits: "3298.50", Credits: "3298.50", Balance: "0.00"}) || !v.Balanced {
+		if len(v.Totals) != 1 || v.Totals[0] != (ledger.TrialBalanceTotalView{Currency: "EUR", Debits: "3303.00", Credits: "3303.00", Balance: "0.00"}) || !v.Balanced {
 			t.Fatalf("totals: %+v balanced %v", v.Totals, v.Balanced)
 		}
 		if v.Accounts[1].Name != "Accounts receivable" || v.Accounts[1].Type != ledger.TypeAsset {
@@ -188,11 +188,11 @@ func TestBooks(t *testing.T) {
 			t.Fatal(err)
 		}
 		av := all.View()
-		if av.Totals[0].Debits != "3310.60" || !av.Balanced {
+		if av.Totals[0].Debits != "3315.10" || !av.Balanced {
 			t.Fatalf("all totals: %+v", av.Totals)
 		}
 		for _, r := range av.Accounts {
-			if r.Code == "1200" && r.Balance != "172.10" || r.Code == "2300" && r.Balance != "-48.60" || r.Code == "4000" && r.Balance != "-420.00" {
+			if r.Code == "1200" && r.Balance != "172.10" || r.Code == "2300" && r.Balance != "-50.10" || r.Code == "4000" && r.Balance != "-420.00" {
 				t.Errorf("everything: account %s balance %s", r.Code, r.Balance)
 			}
 		}
@@ -214,13 +214,13 @@ func TestBooks(t *testing.T) {
 			t.Fatalf("currencies: %+v", v.Currencies)
 		}
 		c := v.Currencies[0]
-		if c.Currency != "EUR" || c.Opening != "417.50" || c.Debits != "160.00" || c.Credits != "417.50" || c.Closing != "160.00" {
+		if c.Currency != "EUR" || c.Opening != "419.00" || c.Debits != "160.00" || c.Credits != "419.00" || c.Closing != "160.00" {
 			t.Fatalf("EUR: opening %s debits %s credits %s closing %s", c.Opening, c.Debits, c.Credits, c.Closing)
 		}
 		want := []struct{ date, source, debit, credit, balance string }{
-			{"2026-12-10", "credit_note", "0.00", "121.00", "296.50"},
-			{"2026-12-15", "payment", "0.00", "100.00", "196.50"},
-			{"2026-12-20", "payment", "0.00", "196.50", "0.00"},
+			{"2026-12-10", "credit_note", "0.00", "121.00", "298.00"},
+			{"2026-12-15", "payment", "0.00", "100.00", "198.00"},
+			{"2026-12-20", "payment", "0.00", "198.00", "0.00"},
 			{"2026-12-28", "invoice", "160.00", "0.00", "160.00"},
 		}
 		if len(c.Entries) != len(want) {
@@ -245,7 +245,7 @@ func TestBooks(t *testing.T) {
 			t.Fatal(err)
 		}
 		ac := all.View().Currencies[0]
-		if ac.Opening != "0.00" || len(ac.Entries) != 6 || ac.Entries[0].Balance != "417.50" || ac.Closing != "172.10" {
+		if ac.Opening != "0.00" || len(ac.Entries) != 6 || ac.Entries[0].Balance != "419.00" || ac.Closing != "172.10" {
 			t.Fatalf("unbounded: %+v", ac)
 		}
 		_, err = postgres.AccountLedger(ctx, db, "acme", "9999", ledger.Date{}, ledger.Date{})
@@ -262,12 +262,12 @@ func TestBooks(t *testing.T) {
 			t.Fatalf("return: %+v", v)
 		}
 		c := v.Currencies[0]
-		wantOut := []ledger.RateView{{Rate: "0", Net: "160.00", VAT: "0.00"}, {Rate: "9", Net: "50.00", VAT: "4.50"}, {Rate: "21", Net: "200.00", VAT: "42.00"}}
+		wantOut := []ledger.RateView{{Rate: "0", Net: "160.00", VAT: "0.00"}, {Rate: "12", Net: "50.00", VAT: "6.00"}, {Rate: "21", Net: "200.00", VAT: "42.00"}}
 		wantIn := []ledger.RateView{{Rate: "21", Net: "1700.00", VAT: "357.00"}}
 		if !slices.Equal(c.Output, wantOut) || !slices.Equal(c.Input, wantIn) {
 			t.Fatalf("output %+v input %+v", c.Output, c.Input)
 		}
-		if c.OutputVAT != "46.50" || c.InputVAT != "357.00" || c.Payable != "-310.50" {
+		if c.OutputVAT != "48.00" || c.InputVAT != "357.00" || c.Payable != "-309.00" {
 			t.Fatalf("output %s input %s payable %s", c.OutputVAT, c.InputVAT, c.Payable)
 		}
 
@@ -296,7 +296,7 @@ func TestBooks(t *testing.T) {
 		}
 		want := [][]string{
 			ledger.RegisterCSVHeader,
-			{"invoice", "INV-2026-000001", "2026-12-02", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "50.00", "9", "4.50", "EUR", ""},
+			{"invoice", "INV-2026-000001", "2026-12-02", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "50.00", "12", "6.00", "EUR", ""},
 			{"invoice", "INV-2026-000001", "2026-12-02", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "300.00", "21", "63.00", "EUR", ""},
 			{"purchase_invoice", "TK-0042", "2026-12-03", "sup-1", "LT100000000020", "LT", "Tiekėjas UAB", "1700.00", "21", "357.00", "EUR", ""},
 			{"credit_note", "CN-2026-000001", "2026-12-10", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "-100.00", "21", "-21.00", "EUR", "INV-2026-000001"},
@@ -345,7 +345,7 @@ func TestBooks(t *testing.T) {
 		inv, cn, lv := sales[0], sales[1], sales[2]
 		if inv.InvoiceNo != "INV-2026-000001" || inv.InvoiceType != "SF" || inv.CustomerInfo == nil || inv.CustomerInfo.CustomerID != "cust-42" ||
 			len(inv.References.References) != 0 || len(inv.DocumentTotals.Totals) != 2 ||
-			inv.DocumentTotals.Totals[0] != (ledger.ISAFDocumentTotal{TaxableValue: "50.00", TaxCode: "PVM2", TaxPercentage: "9", Amount: "4.50"}) ||
+			inv.DocumentTotals.Totals[0] != (ledger.ISAFDocumentTotal{TaxableValue: "50.00", TaxCode: "PVM2", TaxPercentage: "12", Amount: "6.00"}) ||
 			inv.DocumentTotals.Totals[1] != (ledger.ISAFDocumentTotal{TaxableValue: "300.00", TaxCode: "PVM1", TaxPercentage: "21", Amount: "63.00"}) {
 			t.Fatalf("invoice: %+v", inv)
 		}

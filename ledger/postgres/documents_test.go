@@ -45,13 +45,13 @@ func accountBalance(t *testing.T, db *pgxpool.Pool, company, account string) str
 	return b
 }
 
-// A two-line invoice: 3 × 100.00 at 21% and 1 × 50.00 at 9% → 300 + 63,
-// 50 + 4.50: gross 417.50.
+// A two-line invoice: 3 × 100.00 at 21% and 1 × 50.00 at 12% → 300 + 63,
+// 50 + 6.00: gross 419.00.
 func twoRateInvoice(order string) map[string]any {
 	b := invoiceBody(order)
 	b["lines"] = []any{
 		map[string]any{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"},
-		map[string]any{"description": "Books", "quantity": "1", "unit_price": "50.00", "vat_rate": "9"},
+		map[string]any{"description": "Accommodation", "quantity": "1", "unit_price": "50.00", "vat_rate": "12"},
 	}
 	return b
 }
@@ -61,7 +61,7 @@ func TestCreditNotes(t *testing.T) {
 	db := newDB(t, 4)
 	createCompany(t, db, "acme")
 	inv := run[ledger.InvoiceView](t, db, "acme", "invoice.create", twoRateInvoice("o-1"))
-	if inv.Gross != "417.50" {
+	if inv.Gross != "419.00" {
 		t.Fatalf("invoice gross %s", inv.Gross)
 	}
 
@@ -70,14 +70,14 @@ func TestCreditNotes(t *testing.T) {
 		"lines": []any{map[string]any{"line": 1, "quantity": "1"}},
 	})
 	if byLine.Number != "CN-2026-000001" || byLine.Sequence != 1 || byLine.InvoiceNumber != inv.Number ||
-		byLine.Net != "100.00" || byLine.VAT != "21.00" || byLine.Gross != "121.00" || byLine.InvoiceOpen != "296.50" || byLine.InvoiceStatus != ledger.InvoiceOpen {
+		byLine.Net != "100.00" || byLine.VAT != "21.00" || byLine.Gross != "121.00" || byLine.InvoiceOpen != "298.00" || byLine.InvoiceStatus != ledger.InvoiceOpen {
 		t.Fatalf("credit by line: %+v", byLine)
 	}
 	byAmount := run[ledger.CreditNoteView](t, db, "acme", "credit_note.create", map[string]any{
-		"invoice_id": inv.InvoiceID, "issue_date": "2026-12-06", "reason": "discount on books",
-		"amounts": []any{map[string]any{"vat_rate": "9", "net": "10.00"}},
+		"invoice_id": inv.InvoiceID, "issue_date": "2026-12-06", "reason": "discount on the stay",
+		"amounts": []any{map[string]any{"vat_rate": "12", "net": "10.00"}},
 	})
-	if byAmount.Number != "CN-2026-000002" || byAmount.Gross != "10.90" {
+	if byAmount.Number != "CN-2026-000002" || byAmount.Gross != "11.20" {
 		t.Fatalf("credit by amount: %+v", byAmount)
 	}
 	// More than is left on a line, or at a rate: conflict, and no number burnt.
@@ -90,7 +90,7 @@ func TestCreditNotes(t *testing.T) {
 	}
 	runErr(t, db, "acme", "credit_note.create", map[string]any{
 		"invoice_number": inv.Number, "issue_date": "2026-12-06", "reason": "x",
-		"amounts": []any{map[string]any{"vat_rate": "9", "net": "40.01"}},
+		"amounts": []any{map[string]any{"vat_rate": "12", "net": "40.01"}},
 	}, ledger.CodeConflict)
 	runErr(t, db, "acme", "credit_note.create", map[string]any{
 		"invoice_number": inv.Number, "issue_date": "2026-12-06", "reason": "x",
@@ -107,7 +107,7 @@ func TestCreditNotes(t *testing.T) {
 	full := run[ledger.CreditNoteView](t, db, "acme", "credit_note.create", map[string]any{
 		"invoice_number": inv.Number, "issue_date": "2026-12-07", "reason": "order cancelled", "full": true,
 	})
-	if full.Number != "CN-2026-000003" || full.Gross != "285.60" || full.InvoiceOpen != "0.00" || full.InvoiceStatus != ledger.InvoiceCredited {
+	if full.Number != "CN-2026-000003" || full.Gross != "286.80" || full.InvoiceOpen != "0.00" || full.InvoiceStatus != ledger.InvoiceCredited {
 		t.Fatalf("full credit of the rest: %+v", full)
 	}
 	runErr(t, db, "acme", "credit_note.create", map[string]any{
