@@ -28,9 +28,18 @@ const maxReasonLen = 2048
 type PermanentError struct {
 	Code   ledger.Code
 	Reason string
+	// Detail is for the operator's log only, never for the answer: what
+	// the database said, say, which can quote values and internals.
+	Detail string
 }
 
-func (e *PermanentError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Reason) }
+// Error is for logs: it has the Detail, which answers never carry.
+func (e *PermanentError) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("%s: %s (%s)", e.Code, e.Reason, e.Detail)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Reason)
+}
 
 // DeadLetters publishes copies of failed messages to the dead-letter stream.
 type DeadLetters struct {
@@ -86,11 +95,11 @@ func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger *slog.Logger, 
 			if !ok {
 				return nil, err
 			}
-			code, reason := ledger.CodeInternal, err.Error()
+			code, reason, detail := ledger.CodeInternal, err.Error(), ""
 			var perm *PermanentError
 			switch {
 			case errors.As(err, &perm):
-				code, reason = perm.Code, perm.Reason
+				code, reason, detail = perm.Code, perm.Reason, perm.Detail
 			case maxDeliver > 0 && d.NumDelivered >= uint64(maxDeliver):
 				code = ledger.ErrorCode(err)
 				reason = fmt.Sprintf("still failing after %d deliveries: %v", d.NumDelivered, err)
@@ -106,7 +115,7 @@ func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger *slog.Logger, 
 				return nil, fmt.Errorf("%w (and dead-lettering failed: %v)", err, pubErr)
 			}
 			logger.Warn("message dead-lettered", "stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
-				"deliveries", d.NumDelivered, "code", code, "reason", reason,
+				"deliveries", d.NumDelivered, "code", code, "reason", reason, "detail", detail,
 				"idempotency_key", d.Msg.Headers().Get(protocol.HeaderIdempotencyKey))
 			_, command, _ := parseSubjectLoose(d.Msg.Subject())
 			metrics.count(command, outcomeDeadLettered)

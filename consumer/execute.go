@@ -524,11 +524,12 @@ func isDataException(err error) bool {
 
 // refusedData is the permanent error of a command whose values the
 // database refused: invalid_command, answered and dead-lettered at once.
+// The answer names the kind of problem, never the database's text, which
+// can quote values and internals; the operator's log has it.
 func refusedData(err error) *PermanentError {
-	var pgErr *pgconn.PgError
-	errors.As(err, &pgErr)
 	return &PermanentError{Code: ledger.CodeInvalidCommand,
-		Reason: fmt.Sprintf("the database cannot store a value of this command: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code)}
+		Reason: "a value of this command cannot be stored in the books: a number too large, a date out of range or a character the database refuses",
+		Detail: err.Error()}
 }
 
 func isUniqueViolation(err error) bool {

@@ -86,7 +86,16 @@ func (c *CreateInvoice) validate() *Error {
 			return invalid(f("vat_rate"), "must be a percentage between 0 and 100 with at most 4 decimals")
 		}
 	}
-	if !c.Totals(cur).Gross.IsPositive() {
+	t := c.Totals(cur)
+	for i, a := range t.Lines {
+		if !Storable(a.Gross) {
+			return invalid(fieldf("lines[%d]", i), "quantity × unit_price with VAT is %s, more than the books can hold (%s)", a.Gross, storableLimit)
+		}
+	}
+	if !Storable(t.Gross) {
+		return invalid("lines", "the invoice total is %s, more than the books can hold (%s)", t.Gross, storableLimit)
+	}
+	if !t.Gross.IsPositive() {
 		return invalid("lines", "the invoice total must be greater than zero")
 	}
 	return nil

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -340,5 +341,37 @@ func TestDecimalJSON(t *testing.T) {
 	b := mustJSON(t, ledger.D("100.50"))
 	if string(b) != `"100.5"` {
 		t.Fatalf("Decimal marshals to %s, want a JSON string", b)
+	}
+}
+
+// What is computed from amounts that each fit can be more than the books
+// hold (numeric(28, 8): 20 digits before the point): refused as the
+// producer's error, naming the line, before the database sees it.
+func TestInvoiceAmountsTheBooksCannotHold(t *testing.T) {
+	t.Parallel()
+	ln := func(qty, price string) string {
+		return `{"description":"x","quantity":"` + qty + `","unit_price":"` + price + `","vat_rate":"21"}`
+	}
+	body := func(lines ...string) string {
+		return `{"order_id":"o","customer":{"id":"c","name":"C","country":"LT"},"currency":"EUR",` +
+			`"issue_date":"2026-12-02","due_date":"2026-12-16","lines":[` + strings.Join(lines, ",") + `]}`
+	}
+	for _, tt := range []struct {
+		name, body, want string
+	}{
+		{"quantity × price", body(ln("99999999999", "99999999999.00")), "lines[0]: quantity × unit_price with VAT is"},
+		{"VAT takes the line over", body(ln("1", "90000000000000000000.00")), "lines[0]: quantity × unit_price with VAT is 108900000000000000000"},
+		{"the total", body(ln("1", "50000000000000000000"), ln("1", "50000000000000000000")), "lines: the invoice total is"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ledger.Decode("invoice.create", []byte(tt.body))
+			if ledger.ErrorCode(err) != ledger.CodeInvalidCommand || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "more than the books can hold") {
+				t.Fatalf("got %v, want invalid_command with %q", err, tt.want)
+			}
+		})
+	}
+	// The largest that fits is accepted.
+	if _, err := ledger.Decode("invoice.create", []byte(body(ln("1", "80000000000000000000.00")))); err != nil {
+		t.Fatalf("an invoice of 96800000000000000000.00 refused: %v", err)
 	}
 }

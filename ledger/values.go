@@ -83,6 +83,17 @@ func decimalSyntax(s string) bool {
 	return true
 }
 
+// maxStored bounds what an amount column holds: numeric(28, 8) keeps 20
+// digits before the decimal point. Inputs have at most 20 (decimalSyntax),
+// but what is computed from them (quantity × price, totals, net of a
+// payout) can have more, and is refused here rather than by the database.
+var maxStored = decimal.New(1, 20)
+
+const storableLimit = "less than 10^20 in absolute value"
+
+// Storable reports whether the books can hold d as an amount.
+func Storable(d decimal.Decimal) bool { return d.Abs().LessThan(maxStored) }
+
 // Date is a calendar date without time zone ("2026-12-02").
 type Date struct{ time.Time }
 
