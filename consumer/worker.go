@@ -150,8 +150,13 @@ func NewWorker(pool *pgxpool.Pool, nc *nats.Conn, kinds *exec.Kinds, cfg Config)
 	return &Worker{pool: pool, nc: nc, js: js, kinds: kinds, cfg: cfg}, nil
 }
 
-// Provision creates or updates the streams and the durable consumer.
+// Provision checks that the connected nats-server is one the worker runs
+// against (see MinServerVersion), then creates or updates the streams and
+// the durable consumer.
 func (w *Worker) Provision(ctx context.Context) (jetstream.Consumer, error) {
+	if err := CheckServerVersion(w.nc.ConnectedServerVersion()); err != nil {
+		return nil, fmt.Errorf("refusing to start: %w", err)
+	}
 	return provision(ctx, w.js, w.cfg.Streams, w.cfg.InboxRetention)
 }
 
@@ -207,7 +212,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	runErr := make(chan error, 1)
 	go func() { runErr <- router.Run(context.WithoutCancel(ctx)) }()
-	log.Info("worker consuming", "stream", w.cfg.Streams.Stream, "consumer", w.cfg.Streams.Durable,
+	log.Info("worker consuming", "nats_server", w.nc.ConnectedServerVersion(), "stream", w.cfg.Streams.Stream, "consumer", w.cfg.Streams.Durable,
 		"concurrency", w.cfg.Subscriber.Concurrency, "ack_mode", w.cfg.Subscriber.AckMode,
 		"batch_max", w.cfg.Batch.MaxSize, "batch_parallel", w.cfg.Batch.Parallel)
 
