@@ -240,12 +240,13 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) serveLookups(ctx context.Context) (*nats.Subscription, error) {
 	sub, err := w.nc.QueueSubscribe(protocol.ResultSubjectPrefix+"*", w.cfg.ResultQueue, func(m *nats.Msg) {
 		company := strings.TrimPrefix(m.Subject, protocol.ResultSubjectPrefix)
-		key := m.Header.Get(protocol.HeaderIdempotencyKey)
+		value := m.Header.Get(protocol.HeaderIdempotencyKey)
+		key, kerr := protocol.ParseKey(value)
 		var res protocol.Result
 		if !ledger.ValidCompanyID(company) {
-			res = protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInvalidCommand, "subject must be %s<company>", protocol.ResultSubjectPrefix))
-		} else if kerr := protocol.CheckKey(key); kerr != nil {
-			res = protocol.ErrorResult(company, key, "", kerr)
+			res = protocol.ErrorResult(company, value, "", ledger.Errorf(ledger.CodeInvalidCommand, "subject must be %s<company>", protocol.ResultSubjectPrefix))
+		} else if kerr != nil {
+			res = protocol.ErrorResult(company, value, "", kerr)
 		} else {
 			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			var err error
