@@ -215,6 +215,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	log.Info("worker consuming", "nats_server", w.nc.ConnectedServerVersion(), "stream", w.cfg.Streams.Stream, "consumer", w.cfg.Streams.Durable,
 		"concurrency", w.cfg.Subscriber.Concurrency, "ack_mode", w.cfg.Subscriber.AckMode,
 		"batch_max", w.cfg.Batch.MaxSize, "batch_parallel", w.cfg.Batch.Parallel)
+	if v := w.nc.ConnectedServerVersion(); !termWithReason(v) {
+		log.Info("nats-server is older than "+termReasonVersion+": dead-lettered commands are terminated without a reason, which the dead letter's headers carry", "nats_server", v)
+	}
 
 	select {
 	case <-ctx.Done():
