@@ -230,47 +230,18 @@ func (s *Server) authed(h handlerFunc) http.HandlerFunc {
 	}
 }
 
-// idempotencyKey reads the Idempotency-Key header: a plain value or, as the
-// IETF draft writes it, a structured-field string ("…").
+// idempotencyKey reads the Idempotency-Key header with the protocol's rule
+// (protocol.ParseKey), so a key is the same one here and over NATS.
 func idempotencyKey(h http.Header) (string, *ledger.Error) {
 	values := h.Values(protocol.HeaderIdempotencyKey)
 	if len(values) > 1 {
 		return "", ledger.Errorf(ledger.CodeIdempotencyKeyInvalid, "The %s header must appear once.", protocol.HeaderIdempotencyKey)
 	}
-	key := ""
+	value := ""
 	if len(values) == 1 {
-		key = values[0]
+		value = values[0]
 	}
-	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
-		unquoted, ok := sfString(key)
-		if !ok {
-			return "", ledger.Errorf(ledger.CodeIdempotencyKeyInvalid, "The %s header is a malformed quoted string.", protocol.HeaderIdempotencyKey)
-		}
-		key = unquoted
-	}
-	return key, protocol.CheckKey(key)
-}
-
-// sfString decodes an RFC 8941 string: printable ASCII in quotes, with \"
-// and \\ as the only escapes.
-func sfString(s string) (string, bool) {
-	var b strings.Builder
-	for i := 1; i < len(s)-1; i++ {
-		c := s[i]
-		switch {
-		case c == '\\':
-			i++
-			if i >= len(s)-1 || (s[i] != '"' && s[i] != '\\') {
-				return "", false
-			}
-			b.WriteByte(s[i])
-		case c == '"' || c < 0x20 || c > 0x7e:
-			return "", false
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), true
+	return protocol.ParseKey(value)
 }
 
 // command publishes the request body as rt's command and answers with its
@@ -299,10 +270,10 @@ func (s *Server) command(rt commandRoute) handlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
-		res, err := s.client.PublishOnce(ctx, company, rt.command, key, body)
+		res, err := s.client.PublishOnce(ctx, company, rt.command, protocol.FormatKey(key), body)
 		switch {
 		case errors.Is(err, client.ErrNoResult):
-			location := "/v1/commands/" + url.PathEscape(key)
+			location := "/v1/commands/" + url.PathEscape(protocol.FormatKey(key))
 			w.Header().Set("Location", location)
 			w.Header().Set("Retry-After", "1")
 			writeJSON(w, http.StatusAccepted, accepted{Status: "accepted", Command: rt.command, IdempotencyKey: key, Location: location})
@@ -360,14 +331,14 @@ func writeResult(w http.ResponseWriter, res protocol.Result) {
 
 // commandResult answers GET /v1/commands/{key} from the worker's inbox.
 func (s *Server) commandResult(w http.ResponseWriter, r *http.Request, company string) {
-	key := r.PathValue("key")
-	if kerr := protocol.CheckKey(key); kerr != nil {
+	key, kerr := protocol.ParseKey(r.PathValue("key"))
+	if kerr != nil {
 		writeProblem(w, kerr.Code, kerr.Message, nil)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), min(s.cfg.RequestTimeout, 5*time.Second))
 	defer cancel()
-	res, err := s.client.Lookup(ctx, company, key)
+	res, err := s.client.Lookup(ctx, company, protocol.FormatKey(key))
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		writeProblem(w, ledger.CodeInternal, "No worker answered the result lookup; retry shortly.", nil)
