@@ -510,6 +510,9 @@ func TestAddressPolicy(t *testing.T) {
 		{"fe80::1", false, false},
 		{"fd00::1", false, false},
 		{"224.0.0.1", false, false},
+		{"fd00::1%eth0", false, false},
+		{"fe80::1%eth0", false, false},
+		{"::1%lo", false, true},
 	} {
 		a := netip.MustParseAddr(c.addr)
 		if got := none.Allowed(a); got != c.none {
