@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/netip"
@@ -67,8 +68,29 @@ func TestSecretsAreShownOnceAndStoredSealed(t *testing.T) {
 	w := newWorld(t)
 	out := w.run("webhook_endpoint.create", `{"url":"https://hooks.example.com/x"}`)
 	first, stored := out.Once.(webhooks.EndpointView), out.Result.(webhooks.EndpointView)
-	if !strings.HasPrefix(first.Secret, "whsec_") || stored.Secret != "" || stored.SecretNote != webhooks.SecretNote {
+	if !strings.HasPrefix(first.Secret, "whsec_") || stored.Secret != "" || stored.SecretNote != webhooks.SecretNote ||
+		stored.SecretShown == nil || time.Since(*stored.SecretShown) > time.Minute {
 		t.Fatalf("first answer %+v, stored result %+v", first, stored)
+	}
+	// As clients read them: the stored result has "secret": null and when
+	// the secret was shown; the first answer has the secret.
+	storedJSON, _ := json.Marshal(stored)
+	firstJSON, _ := json.Marshal(first)
+	if !strings.Contains(string(storedJSON), `"secret":null`) || !strings.Contains(string(storedJSON), `"secret_shown":"`+stored.SecretShown.Format(time.RFC3339Nano)+`"`) ||
+		!strings.Contains(string(firstJSON), `"secret":"whsec_`) || strings.Contains(string(firstJSON), `"secret":null`) {
+		t.Fatalf("first answer %s, stored result %s", firstJSON, storedJSON)
+	}
+	// A rotation that generates the new secret shows it the same way.
+	gen := w.run("webhook_endpoint.rotate_secret", `{"endpoint_id":"`+first.EndpointID+`"}`)
+	genJSON, _ := json.Marshal(gen.Result)
+	if gen.Once == nil || !strings.HasPrefix(gen.Once.(webhooks.EndpointView).Secret, "whsec_") ||
+		!strings.Contains(string(genJSON), `"secret":null`) || !strings.Contains(string(genJSON), `"secret_shown":"`) {
+		t.Fatalf("rotation answered %+v, stored %s", gen.Once, genJSON)
+	}
+	// A result that never had a secret leaves the fields out.
+	upd, _ := json.Marshal(w.run("webhook_endpoint.update", `{"endpoint_id":"`+first.EndpointID+`","description":"x"}`).Result)
+	if strings.Contains(string(upd), `"secret`+`"`) || strings.Contains(string(upd), "secret_shown") {
+		t.Fatalf("update result %s", upd)
 	}
 	col := w.storedSecrets(first.EndpointID)
 	if strings.Contains(col, "whsec_") || !strings.Contains(col, `"sealed": "sealed:v1:`+testkeys.Keyring().KeyID()+":") {
@@ -78,7 +100,8 @@ func TestSecretsAreShownOnceAndStoredSealed(t *testing.T) {
 	// nothing and stores it sealed.
 	mine := "whsec_" + strings.Repeat("QUJD", 8)
 	rot := w.run("webhook_endpoint.rotate_secret", `{"endpoint_id":"`+first.EndpointID+`","sealed_secret":"`+testkeys.Keyring().Seal("acme", mine)+`"}`)
-	if rot.Once != nil || rot.Result.(webhooks.EndpointView).Secret != "" || rot.Result.(webhooks.EndpointView).SecretNote != "" {
+	if rot.Once != nil || rot.Result.(webhooks.EndpointView).Secret != "" || rot.Result.(webhooks.EndpointView).SecretNote != "" ||
+		rot.Result.(webhooks.EndpointView).SecretShown != nil {
 		t.Fatalf("rotation with the caller's secret answered %+v / %+v", rot.Once, rot.Result)
 	}
 	if col := w.storedSecrets(first.EndpointID); strings.Contains(col, "whsec_") || strings.Contains(col, "QUJD") {
