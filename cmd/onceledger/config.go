@@ -31,6 +31,9 @@ type settings struct {
 	StreamReplicas  int
 	ShutdownTimeout time.Duration
 	WebhookAllow    string
+	// WebhookAllowPorts, when set, are the only ports webhook targets
+	// may use.
+	WebhookAllowPorts string
 	// SecretsKey seals webhook signing secrets: ONCELEDGER_SECRETS_KEY,
 	// or the file ONCELEDGER_SECRETS_KEY_FILE names. Never a flag, which
 	// any user of the machine could read in the process list.
@@ -71,6 +74,7 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.DurationVar(&s.DeliveryLogRetention, "delivery-log-retention", s.envDuration("ONCELEDGER_DELIVERY_LOG_RETENTION", 30*24*time.Hour), "how long webhook attempt logs are kept (env ONCELEDGER_DELIVERY_LOG_RETENTION)")
 	fs.IntVar(&s.StreamReplicas, "stream-replicas", s.envInt("ONCELEDGER_STREAM_REPLICAS", 1), "JetStream replicas of the streams; 3 on a cluster (env ONCELEDGER_STREAM_REPLICAS)")
 	fs.StringVar(&s.WebhookAllow, "webhook-allow-cidrs", envOr("ONCELEDGER_WEBHOOK_ALLOW_CIDRS", ""), "comma-separated CIDRs webhook targets may be in although private, loopback or link-local (env ONCELEDGER_WEBHOOK_ALLOW_CIDRS)")
+	fs.StringVar(&s.WebhookAllowPorts, "webhook-allow-ports", envOr("ONCELEDGER_WEBHOOK_ALLOW_PORTS", ""), "comma-separated ports webhook targets may use; empty allows any (env ONCELEDGER_WEBHOOK_ALLOW_PORTS)")
 	fs.IntVar(&s.WebhookWorkers, "webhook-workers", s.envInt("ONCELEDGER_WEBHOOK_WORKERS", webhooks.DefaultWorkers), "webhook attempts at once in this worker (env ONCELEDGER_WEBHOOK_WORKERS)")
 	fs.IntVar(&s.WebhookPerEndpoint, "webhook-per-endpoint", s.envInt("ONCELEDGER_WEBHOOK_PER_ENDPOINT", webhooks.DefaultPerEndpoint), "webhook attempts at once to one endpoint, across all workers (env ONCELEDGER_WEBHOOK_PER_ENDPOINT)")
 	s.SecretsKey = s.envSecretsKey()
@@ -194,6 +198,9 @@ func (s *settings) validate(withConnections bool) error {
 	errs = appendRange(errs, "webhook per endpoint", s.WebhookPerEndpoint, webhooks.MaxPerEndpoint)
 	if _, err := webhooks.ParseAllowCIDRs(s.WebhookAllow); err != nil {
 		errs = append(errs, fmt.Errorf("webhook allow CIDRs: %v", err))
+	}
+	if _, err := (webhooks.AddressPolicy{}).WithPorts(s.WebhookAllowPorts); err != nil {
+		errs = append(errs, fmt.Errorf("webhook allow ports: %v", err))
 	}
 	if s.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("shutdown timeout %s: must be positive", s.ShutdownTimeout))

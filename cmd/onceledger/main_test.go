@@ -93,6 +93,11 @@ func TestRunValidatesConfiguration(t *testing.T) {
 			want: []string{"webhook workers 0: use 1..1024", "webhook per endpoint 2000: use 1..1024"},
 		},
 		{
+			env:  map[string]string{"ONCELEDGER_WEBHOOK_ALLOW_PORTS": "443,https"},
+			args: []string{"run", "-database-url", "postgres://x/y"},
+			want: []string{`webhook allow ports: "https" is not a port from 1 to 65535`},
+		},
+		{
 			env:  map[string]string{"ONCELEDGER_SECRETS_KEY": ""},
 			args: []string{"run", "-database-url", "postgres://x/y"},
 			want: []string{"ONCELEDGER_SECRETS_KEY is required", "onceledger secrets new-key"},

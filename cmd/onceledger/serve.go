@@ -114,6 +114,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		logger.Info("sealed webhook signing secrets with the first ONCELEDGER_SECRETS_KEY", "endpoints", n, "key_id", keys.KeyID())
 	}
 	policy, _ := webhooks.ParseAllowCIDRs(s.WebhookAllow) // validated with the settings
+	policy, _ = policy.WithPorts(s.WebhookAllowPorts)
 	k, err := kinds.All(webhooks.Rules{Secrets: keys, Targets: policy})
 	if err != nil {
 		return err
