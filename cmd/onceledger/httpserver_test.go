@@ -309,3 +309,51 @@ func TestSlowClientFloodLeavesHealthAndAPIAnswering(t *testing.T) {
 	}
 	t.Logf("how the flood's connections ended: %v", total)
 }
+
+// A header value with a raw LF (or another control character) never
+// reaches a handler: net/http answers a plain-text 400 and closes the
+// connection, as docs/http-api.md says.
+func TestControlCharacterInAHeaderIsAPlainText400(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	var mu sync.Mutex
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveHTTP(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+	}), limitsFor(apiSettings{ReadTimeout: 5 * time.Second, BodyTimeout: time.Second, RequestTimeout: time.Second, MaxConns: 4, MaxConnsPerIP: 4}), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer srv.Close()
+	for name, key := range map[string]string{"LF": "order\n1041", "CR": "order\r1041", "NUL": "order\x001041"} {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /v1/companies/create HTTP/1.1\r\nHost: test\r\nIdempotency-Key: %s\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", key)
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			conn.Close()
+			t.Fatalf("%s: %v", name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||
+			!resp.Close || !strings.HasPrefix(string(body), "400 Bad Request") {
+			t.Errorf("%s: %s %v %q", name, resp.Status, resp.Header, body)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("%s: the connection is still open after the 400 (%v)", name, err)
+		}
+		conn.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 0 {
+		t.Fatalf("the handler ran %d times", calls)
+	}
+}
