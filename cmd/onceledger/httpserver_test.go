@@ -310,10 +310,10 @@ func TestSlowClientFloodLeavesHealthAndAPIAnswering(t *testing.T) {
 	t.Logf("how the flood's connections ended: %v", total)
 }
 
-// A header value with a raw LF (or another control character) never
-// reaches a handler: net/http answers a plain-text 400 and closes the
-// connection, as docs/http-api.md says.
-func TestControlCharacterInAHeaderIsAPlainText400(t *testing.T) {
+// A header value with a raw LF (or another control character), or headers
+// over the limit, never reach a handler: net/http answers in plain text and
+// closes the connection, as docs/http-api.md says.
+func TestMalformedHeadersGetAPlainTextAnswer(t *testing.T) {
 	t.Parallel()
 	calls := 0
 	var mu sync.Mutex
@@ -327,12 +327,22 @@ func TestControlCharacterInAHeaderIsAPlainText400(t *testing.T) {
 		mu.Unlock()
 	}), limitsFor(apiSettings{ReadTimeout: 5 * time.Second, BodyTimeout: time.Second, RequestTimeout: time.Second, MaxConns: 4, MaxConnsPerIP: 4}), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer srv.Close()
-	for name, key := range map[string]string{"LF": "order\n1041", "CR": "order\r1041", "NUL": "order\x001041"} {
+	cases := []struct {
+		name, header string
+		status       int
+	}{
+		{"LF", "Idempotency-Key: order\n1041", http.StatusBadRequest},
+		{"CR", "Idempotency-Key: order\r1041", http.StatusBadRequest},
+		{"NUL", "Idempotency-Key: order\x001041", http.StatusBadRequest},
+		{"64 KiB", "X-Padding: " + strings.Repeat("x", 80<<10), http.StatusRequestHeaderFieldsTooLarge},
+	}
+	for _, c := range cases {
+		name := c.name
 		conn, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(conn, "POST /v1/companies/create HTTP/1.1\r\nHost: test\r\nIdempotency-Key: %s\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", key)
+		fmt.Fprintf(conn, "POST /v1/companies/create HTTP/1.1\r\nHost: test\r\n%s\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", c.header)
 		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 		br := bufio.NewReader(conn)
 		resp, err := http.ReadResponse(br, nil)
@@ -342,8 +352,8 @@ func TestControlCharacterInAHeaderIsAPlainText400(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||
-			!resp.Close || !strings.HasPrefix(string(body), "400 Bad Request") {
+		if resp.StatusCode != c.status || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||
+			!resp.Close || !strings.HasPrefix(string(body), fmt.Sprintf("%d %s", c.status, http.StatusText(c.status))) {
 			t.Errorf("%s: %s %v %q", name, resp.Status, resp.Header, body)
 		}
 		if _, err := br.ReadByte(); err != io.EOF {
