@@ -42,14 +42,17 @@ func (a *apiSettings) validate() []error {
 	if a.ReadTimeout < time.Second || a.ReadTimeout > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("HTTP read timeout %s: use 1s..10m", a.ReadTimeout))
 	}
-	if a.BodyTimeout < 100*time.Millisecond || a.BodyTimeout > a.ReadTimeout {
-		errs = append(errs, fmt.Errorf("HTTP body timeout %s: use 100ms..the read timeout (%s)", a.BodyTimeout, a.ReadTimeout))
+	// Above the read timeout, or above the max conns, the other bound
+	// takes over (limitsFor): a setting made before this one existed
+	// still starts.
+	if a.BodyTimeout < 100*time.Millisecond || a.BodyTimeout > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("HTTP body timeout %s: use 100ms..10m", a.BodyTimeout))
 	}
 	if a.MaxConns < 1 || a.MaxConns > 1<<20 {
 		errs = append(errs, fmt.Errorf("HTTP max conns %d: use 1..1048576", a.MaxConns))
 	}
-	if a.MaxConnsPerIP < 1 || a.MaxConnsPerIP > a.MaxConns {
-		errs = append(errs, fmt.Errorf("HTTP max conns per IP %d: use 1..the max conns (%d)", a.MaxConnsPerIP, a.MaxConns))
+	if a.MaxConnsPerIP < 1 || a.MaxConnsPerIP > 1<<20 {
+		errs = append(errs, fmt.Errorf("HTTP max conns per IP %d: use 1..1048576", a.MaxConnsPerIP))
 	}
 	if a.MaxBodyBytes < 1024 || a.MaxBodyBytes > 64<<20 {
 		errs = append(errs, fmt.Errorf("HTTP max body %d: use 1024..67108864 bytes", a.MaxBodyBytes))

@@ -94,9 +94,9 @@ func TestRunValidatesConfiguration(t *testing.T) {
 		},
 		{
 			args: []string{"run", "-database-url", "postgres://x/y", "-http", ":9090", "-health", ":9090",
-				"-http-body-timeout", "1m", "-http-max-conns", "10", "-http-max-conns-per-ip", "11"},
-			want: []string{"health address :9090 is the HTTP address", "HTTP body timeout 1m0s: use 100ms..the read timeout (30s)",
-				"HTTP max conns per IP 11: use 1..the max conns (10)"},
+				"-http-body-timeout", "50ms", "-http-max-conns-per-ip", "0"},
+			want: []string{"health address :9090 is the HTTP address", "HTTP body timeout 50ms: use 100ms..10m",
+				"HTTP max conns per IP 0: use 1..1048576"},
 		},
 		{
 			env:  map[string]string{"ONCELEDGER_SECRETS_KEY": ""},
