@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -259,8 +260,17 @@ func (s *Server) command(rt commandRoute) handlerFunc {
 		case errors.As(err, &tooLarge):
 			writeProblem(w, codeTooLarge, fmt.Sprintf("The request body is larger than %d bytes.", s.cfg.MaxBodyBytes), nil)
 			return
+		case isTimeout(err):
+			// The connection is closed after the answer: the rest of the
+			// body may still be on its way.
+			w.Header().Set("Connection", "close")
+			writeProblem(w, codeRequestTimeout, "The request body did not arrive in time; send the request again with the same Idempotency-Key.", nil)
+			return
 		case err != nil:
-			writeProblem(w, ledger.CodeInvalidCommand, "The request body could not be read: "+err.Error(), nil)
+			// The error names socket addresses or the server's parser
+			// state, which are not the client's business.
+			s.cfg.Logger.Debug("reading a request body failed", "error", err)
+			writeProblem(w, ledger.CodeInvalidCommand, "The request body could not be read (a malformed chunked encoding, or the connection failed).", nil)
 			return
 		}
 		body, serr := sealSecret(s.cfg.Secrets, company, rt.command, body)
@@ -286,6 +296,12 @@ func (s *Server) command(rt commandRoute) handlerFunc {
 			writeResult(w, res)
 		}
 	}
+}
+
+// isTimeout reports whether err is a read deadline passing.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // accepted is the body of a 202.

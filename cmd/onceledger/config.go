@@ -18,9 +18,13 @@ import (
 // settings are the worker's configuration: each has a flag and an
 // environment variable; the flag wins.
 type settings struct {
-	DatabaseURL     string
-	NATSURL         string
-	HTTPAddr        string
+	DatabaseURL string
+	NATSURL     string
+	HTTPAddr    string
+	// HealthAddr serves /healthz, /readyz and /metrics on a listener of
+	// their own, so that clients filling the API's connections cannot
+	// make a healthy worker look dead.
+	HealthAddr      string
 	LogFormat       string
 	LogLevel        string
 	Concurrency     int
@@ -61,7 +65,8 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 		fs.StringVar(&s.DatabaseURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
 		fs.StringVar(&s.NATSURL, "nats-url", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL (env NATS_URL)")
 	}
-	fs.StringVar(&s.HTTPAddr, "http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "address of the HTTP API (/v1/...), /metrics and the health endpoints /healthz and /readyz; empty disables (env ONCELEDGER_HTTP_ADDR)")
+	fs.StringVar(&s.HTTPAddr, "http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "address of the HTTP API (/v1/...), also serving /healthz, /readyz and /metrics; empty disables (env ONCELEDGER_HTTP_ADDR)")
+	fs.StringVar(&s.HealthAddr, "health", envOr("ONCELEDGER_HEALTH_ADDR", ":8081"), "address of /healthz, /readyz and /metrics alone, unaffected by load on -http; empty disables (env ONCELEDGER_HEALTH_ADDR)")
 	s.API.register(fs, s)
 	fs.StringVar(&s.LogFormat, "log-format", envOr("ONCELEDGER_LOG_FORMAT", "text"), "log format: text or json (env ONCELEDGER_LOG_FORMAT)")
 	fs.StringVar(&s.LogLevel, "log-level", envOr("ONCELEDGER_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env ONCELEDGER_LOG_LEVEL)")
@@ -204,6 +209,9 @@ func (s *settings) validate(withConnections bool) error {
 	}
 	if s.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("shutdown timeout %s: must be positive", s.ShutdownTimeout))
+	}
+	if s.HealthAddr != "" && s.HealthAddr == s.HTTPAddr {
+		errs = append(errs, fmt.Errorf("health address %s is the HTTP address: give it a port of its own, or leave it empty", s.HealthAddr))
 	}
 	errs = append(errs, s.API.validate()...)
 	errs = append(errs, checkTracingEnv()...)

@@ -47,6 +47,9 @@ Data survives restarts; delete -data-dir to start over.
 	if s.HTTPAddr == ":8080" && os.Getenv("ONCELEDGER_HTTP_ADDR") == "" {
 		s.HTTPAddr = "127.0.0.1:8080"
 	}
+	if s.HealthAddr == ":8081" && os.Getenv("ONCELEDGER_HEALTH_ADDR") == "" {
+		s.HealthAddr = "127.0.0.1:8081"
+	}
 	if s.WebhookAllow == "" {
 		// Trying it out means receiving webhooks on this machine.
 		s.WebhookAllow = "127.0.0.0/8,::1/128"
@@ -156,7 +159,7 @@ onceledger dev is running.
 
   NATS      %s
   Postgres  %s
-  health    http://%s/healthz
+  health    http://%s/healthz  (also /readyz, /metrics)
   HTTP API  http://%s/v1/  (OpenAPI: /v1/openapi.json)
   data      %s
 
@@ -173,7 +176,16 @@ Or over HTTP, with an API token of the company (printed once):
        -H 'Idempotency-Key: order-1041-invoice' --data-binary @examples/invoice.json
 
 Stop with Ctrl-C (in-flight commands finish first).
-`, s.NATSURL, redact(s.DatabaseURL), s.HTTPAddr, s.HTTPAddr, dataDir, s.NATSURL, redact(s.DatabaseURL), s.HTTPAddr)
+`, s.NATSURL, redact(s.DatabaseURL), healthAddr(s), s.HTTPAddr, dataDir, s.NATSURL, redact(s.DatabaseURL), s.HTTPAddr)
+}
+
+// healthAddr is where the health endpoints are: on their own address, or
+// on the API's when that is empty.
+func healthAddr(s *settings) string {
+	if s.HealthAddr != "" {
+		return s.HealthAddr
+	}
+	return s.HTTPAddr
 }
 
 func redact(dsn string) string {
