@@ -31,7 +31,7 @@ func booksDatabase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	k, err := kinds.All(testkeys.Rules())
+	k, err := kinds.All(testkeys.Rules(), testkeys.Clock())
 	if err != nil {
 		t.Fatal(err)
 	}
