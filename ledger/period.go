@@ -152,3 +152,59 @@ func (c *PeriodClose) View() PeriodCloseView {
 		IdempotencyKey: c.IdempotencyKey, ClosedAt: c.ClosedAt.UTC().Format(time.RFC3339),
 	}
 }
+
+// PeriodStatus is a month of a company's books: open or closed, and how
+// many journal entries are dated in it.
+type PeriodStatus struct {
+	Period  Period
+	Entries int
+	Close   *PeriodClose // nil while open
+}
+
+// Status is "closed" or "open". A month before the last closed one is
+// closed whether or not it was closed by name.
+func (s PeriodStatus) Status(closedThrough Period) string {
+	if (Books{ClosedThrough: closedThrough}).Closed(s.Period) {
+		return "closed"
+	}
+	return "open"
+}
+
+// PeriodsView lists a company's months as reports show them.
+type PeriodsView struct {
+	Company       string            `json:"company"`
+	ClosedThrough string            `json:"closed_through,omitempty"`
+	Periods       []PeriodEntryView `json:"periods"`
+}
+
+// PeriodEntryView is one month of a PeriodsView.
+type PeriodEntryView struct {
+	Period   string           `json:"period"`
+	Status   string           `json:"status"`
+	Entries  int              `json:"entries"`
+	ClosedBy *PeriodCloseView `json:"close,omitempty"`
+}
+
+// PeriodsOf renders a company's months, the latest first.
+func PeriodsOf(company string, months []PeriodStatus) PeriodsView {
+	v := PeriodsView{Company: company, Periods: []PeriodEntryView{}}
+	var through Period
+	for _, m := range months {
+		if m.Close != nil && through.Before(m.Period) {
+			through = m.Period
+		}
+	}
+	if !through.IsZero() {
+		v.ClosedThrough = through.String()
+	}
+	for i := len(months) - 1; i >= 0; i-- {
+		m := months[i]
+		e := PeriodEntryView{Period: m.Period.String(), Status: m.Status(through), Entries: m.Entries}
+		if m.Close != nil {
+			cv := m.Close.View()
+			e.ClosedBy = &cv
+		}
+		v.Periods = append(v.Periods, e)
+	}
+	return v
+}

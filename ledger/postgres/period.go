@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/ledger"
@@ -120,4 +122,40 @@ func queuePeriodCloses(b *pgx.Batch, closes []*ledger.PeriodClose) {
 		INSERT INTO period_closes (id, company_id, period, closed_by, idempotency_key, closed_at)
 		SELECT * FROM unnest($1::uuid[], $2::text[], $3::date[], $4::text[], $5::text[], $6::timestamptz[])`,
 		ids, companies, periods, closedBy, keys, at)
+}
+
+// Periods returns the company's months that have journal entries or were
+// closed, in order.
+func Periods(ctx context.Context, q Querier, company string) ([]ledger.PeriodStatus, error) {
+	if _, err := loadCompany(ctx, q, company); err != nil {
+		return nil, err
+	}
+	rows, err := q.Query(ctx, `
+		SELECT to_char(m.month, 'YYYY-MM'), coalesce(e.entries, 0), c.id, coalesce(c.closed_by, ''), coalesce(c.idempotency_key, ''), c.closed_at
+		  FROM (SELECT date_trunc('month', entry_date)::date AS month FROM journal_entries WHERE company_id = $1
+		        UNION SELECT period FROM period_closes WHERE company_id = $1) m
+		  LEFT JOIN (SELECT date_trunc('month', entry_date)::date AS month, count(*) AS entries
+		               FROM journal_entries WHERE company_id = $1 GROUP BY 1) e USING (month)
+		  LEFT JOIN period_closes c ON c.company_id = $1 AND c.period = m.month
+		 ORDER BY m.month`, company)
+	if err != nil {
+		return nil, fmt.Errorf("periods: %w", err)
+	}
+	defer rows.Close()
+	var out []ledger.PeriodStatus
+	for rows.Next() {
+		var month, by, key string
+		var s ledger.PeriodStatus
+		var id *uuid.UUID
+		var at *time.Time
+		if err := rows.Scan(&month, &s.Entries, &id, &by, &key, &at); err != nil {
+			return nil, fmt.Errorf("periods: %w", err)
+		}
+		s.Period, _ = ledger.ParsePeriod(month)
+		if id != nil && at != nil {
+			s.Close = &ledger.PeriodClose{ID: *id, Company: company, Period: s.Period, ClosedBy: by, IdempotencyKey: key, ClosedAt: *at}
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }
