@@ -193,6 +193,14 @@ func genSequence(t *rapid.T) sequence {
 			}
 			add(delivery{company: c, command: "settlement.record", key: fresh("st"), body: body})
 		},
+		// A month closed between documents dated in it: the ones after
+		// the close are refused, in a batch as one by one.
+		"close period": func(t *rapid.T) {
+			c := company(t)
+			add(delivery{company: c, command: "period.close", key: fresh("pc"), body: map[string]any{
+				"period": rapid.SampledFrom([]string{"2026-11", "2026-12", "2026-12", "2027-01", "2030-01"}).Draw(t, "period"),
+			}})
+		},
 		"apply credit": func(t *rapid.T) {
 			c := company(t)
 			add(delivery{company: c, command: "customer_credit.apply", key: fresh("ap"), body: map[string]any{
@@ -353,7 +361,7 @@ func genSequence(t *rapid.T) sequence {
 	for len(s.deliveries) < n {
 		name := rapid.SampledFrom([]string{"invoice", "invoice", "invoice", "credit", "credit", "payment", "payment", "payment",
 			"settlement", "purchase", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
-			"apply credit", "refund credit", "credit use burst"}).Draw(t, "action")
+			"apply credit", "refund credit", "credit use burst", "close period"}).Draw(t, "action")
 		if name == "endpoint change" && len(endpoints) == 0 || slices.Contains([]string{"retry", "reuse", "held"}, name) && len(s.deliveries) == 0 {
 			continue
 		}
@@ -510,6 +518,8 @@ var tables = []struct{ name, names, rows string }{
 		  FROM customer_credit_movements WHERE company_id LIKE $1 AND kind = 'settlement_refund'`,
 		`SELECT to_jsonb(t) - 'created_at' FROM customer_credit_movements t WHERE company_id LIKE $1`},
 	{"customer_credits", ``, `SELECT to_jsonb(t) FROM customer_credits t WHERE company_id LIKE $1`},
+	{"period_closes", `SELECT id::text, 'close of ' || company_id || ' ' || period FROM period_closes WHERE company_id LIKE $1`,
+		`SELECT to_jsonb(t) - 'closed_at' FROM period_closes t WHERE company_id LIKE $1`},
 	{"purchase_invoice_lines", ``, `SELECT to_jsonb(l) FROM purchase_invoice_lines l JOIN purchase_invoices p ON p.id = l.purchase_invoice_id WHERE p.company_id LIKE $1`},
 	{"assets", `SELECT id::text, 'asset ' || company_id || ' ' || asset_ref FROM assets WHERE company_id LIKE $1`,
 		`SELECT to_jsonb(t) - 'created_at' FROM assets t WHERE company_id LIKE $1`},

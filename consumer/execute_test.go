@@ -85,7 +85,7 @@ func newBatchWorld(t *testing.T, opts worldOptions) *batchWorld {
 		}
 		return nil
 	}
-	k, err := kinds.WithHook(testkeys.Rules(), "invoice.create", hook)
+	k, err := kinds.WithHook(testkeys.Rules(), "invoice.create", hook, testkeys.Clock())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +574,7 @@ func TestFailingReadsFailOnlyTheirCommands(t *testing.T) {
 			_, err := br.Exec()
 			return err
 		},
-	})
+	}, testkeys.Clock())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -331,7 +331,7 @@ func invoiceResult(t testing.TB, res protocol.Result) ledger.InvoiceView {
 
 func allKinds(t testing.TB) *exec.Kinds {
 	t.Helper()
-	k, err := kinds.All(testkeys.Rules())
+	k, err := kinds.All(testkeys.Rules(), testkeys.Clock())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func allKinds(t testing.TB) *exec.Kinds {
 // hooked is allKinds with hook on the kind of command.
 func hooked(t testing.TB, command string, hook kinds.Hook) *exec.Kinds {
 	t.Helper()
-	k, err := kinds.WithHook(testkeys.Rules(), command, hook)
+	k, err := kinds.WithHook(testkeys.Rules(), command, hook, testkeys.Clock())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func statusOf(code ledger.Code) int {
 		return http.StatusNotFound
 	case codeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case ledger.CodeIdempotencyKeyInFlight, ledger.CodeDuplicateDocument, ledger.CodeConflict:
+	case ledger.CodeIdempotencyKeyInFlight, ledger.CodeDuplicateDocument, ledger.CodeConflict, ledger.CodePeriodClosed:
 		return http.StatusConflict
 	case codeRequestTimeout:
 		return http.StatusRequestTimeout
@@ -56,6 +56,7 @@ var titles = map[ledger.Code]string{
 	ledger.CodeDuplicateDocument:      "Duplicate document",
 	ledger.CodeNotFound:               "Not found",
 	ledger.CodeConflict:               "Conflict",
+	ledger.CodePeriodClosed:           "Period closed",
 	ledger.CodeInternal:               "Temporarily unavailable",
 	codeUnauthorized:                  "Unauthorized",
 	codeTooLarge:                      "Request body too large",

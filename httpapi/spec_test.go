@@ -24,6 +24,7 @@ var exampleCommands = map[string]string{
 	"payment.json":                        "payment.record",
 	"customer_credit_apply.json":          "customer_credit.apply",
 	"customer_credit_refund.json":         "customer_credit.refund",
+	"period_close.json":                   "period.close",
 	"settlement.json":                     "settlement.record",
 	"purchase_invoice.json":               "purchase_invoice.record",
 	"asset.json":                          "asset.register",
@@ -37,7 +38,7 @@ var exampleCommands = map[string]string{
 // exampleOrder is an order in which the examples run against one company.
 var exampleOrder = []string{
 	"company.json", "invoice.json", "credit_note.json", "payment.json", "customer_credit_apply.json",
-	"customer_credit_refund.json", "settlement.json",
+	"customer_credit_refund.json", "settlement.json", "period_close.json",
 	"purchase_invoice.json", "asset.json", "depreciation.json", "webhook_endpoint.json",
 	"webhook_endpoint_update.json", "webhook_endpoint_rotate_secret.json", "webhook_endpoint_disable.json",
 }

@@ -31,6 +31,7 @@ var commands = map[string]func() Command{
 	"depreciation.run":        func() Command { return new(RunDepreciation) },
 	"customer_credit.apply":   func() Command { return new(ApplyCustomerCredit) },
 	"customer_credit.refund":  func() Command { return new(RefundCustomerCredit) },
+	"period.close":            func() Command { return new(ClosePeriod) },
 
 	"webhook_endpoint.create":        func() Command { return new(CreateWebhookEndpoint) },
 	"webhook_endpoint.update":        func() Command { return new(UpdateWebhookEndpoint) },

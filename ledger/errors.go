@@ -31,6 +31,8 @@ const (
 	CodeConflict Code = "conflict"
 	// CodeInternal: an unexpected failure; the same key may succeed later.
 	CodeInternal Code = "internal"
+	// CodePeriodClosed: the document is dated in a closed period.
+	CodePeriodClosed Code = "period_closed"
 )
 
 // Retryable reports whether the same key may succeed later with this code.

@@ -21,6 +21,7 @@ var EventTypes = []string{
 	"depreciation.posted",
 	"customer_credit.applied",
 	"customer_credit.refunded",
+	"period.closed",
 	"webhook_endpoint.disabled",
 }
 

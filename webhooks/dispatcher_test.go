@@ -43,7 +43,7 @@ func newWorld(t testing.TB) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	k, err := kinds.All(testkeys.Rules())
+	k, err := kinds.All(testkeys.Rules(), testkeys.Clock())
 	if err != nil {
 		t.Fatal(err)
 	}

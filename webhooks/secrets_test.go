@@ -185,7 +185,7 @@ func TestStoredSecretsAreSealedAndRekeyed(t *testing.T) {
 func TestPrivateTargetsAreRefusedWhenRegistered(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	strict, err := kinds.All(webhooks.Rules{Secrets: testkeys.Keyring()})
+	strict, err := kinds.All(webhooks.Rules{Secrets: testkeys.Keyring()}, testkeys.Clock())
 	if err != nil {
 		t.Fatal(err)
 	}

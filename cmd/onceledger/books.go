@@ -30,13 +30,14 @@ Reports:
   invoice        -invoice NUMBER|ID              an invoice, its credit notes, payments and status
   vat-return     -period YYYY-MM                 output VAT less credit notes, input VAT, payable
   register       -period YYYY-MM                 the month's invoice register (i.SAF-style)
+  periods                                        the months with entries, open or closed (period.close)
 
 Output: -format text (default) or json; the register: csv (default), xml (i.SAF) or json.
 Balances are debits minus credits: a credit balance is negative.
 Run "onceledger books <report> -h" for a report's flags.
 `
 
-var bookReports = []string{"trial-balance", "account", "invoice", "vat-return", "register"}
+var bookReports = []string{"trial-balance", "account", "invoice", "vat-return", "register", "periods"}
 
 func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -185,6 +186,13 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		v := vr.View()
 		view, text = v, func(w io.Writer) error { return writeVATReturn(w, v) }
+	case "periods":
+		months, err := postgres.Periods(ctx, tx, *company)
+		if err != nil {
+			return bookError(err)
+		}
+		v := ledger.PeriodsOf(*company, months)
+		view, text = v, func(w io.Writer) error { return writePeriods(w, v) }
 	case "register":
 		r, err := postgres.Register(ctx, tx, *company, month)
 		if err != nil {
@@ -399,4 +407,24 @@ func writeVATReturn(w io.Writer, v ledger.VATReturnView) error {
 		}
 	}
 	return nil
+}
+
+func writePeriods(w io.Writer, v ledger.PeriodsView) error {
+	through := v.ClosedThrough
+	if through == "" {
+		through = "nothing closed"
+	}
+	if _, err := fmt.Fprintf(w, "Periods of %s: closed through %s\n\n", v.Company, through); err != nil {
+		return err
+	}
+	t := newTable(2)
+	t.add("PERIOD", "STATUS", "ENTRIES", "CLOSED AT", "BY", "KEY")
+	for _, p := range v.Periods {
+		at, by, key := "", "", ""
+		if c := p.ClosedBy; c != nil {
+			at, by, key = c.ClosedAt, c.ClosedBy, c.IdempotencyKey
+		}
+		t.add(p.Period, p.Status, fmt.Sprint(p.Entries), at, by, key)
+	}
+	return t.write(w)
 }

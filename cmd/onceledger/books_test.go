@@ -31,7 +31,7 @@ func booksDatabase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	k, err := kinds.All(testkeys.Rules())
+	k, err := kinds.All(testkeys.Rules(), testkeys.Clock())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +45,7 @@ func booksDatabase(t *testing.T) string {
 			"lines": [{"line": 1, "quantity": "1"}]}`},
 		{"payment.record", `{"payment_ref": "bank-1", "customer_id": "cust-42", "received_on": "2026-12-15", "currency": "EUR", "amount": "100.00",
 			"allocations": [{"invoice_number": "INV-2026-000001", "amount": "100.00"}]}`},
+		{"period.close", `{"period": "2026-11", "closed_by": "accountant"}`},
 		{"purchase_invoice.record", `{"supplier": {"id": "sup-1", "name": "Tiekėjas UAB", "vat_id": "LT100000000020", "country": "LT"},
 			"document_number": "TK-0042", "issue_date": "2026-12-03", "due_date": "2026-12-31", "currency": "EUR",
 			"lines": [{"description": "Office rent", "quantity": "1", "unit_price": "500.00", "vat_rate": "21"}]}`},
@@ -78,6 +79,24 @@ func TestBooks(t *testing.T) {
 			}
 		}
 	}
+
+	t.Run("periods", func(t *testing.T) {
+		code, out, errOut := books("periods", "-company", "acme")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		requireOut(t, out, "Periods of acme: closed through 2026-11", "2026-12", "open", "2026-11", "closed", "accountant")
+		code, out, _ = books("periods", "-company", "acme", "-format", "json")
+		var v ledger.PeriodsView
+		if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || len(v.Periods) != 2 ||
+			v.Periods[0].Period != "2026-12" || v.Periods[0].Status != "open" || v.Periods[0].Entries != 4 ||
+			v.Periods[1].Status != "closed" || v.Periods[1].ClosedBy == nil || v.Periods[1].ClosedBy.ClosedBy != "accountant" {
+			t.Fatalf("json: exit %d, %v:\n%s", code, err, out)
+		}
+		if code, _, errOut := books("periods", "-company", "ghost"); code == 0 || !strings.Contains(errOut, "does not exist") {
+			t.Fatalf("an unknown company: exit %d %s", code, errOut)
+		}
+	})
 
 	t.Run("trial balance", func(t *testing.T) {
 		code, out, errOut := books("trial-balance", "-company", "acme", "-date", "2026-12-31")

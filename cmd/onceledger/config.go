@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/ledger/postgres"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -38,6 +39,8 @@ type settings struct {
 	// WebhookAllowPorts, when set, are the only ports webhook targets
 	// may use.
 	WebhookAllowPorts string
+	// DateHorizon is how far ahead of today a document may be dated.
+	DateHorizon time.Duration
 	// SecretsKey seals webhook signing secrets: ONCELEDGER_SECRETS_KEY,
 	// or the file ONCELEDGER_SECRETS_KEY_FILE names. Never a flag, which
 	// any user of the machine could read in the process list.
@@ -84,6 +87,7 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.IntVar(&s.WebhookPerEndpoint, "webhook-per-endpoint", s.envInt("ONCELEDGER_WEBHOOK_PER_ENDPOINT", webhooks.DefaultPerEndpoint), "webhook attempts at once to one endpoint, across all workers (env ONCELEDGER_WEBHOOK_PER_ENDPOINT)")
 	s.SecretsKey = s.envSecretsKey()
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", s.envDuration("ONCELEDGER_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight commands (env ONCELEDGER_SHUTDOWN_TIMEOUT)")
+	fs.DurationVar(&s.DateHorizon, "date-horizon", s.envDuration("ONCELEDGER_DATE_HORIZON", postgres.DefaultDateHorizon), "how far ahead of today a document may be dated; 0 allows any date (env ONCELEDGER_DATE_HORIZON)")
 }
 
 // envSecretsKey reads ONCELEDGER_SECRETS_KEY, or the file named by
@@ -157,6 +161,9 @@ func (s *settings) envDuration(name string, def time.Duration) time.Duration {
 // validate reports every bad value at once, each with what is expected.
 func (s *settings) validate(withConnections bool) error {
 	errs := append([]error(nil), s.envErrs...)
+	if s.DateHorizon < 0 {
+		errs = append(errs, fmt.Errorf("date horizon %s: use 0 (any date) or a positive duration such as 168h", s.DateHorizon))
+	}
 	if withConnections {
 		if s.DatabaseURL == "" {
 			errs = append(errs, errors.New("DATABASE_URL (or -database-url) is required, e.g. postgres://user:pass@host:5432/onceledger"))

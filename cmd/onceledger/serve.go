@@ -21,6 +21,7 @@ import (
 
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/kinds"
+	"github.com/onceledger/onceledger/ledger/postgres"
 	"github.com/onceledger/onceledger/migrations"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/webhooks"
@@ -115,7 +116,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	}
 	policy, _ := webhooks.ParseAllowCIDRs(s.WebhookAllow) // validated with the settings
 	policy, _ = policy.WithPorts(s.WebhookAllowPorts)
-	k, err := kinds.All(webhooks.Rules{Secrets: keys, Targets: policy})
+	k, err := kinds.All(webhooks.Rules{Secrets: keys, Targets: policy}, postgres.WithDateHorizon(s.DateHorizon))
 	if err != nil {
 		return err
 	}

@@ -258,7 +258,7 @@ func (p *planner) invoice(order string) (body, changed []byte) {
 	inv := map[string]any{
 		"order_id": order, "series": "INV", "currency": currency,
 		"customer":   map[string]string{"id": fmt.Sprintf("cust-%d", p.rng.IntN(10)), "name": "Pirkėjas UAB", "country": "LT"},
-		"issue_date": fmt.Sprintf("2026-12-%02d", 1+p.rng.IntN(15)), "due_date": "2027-01-15",
+		"issue_date": "2026-12-01", "due_date": "2027-01-15",
 		"lines": lines,
 	}
 	body, _ = json.Marshal(inv)
@@ -283,7 +283,7 @@ func runtimeBody(o *op, known []knownInvoice) (body, changed []byte) {
 	switch o.kind {
 	case kindPayment:
 		pay := map[string]any{
-			"payment_ref": "pay-" + o.key, "customer_id": "cust-walk-in", "received_on": "2026-12-21",
+			"payment_ref": "pay-" + o.key, "customer_id": "cust-walk-in", "received_on": "2026-12-03",
 			"method": "bank", "currency": "EUR", "amount": "1.00",
 		}
 		if inv != nil {
@@ -299,7 +299,7 @@ func runtimeBody(o *op, known []knownInvoice) (body, changed []byte) {
 			id = inv.id
 		}
 		cn := map[string]any{
-			"invoice_id": id, "series": "CN", "issue_date": "2026-12-20", "reason": "Returned one unit",
+			"invoice_id": id, "series": "CN", "issue_date": "2026-12-02", "reason": "Returned one unit",
 			"lines": []map[string]any{{"line": 1, "quantity": "1"}},
 		}
 		body, _ = json.Marshal(cn)

@@ -13,9 +13,9 @@ import (
 )
 
 // All returns the kinds of every command onceledger executes, the webhook
-// endpoints' under rules.
-func All(rules webhooks.Rules) (*exec.Kinds, error) {
-	k, err := exec.NewKinds(append(postgres.Kinds(), webhooks.Kinds(rules)...)...)
+// endpoints' under rules, the ledger's under opts.
+func All(rules webhooks.Rules, opts ...postgres.Option) (*exec.Kinds, error) {
+	k, err := exec.NewKinds(append(postgres.Kinds(opts...), webhooks.Kinds(rules)...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -40,9 +40,9 @@ type Hook struct {
 
 // WithHook returns All(rules) with hook added to the kind that executes
 // command.
-func WithHook(rules webhooks.Rules, command string, hook Hook) (*exec.Kinds, error) {
+func WithHook(rules webhooks.Rules, command string, hook Hook, opts ...postgres.Option) (*exec.Kinds, error) {
 	var list []exec.Kind
-	for _, k := range append(postgres.Kinds(), webhooks.Kinds(rules)...) {
+	for _, k := range append(postgres.Kinds(opts...), webhooks.Kinds(rules)...) {
 		if slices.Contains(k.Commands(), command) {
 			if _, ok := k.(exec.OnePerCompany); ok {
 				k = hookedAlone{hooked{k, hook}}

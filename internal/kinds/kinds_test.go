@@ -9,7 +9,7 @@ import (
 )
 
 func TestEveryCommandHasOneKind(t *testing.T) {
-	k, err := kinds.All(testkeys.Rules())
+	k, err := kinds.All(testkeys.Rules(), testkeys.Clock())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func Logger() *slog.Logger {
 // Kinds is what production workers execute with: every command's kind.
 func Kinds(t testing.TB) *exec.Kinds {
 	t.Helper()
-	k, err := kinds.All(testkeys.Rules())
+	k, err := kinds.All(testkeys.Rules(), testkeys.Clock())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func NewGate(t testing.TB, order string) *Gate {
 			}
 		}
 		return nil
-	}})
+	}}, testkeys.Clock())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,13 @@ import (
 
 // companies executes company.create: a company is created once, with the
 // standard chart of accounts and number series.
-type companies struct{}
+type companies struct{ rules dateRules }
 
 func (companies) Commands() []string { return []string{"company.create"} }
 
-func (companies) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+func (kind companies) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &companyPlan{}
+	p.rules = kind.rules
 	p.prepare(items, reads)
 	return p
 }
@@ -39,7 +40,7 @@ func (p *companyPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 			results[i].Err = e
 			continue
 		}
-		p.known[id] = c.Country
+		p.known[id] = &companyBooks{country: c.Country}
 		company := ledger.Company{ID: id, Name: c.Name, Country: c.Country, Currency: c.Currency, VATID: c.VATID}
 		created = append(created, company)
 		results[i].Outcome = ledger.Outcome{

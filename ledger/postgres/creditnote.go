@@ -13,12 +13,13 @@ import (
 // creditNotes executes credit_note.create: a credit of an invoice of the
 // same company, dated on or after it, never more than is left of it, and
 // numbered in its series without gaps.
-type creditNotes struct{}
+type creditNotes struct{ rules dateRules }
 
 func (creditNotes) Commands() []string { return []string{"credit_note.create"} }
 
-func (creditNotes) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+func (kind creditNotes) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &creditNotePlan{}
+	p.rules = kind.rules
 	if !p.prepare(items, reads) {
 		return p
 	}
@@ -71,7 +72,10 @@ func (p *creditNotePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, erro
 		if err != nil {
 			return refused(err)
 		}
-		seq, err := p.numbers.next(company, c.Series)
+		if err := p.known[company].checkDate("issue_date", c.IssueDate); err != nil {
+			return refused(err)
+		}
+		seq, err := p.numbers.next(company, c.Series, c.IssueDate)
 		if err != nil {
 			return refused(err)
 		}

@@ -191,14 +191,15 @@ func optionalID(id uuid.UUID) string {
 // has; an application never more than is open on its invoice, a refund of
 // a payment never more than the payment left unapplied, one refund per
 // refund reference.
-type customerCredits struct{}
+type customerCredits struct{ rules dateRules }
 
 func (customerCredits) Commands() []string {
 	return []string{"customer_credit.apply", "customer_credit.refund"}
 }
 
-func (customerCredits) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+func (kind customerCredits) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &customerCreditPlan{items: items, invoiceRefs: make([]invoiceRef, len(items))}
+	p.rules = kind.rules
 	var customers [][2]string
 	var payments []paymentKey
 	var invs []invoiceRef
@@ -235,7 +236,7 @@ func (customerCredits) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 type customerCreditPlan struct {
 	plan
 	items       []exec.Item
-	known       map[string]string // company → country
+	known       map[string]*companyBooks
 	invoiceRefs []invoiceRef
 	refunds     map[docKey]found // by (company, refund_ref)
 	invoices    *invoiceStates
@@ -260,8 +261,16 @@ func (p *customerCreditPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, 
 		var mv ledger.CreditMovement
 		switch c := p.items[at].Command.(type) {
 		case *ledger.ApplyCustomerCredit:
+			if err := p.known[company].checkDate("applied_on", c.AppliedOn); err != nil {
+				r.Err = err
+				break
+			}
 			r, entry, mv = p.apply(at, company, c)
 		case *ledger.RefundCustomerCredit:
+			if err := p.known[company].checkDate("refunded_on", c.RefundedOn); err != nil {
+				r.Err = err
+				break
+			}
 			r, entry, mv = p.refund(company, c)
 		}
 		if r.Err == nil {

@@ -12,12 +12,13 @@ import (
 
 // settlements executes settlement.record: a provider's payout is recorded
 // once.
-type settlements struct{}
+type settlements struct{ rules dateRules }
 
 func (settlements) Commands() []string { return []string{"settlement.record"} }
 
-func (settlements) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+func (kind settlements) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &settlementPlan{}
+	p.rules = kind.rules
 	if !p.prepare(items, reads) {
 		return p
 	}
@@ -61,6 +62,9 @@ func (p *settlementPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, erro
 		key := docKey{company, c.Provider, c.PayoutID}
 		if prev, dup := p.payouts[key]; dup {
 			return refused(duplicate("settlement", fmt.Sprintf("payout %q of %s is already recorded", c.PayoutID, c.Provider), prev))
+		}
+		if err := p.known[company].checkDate("payout_date", c.PayoutDate); err != nil {
+			return refused(err)
 		}
 		refunds, rerr := p.refunds(company, c)
 		if rerr != nil {
@@ -128,12 +132,13 @@ func (p *settlementPlan) refunds(company string, c *ledger.RecordSettlement) ([]
 // computes (the functions its unique index is built on), and the plan keys
 // what it read and what it books by the Go keys, so a batch sees its own
 // repeats. See ledger/identity.go for why both exist.
-type purchases struct{}
+type purchases struct{ rules dateRules }
 
 func (purchases) Commands() []string { return []string{"purchase_invoice.record"} }
 
-func (purchases) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+func (kind purchases) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &purchasePlan{documents: map[docKey]recorded{}}
+	p.rules = kind.rules
 	if !p.prepare(items, reads) {
 		return p
 	}
@@ -183,7 +188,10 @@ func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error)
 			return refused(recordedWith(duplicate("purchase_invoice",
 				fmt.Sprintf("invoice %q of %s is already recorded", c.DocumentNumber, supplierName(c.Supplier)), prev.found), prev.key))
 		}
-		if err := c.CheckVATRates(p.known[company]); err != nil {
+		if err := p.known[company].checkDate("issue_date", c.IssueDate); err != nil {
+			return refused(err)
+		}
+		if err := c.CheckVATRates(p.known[company].country); err != nil {
 			return refused(err)
 		}
 		pi, entry := ledger.BookPurchase(company, c, newID(), newID())
@@ -214,12 +222,13 @@ func supplierName(s ledger.Supplier) string {
 
 // assets executes asset.register: an asset reference is registered once.
 // Registering posts nothing.
-type assets struct{}
+type assets struct{ rules dateRules }
 
 func (assets) Commands() []string { return []string{"asset.register"} }
 
-func (assets) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+func (kind assets) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &assetPlan{}
+	p.rules = kind.rules
 	if !p.prepare(items, reads) {
 		return p
 	}
@@ -265,12 +274,13 @@ func (p *assetPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
 
 // depreciations executes depreciation.run: a registered asset is
 // depreciated once per month, within its useful life.
-type depreciations struct{}
+type depreciations struct{ rules dateRules }
 
 func (depreciations) Commands() []string { return []string{"depreciation.run"} }
 
-func (depreciations) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+func (kind depreciations) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &depreciationPlan{assets: map[docKey]*ledger.Asset{}}
+	p.rules = kind.rules
 	if !p.prepare(items, reads) {
 		return p
 	}
@@ -322,6 +332,9 @@ func (p *depreciationPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, er
 		key := docKey{company, c.AssetID, period.String()}
 		if prev, dup := p.runs[key]; dup {
 			return refused(duplicate("depreciation_run", fmt.Sprintf("asset %q is already depreciated for %s", c.AssetID, period), prev))
+		}
+		if err := p.known[company].books.CheckMonth("period", period); err != nil {
+			return refused(err)
 		}
 		run, entry, err := ledger.Depreciate(company, a, period, newID(), newID())
 		if err != nil {

@@ -12,12 +12,13 @@ import (
 
 // invoices executes invoice.create: companies must exist, an order is
 // invoiced once, numbers follow each series without gaps.
-type invoices struct{}
+type invoices struct{ rules dateRules }
 
 func (invoices) Commands() []string { return []string{"invoice.create"} }
 
-func (invoices) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+func (kind invoices) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &invoicePlan{}
+	p.rules = kind.rules
 	if !p.prepare(items, reads) {
 		return p
 	}
@@ -55,10 +56,13 @@ func (p *invoicePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 			return refused(duplicateInvoice(c.OrderID, prev.id, prev.label))
 		}
 		// Before the number is allocated: a refused invoice burns none.
-		if err := c.CheckVATRates(p.known[company]); err != nil {
+		if err := p.known[company].checkDate("issue_date", c.IssueDate); err != nil {
 			return refused(err)
 		}
-		seq, err := p.numbers.next(company, c.Series)
+		if err := c.CheckVATRates(p.known[company].country); err != nil {
+			return refused(err)
+		}
+		seq, err := p.numbers.next(company, c.Series, c.IssueDate)
 		if err != nil {
 			return refused(err)
 		}

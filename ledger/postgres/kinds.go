@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -25,16 +26,59 @@ const (
 // customer_credit.apply and customer_credit.refund. Each reads
 // what all its commands need in one round trip's statements, one per
 // table, and writes their effects with one INSERT per table.
-func Kinds() []exec.Kind {
+func Kinds(opts ...Option) []exec.Kind {
+	r := dateRules{horizon: DefaultDateHorizon, now: time.Now}
+	for _, o := range opts {
+		o(&r)
+	}
 	return []exec.Kind{
-		companies{}, invoices{}, creditNotes{}, payments{},
-		settlements{}, purchases{}, assets{}, depreciations{}, customerCredits{},
+		companies{r}, invoices{r}, creditNotes{r}, payments{r},
+		settlements{r}, purchases{r}, assets{r}, depreciations{r}, customerCredits{r}, periodCloses{r},
 	}
 }
+
+// DefaultDateHorizon is how far ahead of today a document may be dated
+// unless WithDateHorizon says otherwise.
+const DefaultDateHorizon = 7 * 24 * time.Hour
+
+// Option configures the kinds.
+type Option func(*dateRules)
+
+// WithDateHorizon sets how far ahead of today a document may be dated.
+// Defaults to DefaultDateHorizon; 0 turns the check off.
+func WithDateHorizon(d time.Duration) Option { return func(r *dateRules) { r.horizon = d } }
+
+// WithClock sets what today is. Defaults to time.Now.
+func WithClock(now func() time.Time) Option { return func(r *dateRules) { r.now = now } }
+
+// dateRules are the rules about dates every kind applies.
+type dateRules struct {
+	horizon time.Duration
+	now     func() time.Time
+}
+
+// today is the date in UTC.
+func (r dateRules) today() ledger.Date {
+	t := r.now().UTC()
+	return ledger.Date{Time: time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)}
+}
+
+// companyBooks is what a plan knows of a company that exists.
+type companyBooks struct {
+	country string
+	books   ledger.Books
+}
+
+// periodLock is the first key of the advisory locks on a company's
+// periods: every command that posts holds its company's lock shared, and
+// period.close holds it exclusively, so no document commits in a month
+// after the month's close did.
+const periodLock = 0x6f6c7063
 
 // plan is what every kind's plan shares: the readers of the statements
 // Prepare queued, and the state of the plan (read once, executed once).
 type plan struct {
+	rules   dateRules
 	readers []func(pgx.BatchResults) error
 	// err is why the items cannot be executed; nothing was queued.
 	err      error
@@ -78,8 +122,8 @@ type commandsPlan[T ledger.Command] struct {
 	plan
 	items []exec.Item
 	cmds  []T
-	// known maps each company that exists to its country.
-	known map[string]string
+	// known maps each company that exists to its country and books.
+	known map[string]*companyBooks
 }
 
 // prepare takes the items and queues the lookup of their companies; false,
@@ -138,21 +182,50 @@ func (p *plan) query(b *pgx.Batch, what string, scans []any, row func(), sql str
 	})
 }
 
-// companies queues the lookup of the items' companies and returns the map,
-// company to country, the plan's reading fills: the country decides which
-// VAT rates its documents may carry.
-func (p *plan) companies(b *pgx.Batch, items []exec.Item) map[string]string {
+// companies queues the lookup of the items' companies and returns the map
+// the plan's reading fills: the country decides which VAT rates its
+// documents may carry, the last closed month which dates. The companies'
+// period locks are taken shared first, in order, so the closed months read
+// after them stay closed and no close commits before this transaction.
+func (p *plan) companies(b *pgx.Batch, items []exec.Item) map[string]*companyBooks {
 	ids := make([]string, 0, len(items))
 	for _, it := range items {
 		ids = append(ids, it.Company)
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	known := map[string]string{}
-	var id, country string
-	p.query(b, "look up companies", []any{&id, &country}, func() { known[id] = country },
-		`SELECT id, country FROM companies WHERE id = ANY($1)`, ids)
+	b.Queue(`SELECT pg_advisory_xact_lock_shared($2, hashtext(id)) FROM unnest($1::text[]) AS id ORDER BY id`, ids, periodLock)
+	p.readers = append(p.readers, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("lock periods: %w", err)
+		}
+		return nil
+	})
+	return p.readCompanies(b, ids)
+}
+
+// readCompanies queues the read of the companies ids and their last closed
+// month.
+func (p *plan) readCompanies(b *pgx.Batch, ids []string) map[string]*companyBooks {
+	known := map[string]*companyBooks{}
+	today := p.rules.today()
+	var id, country, closed string
+	p.query(b, "look up companies", []any{&id, &country, &closed}, func() {
+		c := &companyBooks{country: country, books: ledger.Books{Today: today, Horizon: p.rules.horizon}}
+		if closed != "" {
+			c.books.ClosedThrough, _ = ledger.ParsePeriod(closed)
+		}
+		known[id] = c
+	}, `
+		SELECT c.id, c.country,
+		       coalesce((SELECT to_char(max(period), 'YYYY-MM') FROM period_closes p WHERE p.company_id = c.id), '')
+		  FROM companies c WHERE c.id = ANY($1)`, ids)
 	return known
+}
+
+// checkDate is the rule on a document's date (see ledger.Books.CheckDate).
+func (c *companyBooks) checkDate(field string, d ledger.Date) *ledger.Error {
+	return c.books.CheckDate(field, d)
 }
 
 // commands returns the items' commands as T, or sets p.err when one is
@@ -173,11 +246,13 @@ func commands[T ledger.Command](p *plan, items []exec.Item) []T {
 // seriesKey names a number series of a company.
 type seriesKey struct{ company, series string }
 
-// numbers is the number series a plan allocates from: their last values,
-// locked by the reads, advanced by execution, written back by write.
+// numbers is the number series a plan allocates from: their last values
+// and the dates of their last documents, locked by the reads, advanced by
+// execution, written back by write.
 type numbers struct {
 	keys     []seriesKey // sorted, distinct
 	last     map[seriesKey]int64
+	lastDate map[seriesKey]ledger.Date
 	advanced map[seriesKey]bool
 }
 
@@ -187,15 +262,21 @@ func (p *plan) series(b *pgx.Batch, keys []seriesKey) *numbers {
 	slices.SortFunc(keys, func(a, b seriesKey) int {
 		return cmp.Or(cmp.Compare(a.company, b.company), cmp.Compare(a.series, b.series))
 	})
-	n := &numbers{keys: slices.Compact(keys), last: map[seriesKey]int64{}, advanced: map[seriesKey]bool{}}
+	n := &numbers{keys: slices.Compact(keys), last: map[seriesKey]int64{}, lastDate: map[seriesKey]ledger.Date{}, advanced: map[seriesKey]bool{}}
 	companies, names := make([]string, len(n.keys)), make([]string, len(n.keys))
 	for i, k := range n.keys {
 		companies[i], names[i] = k.company, k.series
 	}
 	var k seriesKey
 	var v int64
-	p.query(b, "lock number series", []any{&k.company, &k.series, &v}, func() { n.last[k] = v }, `
-		SELECT n.company_id, n.series, n.last_value
+	var day string
+	p.query(b, "lock number series", []any{&k.company, &k.series, &v, &day}, func() {
+		n.last[k] = v
+		if d, err := ledger.ParseDate(day); err == nil {
+			n.lastDate[k] = d
+		}
+	}, `
+		SELECT n.company_id, n.series, n.last_value, coalesce(to_char(n.last_date, 'YYYY-MM-DD'), '')
 		  FROM number_series n
 		  JOIN unnest($1::text[], $2::text[]) AS s(company_id, series) USING (company_id, series)
 		 ORDER BY n.company_id, n.series
@@ -203,15 +284,23 @@ func (p *plan) series(b *pgx.Batch, keys []seriesKey) *numbers {
 	return n
 }
 
-// next allocates the next number of a series, or unknown_series.
-func (n *numbers) next(company, series string) (int64, *ledger.Error) {
+// next allocates the next number of a series to a document dated day:
+// unknown_series, or conflict when day is before the series' last
+// document, whose number it would follow.
+func (n *numbers) next(company, series string, day ledger.Date) (int64, *ledger.Error) {
 	k := seriesKey{company, series}
 	seq, ok := n.last[k]
 	if !ok {
 		return 0, unknownSeries(company, series)
 	}
+	if last := n.lastDate[k]; !last.IsZero() && day.Before(last.Time) {
+		e := ledger.Errorf(ledger.CodeConflict, "%s is before %s, the date of number %d of series %s: numbers follow dates, so date the document on or after it",
+			day, last, seq, series)
+		e.Details = map[string]any{"series": series, "last_date": last.String(), "last_sequence": seq}
+		return 0, e
+	}
 	seq++
-	n.last[k], n.advanced[k] = seq, true
+	n.last[k], n.lastDate[k], n.advanced[k] = seq, day, true
 	return seq, nil
 }
 
@@ -219,18 +308,20 @@ func (n *numbers) next(company, series string) (int64, *ledger.Error) {
 func (n *numbers) write(b *pgx.Batch) {
 	var companies, names []string
 	var values []int64
+	var dates []time.Time
 	for _, k := range n.keys {
 		if n.advanced[k] {
 			companies, names, values = append(companies, k.company), append(names, k.series), append(values, n.last[k])
+			dates = append(dates, n.lastDate[k].Time)
 		}
 	}
 	if len(companies) == 0 {
 		return
 	}
 	b.Queue(`
-		UPDATE number_series n SET last_value = u.last_value
-		  FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(company_id, series, last_value)
-		 WHERE n.company_id = u.company_id AND n.series = u.series`, companies, names, values)
+		UPDATE number_series n SET last_value = u.last_value, last_date = u.last_date
+		  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::date[]) AS u(company_id, series, last_value, last_date)
+		 WHERE n.company_id = u.company_id AND n.series = u.series`, companies, names, values, dates)
 }
 
 // docKey is a business key of a document: its company and up to two parts.

@@ -14,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/ledger/postgres"
@@ -191,7 +192,7 @@ func requireBooksBalance(t *testing.T, db *pgxpool.Pool) int {
 
 // ledgerKinds are the ledger's kinds, the commands these tests execute.
 var ledgerKinds = func() *exec.Kinds {
-	k, err := exec.NewKinds(postgres.Kinds()...)
+	k, err := exec.NewKinds(postgres.Kinds(testkeys.Clock())...)
 	if err != nil {
 		panic(err)
 	}

@@ -12,12 +12,13 @@ import (
 // payments executes payment.record: a payment reference is recorded once,
 // and each allocation goes to an invoice of the same customer and
 // currency, never more than is open on it.
-type payments struct{}
+type payments struct{ rules dateRules }
 
 func (payments) Commands() []string { return []string{"payment.record"} }
 
-func (payments) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
+func (kind payments) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &paymentPlan{}
+	p.rules = kind.rules
 	if !p.prepare(items, reads) {
 		return p
 	}
@@ -56,6 +57,9 @@ func (p *paymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 		ref := docKey{company: company, a: c.PaymentRef}
 		if prev, dup := p.refs[ref]; dup {
 			return refused(duplicate("payment", fmt.Sprintf("payment %q is already recorded", c.PaymentRef), prev))
+		}
+		if err := p.known[company].checkDate("received_on", c.ReceivedOn); err != nil {
+			return refused(err)
 		}
 		invs, err := p.allocated(at)
 		if err != nil {

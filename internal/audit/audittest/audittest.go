@@ -36,7 +36,7 @@ func Process(t testing.TB, pool *pgxpool.Pool, company, command, key string, bod
 	if perr != nil {
 		t.Fatalf("%s: %v", command, perr)
 	}
-	k, err := kinds.All(testkeys.Rules())
+	k, err := kinds.All(testkeys.Rules(), testkeys.Clock())
 	if err != nil {
 		t.Fatal(err)
 	}
