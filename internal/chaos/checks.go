@@ -146,10 +146,12 @@ func shownSecret(raw []byte) ([]byte, bool) {
 	if json.Unmarshal(r.Result, &fields) != nil {
 		return raw, false
 	}
-	if _, ok := fields["secret"]; !ok {
+	// A stored result, a replay and a lookup say "secret": null; only the
+	// first answer has the secret, which is compared as that null.
+	if v, ok := fields["secret"]; !ok || string(v) == "null" {
 		return raw, false
 	}
-	delete(fields, "secret")
+	fields["secret"] = json.RawMessage("null")
 	b, err := json.Marshal(fields)
 	if err != nil {
 		return raw, false
