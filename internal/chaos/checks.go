@@ -134,9 +134,9 @@ func normalize(raw []byte) ([]byte, error) {
 }
 
 // shownSecret reports whether raw's result carries a webhook signing
-// secret, and returns raw without it. Only the first execution of a
+// secret, and returns raw with it as null. Only the first execution of a
 // create or rotate answers with the secret; the stored result, every
-// replay and every lookup have only its note.
+// replay and every lookup say "secret": null.
 func shownSecret(raw []byte) ([]byte, bool) {
 	var r protocol.Result
 	if json.Unmarshal(raw, &r) != nil {
