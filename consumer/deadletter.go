@@ -114,9 +114,13 @@ func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger *slog.Logger, 
 				logger.Error("dead-lettering failed; the message will be retried", "stream_seq", d.StreamSeq, "error", pubErr)
 				return nil, fmt.Errorf("%w (and dead-lettering failed: %v)", err, pubErr)
 			}
-			logger.Warn("message dead-lettered", "stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
-				"deliveries", d.NumDelivered, "code", code, "reason", reason, "detail", detail,
-				"idempotency_key", d.Msg.Headers().Get(protocol.HeaderIdempotencyKey))
+			attrs := []any{"stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
+				"deliveries", d.NumDelivered, "code", code, "reason", reason,
+				"idempotency_key", d.Msg.Headers().Get(protocol.HeaderIdempotencyKey)}
+			if detail != "" {
+				attrs = append(attrs, "detail", detail)
+			}
+			logger.Warn("message dead-lettered", attrs...)
 			_, command, _ := parseSubjectLoose(d.Msg.Subject())
 			metrics.count(command, outcomeDeadLettered)
 			// The code only: a reason can quote the command's body.
