@@ -44,8 +44,14 @@ func TestDevTwice(t *testing.T) {
 	a := startDevProcess(ctx, t, dirA)
 
 	// The second shell: same data dir, other ports.
-	b := exec.CommandContext(ctx, os.Args[0], "dev", "-data-dir", dirA, "-nats-port", freePort(t), "-http", freeAddr(t))
+	// Bounded apart from the test: a second dev that does not refuse runs
+	// until it is stopped, as Ctrl-C would.
+	bctx, bcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer bcancel()
+	b := exec.CommandContext(bctx, os.Args[0], "dev", "-data-dir", dirA, "-nats-port", freePort(t), "-http", freeAddr(t))
 	b.Env = devEnv()
+	b.Cancel = func() error { return b.Process.Signal(os.Interrupt) }
+	b.WaitDelay = 30 * time.Second
 	out, err := b.CombinedOutput()
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {
