@@ -26,8 +26,9 @@ FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/onceledger /onceledger
 
 USER nonroot:nonroot
-# HTTP health endpoint (ONCELEDGER_HTTP_ADDR, default :8080, GET /healthz).
-EXPOSE 8080
+# The HTTP API (ONCELEDGER_HTTP_ADDR, default :8080) and the health endpoints
+# and metrics on their own listener (ONCELEDGER_HEALTH_ADDR, default :8081).
+EXPOSE 8080 8081
 
 ENTRYPOINT ["/onceledger"]
 CMD ["run"]

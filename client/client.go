@@ -164,14 +164,14 @@ func (c *Client) PublishOnce(ctx context.Context, company, command, key string, 
 // it, without waiting for its result; Lookup or Await get the result later.
 // A body that fails the local check is returned as an *Error.
 func (c *Client) Enqueue(ctx context.Context, company, command, key string, body []byte) (*jetstream.PubAck, error) {
-	fp, perr := check(company, command, key, body)
+	fp, named, perr := check(company, command, key, body)
 	if perr != nil {
 		return nil, errorOf(protocol.ErrorResult(company, key, command, perr))
 	}
 	msg := nats.NewMsg(protocol.CommandSubject(company, command))
 	msg.Data = body
 	msg.Header.Set(protocol.HeaderIdempotencyKey, key)
-	msg.Header.Set(jetstream.MsgIDHeader, MsgID(company, key, fp))
+	msg.Header.Set(jetstream.MsgIDHeader, MsgID(company, named, fp))
 	ack, err := c.js.PublishMsg(ctx, msg)
 	if err != nil {
 		return nil, fmt.Errorf("publish: %w", err)
@@ -221,26 +221,28 @@ func (c *Client) Await(ctx context.Context, company, key string) (protocol.Resul
 }
 
 // check applies, in the worker's order, every rule that needs no database:
-// company, key, command, JSON, body. It returns the body's fingerprint.
-func check(company, command, key string, body []byte) ([]byte, *ledger.Error) {
+// company, key, command, JSON, body. It returns the body's fingerprint and
+// the key the Idempotency-Key value names (see protocol.ParseKey).
+func check(company, command, key string, body []byte) (fp []byte, named string, _ *ledger.Error) {
 	if !ledger.ValidCompanyID(company) {
-		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "company %q is not a valid company id (1-63 of a-z, 0-9, '-', '_')", company)
+		return nil, "", ledger.Errorf(ledger.CodeInvalidCommand, "company %q is not a valid company id (1-63 of a-z, 0-9, '-', '_')", company)
 	}
-	if e := protocol.CheckKey(key); e != nil {
-		return nil, e
+	named, e := protocol.ParseKey(key)
+	if e != nil {
+		return nil, "", e
 	}
 	if !ledger.KnownCommand(command) {
 		_, err := ledger.Decode(command, nil)
-		return nil, asLedgerError(err)
+		return nil, "", asLedgerError(err)
 	}
 	fp, err := protocol.Fingerprint(command, body)
 	if err != nil {
-		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "%v", err)
+		return nil, "", ledger.Errorf(ledger.CodeInvalidCommand, "%v", err)
 	}
 	if _, err := ledger.Decode(command, body); err != nil {
-		return nil, asLedgerError(err)
+		return nil, "", asLedgerError(err)
 	}
-	return fp, nil
+	return fp, named, nil
 }
 
 func asLedgerError(err error) *ledger.Error {
@@ -273,7 +275,7 @@ func transient(err error) bool {
 }
 
 func (c *Client) send(ctx context.Context, company, command, key string, body []byte, retry bool) (protocol.Result, error) {
-	fp, perr := check(company, command, key, body)
+	fp, named, perr := check(company, command, key, body)
 	if perr != nil {
 		return protocol.ErrorResult(company, key, command, perr), nil
 	}
@@ -290,7 +292,7 @@ func (c *Client) send(ctx context.Context, company, command, key string, body []
 	defer sub.Unsubscribe()
 	cl := &call{
 		c: c, company: company, command: command, key: key, body: body,
-		msgID: MsgID(company, key, fp), inbox: inbox, sub: sub, retry: retry,
+		msgID: MsgID(company, named, fp), inbox: inbox, sub: sub, retry: retry,
 	}
 	return cl.run(ctx)
 }

@@ -16,6 +16,11 @@
 // no such ID exists, generate a random key (a UUID) once, store it with the
 // pending operation, and reuse it.
 //
+// A key is passed as it is sent in the Idempotency-Key header: a key given
+// as a quoted string ("order-1041-invoice") is the text inside the quotes,
+// the same key as order-1041-invoice, here, over NATS and over HTTP (see
+// protocol.ParseKey).
+//
 // Two tempting alternatives are wrong:
 //
 //   - A new key per attempt (a fresh UUID inside the retry loop) turns every

@@ -21,9 +21,11 @@ func Key(parts ...string) string {
 
 // CheckKey returns an *Error (idempotency_key_missing or
 // idempotency_key_invalid) unless key is 1 to 255 characters of text without
-// control characters: the rule the worker applies.
+// control characters: the rule the worker applies. A key given as a quoted
+// string ("order-1041") is the text inside the quotes (see
+// protocol.ParseKey), the same key over NATS and HTTP.
 func CheckKey(key string) error {
-	if e := protocol.CheckKey(key); e != nil {
+	if _, e := protocol.ParseKey(key); e != nil {
 		return &Error{Code: e.Code, Message: e.Message}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
@@ -320,5 +321,42 @@ func TestResultLookup(t *testing.T) {
 	other, err := h.client.Lookup(ctx, "globex", "k-look")
 	if err != nil || other.Error == nil || other.Error.Code != ledger.CodeNotFound {
 		t.Fatalf("lookup is not scoped by company: %+v %v", other, err)
+	}
+}
+
+// A key sent as a quoted string is the string inside the quotes: the
+// message, its replay under the plain key and the result lookup agree.
+func TestQuotedKeyIsTheKeyInside(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startWorker(testConfig(), nil)
+	h.createCompany("acme")
+	body := invoiceBody("o-q", "1.00")
+	r := h.replies()
+	h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{
+		protocol.HeaderIdempotencyKey: `"k-q"`, protocol.HeaderReplyTo: r.subject,
+	}, mustMarshal(t, body))
+	first := r.next(t)
+	if first.Status != protocol.StatusOK || first.Replayed || first.IdempotencyKey != "k-q" {
+		t.Fatalf("quoted key: %+v", first)
+	}
+	if again := h.do("acme", "invoice.create", "k-q", body); again.Status != protocol.StatusOK || !again.Replayed {
+		t.Fatalf("plain key after the quoted one: %+v", again)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, value := range []string{`"k-q"`, "k-q"} {
+		if res, err := h.client.Lookup(ctx, "acme", value); err != nil || res.Status != protocol.StatusOK || !res.Replayed {
+			t.Fatalf("lookup by %s: %+v %v", value, res, err)
+		}
+	}
+	if n := h.count(`SELECT count(*) FROM invoices`); n != 1 {
+		t.Fatalf("%d invoices, want 1", n)
+	}
+	h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{
+		protocol.HeaderIdempotencyKey: `"k\q"`, protocol.HeaderReplyTo: r.subject,
+	}, mustMarshal(t, body))
+	if res := r.next(t); res.Error == nil || res.Error.Code != ledger.CodeIdempotencyKeyInvalid {
+		t.Fatalf("malformed quoted key: %+v", res)
 	}
 }

@@ -137,10 +137,15 @@ func truncate(s string, n int) string {
 }
 
 // errorResultFor builds an error result for a delivery whose subject and key
-// may be malformed: whatever could be read is echoed back.
+// may be malformed: whatever could be read is echoed back, the key as
+// ParseKey reads it when it can.
 func errorResultFor(d *Delivery, e *ledger.Error) protocol.Result {
 	company, command, _ := parseSubjectLoose(d.Msg.Subject())
-	return protocol.ErrorResult(company, d.Msg.Headers().Get(protocol.HeaderIdempotencyKey), command, e)
+	key := d.Msg.Headers().Get(protocol.HeaderIdempotencyKey)
+	if k, kerr := protocol.ParseKey(key); kerr == nil {
+		key = k
+	}
+	return protocol.ErrorResult(company, key, command, e)
 }
 
 func parseSubjectLoose(subject string) (company, command string, ok bool) {

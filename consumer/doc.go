@@ -2,7 +2,8 @@
 // with exactly-once effects.
 //
 // A command is a message on ledger.cmd.<company>.<command> with an
-// Idempotency-Key header. The worker runs a Watermill router over a durable
+// Idempotency-Key header, read by protocol.ParseKey (a quoted string names
+// the key inside the quotes, as over HTTP). The worker runs a Watermill router over a durable
 // pull consumer; the handler turns each delivery into a Request and hands it
 // to the batcher, which runs whatever queued meanwhile in one Postgres
 // transaction (group commit; Execute is the same path for callers without
@@ -39,7 +40,10 @@
 // validation, a key reused with another payload) are answered with an error
 // and copied to the LEDGER_DLQ stream with the reason before they are
 // terminated; so is a message that still fails after MaxDeliver attempts.
-// Nothing is dropped silently.
+// Nothing is dropped silently. A terminated message stays terminated on
+// every supported server: the worker refuses nats-server older than
+// MinServerVersion, and before 2.10, which ignores a terminate with a
+// reason, it terminates without one.
 //
 // Tracing. With Config.TracerProvider set, each delivery is a consumer span
 // "onceledger.command <command>", the child of the producer's span when the

@@ -111,7 +111,11 @@ func parseRequest(d *Delivery) (*Request, *ledger.Error) {
 	if err != nil {
 		return nil, ledger.Errorf(ledger.CodeInvalidCommand, "%v", err)
 	}
-	req, perr := NewRequest(company, command, d.Msg.Headers().Get(protocol.HeaderIdempotencyKey), d.Msg.Data())
+	key, kerr := protocol.ParseKey(d.Msg.Headers().Get(protocol.HeaderIdempotencyKey))
+	if kerr != nil {
+		return nil, kerr
+	}
+	req, perr := NewRequest(company, command, key, d.Msg.Data())
 	if perr != nil {
 		return nil, perr
 	}

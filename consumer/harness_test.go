@@ -41,8 +41,14 @@ type harness struct {
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
+	return newHarnessOn(t, testenv.NATS(t))
+}
+
+// newHarnessOn is newHarness against the NATS server at natsURL.
+func newHarnessOn(t testing.TB, natsURL string) *harness {
+	t.Helper()
 	ctx := context.Background()
-	h := &harness{t: t, dsn: testenv.Migrated(t), natsURL: testenv.NATS(t)}
+	h := &harness{t: t, dsn: testenv.Migrated(t), natsURL: natsURL}
 	var err error
 	if h.pool, err = pgxpool.New(ctx, h.dsn); err != nil {
 		t.Fatal(err)

@@ -23,7 +23,8 @@ type Request struct {
 }
 
 // NewRequest decodes and fingerprints a command body: the request a
-// message with this subject, key and body makes. Its error is an
+// message with this subject, key and body makes. key is a key, not a
+// header value: protocol.ParseKey reads one. Its error is an
 // invalid_command *ledger.Error (or the key's error): the body can never
 // succeed.
 func NewRequest(company, command, key string, body []byte) (*Request, *ledger.Error) {

@@ -295,9 +295,14 @@ func (s *Subscriber) settle(ctx context.Context, d *Delivery, acked bool) {
 	var err error
 	var settlement string
 	switch {
-	case how == settleTerm:
+	case how == settleTerm && termWithReason(s.nc.ConnectedServerVersion()):
 		settlement = "term"
 		err = d.Msg.TermWithReason(reason)
+	case how == settleTerm:
+		// Before 2.10 the server ignores a terminate with a reason and
+		// redelivers; the dead letter already carries the reason.
+		settlement = "term"
+		err = d.Msg.Term()
 	case how == settleNak:
 		settlement = "nak"
 		err = d.Msg.NakWithDelay(delay)

@@ -150,8 +150,13 @@ func NewWorker(pool *pgxpool.Pool, nc *nats.Conn, kinds *exec.Kinds, cfg Config)
 	return &Worker{pool: pool, nc: nc, js: js, kinds: kinds, cfg: cfg}, nil
 }
 
-// Provision creates or updates the streams and the durable consumer.
+// Provision checks that the connected nats-server is one the worker runs
+// against (see MinServerVersion), then creates or updates the streams and
+// the durable consumer.
 func (w *Worker) Provision(ctx context.Context) (jetstream.Consumer, error) {
+	if err := CheckServerVersion(w.nc.ConnectedServerVersion()); err != nil {
+		return nil, fmt.Errorf("refusing to start: %w", err)
+	}
 	return provision(ctx, w.js, w.cfg.Streams, w.cfg.InboxRetention)
 }
 
@@ -207,9 +212,12 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	runErr := make(chan error, 1)
 	go func() { runErr <- router.Run(context.WithoutCancel(ctx)) }()
-	log.Info("worker consuming", "stream", w.cfg.Streams.Stream, "consumer", w.cfg.Streams.Durable,
+	log.Info("worker consuming", "nats_server", w.nc.ConnectedServerVersion(), "stream", w.cfg.Streams.Stream, "consumer", w.cfg.Streams.Durable,
 		"concurrency", w.cfg.Subscriber.Concurrency, "ack_mode", w.cfg.Subscriber.AckMode,
 		"batch_max", w.cfg.Batch.MaxSize, "batch_parallel", w.cfg.Batch.Parallel)
+	if v := w.nc.ConnectedServerVersion(); !termWithReason(v) {
+		log.Info("nats-server is older than "+termReasonVersion+": dead-lettered commands are terminated without a reason, which the dead letter's headers carry", "nats_server", v)
+	}
 
 	select {
 	case <-ctx.Done():
@@ -235,12 +243,13 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) serveLookups(ctx context.Context) (*nats.Subscription, error) {
 	sub, err := w.nc.QueueSubscribe(protocol.ResultSubjectPrefix+"*", w.cfg.ResultQueue, func(m *nats.Msg) {
 		company := strings.TrimPrefix(m.Subject, protocol.ResultSubjectPrefix)
-		key := m.Header.Get(protocol.HeaderIdempotencyKey)
+		value := m.Header.Get(protocol.HeaderIdempotencyKey)
+		key, kerr := protocol.ParseKey(value)
 		var res protocol.Result
 		if !ledger.ValidCompanyID(company) {
-			res = protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInvalidCommand, "subject must be %s<company>", protocol.ResultSubjectPrefix))
-		} else if kerr := protocol.CheckKey(key); kerr != nil {
-			res = protocol.ErrorResult(company, key, "", kerr)
+			res = protocol.ErrorResult(company, value, "", ledger.Errorf(ledger.CodeInvalidCommand, "subject must be %s<company>", protocol.ResultSubjectPrefix))
+		} else if kerr != nil {
+			res = protocol.ErrorResult(company, value, "", kerr)
 		} else {
 			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			var err error

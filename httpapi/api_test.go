@@ -31,6 +31,7 @@ type apiEnv struct {
 	dsn     string
 	natsURL string
 	pool    *pgxpool.Pool
+	api     *Server
 	srv     *httptest.Server
 	schemas *jsonschema.Compiler
 }
@@ -56,11 +57,10 @@ func newAPI(t *testing.T, cfg Config) *apiEnv {
 	if cfg.Secrets == nil {
 		cfg.Secrets = testkeys.Keyring()
 	}
-	api, err := New(e.pool, nc, cfg)
-	if err != nil {
+	if e.api, err = New(e.pool, nc, cfg); err != nil {
 		t.Fatal(err)
 	}
-	e.srv = httptest.NewServer(api)
+	e.srv = httptest.NewServer(e.api)
 	t.Cleanup(e.srv.Close)
 	return e
 }

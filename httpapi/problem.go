@@ -15,6 +15,10 @@ const (
 	codeTooLarge         ledger.Code = "request_too_large"
 	codeMethodNotAllowed ledger.Code = "method_not_allowed"
 	codeInvalidRequest   ledger.Code = "invalid_request"
+	// codeRequestTimeout: the body did not arrive within the server's
+	// deadline. Nothing was published, so the same request may be sent
+	// again with the same key.
+	codeRequestTimeout ledger.Code = "request_timeout"
 )
 
 // statusOf maps an error code to its HTTP status.
@@ -30,6 +34,8 @@ func statusOf(code ledger.Code) int {
 		return http.StatusMethodNotAllowed
 	case ledger.CodeIdempotencyKeyInFlight, ledger.CodeDuplicateDocument, ledger.CodeConflict:
 		return http.StatusConflict
+	case codeRequestTimeout:
+		return http.StatusRequestTimeout
 	case codeTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case ledger.CodeIdempotencyKeyReused:
@@ -55,6 +61,7 @@ var titles = map[ledger.Code]string{
 	codeTooLarge:                      "Request body too large",
 	codeMethodNotAllowed:              "Method not allowed",
 	codeInvalidRequest:                "Invalid request",
+	codeRequestTimeout:                "Request timeout",
 }
 
 // retryAfter is the Retry-After of retryable problems, in seconds.
@@ -85,7 +92,7 @@ func newProblem(code ledger.Code, detail string, details map[string]any) problem
 		Status:    statusOf(code),
 		Detail:    detail,
 		Code:      code,
-		Retryable: code.Retryable(),
+		Retryable: code.Retryable() || code == codeRequestTimeout,
 		Details:   details,
 	}
 }

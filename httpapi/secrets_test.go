@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -74,8 +75,15 @@ func TestSigningSecretsOverHTTP(t *testing.T) {
 		replayed["secret"] != nil || replayed["secret_note"] != webhooks.SecretNote || replayed["endpoint_id"] != shown["endpoint_id"] {
 		t.Fatalf("replay: %d %v %s", again.status, again.header, again.body)
 	}
-	if r := e.get("/v1/commands/endpoint-1", acme); r.status != http.StatusCreated || bytes.Contains(r.body, []byte(secret)) ||
-		!bytes.Contains(r.body, []byte("secret_note")) {
+	// Where the secret was, a replay says it is gone and when it was shown.
+	if _, present := replayed["secret"]; !present || !shownRecently(replayed["secret_shown"]) {
+		t.Fatalf("replay without \"secret\": null and \"secret_shown\": %s", again.body)
+	}
+	r := e.get("/v1/commands/endpoint-1", acme)
+	var looked map[string]any
+	json.Unmarshal(r.body, &looked)
+	if _, present := looked["secret"]; r.status != http.StatusCreated || bytes.Contains(r.body, []byte(secret)) ||
+		looked["secret_note"] != webhooks.SecretNote || !present || looked["secret"] != nil || looked["secret_shown"] != replayed["secret_shown"] {
 		t.Fatalf("lookup: %d %s", r.status, r.body)
 	}
 	var inbox string
@@ -87,7 +95,7 @@ func TestSigningSecretsOverHTTP(t *testing.T) {
 	// The caller's own secret.
 	mine := "whsec_" + strings.Repeat("c2VjcmV0", 4)
 	own := []byte(`{"url":"https://hooks.example.com/own","secret":"` + mine + `"}`)
-	r := e.post("/v1/webhook-endpoints/create", acme, "endpoint-2", own)
+	r = e.post("/v1/webhook-endpoints/create", acme, "endpoint-2", own)
 	if r.status != http.StatusCreated || bytes.Contains(r.body, []byte(mine)) {
 		t.Fatalf("create with a secret: %d %s", r.status, r.body)
 	}
@@ -124,4 +132,11 @@ func TestSigningSecretsOverHTTP(t *testing.T) {
 			t.Errorf("%s: %d %s", c.body, r.status, r.body)
 		}
 	}
+}
+
+// shownRecently reports whether v is an RFC 3339 time of the last minute.
+func shownRecently(v any) bool {
+	s, _ := v.(string)
+	at, err := time.Parse(time.RFC3339, s)
+	return err == nil && time.Since(at) < time.Minute && time.Until(at) < time.Minute
 }

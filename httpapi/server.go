@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -230,47 +231,18 @@ func (s *Server) authed(h handlerFunc) http.HandlerFunc {
 	}
 }
 
-// idempotencyKey reads the Idempotency-Key header: a plain value or, as the
-// IETF draft writes it, a structured-field string ("…").
+// idempotencyKey reads the Idempotency-Key header with the protocol's rule
+// (protocol.ParseKey), so a key is the same one here and over NATS.
 func idempotencyKey(h http.Header) (string, *ledger.Error) {
 	values := h.Values(protocol.HeaderIdempotencyKey)
 	if len(values) > 1 {
 		return "", ledger.Errorf(ledger.CodeIdempotencyKeyInvalid, "The %s header must appear once.", protocol.HeaderIdempotencyKey)
 	}
-	key := ""
+	value := ""
 	if len(values) == 1 {
-		key = values[0]
+		value = values[0]
 	}
-	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
-		unquoted, ok := sfString(key)
-		if !ok {
-			return "", ledger.Errorf(ledger.CodeIdempotencyKeyInvalid, "The %s header is a malformed quoted string.", protocol.HeaderIdempotencyKey)
-		}
-		key = unquoted
-	}
-	return key, protocol.CheckKey(key)
-}
-
-// sfString decodes an RFC 8941 string: printable ASCII in quotes, with \"
-// and \\ as the only escapes.
-func sfString(s string) (string, bool) {
-	var b strings.Builder
-	for i := 1; i < len(s)-1; i++ {
-		c := s[i]
-		switch {
-		case c == '\\':
-			i++
-			if i >= len(s)-1 || (s[i] != '"' && s[i] != '\\') {
-				return "", false
-			}
-			b.WriteByte(s[i])
-		case c == '"' || c < 0x20 || c > 0x7e:
-			return "", false
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), true
+	return protocol.ParseKey(value)
 }
 
 // command publishes the request body as rt's command and answers with its
@@ -288,8 +260,17 @@ func (s *Server) command(rt commandRoute) handlerFunc {
 		case errors.As(err, &tooLarge):
 			writeProblem(w, codeTooLarge, fmt.Sprintf("The request body is larger than %d bytes.", s.cfg.MaxBodyBytes), nil)
 			return
+		case isTimeout(err):
+			// The connection is closed after the answer: the rest of the
+			// body may still be on its way.
+			w.Header().Set("Connection", "close")
+			writeProblem(w, codeRequestTimeout, "The request body did not arrive in time; send the request again with the same Idempotency-Key.", nil)
+			return
 		case err != nil:
-			writeProblem(w, ledger.CodeInvalidCommand, "The request body could not be read: "+err.Error(), nil)
+			// The error names socket addresses or the server's parser
+			// state, which are not the client's business.
+			s.cfg.Logger.Debug("reading a request body failed", "error", err)
+			writeProblem(w, ledger.CodeInvalidCommand, "The request body could not be read (a malformed chunked encoding, or the connection failed).", nil)
 			return
 		}
 		body, serr := sealSecret(s.cfg.Secrets, company, rt.command, body)
@@ -299,10 +280,10 @@ func (s *Server) command(rt commandRoute) handlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
-		res, err := s.client.PublishOnce(ctx, company, rt.command, key, body)
+		res, err := s.client.PublishOnce(ctx, company, rt.command, protocol.FormatKey(key), body)
 		switch {
 		case errors.Is(err, client.ErrNoResult):
-			location := "/v1/commands/" + url.PathEscape(key)
+			location := "/v1/commands/" + url.PathEscape(protocol.FormatKey(key))
 			w.Header().Set("Location", location)
 			w.Header().Set("Retry-After", "1")
 			writeJSON(w, http.StatusAccepted, accepted{Status: "accepted", Command: rt.command, IdempotencyKey: key, Location: location})
@@ -315,6 +296,12 @@ func (s *Server) command(rt commandRoute) handlerFunc {
 			writeResult(w, res)
 		}
 	}
+}
+
+// isTimeout reports whether err is a read deadline passing.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // accepted is the body of a 202.
@@ -360,14 +347,14 @@ func writeResult(w http.ResponseWriter, res protocol.Result) {
 
 // commandResult answers GET /v1/commands/{key} from the worker's inbox.
 func (s *Server) commandResult(w http.ResponseWriter, r *http.Request, company string) {
-	key := r.PathValue("key")
-	if kerr := protocol.CheckKey(key); kerr != nil {
+	key, kerr := protocol.ParseKey(r.PathValue("key"))
+	if kerr != nil {
 		writeProblem(w, kerr.Code, kerr.Message, nil)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), min(s.cfg.RequestTimeout, 5*time.Second))
 	defer cancel()
-	res, err := s.client.Lookup(ctx, company, key)
+	res, err := s.client.Lookup(ctx, company, protocol.FormatKey(key))
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		writeProblem(w, ledger.CodeInternal, "No worker answered the result lookup; retry shortly.", nil)

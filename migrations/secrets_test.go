@@ -1,8 +1,10 @@
 package migrations_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,7 +13,9 @@ import (
 )
 
 // Results an earlier release stored with the generated signing secret in
-// them lose it, and say where it went; other results are untouched.
+// them lose it, and say where it went and when it was shown ("secret":
+// null, "secret_shown" the time the command ran); other results are
+// untouched.
 func TestStoredResultsLoseTheirSecrets(t *testing.T) {
 	t.Parallel()
 	dsn := testenv.Postgres(t)
@@ -30,10 +34,11 @@ func TestStoredResultsLoseTheirSecrets(t *testing.T) {
 		"rotate": `{"company":"acme","idempotency_key":"rotate","command":"webhook_endpoint.rotate_secret","status":"ok","result":{"endpoint_id":"e1","secret":"` + secret + `","secrets_active":2}}`,
 		"update": `{"company":"acme","idempotency_key":"update","command":"webhook_endpoint.update","status":"ok","result":{"endpoint_id":"e1","secrets_active":1}}`,
 	}
+	ran := time.Date(2026, 11, 30, 9, 15, 42, 123456000, time.UTC)
 	commands := map[string]string{"create": "webhook_endpoint.create", "rotate": "webhook_endpoint.rotate_secret", "update": "webhook_endpoint.update"}
 	for key, result := range rows {
-		if _, err := conn.Exec(ctx, `INSERT INTO inbox (company_id, idempotency_key, command, fingerprint, status, result)
-			VALUES ('acme', $1, $2, '\x00', 'ok', $3)`, key, commands[key], result); err != nil {
+		if _, err := conn.Exec(ctx, `INSERT INTO inbox (company_id, idempotency_key, command, fingerprint, status, result, created_at)
+			VALUES ('acme', $1, $2, '\x00', 'ok', $3, $4)`, key, commands[key], result, ran); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,6 +58,24 @@ func TestStoredResultsLoseTheirSecrets(t *testing.T) {
 		}
 		if !strings.Contains(got, `"endpoint_id"`) {
 			t.Errorf("%s lost its result: %s", key, got)
+		}
+		var stored struct {
+			Result map[string]any `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(got), &stored); err != nil {
+			t.Fatal(err)
+		}
+		secret, hasSecret := stored.Result["secret"]
+		shown, _ := stored.Result["secret_shown"].(string)
+		at, err := time.Parse(time.RFC3339, shown)
+		if key == "update" {
+			if hasSecret || shown != "" {
+				t.Errorf("update gained secret fields: %s", got)
+			}
+			continue
+		}
+		if !hasSecret || secret != nil || err != nil || !at.Equal(ran) {
+			t.Errorf("%s: want \"secret\": null and \"secret_shown\" %s: %s", key, ran.Format(time.RFC3339Nano), got)
 		}
 	}
 }

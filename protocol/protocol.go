@@ -79,11 +79,79 @@ func ParseCommandSubject(subject string) (company, command string, err error) {
 	return company, command, nil
 }
 
+// ParseKey reads an Idempotency-Key header value, over NATS or HTTP, and
+// returns the key it names, checked with CheckKey. A value that begins and
+// ends with a double quote is an RFC 8941 string, the form the IETF
+// Idempotency-Key draft and Stripe's documentation write: the key is the
+// text inside the quotes, with \" and \\ the only escapes, so
+// "order-1041" and order-1041 are one key on every transport and in every
+// lookup. Any other value is the key as it stands. A quoted value that is
+// not a well-formed string (unescaped quote or backslash, a character
+// outside printable ASCII) is idempotency_key_invalid: guessing what it
+// meant could make two operations one.
+func ParseKey(value string) (string, *ledger.Error) {
+	key := value
+	if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
+		unquoted, ok := sfString(value)
+		if !ok {
+			return "", ledger.Errorf(ledger.CodeIdempotencyKeyInvalid, "The %s header is a malformed quoted string: inside the quotes only printable ASCII, with \\\" and \\\\ as escapes.", HeaderIdempotencyKey)
+		}
+		key = unquoted
+	}
+	if kerr := CheckKey(key); kerr != nil {
+		return "", kerr
+	}
+	return key, nil
+}
+
+// FormatKey returns the header value that ParseKey reads as key: the key
+// itself, or, when the key itself begins and ends with a double quote, the
+// RFC 8941 string of it, so the quotes are kept. Use it to send a key that
+// came out of ParseKey, and in URLs that name one.
+func FormatKey(key string) string {
+	if len(key) < 2 || key[0] != '"' || key[len(key)-1] != '"' {
+		return key
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c == '"' || c == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(key[i])
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// sfString decodes an RFC 8941 string, quotes included: printable ASCII,
+// with \" and \\ as the only escapes.
+func sfString(s string) (string, bool) {
+	var b strings.Builder
+	for i := 1; i < len(s)-1; i++ {
+		c := s[i]
+		switch {
+		case c == '\\':
+			i++
+			if i >= len(s)-1 || (s[i] != '"' && s[i] != '\\') {
+				return "", false
+			}
+			b.WriteByte(s[i])
+		case c == '"' || c < 0x20 || c > 0x7e:
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
 // CheckKey applies the Idempotency-Key rules of the protocol: present,
 // not blank, at most MaxKeyLength characters of valid UTF-8 without control
 // characters. It returns an idempotency_key_missing or
 // idempotency_key_invalid error, or nil. Producers check before they send;
-// the worker checks again and is the authority.
+// the worker checks again and is the authority. It checks a key, not a
+// header value: ParseKey reads a header value and checks what it names.
 func CheckKey(key string) *ledger.Error {
 	switch {
 	case key == "":

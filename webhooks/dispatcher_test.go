@@ -510,6 +510,9 @@ func TestAddressPolicy(t *testing.T) {
 		{"fe80::1", false, false},
 		{"fd00::1", false, false},
 		{"224.0.0.1", false, false},
+		{"fd00::1%eth0", false, false},
+		{"fe80::1%eth0", false, false},
+		{"::1%lo", false, true},
 	} {
 		a := netip.MustParseAddr(c.addr)
 		if got := none.Allowed(a); got != c.none {
@@ -651,5 +654,38 @@ func TestEndpointsAreScopedByCompany(t *testing.T) {
 	})
 	if ledger.ErrorCode(err) != ledger.CodeNotFound {
 		t.Fatalf("another company disabled the endpoint: %v", err)
+	}
+}
+
+// A receiver answering 302 has failed the attempt: the dispatcher does not
+// follow the redirect, even to an address the policy allows, since the
+// URL it names was never registered (and may be inside the network).
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	elsewhere := newReceiver(t, ok)
+	rc := newReceiver(t, func(_ int32, rw http.ResponseWriter, r *http.Request) {
+		http.Redirect(rw, r, elsewhere.srv.URL+"/metadata", http.StatusFound)
+	})
+	w.endpoint(rc.srv.URL+"/hooks", "")
+	event := w.event("invoice.created")
+	if _, err := w.dispatcher(webhooks.DispatcherConfig{Schedule: []time.Duration{time.Hour}}).DispatchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	attempts, err := webhooks.Attempts(context.Background(), w.pool, w.deliveryID(event))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.n.Load() != 1 || elsewhere.n.Load() != 0 {
+		t.Fatalf("%d requests to the endpoint, %d to where it redirected; want 1 and 0", rc.n.Load(), elsewhere.n.Load())
+	}
+	if len(attempts) != 1 || attempts[0].StatusCode == nil || *attempts[0].StatusCode != http.StatusFound {
+		t.Fatalf("attempts %+v, want one answered 302", attempts)
+	}
+	var status string
+	var lastStatus *int
+	w.pool.QueryRow(context.Background(), `SELECT status, last_status FROM webhook_deliveries WHERE event_id = $1`, event).Scan(&status, &lastStatus)
+	if status == "delivered" || lastStatus == nil || *lastStatus != http.StatusFound {
+		t.Fatalf("delivery %s, last status %v; want not delivered, 302", status, lastStatus)
 	}
 }

@@ -94,7 +94,11 @@
 //
 // Targets are checked on the address actually dialled, after resolution:
 // private, loopback, link-local and other non-public addresses are refused
-// unless an [AddressPolicy] allows them (ONCELEDGER_WEBHOOK_ALLOW_CIDRS).
+// unless an [AddressPolicy] allows them (ONCELEDGER_WEBHOOK_ALLOW_CIDRS),
+// as are scoped IPv6 addresses and, when [AddressPolicy.WithPorts] lists
+// some, other ports. Redirects are not followed: a 3xx fails the attempt
+// like any other non-2xx, and its Location is never requested, so a
+// receiver cannot point deliveries inside the network.
 //
 // Effects outside the transaction (sending an e-mail, calling an API) are
 // not covered: they can happen more than once and must be idempotent on

@@ -185,7 +185,8 @@ func (p *endpointPlan) create(company string, cmd *ledger.CreateWebhookEndpoint)
 		secrets: []storedSecret{{Sealed: sealed}}, status: "enabled",
 	}}
 	p.rows[[2]string{company, n.row.id.String()}] = &n.row
-	return n, shownOnce(n.row.view(p.now()), generated), nil
+	now := p.now()
+	return n, shownOnce(n.row.view(now), generated, now), nil
 }
 
 // secret returns the sealed secret a create or a rotation stores: the one
@@ -212,13 +213,15 @@ func (p *endpointPlan) secret(company, given string) (sealed, generated string, 
 const SecretNote = "The signing secret was returned once, in the first answer to this command, and is stored only encrypted; " +
 	"if it was lost, make a new one with webhook_endpoint.rotate_secret."
 
-// shownOnce is the outcome of a command that made view, with a generated
-// secret in its first answer only.
-func shownOnce(view EndpointView, generated string) ledger.Outcome {
+// shownOnce is the outcome of a command that made view at now, with a
+// generated secret in its first answer only. The stored result, which
+// replays and lookups return, says when it was shown instead.
+func shownOnce(view EndpointView, generated string, now time.Time) ledger.Outcome {
 	if generated == "" {
 		return ledger.Outcome{Result: view}
 	}
-	view.SecretNote = SecretNote
+	shown := now.UTC().Truncate(time.Microsecond) // as the inbox keeps times
+	view.SecretNote, view.SecretShown = SecretNote, &shown
 	first := view
 	first.Secret = generated
 	return ledger.Outcome{Result: view, Once: first}
@@ -269,7 +272,7 @@ func (p *endpointPlan) change(e *endpointRow, cmd ledger.Command) (ledger.Outcom
 			kept = append(kept, s)
 		}
 		e.secrets = kept
-		return shownOnce(e.view(now), generated), nil
+		return shownOnce(e.view(now), generated, now), nil
 	}
 	return ledger.Outcome{}, ledger.Errorf(ledger.CodeInvalidCommand, "%s is not a webhook endpoint command", cmd.CommandName())
 }
@@ -368,18 +371,34 @@ func activeSecrets(keys *Keyring, company string, stored []storedSecret, now tim
 }
 
 // EndpointView is an endpoint as results show it. Secret is filled only in
-// the first answer to the command that generated it; SecretNote says so in
-// its stored result.
+// the first answer to the command that generated it; its stored result,
+// which replays and lookups return, has "secret": null, SecretShown (when
+// it was returned) and SecretNote, as Stripe shows an API key once.
 type EndpointView struct {
-	EndpointID     string   `json:"endpoint_id"`
-	URL            string   `json:"url"`
-	Description    string   `json:"description"`
-	EventTypes     []string `json:"event_types"`
-	Status         string   `json:"status"`
-	DisabledReason string   `json:"disabled_reason,omitempty"`
-	Secret         string   `json:"secret,omitempty"`
-	SecretNote     string   `json:"secret_note,omitempty"`
-	SecretsActive  int      `json:"secrets_active"`
+	EndpointID     string     `json:"endpoint_id"`
+	URL            string     `json:"url"`
+	Description    string     `json:"description"`
+	EventTypes     []string   `json:"event_types"`
+	Status         string     `json:"status"`
+	DisabledReason string     `json:"disabled_reason,omitempty"`
+	Secret         string     `json:"secret,omitempty"`
+	SecretShown    *time.Time `json:"secret_shown,omitempty"`
+	SecretNote     string     `json:"secret_note,omitempty"`
+	SecretsActive  int        `json:"secrets_active"`
+}
+
+// MarshalJSON writes "secret": null in a result whose secret was shown
+// before, so a client reading it sees the field is there and empty on
+// purpose; results that never had a secret leave it out.
+func (v EndpointView) MarshalJSON() ([]byte, error) {
+	type plain EndpointView
+	if v.SecretShown == nil || v.Secret != "" {
+		return json.Marshal(plain(v))
+	}
+	return json.Marshal(struct {
+		plain
+		Secret *string `json:"secret"`
+	}{plain: plain(v)})
 }
 
 // endpointRow is an endpoint locked for change.

@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/netip"
@@ -67,8 +68,29 @@ func TestSecretsAreShownOnceAndStoredSealed(t *testing.T) {
 	w := newWorld(t)
 	out := w.run("webhook_endpoint.create", `{"url":"https://hooks.example.com/x"}`)
 	first, stored := out.Once.(webhooks.EndpointView), out.Result.(webhooks.EndpointView)
-	if !strings.HasPrefix(first.Secret, "whsec_") || stored.Secret != "" || stored.SecretNote != webhooks.SecretNote {
+	if !strings.HasPrefix(first.Secret, "whsec_") || stored.Secret != "" || stored.SecretNote != webhooks.SecretNote ||
+		stored.SecretShown == nil || time.Since(*stored.SecretShown) > time.Minute {
 		t.Fatalf("first answer %+v, stored result %+v", first, stored)
+	}
+	// As clients read them: the stored result has "secret": null and when
+	// the secret was shown; the first answer has the secret.
+	storedJSON, _ := json.Marshal(stored)
+	firstJSON, _ := json.Marshal(first)
+	if !strings.Contains(string(storedJSON), `"secret":null`) || !strings.Contains(string(storedJSON), `"secret_shown":"`+stored.SecretShown.Format(time.RFC3339Nano)+`"`) ||
+		!strings.Contains(string(firstJSON), `"secret":"whsec_`) || strings.Contains(string(firstJSON), `"secret":null`) {
+		t.Fatalf("first answer %s, stored result %s", firstJSON, storedJSON)
+	}
+	// A rotation that generates the new secret shows it the same way.
+	gen := w.run("webhook_endpoint.rotate_secret", `{"endpoint_id":"`+first.EndpointID+`"}`)
+	genJSON, _ := json.Marshal(gen.Result)
+	if gen.Once == nil || !strings.HasPrefix(gen.Once.(webhooks.EndpointView).Secret, "whsec_") ||
+		!strings.Contains(string(genJSON), `"secret":null`) || !strings.Contains(string(genJSON), `"secret_shown":"`) {
+		t.Fatalf("rotation answered %+v, stored %s", gen.Once, genJSON)
+	}
+	// A result that never had a secret leaves the fields out.
+	upd, _ := json.Marshal(w.run("webhook_endpoint.update", `{"endpoint_id":"`+first.EndpointID+`","description":"x"}`).Result)
+	if strings.Contains(string(upd), `"secret`+`"`) || strings.Contains(string(upd), "secret_shown") {
+		t.Fatalf("update result %s", upd)
 	}
 	col := w.storedSecrets(first.EndpointID)
 	if strings.Contains(col, "whsec_") || !strings.Contains(col, `"sealed": "sealed:v1:`+testkeys.Keyring().KeyID()+":") {
@@ -78,7 +100,8 @@ func TestSecretsAreShownOnceAndStoredSealed(t *testing.T) {
 	// nothing and stores it sealed.
 	mine := "whsec_" + strings.Repeat("QUJD", 8)
 	rot := w.run("webhook_endpoint.rotate_secret", `{"endpoint_id":"`+first.EndpointID+`","sealed_secret":"`+testkeys.Keyring().Seal("acme", mine)+`"}`)
-	if rot.Once != nil || rot.Result.(webhooks.EndpointView).Secret != "" || rot.Result.(webhooks.EndpointView).SecretNote != "" {
+	if rot.Once != nil || rot.Result.(webhooks.EndpointView).Secret != "" || rot.Result.(webhooks.EndpointView).SecretNote != "" ||
+		rot.Result.(webhooks.EndpointView).SecretShown != nil {
 		t.Fatalf("rotation with the caller's secret answered %+v / %+v", rot.Once, rot.Result)
 	}
 	if col := w.storedSecrets(first.EndpointID); strings.Contains(col, "whsec_") || strings.Contains(col, "QUJD") {
@@ -177,6 +200,10 @@ func TestPrivateTargetsAreRefusedWhenRegistered(t *testing.T) {
 		{"http://[::ffff:169.254.169.254]/", "write it as 169.254.169.254"},
 		{"http://localhost:9000/hook", "loopback interface of the worker"},
 		{"http://api.localhost/hook", "loopback interface of the worker"},
+		// A zone hid the range from the check: fd00::1%eth0 was public.
+		{"http://[fd00::1%25eth0]/hook", "scoped to the interface"},
+		{"http://[fe80::1%25eth0]:8080/hook", "scoped to the interface"},
+		{"http://[2001:4860::8888%251]/hook", "scoped to the interface"},
 	} {
 		le := w.refused(strict, "webhook_endpoint.create", `{"url":"`+c.url+`"}`)
 		if le.Code != ledger.CodeInvalidCommand || !strings.Contains(le.Message, c.want) || le.Details["field"] != "url" {
@@ -194,6 +221,80 @@ func TestPrivateTargetsAreRefusedWhenRegistered(t *testing.T) {
 	}
 	if le := w.refused(w.kinds, "webhook_endpoint.create", `{"url":"http://10.0.0.1/hook"}`); !strings.Contains(le.Message, "a private address") {
 		t.Fatalf("a private address outside the allowance: %v", le)
+	}
+	// An allowance does not reach a scoped form of the address it allows.
+	for _, cmd := range []struct{ command, body string }{
+		{"webhook_endpoint.create", `{"url":"http://[::1%25lo]:9/hook"}`},
+		{"webhook_endpoint.update", `{"endpoint_id":"` + ep.EndpointID + `","url":"http://[fd00::1%25eth0]/"}`},
+	} {
+		if le := w.refused(w.kinds, cmd.command, cmd.body); !strings.Contains(le.Message, "scoped to the interface") {
+			t.Errorf("%s %s: %v", cmd.command, cmd.body, le)
+		}
+	}
+}
+
+// With ONCELEDGER_WEBHOOK_ALLOW_PORTS set, create and update refuse other
+// ports, the scheme's default port included.
+func TestPortsOutsideTheAllowedListAreRefusedWhenRegistered(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	policy, err := testkeys.Policy().WithPorts("443, 8443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kinds.All(webhooks.Rules{Secrets: testkeys.Keyring(), Targets: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.kinds = k
+	ep := answered(w.run("webhook_endpoint.create", `{"url":"https://hooks.example.com/x"}`))
+	answered(w.run("webhook_endpoint.create", `{"url":"https://hooks.example.com:8443/x"}`))
+	for _, c := range []struct{ url, port string }{
+		{"http://hooks.example.com/x", "80"},
+		{"https://hooks.example.com:9000/x", "9000"},
+		{"https://93.184.215.14:22/x", "22"},
+		{"https://127.0.0.1:6379/x", "6379"},
+	} {
+		le := w.refused(k, "webhook_endpoint.create", `{"url":"`+c.url+`"}`)
+		if le.Code != ledger.CodeInvalidCommand || !strings.Contains(le.Message, "port "+c.port+" is not one") ||
+			!strings.Contains(le.Message, "ONCELEDGER_WEBHOOK_ALLOW_PORTS") || le.Details["port"] != c.port {
+			t.Errorf("create %s: %v (%v)", c.url, le, le.Details)
+		}
+	}
+	le := w.refused(k, "webhook_endpoint.update", `{"endpoint_id":"`+ep.EndpointID+`","url":"https://hooks.example.com:8080/"}`)
+	if !strings.Contains(le.Message, "port 8080") {
+		t.Fatalf("update to another port: %v", le)
+	}
+	for _, bad := range []string{"0", "65536", "http", "80-90"} {
+		if _, err := testkeys.Policy().WithPorts(bad); err == nil {
+			t.Errorf("WithPorts(%q) accepted", bad)
+		}
+	}
+}
+
+// A port taken off the list after an endpoint was registered is refused
+// when dialled.
+func TestPortsOutsideTheAllowedListAreRefusedAtDialTime(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	rc := newReceiver(t, ok)
+	w.endpoint(rc.srv.URL, "")
+	event := w.event("invoice.created")
+	policy, err := loopback(t).WithPorts("443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := webhooks.NewDispatcher(w.pool, webhooks.DispatcherConfig{Schedule: []time.Duration{time.Hour}, Policy: policy, Secrets: testkeys.Keyring()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.DispatchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var lastErr string
+	w.pool.QueryRow(context.Background(), `SELECT last_error FROM webhook_deliveries WHERE event_id = $1`, event).Scan(&lastErr)
+	if rc.n.Load() != 0 || !strings.Contains(lastErr, "ONCELEDGER_WEBHOOK_ALLOW_PORTS") {
+		t.Fatalf("%d requests, last error %q", rc.n.Load(), lastErr)
 	}
 }
 
@@ -219,6 +320,20 @@ func TestNonStandardAddressesAreRefusedAtDialTime(t *testing.T) {
 	if rc.n.Load() != 0 || !strings.Contains(lastErr, "non-standard form") {
 		t.Fatalf("%d requests, last error %q", rc.n.Load(), lastErr)
 	}
+
+	// A scoped form of an allowed address is refused too.
+	if _, err := w.pool.Exec(context.Background(), `UPDATE webhook_endpoints SET url = $2 WHERE id = $1`,
+		ep.EndpointID, "http://[::1%25lo]:"+itoa(port)+"/"); err != nil {
+		t.Fatal(err)
+	}
+	event = w.event("invoice.created")
+	if _, err := w.dispatcher(webhooks.DispatcherConfig{Schedule: []time.Duration{time.Hour}}).DispatchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w.pool.QueryRow(context.Background(), `SELECT last_error FROM webhook_deliveries WHERE event_id = $1`, event).Scan(&lastErr)
+	if rc.n.Load() != 0 || !strings.Contains(lastErr, "scoped to an interface") {
+		t.Fatalf("scoped address: %d requests, last error %q", rc.n.Load(), lastErr)
+	}
 }
 
 func TestHostAddress(t *testing.T) {
@@ -238,6 +353,9 @@ func TestHostAddress(t *testing.T) {
 		{"0x7f.0.0.1", "127.0.0.1", false, true},
 		{"0177.0.0.1", "127.0.0.1", false, true},
 		{"10.0.0.1.", "10.0.0.1", false, true},
+		{"fd00::1%eth0", "fd00::1%eth0", false, true},
+		{"fe80::1%1", "fe80::1%1", false, true},
+		{"::ffff:127.0.0.1%lo", "::ffff:127.0.0.1%lo", false, true},
 		{"4294967296", "", false, false},
 		{"256.0.0.1", "", false, false},
 		{"1.2.3.4.5", "", false, false},

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,9 +36,12 @@ var forbidden = func() []netip.Prefix {
 	return out
 }()
 
-// AddressPolicy decides which addresses webhook deliveries may dial.
+// AddressPolicy decides which addresses and ports webhook deliveries may
+// dial.
 type AddressPolicy struct {
 	allow []netip.Prefix
+	// ports, when not empty, are the only ports targets may use.
+	ports []uint16
 }
 
 // ParseAllowCIDRs builds a policy from a comma-separated list of CIDRs that
@@ -60,9 +64,51 @@ func ParseAllowCIDRs(list string) (AddressPolicy, error) {
 	return p, nil
 }
 
-// Allowed reports whether addr may be dialled.
+// WithPorts returns p limited to the ports in list, comma-separated
+// (ONCELEDGER_WEBHOOK_ALLOW_PORTS). An empty list allows any port.
+func (p AddressPolicy) WithPorts(list string) (AddressPolicy, error) {
+	var ports []uint16
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(s, 10, 16)
+		if err != nil || n == 0 {
+			return AddressPolicy{}, fmt.Errorf("%q is not a port from 1 to 65535", s)
+		}
+		ports = append(ports, uint16(n))
+	}
+	p.ports = ports
+	return p, nil
+}
+
+// portAllowed reports whether port (decimal, as in a URL) may be dialled.
+func (p AddressPolicy) portAllowed(port string) bool {
+	if len(p.ports) == 0 {
+		return true
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(p.ports, uint16(n))
+}
+
+// portList is the allowed ports, for messages.
+func (p AddressPolicy) portList() string {
+	s := make([]string, len(p.ports))
+	for i, n := range p.ports {
+		s[i] = strconv.Itoa(int(n))
+	}
+	return strings.Join(s, ", ")
+}
+
+// Allowed reports whether addr may be dialled. A zone is ignored: it names
+// an interface, not a range, and netip.Prefix.Contains never holds an
+// address that has one, which would let fd00::1%eth0 pass as public.
 func (p AddressPolicy) Allowed(addr netip.Addr) bool {
-	addr = addr.Unmap()
+	addr = addr.WithZone("").Unmap()
 	for _, a := range p.allow {
 		if a.Contains(addr) {
 			return true
@@ -84,6 +130,9 @@ func (p AddressPolicy) control(network, address string, _ syscall.RawConn) error
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrForbiddenAddress, address)
 	}
+	if ap.Addr().Zone() != "" {
+		return fmt.Errorf("%w: %s is scoped to an interface of this machine", ErrForbiddenAddress, ap.Addr())
+	}
 	if !p.Allowed(ap.Addr()) {
 		return fmt.Errorf("%w: %s is private, loopback or link-local (allow it with ONCELEDGER_WEBHOOK_ALLOW_CIDRS)", ErrForbiddenAddress, ap.Addr())
 	}
@@ -97,11 +146,18 @@ func (p AddressPolicy) control(network, address string, _ syscall.RawConn) error
 func (p AddressPolicy) DialContext(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: p.control}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		host, _, err := net.SplitHostPort(addr)
+		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s", ErrForbiddenAddress, addr)
 		}
-		if ip, standard, ok := hostAddress(host); ok && !standard {
+		// Checked here as well as at registration: the list may have
+		// shrunk since the endpoint was created.
+		if !p.portAllowed(port) {
+			return nil, fmt.Errorf("%w: port %s is not in ONCELEDGER_WEBHOOK_ALLOW_PORTS (%s)", ErrForbiddenAddress, port, p.portList())
+		}
+		if ip, standard, ok := hostAddress(host); ok && ip.Zone() != "" {
+			return nil, fmt.Errorf("%w: %s is scoped to an interface of this machine", ErrForbiddenAddress, host)
+		} else if ok && !standard {
 			return nil, fmt.Errorf("%w: %s is the address %s in a non-standard form", ErrForbiddenAddress, host, ip)
 		}
 		return d.DialContext(ctx, network, addr)
@@ -123,6 +179,15 @@ func (p AddressPolicy) checkURL(field, raw string) *ledger.Error {
 		e.Details = map[string]any{"field": field, "host": host}
 		return e
 	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	if !p.portAllowed(port) {
+		e := refuse("port %s is not one webhook targets may use (%s, set by ONCELEDGER_WEBHOOK_ALLOW_PORTS)", port, p.portList())
+		e.Details["port"] = port
+		return e
+	}
 	ip, standard, ok := hostAddress(host)
 	if !ok {
 		name := strings.ToLower(strings.TrimSuffix(host, "."))
@@ -133,6 +198,9 @@ func (p AddressPolicy) checkURL(field, raw string) *ledger.Error {
 			return refuse("host %q is the loopback interface of the worker itself; webhook targets must be public addresses (allow a range with ONCELEDGER_WEBHOOK_ALLOW_CIDRS)", host)
 		}
 		return nil
+	}
+	if ip.Zone() != "" {
+		return refuse("host %q is scoped to the interface %q of the worker's machine; webhook targets must be public addresses, which have no zone", host, ip.Zone())
 	}
 	if !standard {
 		return refuse("host %q is the address %s written in a non-standard form, which resolvers read differently; write it as %s", host, ip.Unmap(), ip.Unmap())
@@ -145,7 +213,7 @@ func (p AddressPolicy) checkURL(field, raw string) *ledger.Error {
 
 // rangeName says which forbidden range holds addr.
 func rangeName(addr netip.Addr) string {
-	addr = addr.Unmap()
+	addr = addr.WithZone("").Unmap()
 	for _, f := range forbidden {
 		if f.Contains(addr) {
 			switch {
@@ -165,10 +233,11 @@ func rangeName(addr netip.Addr) string {
 // hostAddress reads host as an IP address in any form a resolver accepts:
 // an IPv6 literal, a dotted quad, or the older IPv4 forms inet_aton reads
 // (127.1, 2130706433, 0x7f.0.0.1, 0177.0.0.1). standard is false for the
-// older forms and for an IPv4-mapped IPv6 literal; ok is false for a name.
+// older forms, for an IPv4-mapped IPv6 literal and for a scoped one
+// (fe80::1%eth0, whose zone is kept in addr); ok is false for a name.
 func hostAddress(host string) (addr netip.Addr, standard, ok bool) {
 	if a, err := netip.ParseAddr(host); err == nil {
-		return a, !a.Is4In6(), true
+		return a, !a.Is4In6() && a.Zone() == "", true
 	}
 	h := strings.TrimSuffix(host, ".")
 	if h == "" {

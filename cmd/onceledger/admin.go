@@ -119,6 +119,12 @@ func adminKey(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case *dsn == "":
 		return &usageError{"DATABASE_URL (or -database-url) is required"}
 	}
+	// The key as producers write it: "order-1041" names order-1041.
+	named, kerr := protocol.ParseKey(*key)
+	if kerr != nil {
+		return &usageError{"-key: " + kerr.Message}
+	}
+	*key = named
 	conn, err := pgx.Connect(ctx, *dsn)
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %w", err)

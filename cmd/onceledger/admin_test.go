@@ -129,7 +129,7 @@ func TestAdminDeadLetters(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		if code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", "", "-log-level", "error"); code != 0 {
+		if code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", "", "-health", "", "-log-level", "error"); code != 0 {
 			t.Errorf("run exited %d:\n%s", code, errOut)
 		}
 	}()

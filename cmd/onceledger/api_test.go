@@ -27,7 +27,7 @@ func TestRunServesTheHTTPAPI(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-log-level", "error"); code != 0 {
+		if code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-health", "", "-log-level", "error"); code != 0 {
 			t.Errorf("run exited %d: %s", code, errOut)
 		}
 	}()

@@ -18,9 +18,13 @@ import (
 // settings are the worker's configuration: each has a flag and an
 // environment variable; the flag wins.
 type settings struct {
-	DatabaseURL     string
-	NATSURL         string
-	HTTPAddr        string
+	DatabaseURL string
+	NATSURL     string
+	HTTPAddr    string
+	// HealthAddr serves /healthz, /readyz and /metrics on a listener of
+	// their own, so that clients filling the API's connections cannot
+	// make a healthy worker look dead.
+	HealthAddr      string
 	LogFormat       string
 	LogLevel        string
 	Concurrency     int
@@ -31,6 +35,9 @@ type settings struct {
 	StreamReplicas  int
 	ShutdownTimeout time.Duration
 	WebhookAllow    string
+	// WebhookAllowPorts, when set, are the only ports webhook targets
+	// may use.
+	WebhookAllowPorts string
 	// SecretsKey seals webhook signing secrets: ONCELEDGER_SECRETS_KEY,
 	// or the file ONCELEDGER_SECRETS_KEY_FILE names. Never a flag, which
 	// any user of the machine could read in the process list.
@@ -58,7 +65,8 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 		fs.StringVar(&s.DatabaseURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
 		fs.StringVar(&s.NATSURL, "nats-url", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL (env NATS_URL)")
 	}
-	fs.StringVar(&s.HTTPAddr, "http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "address of the HTTP API (/v1/...), /metrics and the health endpoints /healthz and /readyz; empty disables (env ONCELEDGER_HTTP_ADDR)")
+	fs.StringVar(&s.HTTPAddr, "http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "address of the HTTP API (/v1/...), also serving /healthz, /readyz and /metrics; empty disables (env ONCELEDGER_HTTP_ADDR)")
+	fs.StringVar(&s.HealthAddr, "health", envOr("ONCELEDGER_HEALTH_ADDR", ":8081"), "address of /healthz, /readyz and /metrics alone, unaffected by load on -http; empty disables (env ONCELEDGER_HEALTH_ADDR)")
 	s.API.register(fs, s)
 	fs.StringVar(&s.LogFormat, "log-format", envOr("ONCELEDGER_LOG_FORMAT", "text"), "log format: text or json (env ONCELEDGER_LOG_FORMAT)")
 	fs.StringVar(&s.LogLevel, "log-level", envOr("ONCELEDGER_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env ONCELEDGER_LOG_LEVEL)")
@@ -71,6 +79,7 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.DurationVar(&s.DeliveryLogRetention, "delivery-log-retention", s.envDuration("ONCELEDGER_DELIVERY_LOG_RETENTION", 30*24*time.Hour), "how long webhook attempt logs are kept (env ONCELEDGER_DELIVERY_LOG_RETENTION)")
 	fs.IntVar(&s.StreamReplicas, "stream-replicas", s.envInt("ONCELEDGER_STREAM_REPLICAS", 1), "JetStream replicas of the streams; 3 on a cluster (env ONCELEDGER_STREAM_REPLICAS)")
 	fs.StringVar(&s.WebhookAllow, "webhook-allow-cidrs", envOr("ONCELEDGER_WEBHOOK_ALLOW_CIDRS", ""), "comma-separated CIDRs webhook targets may be in although private, loopback or link-local (env ONCELEDGER_WEBHOOK_ALLOW_CIDRS)")
+	fs.StringVar(&s.WebhookAllowPorts, "webhook-allow-ports", envOr("ONCELEDGER_WEBHOOK_ALLOW_PORTS", ""), "comma-separated ports webhook targets may use; empty allows any (env ONCELEDGER_WEBHOOK_ALLOW_PORTS)")
 	fs.IntVar(&s.WebhookWorkers, "webhook-workers", s.envInt("ONCELEDGER_WEBHOOK_WORKERS", webhooks.DefaultWorkers), "webhook attempts at once in this worker (env ONCELEDGER_WEBHOOK_WORKERS)")
 	fs.IntVar(&s.WebhookPerEndpoint, "webhook-per-endpoint", s.envInt("ONCELEDGER_WEBHOOK_PER_ENDPOINT", webhooks.DefaultPerEndpoint), "webhook attempts at once to one endpoint, across all workers (env ONCELEDGER_WEBHOOK_PER_ENDPOINT)")
 	s.SecretsKey = s.envSecretsKey()
@@ -195,8 +204,14 @@ func (s *settings) validate(withConnections bool) error {
 	if _, err := webhooks.ParseAllowCIDRs(s.WebhookAllow); err != nil {
 		errs = append(errs, fmt.Errorf("webhook allow CIDRs: %v", err))
 	}
+	if _, err := (webhooks.AddressPolicy{}).WithPorts(s.WebhookAllowPorts); err != nil {
+		errs = append(errs, fmt.Errorf("webhook allow ports: %v", err))
+	}
 	if s.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("shutdown timeout %s: must be positive", s.ShutdownTimeout))
+	}
+	if s.HealthAddr != "" && s.HealthAddr == s.HTTPAddr {
+		errs = append(errs, fmt.Errorf("health address %s is the HTTP address: give it a port of its own, or leave it empty", s.HealthAddr))
 	}
 	errs = append(errs, s.API.validate()...)
 	errs = append(errs, checkTracingEnv()...)

@@ -63,6 +63,9 @@ when DATABASE_URL is not set.
 	if s.HTTPAddr == ":8080" && os.Getenv("ONCELEDGER_HTTP_ADDR") == "" {
 		s.HTTPAddr = "127.0.0.1:8080"
 	}
+	if s.HealthAddr == ":8081" && os.Getenv("ONCELEDGER_HEALTH_ADDR") == "" {
+		s.HealthAddr = "127.0.0.1:8081"
+	}
 	if s.WebhookAllow == "" {
 		// Trying it out means receiving webhooks on this machine.
 		s.WebhookAllow = "127.0.0.0/8,::1/128"
@@ -144,6 +147,9 @@ when DATABASE_URL is not set.
 	st := devState{PID: os.Getpid(), DataDir: dir, NATSURL: s.NATSURL, DatabaseURL: dsn, Started: time.Now().UTC()}
 	if s.HTTPAddr != "" {
 		st.HTTPURL = "http://" + s.HTTPAddr
+	}
+	if a := healthAddr(&s); a != "" {
+		st.HealthURL = "http://" + a
 	}
 	ownDatabase := os.Getenv("DATABASE_URL") == ""
 	defer os.Remove(filepath.Join(dir, devStateFile))
@@ -231,7 +237,7 @@ onceledger dev %s is running.
 
   NATS      %s
   Postgres  %s
-  health    http://%s/healthz
+  health    http://%s/healthz  (also /readyz, /metrics)
   HTTP API  http://%s/v1/  (OpenAPI: /v1/openapi.json)
   data      %s
 
@@ -252,7 +258,16 @@ Or over HTTP, with an API token of the company (printed once):
        -H 'Idempotency-Key: order-1041-invoice' --data-binary @examples/invoice.json
 
 Stop with Ctrl-C (in-flight commands finish first).
-`, buildVersion(), s.NATSURL, postgres, s.HTTPAddr, s.HTTPAddr, dataDir, cli, s.NATSURL, s.HTTPAddr, s.HTTPAddr)
+`, buildVersion(), s.NATSURL, postgres, healthAddr(s), s.HTTPAddr, dataDir, cli, s.NATSURL, s.HTTPAddr, s.HTTPAddr)
+}
+
+// healthAddr is where the health endpoints are: on their own address, or
+// on the API's when that is empty.
+func healthAddr(s *settings) string {
+	if s.HealthAddr != "" {
+		return s.HealthAddr
+	}
+	return s.HTTPAddr
 }
 
 func redact(dsn string) string {

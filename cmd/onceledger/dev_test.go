@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,7 +47,7 @@ func TestDevTwice(t *testing.T) {
 	// until it is stopped, as Ctrl-C would.
 	bctx, bcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer bcancel()
-	b := exec.CommandContext(bctx, os.Args[0], "dev", "-data-dir", dirA, "-nats-port", freePort(t), "-http", freeAddr(t))
+	b := exec.CommandContext(bctx, os.Args[0], "dev", "-data-dir", dirA, "-nats-port", freePort(t), "-http", freeAddr(t), "-health", freeAddr(t))
 	b.Env = devEnv()
 	b.Cancel = func() error { return b.Process.Signal(os.Interrupt) }
 	b.WaitDelay = 30 * time.Second
@@ -57,7 +56,7 @@ func TestDevTwice(t *testing.T) {
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {
 		t.Fatalf("second dev on the same data dir: %v, want exit 1\n%s", err, out)
 	}
-	for _, want := range []string{"another onceledger dev is running", fmt.Sprintf("pid %d", a.pid), a.state.NATSURL, a.state.HTTPURL} {
+	for _, want := range []string{"another onceledger dev is running", fmt.Sprintf("pid %d", a.pid), a.state.NATSURL, a.state.HTTPURL, a.state.HealthURL} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("refusal does not say %q:\n%s", want, out)
 		}
@@ -104,7 +103,7 @@ func TestDevUsesADatabaseOfItsOwn(t *testing.T) {
 	t.Setenv("DATABASE_URL", named)
 	dir := devTempDir(t)
 	t.Setenv("ONCELEDGER_DEV_DIR", dir)
-	httpAddr, natsPort := freeAddr(t), freePort(t)
+	httpAddr, healthAddr, natsPort := freeAddr(t), freeAddr(t), freePort(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -113,12 +112,12 @@ func TestDevUsesADatabaseOfItsOwn(t *testing.T) {
 	var banner, devErr string
 	done := make(chan int, 1)
 	go func() {
-		code, out, errOut := invoke(devCtx, "", "dev", "-database", ownDB, "-nats-port", natsPort, "-http", httpAddr, "-log-level", "error")
+		code, out, errOut := invoke(devCtx, "", "dev", "-database", ownDB, "-nats-port", natsPort, "-http", httpAddr, "-health", healthAddr, "-log-level", "error")
 		banner, devErr = out, errOut
 		done <- code
 	}()
 	st := waitDevState(ctx, t, dir, os.Getpid(), done)
-	waitHTTP(t, st.HTTPURL+"/readyz")
+	waitHTTP(t, st.HealthURL+"/readyz")
 
 	if !strings.HasSuffix(strings.SplitN(st.DatabaseURL, "?", 2)[0], "/"+ownDB) {
 		t.Errorf("dev's database URL %s is not database %s", st.DatabaseURL, ownDB)
@@ -157,7 +156,7 @@ func TestDevUsesADatabaseOfItsOwn(t *testing.T) {
 		}
 	}
 
-	code, out, errOut := invoke(ctx, "", "healthcheck", "-http", httpAddr)
+	code, out, errOut := invoke(ctx, "", "healthcheck", "-health", healthAddr)
 	if code != 0 || strings.TrimSpace(out) != "ok" {
 		t.Errorf("healthcheck: exit %d %q %s", code, out, errOut)
 	}
@@ -215,7 +214,7 @@ type devProcess struct {
 // DATABASE_URL, so it starts a cluster of its own, and waits until it is up.
 func startDevProcess(ctx context.Context, t *testing.T, dir string) *devProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "dev", "-data-dir", dir, "-nats-port", freePort(t), "-http", freeAddr(t), "-log-level", "warn")
+	cmd := exec.Command(os.Args[0], "dev", "-data-dir", dir, "-nats-port", freePort(t), "-http", freeAddr(t), "-health", freeAddr(t), "-log-level", "warn")
 	cmd.Env = devEnv()
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -275,7 +274,7 @@ func (p *devProcess) alive(ctx context.Context, t *testing.T) {
 		t.Fatalf("the first dev's NATS is gone: %v", err)
 	}
 	nc.Close()
-	resp, err := http.Get(p.state.HTTPURL + "/readyz")
+	resp, err := http.Get(p.state.HealthURL + "/readyz")
 	if err != nil {
 		t.Fatalf("the first dev's HTTP is gone: %v", err)
 	}
@@ -368,21 +367,4 @@ func modes(t *testing.T, dirs ...string) string {
 		fmt.Fprintf(&b, "%s=%s ", d, fi.Mode())
 	}
 	return b.String()
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

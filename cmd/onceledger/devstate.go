@@ -28,6 +28,7 @@ type devState struct {
 	DataDir     string    `json:"data_dir"`
 	NATSURL     string    `json:"nats_url"`
 	HTTPURL     string    `json:"http_url,omitempty"`
+	HealthURL   string    `json:"health_url,omitempty"`
 	DatabaseURL string    `json:"database_url"`
 	Started     time.Time `json:"started"`
 }
@@ -94,10 +95,10 @@ func lockDevDir(dir string) (*os.File, error) {
 		}
 		running := "it is still starting"
 		if st, err := readDevState(dir); err == nil {
-			running = fmt.Sprintf("pid %d; NATS %s, HTTP %s, Postgres %s", st.PID, st.NATSURL, orNone(st.HTTPURL), redact(st.DatabaseURL))
+			running = fmt.Sprintf("pid %d; NATS %s, HTTP %s, health %s, Postgres %s", st.PID, st.NATSURL, orNone(st.HTTPURL), orNone(st.HealthURL), redact(st.DatabaseURL))
 		}
 		return nil, fmt.Errorf("another onceledger dev is running on data dir %s (%s); "+
-			"use that one, stop it first, or run a second one apart with its own -data-dir, -nats-port and -http", dir, running)
+			"use that one, stop it first, or run a second one apart with its own -data-dir, -nats-port, -http and -health", dir, running)
 	}
 	return f, nil
 }

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -44,7 +47,7 @@ func closedWithin(conn net.Conn, d time.Duration) bool {
 // timeout instead of holding its connection.
 func TestSlowBodyIsCutOff(t *testing.T) {
 	t.Parallel()
-	addr := startLimited(t, limitsFor(time.Second, time.Second, 16))
+	addr := startLimited(t, limitsFor(apiSettings{ReadTimeout: time.Second, BodyTimeout: time.Second, RequestTimeout: time.Second, MaxConns: 16, MaxConnsPerIP: 16}))
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +81,7 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 // goroutine and a descriptor.
 func TestConnectionsAreBounded(t *testing.T) {
 	t.Parallel()
-	lim := limitsFor(3*time.Second, time.Second, 1)
+	lim := limitsFor(apiSettings{ReadTimeout: 3 * time.Second, BodyTimeout: time.Second, RequestTimeout: time.Second, MaxConns: 1, MaxConnsPerIP: 1})
 	addr := startLimited(t, lim)
 	silent, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -120,11 +123,253 @@ func TestConnectionsAreBounded(t *testing.T) {
 
 func TestLimitsLeaveRoomForACommandsWait(t *testing.T) {
 	t.Parallel()
-	lim := limitsFor(30*time.Second, 10*time.Second, 1024)
+	lim := limitsFor(apiSettings{ReadTimeout: 30 * time.Second, BodyTimeout: 10 * time.Second, RequestTimeout: 10 * time.Second, MaxConns: 1024, MaxConnsPerIP: 128})
 	if lim.Write <= lim.Read+10*time.Second || lim.ReadHeader > lim.Read || lim.Idle <= 0 {
 		t.Fatalf("limits %+v: the write timeout must cover reading the body and waiting for the result", lim)
 	}
-	if lim.MaxConns != 1024 {
-		t.Fatalf("limits %+v lost MaxConns", lim)
+	if lim.ReadHeader+lim.Body > lim.Read || lim.Body != 10*time.Second {
+		t.Fatalf("limits %+v: headers and body must fit in the read timeout, the body in its own", lim)
+	}
+	if lim.MaxConns != 1024 || lim.PerIP != 128 {
+		t.Fatalf("limits %+v lost MaxConns or PerIP", lim)
+	}
+	// A body timeout as long as the read timeout leaves the headers room;
+	// a per-address limit above the total is the total.
+	if lim := limitsFor(apiSettings{ReadTimeout: time.Second, BodyTimeout: time.Minute, MaxConns: 16, MaxConnsPerIP: 128}); lim.ReadHeader+lim.Body > lim.Read || lim.Body <= 0 || lim.PerIP != 16 {
+		t.Fatalf("limits %+v: headers and body must fit in the read timeout, and PerIP in MaxConns", lim)
+	}
+}
+
+// A command reads its body, then waits for its result longer than the
+// body timeout: the body's deadline must not cut that wait short (the
+// server reads on in the background, and a deadline there cancels the
+// request).
+func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
+	t.Parallel()
+	lim := limitsFor(apiSettings{ReadTimeout: 2 * time.Second, BodyTimeout: 300 * time.Millisecond, RequestTimeout: 2 * time.Second, MaxConns: 4, MaxConnsPerIP: 4})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveHTTP(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		select {
+		case <-time.After(3 * lim.Body):
+			io.WriteString(w, "waited")
+		case <-r.Context().Done():
+			http.Error(w, "the request was canceled while waiting", http.StatusServiceUnavailable)
+		}
+	}), lim, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer srv.Close()
+	resp, err := http.Post("http://"+ln.Addr().String()+"/", "application/json", strings.NewReader(`{"a":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != "waited" {
+		t.Fatalf("%s: %s", resp.Status, body)
+	}
+}
+
+// trickler holds one connection after another to addr from the local
+// address ip: headers at once, then a body byte a second, as an attacker
+// filling the server's places would. It records how each connection
+// ended.
+type trickler struct {
+	addr string
+	ip   string
+
+	mu       sync.Mutex
+	statuses map[string]int // first line of the answer, or "closed"
+}
+
+func (tr *trickler) run(ctx context.Context) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(tr.ip)}}
+	for ctx.Err() == nil {
+		conn, err := d.DialContext(ctx, "tcp", tr.addr)
+		if err != nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		tr.hold(ctx, conn)
+	}
+}
+
+func (tr *trickler) hold(ctx context.Context, conn net.Conn) {
+	defer conn.Close()
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		status := strings.TrimSpace(line)
+		if err != nil && status == "" {
+			status = "closed"
+		}
+		tr.mu.Lock()
+		tr.statuses[status]++
+		tr.mu.Unlock()
+	}()
+	fmt.Fprintf(conn, "POST /v1/companies/create HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			conn.Close()
+			<-ended
+			return
+		case <-ended:
+			return
+		case <-tick.C:
+			conn.Write([]byte("x"))
+		}
+	}
+}
+
+// More trickling clients than one address may hold, and than the server
+// holds in all, leave the health listener answering and a fresh request
+// to the API answered: each address gets its share of places, beyond it
+// connections are refused at once, and a trickled body is cut off at the
+// body timeout instead of the read timeout.
+func TestSlowClientFloodLeavesHealthAndAPIAnswering(t *testing.T) {
+	t.Parallel()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	lim := limitsFor(apiSettings{ReadTimeout: 30 * time.Second, BodyTimeout: time.Second, RequestTimeout: time.Second, MaxConns: 8, MaxConnsPerIP: 3})
+	api := startLimited(t, lim)
+	healthLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthSrv := serveHTTP(healthLn, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok\n")
+	}), healthLimits, logger)
+	defer healthSrv.Close()
+
+	// All of 127.0.0.0/8 is this machine on Linux: four attacking
+	// addresses, the test's requests from a fifth, 127.0.0.1.
+	if c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).Dial("tcp", api); err != nil {
+		t.Skipf("cannot connect from 127.0.0.2, needed to play several clients: %v", err)
+	} else {
+		c.Close()
+	}
+	// The flood outlasts the requests' own bounds, so that neither is
+	// answered only because the flood ended; it is stopped once they are.
+	ctx, stop := context.WithTimeout(context.Background(), 15*time.Second)
+	defer stop()
+	var wg sync.WaitGroup
+	var attackers []*trickler
+	for _, ip := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {
+		tr := &trickler{addr: api, ip: ip, statuses: map[string]int{}}
+		attackers = append(attackers, tr)
+		for range 5 {
+			wg.Add(1)
+			go func() { defer wg.Done(); tr.run(ctx) }()
+		}
+	}
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
+	time.Sleep(1500 * time.Millisecond) // every place is taken and the first trickles are cut
+
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get("http://" + healthLn.Addr().String() + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz during the flood: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz during the flood: %s", resp.Status)
+	}
+	// Bounded so that a hang fails the test instead of stalling it; the
+	// request waits for a place, which the body timeout frees.
+	resp, err = hc.Post("http://"+api+"/v1/companies/create", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatalf("a fresh request during the flood: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+		t.Fatalf("a fresh request during the flood: %s %s", resp.Status, body)
+	}
+
+	stop()
+	wg.Wait()
+	total := map[string]int{}
+	for _, tr := range attackers {
+		tr.mu.Lock()
+		for status, n := range tr.statuses {
+			total[status] += n
+		}
+		tr.mu.Unlock()
+	}
+	if total["HTTP/1.1 503 Service Unavailable"] == 0 {
+		t.Errorf("no connection beyond an address's share was refused: %v", total)
+	}
+	if total["HTTP/1.1 408 Request Timeout"] == 0 {
+		t.Errorf("no trickled body was cut off at the body timeout: %v", total)
+	}
+	t.Logf("how the flood's connections ended: %v", total)
+}
+
+// A header value with a raw LF (or another control character), or headers
+// over the limit, never reach a handler: net/http answers in plain text and
+// closes the connection, as docs/http-api.md says.
+func TestMalformedHeadersGetAPlainTextAnswer(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	var mu sync.Mutex
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveHTTP(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+	}), limitsFor(apiSettings{ReadTimeout: 5 * time.Second, BodyTimeout: time.Second, RequestTimeout: time.Second, MaxConns: 4, MaxConnsPerIP: 4}), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer srv.Close()
+	cases := []struct {
+		name, header string
+		status       int
+	}{
+		{"LF", "Idempotency-Key: order\n1041", http.StatusBadRequest},
+		{"CR", "Idempotency-Key: order\r1041", http.StatusBadRequest},
+		{"NUL", "Idempotency-Key: order\x001041", http.StatusBadRequest},
+		{"64 KiB", "X-Padding: " + strings.Repeat("x", 80<<10), http.StatusRequestHeaderFieldsTooLarge},
+	}
+	for _, c := range cases {
+		name := c.name
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /v1/companies/create HTTP/1.1\r\nHost: test\r\n%s\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", c.header)
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			conn.Close()
+			t.Fatalf("%s: %v", name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||
+			!resp.Close || !strings.HasPrefix(string(body), fmt.Sprintf("%d %s", c.status, http.StatusText(c.status))) {
+			t.Errorf("%s: %s %v %q", name, resp.Status, resp.Header, body)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("%s: the connection is still open after the 400 (%v)", name, err)
+		}
+		conn.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 0 {
+		t.Fatalf("the handler ran %d times", calls)
 	}
 }

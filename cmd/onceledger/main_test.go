@@ -71,7 +71,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 func TestRunRefusesAnUnmigratedDatabase(t *testing.T) {
 	t.Parallel()
 	dsn := testenv.Postgres(t)
-	code, _, errOut := invoke(context.Background(), "", "run", "-database-url", dsn, "-nats-url", testenv.NATS(t), "-http", "")
+	code, _, errOut := invoke(context.Background(), "", "run", "-database-url", dsn, "-nats-url", testenv.NATS(t), "-http", "", "-health", "")
 	if code != 1 || !strings.Contains(errOut, "run `onceledger migrate` first") {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
@@ -98,6 +98,17 @@ func TestRunValidatesConfiguration(t *testing.T) {
 		{
 			args: []string{"run", "-database-url", "postgres://x/y", "-webhook-workers", "0", "-webhook-per-endpoint", "2000"},
 			want: []string{"webhook workers 0: use 1..1024", "webhook per endpoint 2000: use 1..1024"},
+		},
+		{
+			env:  map[string]string{"ONCELEDGER_WEBHOOK_ALLOW_PORTS": "443,https"},
+			args: []string{"run", "-database-url", "postgres://x/y"},
+			want: []string{`webhook allow ports: "https" is not a port from 1 to 65535`},
+		},
+		{
+			args: []string{"run", "-database-url", "postgres://x/y", "-http", ":9090", "-health", ":9090",
+				"-http-body-timeout", "50ms", "-http-max-conns-per-ip", "0"},
+			want: []string{"health address :9090 is the HTTP address", "HTTP body timeout 50ms: use 100ms..10m",
+				"HTTP max conns per IP 0: use 1..1048576"},
 		},
 		{
 			env:  map[string]string{"ONCELEDGER_SECRETS_KEY": ""},
@@ -158,7 +169,7 @@ func TestRunEndToEnd(t *testing.T) {
 	t.Parallel()
 	dsn := testenv.Postgres(t)
 	natsURL := testenv.NATS(t)
-	httpAddr := freeAddr(t)
+	httpAddr, healthAddr := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if code, out, errOut := invoke(ctx, "", "migrate", "-database-url", dsn); code != 0 {
@@ -166,13 +177,13 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	done := make(chan int, 1)
 	go func() {
-		code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-log-level", "warn")
+		code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-health", healthAddr, "-log-level", "warn")
 		if code != 0 {
 			t.Errorf("run exited %d:\n%s", code, errOut)
 		}
 		done <- code
 	}()
-	waitHTTP(t, "http://"+httpAddr+"/readyz")
+	waitHTTP(t, "http://"+healthAddr+"/readyz")
 
 	dir := t.TempDir()
 	companyFile := filepath.Join(dir, "company.json")
@@ -242,7 +253,7 @@ func TestRunEndToEnd(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	metrics := httpGet(t, "http://"+httpAddr+"/metrics")
+	metrics := httpGet(t, "http://"+healthAddr+"/metrics")
 	for _, want := range []string{
 		`onceledger_commands_total{command="invoice.create",outcome="ok"} 1`,
 		`onceledger_commands_total{command="invoice.create",outcome="reused_key"} 1`,
@@ -256,8 +267,16 @@ func TestRunEndToEnd(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	if code, _, errOut := invoke(ctx, "", "healthcheck", "-http", httpAddr); code != 0 {
+	// The health endpoints are on their own address, and still on the
+	// API's for probes configured before it.
+	if code, _, errOut := invoke(ctx, "", "healthcheck", "-health", healthAddr); code != 0 {
 		t.Fatalf("healthcheck: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := invoke(ctx, "", "healthcheck", "-health", healthAddr, "-http", httpAddr, "-path", "/readyz"); code != 0 {
+		t.Fatalf("healthcheck -http: exit %d %s", code, errOut)
+	}
+	if !strings.Contains(httpGet(t, "http://"+httpAddr+"/metrics"), "onceledger_commands_total") {
+		t.Error("/metrics is gone from the API's address")
 	}
 	cancel()
 	select {

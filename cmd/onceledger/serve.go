@@ -114,6 +114,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		logger.Info("sealed webhook signing secrets with the first ONCELEDGER_SECRETS_KEY", "endpoints", n, "key_id", keys.KeyID())
 	}
 	policy, _ := webhooks.ParseAllowCIDRs(s.WebhookAllow) // validated with the settings
+	policy, _ = policy.WithPorts(s.WebhookAllowPorts)
 	k, err := kinds.All(webhooks.Rules{Secrets: keys, Targets: policy})
 	if err != nil {
 		return err
@@ -135,20 +136,39 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		return err
 	}
 
-	var httpSrv *http.Server
+	health := healthHandler(pool, nc, s.DatabaseURL)
+	health.Handle("GET /metrics", promhttp.HandlerFor(obs.registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}))
+	var servers []*http.Server
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		for _, srv := range servers {
+			_ = srv.Shutdown(sctx)
+		}
+	}()
+	if s.HealthAddr != "" {
+		ln, err := net.Listen("tcp", s.HealthAddr)
+		if err != nil {
+			return fmt.Errorf("listen on %s (ONCELEDGER_HEALTH_ADDR): %w", s.HealthAddr, err)
+		}
+		servers = append(servers, serveHTTP(ln, health, healthLimits, logger))
+		logger.Info("health endpoints listening", "addr", ln.Addr().String())
+	}
 	if s.HTTPAddr != "" {
 		ln, err := net.Listen("tcp", s.HTTPAddr)
 		if err != nil {
 			return fmt.Errorf("listen on %s (ONCELEDGER_HTTP_ADDR): %w", s.HTTPAddr, err)
 		}
-		mux := healthHandler(pool, nc, s.DatabaseURL)
-		mux.Handle("GET /metrics", promhttp.HandlerFor(obs.registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}))
+		mux := http.NewServeMux()
+		// The health endpoints stay on the API's address too, for probes
+		// configured before they had one of their own.
+		mux.Handle("/", health)
 		if err := mountAPI(mux, pool, nc, s.API, keys, logger); err != nil {
 			ln.Close()
 			return err
 		}
-		httpSrv = serveHTTP(ln, mux, limitsFor(s.API.ReadTimeout, s.API.RequestTimeout, s.API.MaxConns), logger)
-		logger.Info("health endpoints listening", "addr", ln.Addr().String())
+		servers = append(servers, serveHTTP(ln, mux, limitsFor(s.API), logger))
+		logger.Info("HTTP API listening", "addr", ln.Addr().String())
 	}
 
 	runCtx, cancel := context.WithCancel(ctx)
@@ -187,11 +207,6 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	}
 	<-runCtx.Done()
 	wg.Wait()
-	if httpSrv != nil {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = httpSrv.Shutdown(sctx)
-		scancel()
-	}
 	close(errs)
 	return errors.Join(collect(errs)...)
 }
@@ -240,14 +255,24 @@ func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string) *http.ServeMux
 func cmdHealthcheck(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "the worker's health address (env ONCELEDGER_HTTP_ADDR)")
+	health := fs.String("health", envOr("ONCELEDGER_HEALTH_ADDR", ":8081"), "the worker's health address, probed unless -http is given (env ONCELEDGER_HEALTH_ADDR)")
+	httpAddr := fs.String("http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "the worker's API address, probed when -http is given or the health address is empty (env ONCELEDGER_HTTP_ADDR)")
 	path := fs.String("path", "/healthz", "endpoint to probe: /healthz or /readyz")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
+	addr := health
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "http" {
+			addr = httpAddr
+		}
+	})
+	if *addr == "" {
+		addr = httpAddr
+	}
 	host, port, err := net.SplitHostPort(*addr)
 	if err != nil {
-		return &usageError{fmt.Sprintf("-http %q: %v", *addr, err)}
+		return &usageError{fmt.Sprintf("address %q: %v", *addr, err)}
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"

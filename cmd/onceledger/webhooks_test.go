@@ -33,7 +33,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr,
+		if code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-health", "",
 			"-log-level", "error", "-webhook-allow-cidrs", "127.0.0.0/8"); code != 0 {
 			t.Errorf("run exited %d: %s", code, errOut)
 		}

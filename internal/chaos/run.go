@@ -232,6 +232,9 @@ func (r *runner) start(ctx context.Context) error {
 			"-database-url", db.url,
 			"-nats-url", r.nats.url(),
 			"-http", r.workers.addrs[slot],
+			// Several workers share the machine: one health port would
+			// not do, and the API's address serves the health endpoints.
+			"-health", "",
 			"-webhook-allow-cidrs", "127.0.0.0/8",
 			"-shutdown-timeout", workerShutdownTimeout.String(),
 			"-concurrency", "64",

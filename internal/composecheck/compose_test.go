@@ -280,6 +280,7 @@ func TestAppServiceEnvironment(t *testing.T) {
 					"DATABASE_URL":           wantURL,
 					"NATS_URL":               "nats://nats:4222",
 					"ONCELEDGER_HTTP_ADDR":   ":8080",
+					"ONCELEDGER_HEALTH_ADDR": ":8081", // where `onceledger healthcheck` looks
 					"ONCELEDGER_LOG_FORMAT":  "json",
 					"ONCELEDGER_SECRETS_KEY": testSecretsKey,
 				},

@@ -181,7 +181,7 @@ func TestThreeWorkersOnAThreeNodeClusterSurviveKills(t *testing.T) {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		workers[i], _ = start(t, fmt.Sprintf("worker-%d", i), dir, worker, []string{"ONCELEDGER_SECRETS_KEY=" + testkeys.Key},
 			"run", "-database-url", dsn, "-nats-url", natsURL, "-stream-replicas", "3",
-			"-http", addr, "-log-level", "warn", "-shutdown-timeout", "5s")
+			"-http", addr, "-health", "", "-log-level", "warn", "-shutdown-timeout", "5s")
 		waitFor(t, fmt.Sprintf("worker %d ready", i), 60*time.Second, func() error {
 			resp, err := http.Get("http://" + addr + "/readyz")
 			if err != nil {

@@ -19,4 +19,9 @@
 // binary killed outright (SIGKILL, or a -timeout panic) cannot clean up; the
 // next binary that starts a throwaway cluster stops and removes such orphans.
 // Databases an orphan left on a DATABASE_URL server are not reclaimed.
+//
+// SystemNATS runs the nats-server on PATH, the one an operating system
+// packages, for tests that must hold on older servers too. It is the one
+// optional piece: without the binary it says so, and the caller logs what
+// did not run rather than failing or skipping silently.
 package testenv
