@@ -123,6 +123,12 @@ when DATABASE_URL is not set.
 		if dsn, err = withDatabase(dsn, *database); err != nil {
 			return err
 		}
+		// The data dir lock does not reach a server two data dirs share.
+		held, err := holdDevDatabase(ctx, dsn, *database)
+		if err != nil {
+			return err
+		}
+		defer held.Close(context.WithoutCancel(ctx))
 	}
 	applied, err := migrations.Up(ctx, dsn, nil)
 	if err != nil {
@@ -203,6 +209,31 @@ func createDatabase(ctx context.Context, adminDSN, name string) error {
 		return fmt.Errorf("create database %s: %w", name, err)
 	}
 	return nil
+}
+
+// devDatabaseLock is the advisory lock a dev holds on its database for as
+// long as it runs; the number is arbitrary but fixed.
+const devDatabaseLock int64 = 0x6f6e63656c646576 // "onceldev"
+
+// holdDevDatabase makes this dev the only one using its database on a
+// shared server, or says that another one is. The lock lives as long as the
+// returned connection, which the server also ends when the process dies.
+func holdDevDatabase(ctx context.Context, dsn, name string) (*pgx.Conn, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Postgres at %s: %w", redact(dsn), err)
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, devDatabaseLock).Scan(&ok); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("lock database %s: %w", name, err)
+	}
+	if !ok {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("another onceledger dev is using database %s on this server; "+
+			"use that one, stop it first, or give this one a database of its own with -database", name)
+	}
+	return conn, nil
 }
 
 // withDatabase is dsn pointed at database dbname on the same server.

@@ -129,6 +129,13 @@ func TestDevUsesADatabaseOfItsOwn(t *testing.T) {
 		t.Error("dev's own database has no tables")
 	}
 
+	// Another data dir, the same database on the same server.
+	code, _, errOut := invoke(ctx, "", "dev", "-data-dir", devTempDir(t), "-database", ownDB,
+		"-nats-port", freePort(t), "-http", freeAddr(t), "-health", freeAddr(t), "-log-level", "error")
+	if code != 1 || !strings.Contains(errOut, "another onceledger dev is using database "+ownDB) {
+		t.Errorf("second dev on the same database: exit %d: %s", code, errOut)
+	}
+
 	t.Setenv("DATABASE_URL", "")
 	code, token, errOut := invoke(ctx, "", "tokens", "create", "-company", "acme", "-name", "dev")
 	token = strings.TrimSpace(token)
