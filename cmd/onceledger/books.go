@@ -81,6 +81,7 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
+	*dsn = orDevDatabase(*dsn, stderr)
 	switch {
 	case fs.NArg() > 0:
 		return &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}

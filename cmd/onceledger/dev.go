@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,30 +20,45 @@ import (
 	"github.com/onceledger/onceledger/webhooks"
 )
 
+const (
+	// devDatabase is dev's database on DATABASE_URL's server: a name of its
+	// own, so that neither the database DATABASE_URL names (often the
+	// maintenance database "postgres") nor a real "onceledger" is written to.
+	devDatabase = "onceledger_dev"
+	// devPostgresPort is where dev's own cluster listens unless it is taken:
+	// the first free port from here, so the URL usually survives a restart.
+	devPostgresPort = 15432
+)
+
 func cmdDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var s settings
 	s.register(fs, false)
-	defaultDir := filepath.Join(os.TempDir(), "onceledger-dev")
-	if cache, err := os.UserCacheDir(); err == nil {
-		defaultDir = filepath.Join(cache, "onceledger", "dev")
-	}
-	dataDir := fs.String("data-dir", envOr("ONCELEDGER_DEV_DIR", defaultDir), "where dev mode keeps its Postgres cluster and JetStream data (env ONCELEDGER_DEV_DIR)")
+	dataDir := fs.String("data-dir", devDir(), "where dev mode keeps its Postgres cluster, JetStream data, secrets key and state (env ONCELEDGER_DEV_DIR); one dev per data dir")
 	natsPort := fs.Int("nats-port", 4223, "port of the embedded NATS server on 127.0.0.1 (4222 is left to a system NATS)")
+	database := fs.String("database", devDatabase, "the database dev creates and uses on DATABASE_URL's server; the database DATABASE_URL names is not touched")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: onceledger dev [flags]
 
 Runs everything in one process for trying onceledger out: an embedded NATS
-JetStream server, Postgres from DATABASE_URL or a local cluster started with
-initdb/pg_ctl under -data-dir, migrations, the worker and the outbox relay.
+JetStream server, migrations, the worker and the outbox relay, on Postgres
+from either a local cluster started with initdb/pg_ctl under -data-dir or,
+when DATABASE_URL is set, a database of dev's own (-database) on that server.
 Data survives restarts; delete -data-dir to start over.
+
+Only one dev runs on a data dir; a second one refuses and names the first.
+While dev runs, tokens, books, webhooks, admin and audit use its database
+when DATABASE_URL is not set.
 
 `)
 		fs.PrintDefaults()
 	}
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
+	}
+	if *database == "" {
+		return &usageError{"-database must name a database"}
 	}
 	if s.HTTPAddr == ":8080" && os.Getenv("ONCELEDGER_HTTP_ADDR") == "" {
 		s.HTTPAddr = "127.0.0.1:8080"
@@ -54,11 +70,23 @@ Data survives restarts; delete -data-dir to start over.
 		// Trying it out means receiving webhooks on this machine.
 		s.WebhookAllow = "127.0.0.0/8,::1/128"
 	}
-	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
+	dir, err := filepath.Abs(*dataDir)
+	if err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	if err := makeDevDir(dir); err != nil {
+		return err
+	}
+	// Before anything is started: a second dev on this directory would adopt
+	// the first one's cluster (and stop it on exit) and share its JetStream
+	// store.
+	lock, err := lockDevDir(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	if s.SecretsKey == "" {
-		key, err := devSecretsKey(*dataDir)
+		key, err := devSecretsKey(dir)
 		if err != nil {
 			return err
 		}
@@ -71,7 +99,7 @@ Data survives restarts; delete -data-dir to start over.
 
 	dsn := os.Getenv("DATABASE_URL")
 	if dsn == "" {
-		cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: filepath.Join(*dataDir, "postgres"), Logger: logger})
+		cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: filepath.Join(dir, "postgres"), FirstPort: devPostgresPort, Logger: logger})
 		if err != nil {
 			return fmt.Errorf("no DATABASE_URL, and a local Postgres could not be started: %w", err)
 		}
@@ -82,10 +110,25 @@ Data survives restarts; delete -data-dir to start over.
 				logger.Warn("stopping local Postgres failed", "error", err)
 			}
 		}()
+		// The cluster is dev's own, and has kept this name since before
+		// -database existed.
 		if err := createDatabase(ctx, cluster.URL("postgres"), "onceledger"); err != nil {
 			return err
 		}
 		dsn = cluster.URL("onceledger")
+	} else {
+		if err := createDatabase(ctx, dsn, *database); err != nil {
+			return err
+		}
+		if dsn, err = withDatabase(dsn, *database); err != nil {
+			return err
+		}
+		// The data dir lock does not reach a server two data dirs share.
+		held, err := holdDevDatabase(ctx, dsn, *database)
+		if err != nil {
+			return err
+		}
+		defer held.Close(context.WithoutCancel(ctx))
 	}
 	applied, err := migrations.Up(ctx, dsn, nil)
 	if err != nil {
@@ -97,7 +140,7 @@ Data survives restarts; delete -data-dir to start over.
 
 	ns, err := natsserver.Start(natsserver.Config{
 		Port:       *natsPort,
-		StoreDir:   filepath.Join(*dataDir, "jetstream"),
+		StoreDir:   filepath.Join(dir, "jetstream"),
 		ServerName: "onceledger-dev",
 		Logger:     logger.With("component", "nats").WithGroup("nats"),
 	})
@@ -107,7 +150,21 @@ Data survives restarts; delete -data-dir to start over.
 	defer ns.Shutdown()
 
 	s.DatabaseURL, s.NATSURL = dsn, ns.ClientURL()
-	return serve(ctx, &s, logger, func() { printDevBanner(stdout, &s, *dataDir) })
+	st := devState{PID: os.Getpid(), DataDir: dir, NATSURL: s.NATSURL, DatabaseURL: dsn, Started: time.Now().UTC()}
+	if s.HTTPAddr != "" {
+		st.HTTPURL = "http://" + s.HTTPAddr
+	}
+	if a := healthAddr(&s); a != "" {
+		st.HealthURL = "http://" + a
+	}
+	ownDatabase := os.Getenv("DATABASE_URL") == ""
+	defer os.Remove(filepath.Join(dir, devStateFile))
+	return serve(ctx, &s, logger, func() {
+		if err := writeDevState(dir, st); err != nil {
+			logger.Warn("the CLI will not find dev's database by itself", "error", err)
+		}
+		printDevBanner(stdout, &s, dir, ownDatabase)
+	})
 }
 
 // devSecretsKey is dev mode's secrets key: made once and kept with the
@@ -134,10 +191,11 @@ func devSecretsKey(dataDir string) (string, error) {
 }
 
 // createDatabase creates name on the server at adminDSN unless it exists.
+// Nothing is written to adminDSN's own database.
 func createDatabase(ctx context.Context, adminDSN, name string) error {
 	conn, err := pgx.Connect(ctx, adminDSN)
 	if err != nil {
-		return fmt.Errorf("connect to local Postgres: %w", err)
+		return fmt.Errorf("connect to Postgres at %s: %w", redact(adminDSN), err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var exists bool
@@ -153,15 +211,68 @@ func createDatabase(ctx context.Context, adminDSN, name string) error {
 	return nil
 }
 
-func printDevBanner(w io.Writer, s *settings, dataDir string) {
+// devDatabaseLock is the advisory lock a dev holds on its database for as
+// long as it runs; the number is arbitrary but fixed.
+const devDatabaseLock int64 = 0x6f6e63656c646576 // "onceldev"
+
+// holdDevDatabase makes this dev the only one using its database on a
+// shared server, or says that another one is. The lock lives as long as the
+// returned connection, which the server also ends when the process dies.
+func holdDevDatabase(ctx context.Context, dsn, name string) (*pgx.Conn, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Postgres at %s: %w", redact(dsn), err)
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, devDatabaseLock).Scan(&ok); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("lock database %s: %w", name, err)
+	}
+	if !ok {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("another onceledger dev is using database %s on this server; "+
+			"use that one, stop it first, or give this one a database of its own with -database", name)
+	}
+	return conn, nil
+}
+
+// withDatabase is dsn pointed at database dbname on the same server.
+func withDatabase(dsn, dbname string) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("DATABASE_URL: %w", err)
+		}
+		u.Path, u.RawPath = "/"+dbname, ""
+		return u.String(), nil
+	}
+	// Keyword/value form: of two dbname settings the last one wins.
+	return strings.TrimSpace(dsn) + " dbname=" + dbname, nil
+}
+
+func printDevBanner(w io.Writer, s *settings, dataDir string, ownCluster bool) {
+	postgres := redact(s.DatabaseURL)
+	if ownCluster {
+		postgres += "  (dev's own cluster in " + filepath.Join(dataDir, "postgres") + ")"
+	} else {
+		postgres += "  (a database of dev's own on DATABASE_URL's server; DATABASE_URL's database is not touched)"
+	}
+	cli := "While it runs, tokens, books, webhooks, admin and audit use its database\nwhen DATABASE_URL is not set."
+	if !ownCluster {
+		cli = "While it runs, tokens, books, webhooks, admin and audit use its database\n" +
+			"when DATABASE_URL is not set; where DATABASE_URL is set they use that, so\n" +
+			"unset it there or point it at dev's database:\n\n  export DATABASE_URL=" + redact(s.DatabaseURL)
+	}
 	fmt.Fprintf(w, `
-onceledger dev is running.
+onceledger dev %s is running.
 
   NATS      %s
   Postgres  %s
   health    http://%s/healthz  (also /readyz, /metrics)
   HTTP API  http://%s/v1/  (OpenAPI: /v1/openapi.json)
   data      %s
+
+%s
 
 Try it (in another shell, from the repository root):
 
@@ -171,12 +282,14 @@ Try it (in another shell, from the repository root):
 
 Or over HTTP, with an API token of the company (printed once):
 
-  TOKEN=$(DATABASE_URL=%s go run ./cmd/onceledger tokens create -company acme -name dev)
+  TOKEN=$(go run ./cmd/onceledger tokens create -company acme -name dev)
+  curl -i http://%s/v1/companies/create -H "Authorization: Bearer $TOKEN" \
+       -H 'Idempotency-Key: acme-setup' --data-binary @examples/company.json
   curl -i http://%s/v1/sales/invoices/create -H "Authorization: Bearer $TOKEN" \
        -H 'Idempotency-Key: order-1041-invoice' --data-binary @examples/invoice.json
 
 Stop with Ctrl-C (in-flight commands finish first).
-`, s.NATSURL, redact(s.DatabaseURL), healthAddr(s), s.HTTPAddr, dataDir, s.NATSURL, redact(s.DatabaseURL), s.HTTPAddr)
+`, buildVersion(), s.NATSURL, postgres, healthAddr(s), s.HTTPAddr, dataDir, cli, s.NATSURL, s.HTTPAddr, s.HTTPAddr)
 }
 
 // healthAddr is where the health endpoints are: on their own address, or

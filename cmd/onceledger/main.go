@@ -11,6 +11,7 @@
 //	onceledger admin      inspect idempotency keys; list, show and replay dead letters
 //	onceledger tokens     create, list and revoke API tokens of the HTTP API
 //	onceledger secrets    make, use and rotate the key that seals webhook secrets
+//	onceledger version    print the version of this binary
 package main
 
 import (
@@ -57,6 +58,7 @@ Usage:
   onceledger tokens      create, list and revoke API tokens of the HTTP API
   onceledger secrets     make, use and rotate the key that seals webhook secrets
   onceledger bench       measure throughput and latency end to end against real servers
+  onceledger version     print the version of this binary
 
 Run "onceledger <command> -h" for the options of a command.
 `
@@ -77,7 +79,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "publish":
 		err = cmdPublish(ctx, args[1:], stdin, stdout, stderr)
 	case "healthcheck":
-		err = cmdHealthcheck(ctx, args[1:], stderr)
+		err = healthcheckSaysSo(ctx, args[1:], stdout, stderr)
 	case "books":
 		err = cmdBooks(ctx, args[1:], stdout, stderr)
 	case "webhooks":
@@ -92,6 +94,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdSecrets(ctx, args[1:], stdin, stdout, stderr)
 	case "bench":
 		err = cmdBench(ctx, args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		err = cmdVersion(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -113,6 +117,29 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "onceledger %s: %v\n", args[0], err)
 		return 1
 	}
+}
+
+// healthcheckSaysSo is the healthcheck verb with a word on success: silence
+// left a person at a terminal guessing, and containers ignore stdout. A
+// probe that printed anything (its usage) did not probe.
+func healthcheckSaysSo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	w := &countingWriter{w: stderr}
+	if err := cmdHealthcheck(ctx, args, w); err != nil || w.n > 0 {
+		return err
+	}
+	fmt.Fprintln(stdout, "ok")
+	return nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
 }
 
 // exitError ends the process with code after the command printed its own

@@ -25,7 +25,14 @@ import (
 // TestMain gives every worker the tests start the tests' secrets key, as an
 // operator's environment would.
 func TestMain(m *testing.M) {
+	if os.Getenv(asBinaryEnv) == "1" {
+		// A child the tests started to be onceledger itself (see devProcess).
+		main()
+	}
 	os.Setenv("ONCELEDGER_SECRETS_KEY", testkeys.Key)
+	// A dev running on this machine must not lend its database to verbs
+	// that tests run without one.
+	os.Setenv("ONCELEDGER_DEV_DIR", filepath.Join(os.TempDir(), "onceledger-test-no-dev"))
 	os.Unsetenv("ONCELEDGER_SECRETS_KEY_FILE")
 	testenv.Main(m)
 }

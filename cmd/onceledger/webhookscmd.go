@@ -54,6 +54,7 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
+	*dsn = orDevDatabase(*dsn, stderr)
 	if *dsn == "" {
 		return &usageError{"DATABASE_URL (or -database-url) is required"}
 	}

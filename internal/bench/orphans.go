@@ -53,7 +53,7 @@ func orphanedBy(comment string) bool {
 }
 
 func newWorkDir() (string, error) {
-	dir, err := os.MkdirTemp("", workDirPrefix)
+	dir, err := pgcluster.MkdirTemp(workDirPrefix)
 	if err != nil {
 		return "", err
 	}

@@ -370,7 +370,7 @@ const (
 // first, their cluster stopped.
 func newWorkDir(ctx context.Context, logger *slog.Logger) (string, error) {
 	reapOrphans(ctx, logger)
-	dir, err := os.MkdirTemp("", workDirPrefix)
+	dir, err := pgcluster.MkdirTemp(workDirPrefix)
 	if err != nil {
 		return "", err
 	}

@@ -44,6 +44,11 @@ type Config struct {
 	Dir string
 	// Port is the TCP port on 127.0.0.1; 0 picks a free one.
 	Port int
+	// FirstPort, when Port is 0, makes the pick the first free port from
+	// FirstPort upwards, so that a cluster restarted on the same machine
+	// usually gets the same port back and URLs handed out earlier stay
+	// good. Defaults to 0: any free port.
+	FirstPort int
 	// Fast turns off fsync, synchronous_commit and full_page_writes. Only for
 	// tests: a crash may lose or corrupt data.
 	Fast bool
@@ -122,7 +127,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	for i := 1; ; i++ {
 		port := cfg.Port
 		if port == 0 {
-			if port, err = freePort(); err != nil {
+			if port, err = freePort(cfg.FirstPort); err != nil {
 				return nil, err
 			}
 		}
@@ -257,7 +262,7 @@ func (c *Cluster) prepareDir() (fresh bool, err error) {
 		}
 	}
 	if c.owner != nil {
-		if err := c.ensureTraversable(filepath.Dir(c.Dir)); err != nil {
+		if err := c.checkReachable(filepath.Dir(c.Dir)); err != nil {
 			return false, err
 		}
 	}
@@ -293,30 +298,44 @@ func (c *Cluster) mkdirAll(dir string) error {
 	return nil
 }
 
-// ensureTraversable grants search (not read) permission on ancestors the
-// server account could not otherwise pass through, e.g. the 0700 root-owned
-// directories that os.MkdirTemp and t.TempDir create.
-func (c *Cluster) ensureTraversable(dir string) error {
+// checkReachable refuses a data dir the server account cannot reach rather
+// than loosening the permissions of directories that are not ours: the
+// usual blocker is the user's 0700 home directory, and opening it to every
+// account on the machine is not a side effect anyone asked for.
+func (c *Cluster) checkReachable(dir string) error {
 	for p := dir; ; p = filepath.Dir(p) {
 		fi, err := os.Stat(p)
 		if err != nil {
 			return fmt.Errorf("pgcluster: check access to %s: %w", p, err)
 		}
 		if !c.owner.canSearch(fi) {
-			mode := fi.Mode().Perm() | 0o001
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok && c.owner.inGroup(st.Gid) {
-				mode |= 0o010
-			}
-			if err := os.Chmod(p, mode); err != nil {
-				return fmt.Errorf("pgcluster: let %s reach the data dir through %s: %w", c.owner.name, p, err)
-			}
-			c.logger.Info("pgcluster: granted search permission so the server user can reach its data dir",
-				"path", p, "user", c.owner.name, "mode", fmt.Sprintf("%04o", mode))
+			return fmt.Errorf("pgcluster: PostgreSQL refuses to run as root, so the cluster runs as %s, which cannot enter %s (mode %04o) on the way to %s; "+
+				"pgcluster changes no permissions of directories it did not create: choose a data directory %s can reach "+
+				"(e.g. one made by pgcluster.MkdirTemp, or under %s), or run as a non-root user",
+				c.owner.name, p, fi.Mode().Perm(), c.Dir, c.owner.name, os.TempDir())
 		}
 		if filepath.Dir(p) == p {
 			return nil
 		}
 	}
+}
+
+// MkdirTemp is os.MkdirTemp for a directory meant to hold a data dir: when
+// the server will run as another account (this process is root), the new
+// directory lets that account pass through it (search, not read), which
+// os.MkdirTemp's 0700 does not.
+func MkdirTemp(pattern string) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chmod(dir, 0o711); err != nil {
+			os.Remove(dir)
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 func (a *osAccount) inGroup(gid uint32) bool {
@@ -488,7 +507,18 @@ func (c *Cluster) command(ctx context.Context, name string, args ...string) *exe
 	return cmd
 }
 
-func freePort() (int, error) {
+// freePort returns the first port from first upwards that is free on
+// 127.0.0.1, or any free port when first is 0 or nothing near it is free.
+func freePort(first int) (int, error) {
+	if first > 0 {
+		for p := first; p < first+100 && p <= 65535; p++ {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+			if err == nil {
+				l.Close()
+				return p, nil
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("pgcluster: pick a free port: %w", err)

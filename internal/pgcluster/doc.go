@@ -15,8 +15,13 @@
 //     rather than started twice.
 //   - PostgreSQL refuses to run as root. When the process is root, the cluster
 //     runs as the system user "postgres": the data directory (and parents
-//     Start created) are handed to that user, and existing parents that user
-//     cannot traverse get search permission for others (never read).
+//     Start created) are handed to that user. The permissions of directories
+//     Start did not create are never changed: a data directory that user
+//     cannot reach (say, under a 0700 home directory) is refused with an
+//     error saying which directory blocks it. MkdirTemp makes a temporary
+//     directory the server can reach.
+//   - With Config.FirstPort, a restarted cluster gets the same port back
+//     unless something else took it in the meantime.
 //   - Errors name what is missing and how to fix it, including the DATABASE_URL
 //     alternative when the binaries are not installed.
 package pgcluster

@@ -3,6 +3,7 @@ package pgcluster_test
 import (
 	"context"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,12 +25,13 @@ func TestStartStopRestartKeepsData(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	dir := filepath.Join(t.TempDir(), "data")
+	dir := filepath.Join(tempDir(t), "data")
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-	c := start(ctx, t, pgcluster.Config{Dir: dir, Logger: logger})
-	if c.Port == 0 {
-		t.Fatal("cluster reports port 0")
+	first := freePort(t)
+	c := start(ctx, t, pgcluster.Config{Dir: dir, FirstPort: first, Logger: logger})
+	if c.Port != first {
+		t.Fatalf("cluster port = %d, want the free FirstPort %d", c.Port, first)
 	}
 	wantURL := "postgres://postgres@127.0.0.1:" + strconv.Itoa(c.Port) + "/postgres?sslmode=disable"
 	if got := c.URL("postgres"); got != wantURL {
@@ -60,7 +62,10 @@ func TestStartStopRestartKeepsData(t *testing.T) {
 		t.Fatalf("postmaster.pid still present after Stop (err=%v)", err)
 	}
 
-	restarted := start(ctx, t, pgcluster.Config{Dir: dir, Fast: true})
+	restarted := start(ctx, t, pgcluster.Config{Dir: dir, FirstPort: first, Fast: true})
+	if restarted.Port != first {
+		t.Fatalf("restarted cluster port = %d, want %d again", restarted.Port, first)
+	}
 	var id int
 	if err := queryRow(ctx, t, restarted.URL("postgres"), "SELECT id FROM survivor", &id); err != nil {
 		t.Fatalf("data did not survive restart: %v", err)
@@ -85,6 +90,67 @@ func TestStartRejectsForeignDirectory(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Fatalf("Start on a non-empty foreign dir: err = %v, want a 'not empty' error", err)
 	}
+}
+
+// A data dir under a directory the server account cannot enter, like a
+// 0700 home directory when running as root, is refused; the directory's
+// mode is left as it was either way.
+func TestStartChangesNoPermissions(t *testing.T) {
+	if _, err := pgcluster.Find(); err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	home := filepath.Join(tempDir(t), "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgcluster.Start(ctx, pgcluster.Config{Dir: filepath.Join(home, ".cache", "data"), Fast: true})
+	if os.Geteuid() == 0 {
+		if err == nil {
+			c.Stop(ctx)
+			t.Fatal("Start as root under a 0700 directory succeeded; it must have changed a permission")
+		}
+		if !strings.Contains(err.Error(), home) || !strings.Contains(err.Error(), "changes no permissions") {
+			t.Errorf("error does not say which directory blocks: %v", err)
+		}
+	} else {
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		if err := c.Stop(ctx); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+	}
+	fi, err := os.Stat(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o700 {
+		t.Fatalf("mode of %s = %04o, want 0700 as it was", home, got)
+	}
+}
+
+// tempDir is t.TempDir for data dirs: t.TempDir's 0700 directories would
+// keep the server account out when the tests run as root.
+func tempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := pgcluster.MkdirTemp("pgcluster-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 func start(ctx context.Context, t *testing.T, cfg pgcluster.Config) *pgcluster.Cluster {

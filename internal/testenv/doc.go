@@ -6,7 +6,9 @@
 // PostgreSQL comes from DATABASE_URL when it is set; otherwise one throwaway
 // cluster (see pgcluster) is started per test binary on first use. Either way
 // each test gets its own newly created database, dropped when the test ends,
-// so parallel tests never see each other's data. PostgresWith additionally
+// so parallel tests never see each other's data. The database DATABASE_URL
+// names (often the maintenance database "postgres") is only connected to,
+// to create and drop those; nothing is written to it. PostgresWith additionally
 // runs a preparation step (typically migrations) once per test binary on a
 // template database and clones it for each test, which is much faster than
 // migrating every database.

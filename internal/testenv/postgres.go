@@ -123,7 +123,7 @@ func openServer(ctx context.Context) (*pgServer, error) {
 		return nil, err
 	}
 	reapStale(ctx)
-	dir, err := os.MkdirTemp("", clusterDirPrefix)
+	dir, err := pgcluster.MkdirTemp(clusterDirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("create dir for throwaway cluster: %w", err)
 	}
