@@ -201,6 +201,32 @@ func genSequence(t *rapid.T) sequence {
 				"period": rapid.SampledFrom([]string{"2026-11", "2026-12", "2026-12", "2027-01", "2030-01"}).Draw(t, "period"),
 			}})
 		},
+		// Rates recorded, and documents in yen converted at their own rate
+		// or at a recorded one (or refused for want of one).
+		"fx rate": func(t *rapid.T) {
+			c := company(t)
+			add(delivery{company: c, command: "fx_rate.record", key: fresh("fx"), body: map[string]any{
+				"currency": "JPY", "date": date(t, "rate day"), "rate": fmt.Sprintf("%d.%02d", rapid.IntRange(150, 170).Draw(t, "yen"), rapid.IntRange(0, 99).Draw(t, "sen")),
+				"source": "ECB",
+			}})
+		},
+		"foreign invoice": func(t *rapid.T) {
+			c := company(t)
+			if created[c] {
+				invoices[c]++
+			}
+			body := map[string]any{
+				"order_id": fmt.Sprintf("fx%d", rapid.IntRange(1, 6).Draw(t, "order")), "series": "INV",
+				"customer": map[string]any{"id": "c1", "name": "Customer", "country": "JP"},
+				"currency": "JPY", "issue_date": date(t, "issued"), "due_date": "2026-12-31",
+				"lines": []any{map[string]any{"description": "licence", "quantity": fmt.Sprint(rapid.IntRange(1, 3).Draw(t, "qty")),
+					"unit_price": fmt.Sprint(rapid.IntRange(1, 20000).Draw(t, "yen price")), "vat_rate": rapid.SampledFrom([]string{"0", "21"}).Draw(t, "rate")}},
+			}
+			if rapid.Bool().Draw(t, "own rate") {
+				body["exchange_rate"] = fmt.Sprintf("%d.%d", rapid.IntRange(150, 170).Draw(t, "own yen"), rapid.IntRange(0, 9).Draw(t, "own sen"))
+			}
+			add(delivery{company: c, command: "invoice.create", key: fresh("inv"), body: body})
+		},
 		"apply credit": func(t *rapid.T) {
 			c := company(t)
 			add(delivery{company: c, command: "customer_credit.apply", key: fresh("ap"), body: map[string]any{
@@ -361,7 +387,7 @@ func genSequence(t *rapid.T) sequence {
 	for len(s.deliveries) < n {
 		name := rapid.SampledFrom([]string{"invoice", "invoice", "invoice", "credit", "credit", "payment", "payment", "payment",
 			"settlement", "purchase", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
-			"apply credit", "refund credit", "credit use burst", "close period"}).Draw(t, "action")
+			"apply credit", "refund credit", "credit use burst", "close period", "fx rate", "foreign invoice"}).Draw(t, "action")
 		if name == "endpoint change" && len(endpoints) == 0 || slices.Contains([]string{"retry", "reuse", "held"}, name) && len(s.deliveries) == 0 {
 			continue
 		}
@@ -518,6 +544,8 @@ var tables = []struct{ name, names, rows string }{
 		  FROM customer_credit_movements WHERE company_id LIKE $1 AND kind = 'settlement_refund'`,
 		`SELECT to_jsonb(t) - 'created_at' FROM customer_credit_movements t WHERE company_id LIKE $1`},
 	{"customer_credits", ``, `SELECT to_jsonb(t) FROM customer_credits t WHERE company_id LIKE $1`},
+	{"fx_rates", `SELECT id::text, 'rate ' || company_id || ' ' || currency || ' ' || rate_date FROM fx_rates WHERE company_id LIKE $1`,
+		`SELECT to_jsonb(t) - 'created_at' FROM fx_rates t WHERE company_id LIKE $1`},
 	{"period_closes", `SELECT id::text, 'close of ' || company_id || ' ' || period FROM period_closes WHERE company_id LIKE $1`,
 		`SELECT to_jsonb(t) - 'closed_at' FROM period_closes t WHERE company_id LIKE $1`},
 	{"purchase_invoice_lines", ``, `SELECT to_jsonb(l) FROM purchase_invoice_lines l JOIN purchase_invoices p ON p.id = l.purchase_invoice_id WHERE p.company_id LIKE $1`},

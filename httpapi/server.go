@@ -92,6 +92,7 @@ var commandRoutes = []commandRoute{
 	{"/v1/customer-credits/apply", "customer_credit.apply", http.StatusCreated},
 	{"/v1/customer-credits/refund", "customer_credit.refund", http.StatusCreated},
 	{"/v1/periods/close", "period.close", http.StatusCreated},
+	{"/v1/fx-rates/record", "fx_rate.record", http.StatusCreated},
 	{"/v1/purchases/invoices/record", "purchase_invoice.record", http.StatusCreated},
 	{"/v1/assets/register", "asset.register", http.StatusCreated},
 	{"/v1/depreciation/run", "depreciation.run", http.StatusCreated},

@@ -25,6 +25,7 @@ var exampleCommands = map[string]string{
 	"customer_credit_apply.json":          "customer_credit.apply",
 	"customer_credit_refund.json":         "customer_credit.refund",
 	"period_close.json":                   "period.close",
+	"fx_rate.json":                        "fx_rate.record",
 	"settlement.json":                     "settlement.record",
 	"purchase_invoice.json":               "purchase_invoice.record",
 	"asset.json":                          "asset.register",
@@ -38,7 +39,7 @@ var exampleCommands = map[string]string{
 // exampleOrder is an order in which the examples run against one company.
 var exampleOrder = []string{
 	"company.json", "invoice.json", "credit_note.json", "payment.json", "customer_credit_apply.json",
-	"customer_credit_refund.json", "settlement.json", "period_close.json",
+	"customer_credit_refund.json", "settlement.json", "period_close.json", "fx_rate.json",
 	"purchase_invoice.json", "asset.json", "depreciation.json", "webhook_endpoint.json",
 	"webhook_endpoint_update.json", "webhook_endpoint_rotate_secret.json", "webhook_endpoint_disable.json",
 }

@@ -32,6 +32,7 @@ var commands = map[string]func() Command{
 	"customer_credit.apply":   func() Command { return new(ApplyCustomerCredit) },
 	"customer_credit.refund":  func() Command { return new(RefundCustomerCredit) },
 	"period.close":            func() Command { return new(ClosePeriod) },
+	"fx_rate.record":          func() Command { return new(RecordFXRate) },
 
 	"webhook_endpoint.create":        func() Command { return new(CreateWebhookEndpoint) },
 	"webhook_endpoint.update":        func() Command { return new(UpdateWebhookEndpoint) },

@@ -303,7 +303,7 @@ func TestCommandNames(t *testing.T) {
 	t.Parallel()
 	names := ledger.CommandNames()
 	want := []string{"asset.register", "company.create", "credit_note.create", "customer_credit.apply", "customer_credit.refund",
-		"depreciation.run", "invoice.create",
+		"depreciation.run", "fx_rate.record", "invoice.create",
 		"payment.record", "period.close", "purchase_invoice.record", "settlement.record",
 		"webhook_endpoint.create", "webhook_endpoint.disable", "webhook_endpoint.rotate_secret", "webhook_endpoint.update"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {

@@ -112,6 +112,9 @@ type InvoiceState struct {
 	// ToCredit is what credit notes took beyond what was open on the
 	// invoice: it went to the customer's credit, out of what was paid.
 	ToCredit decimal.Decimal
+	// Conversion is the invoice's into the company's currency: its credit
+	// notes convert at the invoice's rate (nil: in the company's currency).
+	Conversion *Conversion
 }
 
 // IssuedLine is an invoice line with what line-based credits took from it.
@@ -221,7 +224,10 @@ type CreditNote struct {
 	// ToCustomerCredit is the part of the gross beyond what was open on
 	// the invoice (it had been paid): it becomes the customer's credit.
 	ToCustomerCredit decimal.Decimal
-	JournalEntryID   uuid.UUID
+	// Converted is the credit note in the company's currency, at the
+	// invoice's rate.
+	Converted      Totals
+	JournalEntryID uuid.UUID
 }
 
 // Gross is net plus VAT.
@@ -377,9 +383,13 @@ func IssueCreditNote(company string, c *CreateCreditNote, inv *InvoiceState, lin
 		Number:  FormatNumber(c.Series, c.IssueDate, sequence),
 		Invoice: inv, IssueDate: c.IssueDate, Reason: c.Reason, Lines: lines, JournalEntryID: entryID,
 	}
-	for _, l := range lines {
+	amounts, rates := make([]LineAmounts, len(lines)), make([]decimal.Decimal, len(lines))
+	for i, l := range lines {
 		cn.Net, cn.VAT = cn.Net.Add(l.Net), cn.VAT.Add(l.VAT)
+		net, vat := inv.Conversion.Convert(l.Net), inv.Conversion.Convert(l.VAT)
+		amounts[i], rates[i] = LineAmounts{Net: net, VAT: vat, Gross: net.Add(vat)}, l.VATRate
 	}
+	cn.Converted = TotalsFromLines(amounts, rates)
 	// What was already paid cannot be owed less: beyond what is open the
 	// credit is the customer's, on 2200, to apply or refund.
 	open := decimal.Max(inv.Open(), decimal.Zero)
@@ -418,7 +428,10 @@ type CreditNoteView struct {
 	// ToCustomerCredit is what went to the customer's credit (see
 	// CreditNote.ToCustomerCredit).
 	ToCustomerCredit string `json:"to_customer_credit"`
-	JournalEntryID   string `json:"journal_entry_id"`
+	// Exchange is the invoice's rate and the credit note's amounts in the
+	// company's currency, for an invoice in another currency.
+	Exchange       *ConversionView `json:"exchange,omitempty"`
+	JournalEntryID string          `json:"journal_entry_id"`
 }
 
 // CreditNoteLineView is one line of a CreditNoteView.
@@ -446,6 +459,7 @@ func (cn *CreditNote) View() CreditNoteView {
 		InvoiceStatus:    InvoiceStatus(cn.Invoice.Gross, credited, netPaid),
 		InvoiceOpen:      cur.Format(cn.Invoice.Gross.Sub(credited).Sub(netPaid)),
 		ToCustomerCredit: cur.Format(cn.ToCustomerCredit),
+		Exchange:         cn.Invoice.Conversion.View(cn.Converted),
 		JournalEntryID:   cn.JournalEntryID.String(),
 	}
 	for _, l := range cn.Lines {

@@ -18,6 +18,9 @@ type CreateInvoice struct {
 	IssueDate Date          `json:"issue_date"`
 	DueDate   Date          `json:"due_date"`
 	Lines     []InvoiceLine `json:"lines"`
+	// ExchangeRate is units of Currency per 1 unit of the company's
+	// currency, for a document in another currency (see Conversion).
+	ExchangeRate *Decimal `json:"exchange_rate,omitempty"`
 }
 
 // Party is a customer or supplier as printed on a document.
@@ -84,6 +87,11 @@ func (c *CreateInvoice) validate() *Error {
 		}
 		if l.VATRate.IsNegative() || l.VATRate.GreaterThan(decimal.NewFromInt(100)) || !l.VATRate.Equal(l.VATRate.Truncate(4)) {
 			return invalid(f("vat_rate"), "must be a percentage between 0 and 100 with at most 4 decimals")
+		}
+	}
+	if c.ExchangeRate != nil {
+		if err := rateErr("exchange_rate", *c.ExchangeRate); err != nil {
+			return err
 		}
 	}
 	t := c.Totals(cur)
@@ -169,7 +177,25 @@ type Invoice struct {
 	JournalEntryID uuid.UUID
 	Currency       Currency
 	Totals         Totals
+	// Conversion into the company's currency (nil: the document is in it)
+	// and the totals it gives.
+	Conversion *Conversion
+	Converted  Totals
 	CreateInvoice
+}
+
+// Convert records how the invoice converts into the company's currency.
+func (inv *Invoice) Convert(c *Conversion) {
+	inv.Conversion = c
+	inv.Converted = c.Converted(inv.Totals, lineRates(inv.Lines))
+}
+
+func lineRates(lines []InvoiceLine) []decimal.Decimal {
+	out := make([]decimal.Decimal, len(lines))
+	for i, l := range lines {
+		out[i] = l.VATRate.Decimal
+	}
+	return out
 }
 
 // IssueInvoice builds the invoice for cmd with the allocated sequence and
@@ -206,21 +232,24 @@ func IssueInvoice(company string, cmd *CreateInvoice, id, entryID uuid.UUID, seq
 // InvoiceView is an invoice as results and events show it: amounts as
 // strings with exactly the currency's minor-unit digits.
 type InvoiceView struct {
-	InvoiceID      string            `json:"invoice_id"`
-	Number         string            `json:"number"`
-	Series         string            `json:"series"`
-	Sequence       int64             `json:"sequence"`
-	OrderID        string            `json:"order_id"`
-	Customer       Party             `json:"customer"`
-	Currency       string            `json:"currency"`
-	IssueDate      string            `json:"issue_date"`
-	DueDate        string            `json:"due_date"`
-	Lines          []InvoiceLineView `json:"lines"`
-	VATBreakdown   []RateView        `json:"vat_breakdown"`
-	Net            string            `json:"net"`
-	VAT            string            `json:"vat"`
-	Gross          string            `json:"gross"`
-	JournalEntryID string            `json:"journal_entry_id"`
+	InvoiceID    string            `json:"invoice_id"`
+	Number       string            `json:"number"`
+	Series       string            `json:"series"`
+	Sequence     int64             `json:"sequence"`
+	OrderID      string            `json:"order_id"`
+	Customer     Party             `json:"customer"`
+	Currency     string            `json:"currency"`
+	IssueDate    string            `json:"issue_date"`
+	DueDate      string            `json:"due_date"`
+	Lines        []InvoiceLineView `json:"lines"`
+	VATBreakdown []RateView        `json:"vat_breakdown"`
+	Net          string            `json:"net"`
+	VAT          string            `json:"vat"`
+	Gross        string            `json:"gross"`
+	// Exchange is the rate used and the amounts in the company's currency,
+	// for an invoice in another currency.
+	Exchange       *ConversionView `json:"exchange,omitempty"`
+	JournalEntryID string          `json:"journal_entry_id"`
 }
 
 // InvoiceLineView is one line of an InvoiceView.
@@ -257,6 +286,7 @@ func (inv *Invoice) View() InvoiceView {
 		Net:            cur.Format(inv.Totals.Net),
 		VAT:            cur.Format(inv.Totals.VAT),
 		Gross:          cur.Format(inv.Totals.Gross),
+		Exchange:       inv.Conversion.View(inv.Converted),
 		JournalEntryID: inv.JournalEntryID.String(),
 	}
 	for i, l := range inv.Lines {

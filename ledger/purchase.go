@@ -14,6 +14,8 @@ type RecordPurchaseInvoice struct {
 	DueDate        Date           `json:"due_date"`
 	Currency       string         `json:"currency"`
 	Lines          []PurchaseLine `json:"lines"`
+	// ExchangeRate is as on CreateInvoice.
+	ExchangeRate *Decimal `json:"exchange_rate,omitempty"`
 }
 
 // Supplier is the issuer of a purchase invoice as the document names it.
@@ -68,7 +70,7 @@ func (c *RecordPurchaseInvoice) validate() *Error {
 func (c *RecordPurchaseInvoice) asInvoice() *CreateInvoice {
 	inv := &CreateInvoice{
 		OrderID: c.DocumentNumber, Series: SeriesInvoice, Customer: c.Supplier.Party,
-		Currency: c.Currency, IssueDate: c.IssueDate, DueDate: c.DueDate,
+		Currency: c.Currency, IssueDate: c.IssueDate, DueDate: c.DueDate, ExchangeRate: c.ExchangeRate,
 	}
 	for _, l := range c.Lines {
 		inv.Lines = append(inv.Lines, InvoiceLine{Description: l.Description, Quantity: l.Quantity, UnitPrice: l.UnitPrice, VATRate: l.VATRate})
@@ -78,11 +80,20 @@ func (c *RecordPurchaseInvoice) asInvoice() *CreateInvoice {
 
 // PurchaseInvoice is a recorded supplier invoice.
 type PurchaseInvoice struct {
-	ID             uuid.UUID
-	Command        *RecordPurchaseInvoice
-	Currency       Currency
-	Totals         Totals
+	ID       uuid.UUID
+	Command  *RecordPurchaseInvoice
+	Currency Currency
+	Totals   Totals
+	// Conversion and Converted are as on Invoice.
+	Conversion     *Conversion
+	Converted      Totals
 	JournalEntryID uuid.UUID
+}
+
+// Convert records how the purchase converts into the company's currency.
+func (p *PurchaseInvoice) Convert(c *Conversion) {
+	p.Conversion = c
+	p.Converted = c.Converted(p.Totals, lineRates(p.Command.asInvoice().Lines))
 }
 
 // BookPurchase builds the purchase invoice and its entry: Dr each line's
@@ -124,6 +135,7 @@ type PurchaseInvoiceView struct {
 	Net               string             `json:"net"`
 	VAT               string             `json:"vat"`
 	Gross             string             `json:"gross"`
+	Exchange          *ConversionView    `json:"exchange,omitempty"`
 	JournalEntryID    string             `json:"journal_entry_id"`
 }
 
@@ -140,6 +152,7 @@ func (p *PurchaseInvoice) View() PurchaseInvoiceView {
 		PurchaseInvoiceID: p.ID.String(), Supplier: c.Supplier, DocumentNumber: c.DocumentNumber,
 		IssueDate: c.IssueDate.String(), DueDate: c.DueDate.String(), Currency: cur.Code,
 		Net: cur.Format(p.Totals.Net), VAT: cur.Format(p.Totals.VAT), Gross: cur.Format(p.Totals.Gross),
+		Exchange:       p.Conversion.View(p.Converted),
 		JournalEntryID: p.JournalEntryID.String(),
 	}
 	for i, l := range c.Lines {

@@ -22,6 +22,7 @@ var EventTypes = []string{
 	"customer_credit.applied",
 	"customer_credit.refunded",
 	"period.closed",
+	"fx_rate.recorded",
 	"webhook_endpoint.disabled",
 }
 

@@ -293,25 +293,28 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 	}
 	// One row per document and rate; the document columns repeat. Grouping
 	// by the document's primary key lets its other columns be selected.
+	// Amounts are in the company's currency ($4), which VAT is declared
+	// in; documents posted before lines kept that (all NULL) are shown in
+	// their own.
 	rows, err := q.Query(ctx, `
 		SELECT 'invoice', i.id, i.number, i.issue_date, i.customer_id, i.customer_vat_id, i.customer_country,
-		       i.customer_name, i.currency, '', NULL::date, l.vat_rate::text, sum(l.net)::text, sum(l.vat)::text
+		       i.customer_name, `+inCompanyCurrency("i.currency", "''", "NULL::date")+`
 		  FROM invoices i JOIN invoice_lines l ON l.invoice_id = i.id
 		 WHERE i.company_id = $1 AND i.issue_date BETWEEN $2 AND $3
 		 GROUP BY i.id, l.vat_rate
 		UNION ALL
 		SELECT 'credit_note', c.id, c.number, c.issue_date, i.customer_id, i.customer_vat_id, i.customer_country,
-		       i.customer_name, c.currency, i.number, i.issue_date, l.vat_rate::text, sum(l.net)::text, sum(l.vat)::text
+		       i.customer_name, `+inCompanyCurrency("c.currency", "i.number", "i.issue_date")+`
 		  FROM credit_notes c JOIN invoices i ON i.id = c.invoice_id
 		  JOIN credit_note_lines l ON l.credit_note_id = c.id
 		 WHERE c.company_id = $1 AND c.issue_date BETWEEN $2 AND $3
 		 GROUP BY c.id, i.id, l.vat_rate
 		UNION ALL
 		SELECT 'purchase_invoice', p.id, p.document_number, p.issue_date, p.supplier_id, p.supplier_vat_id,
-		       p.supplier_country, p.supplier_name, p.currency, '', NULL::date, l.vat_rate::text, sum(l.net)::text, sum(l.vat)::text
+		       p.supplier_country, p.supplier_name, `+inCompanyCurrency("p.currency", "''", "NULL::date")+`
 		  FROM purchase_invoices p JOIN purchase_invoice_lines l ON l.purchase_invoice_id = p.id
 		 WHERE p.company_id = $1 AND p.issue_date BETWEEN $2 AND $3
-		 GROUP BY p.id, l.vat_rate`, company, p.First().Time, p.Last().Time)
+		 GROUP BY p.id, l.vat_rate`, company, p.First().Time, p.Last().Time, c.Currency)
 	if err != nil {
 		return nil, fmt.Errorf("invoice register: %w", err)
 	}
@@ -348,6 +351,16 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 		return nil, fmt.Errorf("invoice register: %w", err)
 	}
 	return ledger.NewRegister(c, p, docs), nil
+}
+
+// inCompanyCurrency selects a register row's currency, reference and
+// amounts: in the company's currency ($4) when every line has them, else in
+// the document's (docCurrency).
+func inCompanyCurrency(docCurrency, refNo, refDate string) string {
+	return `CASE WHEN count(l.net_company) = count(*) THEN $4 ELSE ` + docCurrency + ` END,
+		       ` + refNo + `, ` + refDate + `, l.vat_rate::text,
+		       (CASE WHEN count(l.net_company) = count(*) THEN sum(l.net_company) ELSE sum(l.net) END)::text,
+		       (CASE WHEN count(l.net_company) = count(*) THEN sum(l.vat_company) ELSE sum(l.vat) END)::text`
 }
 
 // VATReturn sums the month's register per currency and rate: output VAT on

@@ -149,6 +149,13 @@ func (kind purchases) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 		companies[i], supplierKeys[i], documentKeys[i] = items[i].Company, ledger.SupplierKey(c.Supplier), ledger.DocumentKey(c.DocumentNumber)
 		vatIDs[i], codes[i], supplierIDs[i], numbers[i] = c.Supplier.VATID, c.Supplier.Code, c.Supplier.ID, c.DocumentNumber
 	}
+	var fx []fxKey
+	for i, c := range p.cmds {
+		if k, ok := fxKeyOf(items[i].Company, c.Currency, c.IssueDate, c.ExchangeRate); ok {
+			fx = append(fx, k)
+		}
+	}
+	p.rates = p.fxLookup(reads, fx)
 	var k docKey
 	var f recorded
 	// A database that held repeats before the identity was enforced keeps
@@ -169,6 +176,7 @@ func (kind purchases) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 type purchasePlan struct {
 	commandsPlan[*ledger.RecordPurchaseInvoice]
 	documents map[docKey]recorded // by (company, supplier key, document key)
+	rates     map[fxKey]*ledger.FXRate
 }
 
 // recorded is a recorded purchase invoice and the idempotency key that
@@ -194,7 +202,12 @@ func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error)
 		if err := c.CheckVATRates(p.known[company].country); err != nil {
 			return refused(err)
 		}
+		conv, err := p.known[company].convert(p.rates, company, c.Currency, c.IssueDate, c.ExchangeRate)
+		if err != nil {
+			return refused(err)
+		}
 		pi, entry := ledger.BookPurchase(company, c, newID(), newID())
+		pi.Convert(conv)
 		if err := entry.Check(); err != nil {
 			return exec.Result{}, fmt.Errorf("post purchase invoice %s: %w", c.DocumentNumber, err)
 		}

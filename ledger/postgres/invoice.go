@@ -24,10 +24,15 @@ func (kind invoices) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	}
 	companies, orders := make([]string, len(items)), make([]string, len(items))
 	keys := make([]seriesKey, len(items))
+	var fx []fxKey
 	for i, c := range p.cmds {
 		companies[i], orders[i] = items[i].Company, c.OrderID
 		keys[i] = seriesKey{items[i].Company, c.Series}
+		if k, ok := fxKeyOf(items[i].Company, c.Currency, c.IssueDate, c.ExchangeRate); ok {
+			fx = append(fx, k)
+		}
 	}
+	p.rates = p.fxLookup(reads, fx)
 	// The lookups by key are LATERAL subqueries with LIMIT, which the
 	// planner cannot turn into a join: it knows nothing of the arrays'
 	// sizes and could otherwise hash-join them against a scan of the whole
@@ -45,6 +50,7 @@ type invoicePlan struct {
 	commandsPlan[*ledger.CreateInvoice]
 	orders  map[docKey]found // by (company, order)
 	numbers *numbers
+	rates   map[fxKey]*ledger.FXRate
 }
 
 func (p *invoicePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
@@ -62,11 +68,16 @@ func (p *invoicePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 		if err := c.CheckVATRates(p.known[company].country); err != nil {
 			return refused(err)
 		}
+		conv, err := p.known[company].convert(p.rates, company, c.Currency, c.IssueDate, c.ExchangeRate)
+		if err != nil {
+			return refused(err)
+		}
 		seq, err := p.numbers.next(company, c.Series, c.IssueDate)
 		if err != nil {
 			return refused(err)
 		}
 		inv, entry := ledger.IssueInvoice(company, c, newID(), newID(), seq)
+		inv.Convert(conv)
 		if err := entry.Check(); err != nil {
 			return exec.Result{}, fmt.Errorf("post invoice %s: %w", inv.Number, err)
 		}

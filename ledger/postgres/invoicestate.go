@@ -48,21 +48,27 @@ func (p *plan) invoices(b *pgx.Batch, refs []invoiceRef) *invoiceStates {
 	}
 	byID := map[uuid.UUID]*ledger.InvoiceState{}
 
-	var company, cur, gross string
+	var company, cur, gross, rate, companyCur string
 	var st ledger.InvoiceState
-	p.query(b, "lock invoices", []any{&st.ID, &company, &st.Number, &st.CustomerID, &cur, &st.IssueDate.Time, &gross}, func() {
+	p.query(b, "lock invoices", []any{&st.ID, &company, &st.Number, &st.CustomerID, &cur, &st.IssueDate.Time, &gross, &rate, &companyCur}, func() {
 		inv := st
 		inv.CreditedByRate = map[string]ledger.RateTotal{}
 		inv.Currency, _ = ledger.LookupCurrency(cur)
 		inv.Gross = dec(gross)
+		if rate != "" {
+			to, _ := ledger.LookupCurrency(companyCur)
+			inv.Conversion = &ledger.Conversion{Rate: dec(rate), To: to, Source: "invoice"}
+		}
 		byID[inv.ID] = &inv
 		s.byID[[2]string{company, inv.ID.String()}] = &inv
 		s.byNumber[[2]string{company, inv.Number}] = &inv
 	}, `
-		SELECT id, company_id, number, customer_id, currency, issue_date, gross::text FROM invoices
-		 WHERE id = ANY (`+resolvedInvoices+`)
-		 ORDER BY id
-		   FOR UPDATE`, companies, ids, numbers)
+		SELECT i.id, i.company_id, i.number, i.customer_id, i.currency, i.issue_date, i.gross::text,
+		       coalesce(i.exchange_rate::text, ''), c.currency::text
+		  FROM invoices i JOIN companies c ON c.id = i.company_id
+		 WHERE i.id = ANY (`+resolvedInvoices+`)
+		 ORDER BY i.id
+		   FOR UPDATE OF i`, companies, ids, numbers)
 
 	var invoice uuid.UUID
 	var l ledger.IssuedLine

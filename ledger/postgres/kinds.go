@@ -33,7 +33,7 @@ func Kinds(opts ...Option) []exec.Kind {
 	}
 	return []exec.Kind{
 		companies{r}, invoices{r}, creditNotes{r}, payments{r},
-		settlements{r}, purchases{r}, assets{r}, depreciations{r}, customerCredits{r}, periodCloses{r},
+		settlements{r}, purchases{r}, assets{r}, depreciations{r}, customerCredits{r}, periodCloses{r}, fxRates{r},
 	}
 }
 
@@ -65,8 +65,9 @@ func (r dateRules) today() ledger.Date {
 
 // companyBooks is what a plan knows of a company that exists.
 type companyBooks struct {
-	country string
-	books   ledger.Books
+	country  string
+	currency ledger.Currency
+	books    ledger.Books
 }
 
 // periodLock is the first key of the advisory locks on a company's
@@ -209,15 +210,16 @@ func (p *plan) companies(b *pgx.Batch, items []exec.Item) map[string]*companyBoo
 func (p *plan) readCompanies(b *pgx.Batch, ids []string) map[string]*companyBooks {
 	known := map[string]*companyBooks{}
 	today := p.rules.today()
-	var id, country, closed string
-	p.query(b, "look up companies", []any{&id, &country, &closed}, func() {
+	var id, country, cur, closed string
+	p.query(b, "look up companies", []any{&id, &country, &cur, &closed}, func() {
 		c := &companyBooks{country: country, books: ledger.Books{Today: today, Horizon: p.rules.horizon}}
+		c.currency, _ = ledger.LookupCurrency(cur)
 		if closed != "" {
 			c.books.ClosedThrough, _ = ledger.ParsePeriod(closed)
 		}
 		known[id] = c
 	}, `
-		SELECT c.id, c.country,
+		SELECT c.id, c.country, c.currency::text,
 		       coalesce((SELECT to_char(max(period), 'YYYY-MM') FROM period_closes p WHERE p.company_id = c.id), '')
 		  FROM companies c WHERE c.id = ANY($1)`, ids)
 	return known

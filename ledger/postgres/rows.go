@@ -68,8 +68,11 @@ func queueInvoices(batch *pgx.Batch, invs []*ledger.Invoice) {
 	issued, due := make([]time.Time, 0, n), make([]time.Time, 0, n)
 	var lineInvoices [][16]byte
 	var lineNos []int32
-	var lineDescs, lineQty, linePrice, lineRate, lineNet, lineVAT, lineGross []string
+	var lineDescs, lineQty, linePrice, lineRate, lineNet, lineVAT, lineGross, lineNetCo, lineVATCo []string
+	var fxRates, fxSources, fxDates []string
 	for _, inv := range invs {
+		rate, source, day := conversionColumns(inv.Conversion)
+		fxRates, fxSources, fxDates = append(fxRates, rate), append(fxSources, source), append(fxDates, day)
 		ids = append(ids, inv.ID)
 		companies = append(companies, inv.Company)
 		series = append(series, inv.Series)
@@ -98,23 +101,40 @@ func queueInvoices(batch *pgx.Batch, invs []*ledger.Invoice) {
 			lineNet = append(lineNet, a.Net.String())
 			lineVAT = append(lineVAT, a.VAT.String())
 			lineGross = append(lineGross, a.Gross.String())
+			co := inv.Converted.Lines[i]
+			lineNetCo, lineVATCo = append(lineNetCo, co.Net.String()), append(lineVATCo, co.VAT.String())
 		}
 	}
 	batch.Queue(`
 		INSERT INTO invoices (id, company_id, series, sequence, number, order_id,
 			customer_id, customer_name, customer_vat_id, customer_country,
-			currency, issue_date, due_date, net, vat, gross, journal_entry_id)
-		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
+			currency, issue_date, due_date, net, vat, gross, journal_entry_id, exchange_rate, rate_source, rate_date)
+		SELECT id, company_id, series, sequence, number, order_id, customer_id, customer_name, customer_vat_id, customer_country,
+		       currency, issue_date, due_date, net, vat, gross, journal_entry_id,
+		       nullif(exchange_rate, '')::numeric, nullif(rate_source, ''), nullif(rate_date, '')::date
+		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
 			$7::text[], $8::text[], $9::text[], $10::text[],
-			$11::text[], $12::date[], $13::date[], $14::text[]::numeric[], $15::text[]::numeric[], $16::text[]::numeric[], $17::uuid[])`,
+			$11::text[], $12::date[], $13::date[], $14::text[]::numeric[], $15::text[]::numeric[], $16::text[]::numeric[], $17::uuid[],
+			$18::text[], $19::text[], $20::text[])
+		       AS t(id, company_id, series, sequence, number, order_id, customer_id, customer_name, customer_vat_id, customer_country,
+		            currency, issue_date, due_date, net, vat, gross, journal_entry_id, exchange_rate, rate_source, rate_date)`,
 		ids, companies, series, sequences, numbers, orders,
 		custIDs, custNames, custVATs, custCountries,
-		currencies, issued, due, nets, vats, grosses, entries)
+		currencies, issued, due, nets, vats, grosses, entries, fxRates, fxSources, fxDates)
 	batch.Queue(`
-		INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross)
+		INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross, net_company, vat_company)
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[], $6::text[]::numeric[],
-			$7::text[]::numeric[], $8::text[]::numeric[], $9::text[]::numeric[])`,
-		lineInvoices, lineNos, lineDescs, lineQty, linePrice, lineRate, lineNet, lineVAT, lineGross)
+			$7::text[]::numeric[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[], $11::text[]::numeric[])`,
+		lineInvoices, lineNos, lineDescs, lineQty, linePrice, lineRate, lineNet, lineVAT, lineGross, lineNetCo, lineVATCo)
+}
+
+// conversionColumns are a document's conversion as text columns, empty
+// (NULL) for a document in the company's currency.
+func conversionColumns(c *ledger.Conversion) (rate, source, day string) {
+	if c == nil {
+		return "", "", ""
+	}
+	return c.Rate.String(), c.Source, c.Date.String()
 }
 
 // queueCompanies queues the companies with their standard chart of
@@ -155,7 +175,7 @@ func queueCreditNotes(batch *pgx.Batch, notes []*ledger.CreditNote) {
 	var lineNotes [][16]byte
 	var lineNos []int32
 	var invoiceLines []*int32
-	var descs, rates, lineNets, lineVATs, lineGrosses []string
+	var descs, rates, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo []string
 	var qtys, prices []*string
 	for _, cn := range notes {
 		ids, invoices, entries = append(ids, cn.ID), append(invoices, cn.Invoice.ID), append(entries, cn.JournalEntryID)
@@ -177,6 +197,8 @@ func queueCreditNotes(batch *pgx.Batch, notes []*ledger.CreditNote) {
 			invoiceLines, qtys, prices = append(invoiceLines, invLine), append(qtys, qty), append(prices, price)
 			descs, rates = append(descs, l.Description), append(rates, l.VATRate.String())
 			lineNets, lineVATs, lineGrosses = append(lineNets, l.Net.String()), append(lineVATs, l.VAT.String()), append(lineGrosses, l.Net.Add(l.VAT).String())
+			co := cn.Converted.Lines[i]
+			lineNetsCo, lineVATsCo = append(lineNetsCo, co.Net.String()), append(lineVATsCo, co.VAT.String())
 		}
 	}
 	batch.Queue(`
@@ -186,10 +208,11 @@ func queueCreditNotes(batch *pgx.Batch, notes []*ledger.CreditNote) {
 			$9::text[], $10::text[]::numeric[], $11::text[]::numeric[], $12::text[]::numeric[], $13::uuid[])`,
 		ids, companies, series, sequences, numbers, invoices, issued, reasons, currencies, nets, vats, grosses, entries)
 	batch.Queue(`
-		INSERT INTO credit_note_lines (credit_note_id, line_no, invoice_line_no, description, quantity, unit_price, vat_rate, net, vat, gross)
+		INSERT INTO credit_note_lines (credit_note_id, line_no, invoice_line_no, description, quantity, unit_price, vat_rate, net, vat, gross,
+			net_company, vat_company)
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::int[], $4::text[], $5::text[]::numeric[], $6::text[]::numeric[],
-			$7::text[]::numeric[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[])`,
-		lineNotes, lineNos, invoiceLines, descs, qtys, prices, rates, lineNets, lineVATs, lineGrosses)
+			$7::text[]::numeric[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[], $11::text[]::numeric[], $12::text[]::numeric[])`,
+		lineNotes, lineNos, invoiceLines, descs, qtys, prices, rates, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo)
 }
 
 // queuePayments queues the payments and their allocations; each
@@ -252,9 +275,12 @@ func queuePurchases(batch *pgx.Batch, companies, keys []string, pis []*ledger.Pu
 	var issued, due []time.Time
 	var lineDocs [][16]byte
 	var lineNos []int32
-	var descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses []string
+	var descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo []string
+	var fxRates, fxSources, fxDates []string
 	for _, pi := range pis {
 		c := pi.Command
+		rate, source, day := conversionColumns(pi.Conversion)
+		fxRates, fxSources, fxDates = append(fxRates, rate), append(fxSources, source), append(fxDates, day)
 		ids, entries = append(ids, pi.ID), append(entries, pi.JournalEntryID)
 		supIDs, supNames, supVATs, supCountries = append(supIDs, c.Supplier.ID), append(supNames, c.Supplier.Name), append(supVATs, c.Supplier.VATID), append(supCountries, c.Supplier.Country)
 		supCodes = append(supCodes, c.Supplier.Code)
@@ -266,24 +292,31 @@ func queuePurchases(batch *pgx.Batch, companies, keys []string, pis []*ledger.Pu
 			lineDocs, lineNos = append(lineDocs, pi.ID), append(lineNos, int32(i+1))
 			descs, qtys, prices, rates, accounts = append(descs, l.Description), append(qtys, l.Quantity.String()), append(prices, l.UnitPrice.String()), append(rates, l.VATRate.String()), append(accounts, l.Account)
 			lineNets, lineVATs, lineGrosses = append(lineNets, a.Net.String()), append(lineVATs, a.VAT.String()), append(lineGrosses, a.Gross.String())
+			co := pi.Converted.Lines[i]
+			lineNetsCo, lineVATsCo = append(lineNetsCo, co.Net.String()), append(lineVATsCo, co.VAT.String())
 		}
 	}
 	batch.Queue(`
 		INSERT INTO purchase_invoices (id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
-			document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, idempotency_key)
+			document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, idempotency_key,
+			exchange_rate, rate_source, rate_date)
 		SELECT id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
-		       document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, NULLIF(idempotency_key, '')
+		       document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, NULLIF(idempotency_key, ''),
+		       nullif(exchange_rate, '')::numeric, nullif(rate_source, ''), nullif(rate_date, '')::date
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
 			$7::text[], $8::date[], $9::date[], $10::text[], $11::text[]::numeric[], $12::text[]::numeric[], $13::text[]::numeric[], $14::uuid[],
-			$15::text[], $16::text[])
+			$15::text[], $16::text[], $17::text[], $18::text[], $19::text[])
 		       AS t(id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
-		            document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, idempotency_key)`,
-		ids, companies, supIDs, supNames, supVATs, supCountries, docs, issued, due, currencies, nets, vats, grosses, entries, supCodes, keys)
+		            document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, idempotency_key,
+		            exchange_rate, rate_source, rate_date)`,
+		ids, companies, supIDs, supNames, supVATs, supCountries, docs, issued, due, currencies, nets, vats, grosses, entries, supCodes, keys,
+		fxRates, fxSources, fxDates)
 	batch.Queue(`
-		INSERT INTO purchase_invoice_lines (purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross)
+		INSERT INTO purchase_invoice_lines (purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross,
+			net_company, vat_company)
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[], $6::text[]::numeric[],
-			$7::text[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[])`,
-		lineDocs, lineNos, descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses)
+			$7::text[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[], $11::text[]::numeric[], $12::text[]::numeric[])`,
+		lineDocs, lineNos, descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo)
 }
 
 // queueAssets queues the assets of companies.
