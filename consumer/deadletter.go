@@ -23,8 +23,11 @@ import (
 // header should carry; the log has the whole text.
 const maxReasonLen = 2048
 
-// PermanentError marks a message that can never succeed as sent: it is
-// answered, copied to the dead-letter stream and terminated.
+// PermanentError marks a message that can never succeed as sent and whose
+// refusal is not an answer the producer can get: it is copied to the
+// dead-letter stream and terminated (and answered on its Reply-To, if it
+// has one). A refusal the producer receives is not an error at all: the
+// message is done and acknowledged.
 type PermanentError struct {
 	Code   ledger.Code
 	Reason string
