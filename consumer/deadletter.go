@@ -86,8 +86,9 @@ func (dl *DeadLetters) Publish(ctx context.Context, d *Delivery, code ledger.Cod
 // once; any other error is retried (NAK with backoff) until the message has
 // been delivered maxDeliver times, then dead-lettered. A message is
 // terminated only after its copy is stored; if storing fails, the message is
-// NAKed and retried, so it is never lost.
-func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger *slog.Logger, metrics *Metrics) message.HandlerMiddleware {
+// NAKed and retried, so it is never lost. Each dead letter is logged to
+// logger; failures to write one, which repeat while NATS is away, to quiet.
+func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger, quiet *slog.Logger, metrics *Metrics) message.HandlerMiddleware {
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			produced, err := h(msg)
@@ -114,7 +115,7 @@ func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger *slog.Logger, 
 				return nil, err
 			}
 			if pubErr := dl.Publish(msg.Context(), d, code, reason); pubErr != nil {
-				logger.Error("dead-lettering failed; the message will be retried", "stream_seq", d.StreamSeq, "error", pubErr)
+				quiet.Error("dead-lettering failed; the message will be retried", "stream_seq", d.StreamSeq, "error", pubErr)
 				return nil, fmt.Errorf("%w (and dead-lettering failed: %v)", err, pubErr)
 			}
 			logger.Warn("message dead-lettered", "stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
