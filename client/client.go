@@ -151,8 +151,11 @@ func (c *Client) Publish(ctx context.Context, company, command, key string, body
 
 // PublishOnce publishes the command once and returns the first answer: its
 // result, or an idempotency_key_in_flight result when another request with
-// the key is being processed. When ctx ends first it returns an error
-// wrapping ErrNoResult. It never publishes again, except to confirm a result
+// the key is being processed. A call whose message JetStream stored (not a
+// duplicate of an earlier one) waits for that message's own answer: the key
+// being in flight then may be its own command still running, or a
+// redelivery of its own message meeting it. When ctx ends first it returns
+// an error wrapping ErrNoResult. It never publishes again, except to confirm a result
 // found by the result lookup (see the package documentation), and leaves
 // retrying to its caller: it is for servers, such as the HTTP API, that
 // relay the answer to a client who retries.
@@ -305,6 +308,9 @@ type call struct {
 	msgID, inbox          string
 	sub                   *nats.Subscription
 	retry                 bool
+	// own is set once JetStream stored a message of this call, not
+	// dropped as a duplicate: the worker will answer it.
+	own bool
 
 	publishes int
 	pauses    int
@@ -338,6 +344,7 @@ func (cl *call) run(ctx context.Context) (protocol.Result, error) {
 				continue
 			}
 			publish, confirm = false, false
+			cl.own = cl.own || !dup
 			if !dup {
 				if res, done, err := cl.wait(ctx, cl.c.cfg.AttemptTimeout); done || err != nil {
 					return res, err
@@ -361,10 +368,10 @@ func (cl *call) run(ctx context.Context) (protocol.Result, error) {
 				continue
 			}
 		case inFlight:
-			if !cl.retry {
+			if cl.answersInFlight() {
 				return res, nil
 			}
-			publish = true
+			publish = cl.retry
 		case pending:
 			publish = cl.retry
 		}
@@ -424,7 +431,7 @@ func (cl *call) wait(ctx context.Context, d time.Duration) (protocol.Result, boo
 			return protocol.Result{}, false, fmt.Errorf("decode result: %w", err)
 		}
 		if res.Error != nil && res.Error.Code == ledger.CodeIdempotencyKeyInFlight {
-			if !cl.retry {
+			if cl.answersInFlight() {
 				return res, true, nil
 			}
 			// The worker redelivers this message once the key is free and
@@ -434,6 +441,14 @@ func (cl *call) wait(ctx context.Context, d time.Duration) (protocol.Result, boo
 		}
 		return res, true, nil
 	}
+}
+
+// answersInFlight reports whether an in-flight answer ends the call: only
+// for PublishOnce, and only while none of its messages was stored. A
+// stored message will be answered, and the command in flight may be its
+// own.
+func (cl *call) answersInFlight() bool {
+	return !cl.retry && !cl.own
 }
 
 func (cl *call) lookup(ctx context.Context) (protocol.Result, lookupState, error) {

@@ -400,6 +400,55 @@ func TestInFlight(t *testing.T) {
 	}
 }
 
+// The PublishOnce whose message runs is never told its own command is in
+// flight: it waits past its attempt timeout, while the key is held, for its
+// own result. A duplicate of it (JetStream drops its message) is told at
+// once.
+func TestPublishOnceWaitsForItsOwnCommand(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fast())
+	g := testworker.NewGate(t, "slow")
+	testworker.Start(t, e.dsn, e.natsURL, g.Kinds)
+	// Before the worker's cleanup, which waits for the gated command.
+	defer g.Open()
+	e.createCompany("acme")
+
+	body, _ := json.Marshal(invoice("slow", "10.00"))
+	type answer struct {
+		res protocol.Result
+		err error
+	}
+	own := make(chan answer, 1)
+	go func() {
+		res, err := e.client.PublishOnce(e.ctx(), "acme", "invoice.create", "slow-invoice", body)
+		own <- answer{res, err}
+	}()
+	select {
+	case <-g.Entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command never started")
+	}
+	dup, err := e.client.PublishOnce(e.ctx(), "acme", "invoice.create", "slow-invoice", body)
+	if err != nil || dup.Error == nil || dup.Error.Code != ledger.CodeIdempotencyKeyInFlight {
+		t.Fatalf("a duplicate while in flight: %+v %v", dup, err)
+	}
+	// Three attempt timeouts: the owner has asked the lookup, which says
+	// in flight, and keeps waiting.
+	select {
+	case a := <-own:
+		t.Fatalf("the owner returned while its own command ran: %+v %v", a.res, a.err)
+	case <-time.After(3 * fast().AttemptTimeout):
+	}
+	g.Open()
+	a := <-own
+	if a.err != nil || a.res.Status != protocol.StatusOK || a.res.Replayed {
+		t.Fatalf("the owner's answer: %+v %v", a.res, a.err)
+	}
+	if n := e.invoices("acme"); n != 1 {
+		t.Fatalf("%d invoices", n)
+	}
+}
+
 func TestNoResultWithoutAWorker(t *testing.T) {
 	t.Parallel()
 	cfg := fast()

@@ -131,12 +131,14 @@ func TestConcurrentDuplicatesReachingTheWorker(t *testing.T) {
 	}
 }
 
-// Rule 3: same key, different payload is refused with the exact message,
-// nothing executes, and the message is dead-lettered with the reason.
+// Rule 3: same key, different payload is refused with the exact message and
+// nothing executes. The producer got its answer, so the message is done:
+// counted as a client error, not dead-lettered.
 func TestSameKeyDifferentPayloadIsRefused(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.startWorker(testConfig(), nil)
+	cfg, reg := withMetrics(t, testConfig())
+	h.startWorker(cfg, nil)
 	h.createCompany("acme")
 	invoiceResult(t, h.do("acme", "invoice.create", "k-1", invoiceBody("order-1", "100.00")))
 
@@ -158,11 +160,12 @@ func TestSameKeyDifferentPayloadIsRefused(t *testing.T) {
 	if n := h.count(`SELECT last_value FROM number_series WHERE company_id = 'acme' AND series = 'INV'`); n != 1 {
 		t.Fatalf("series advanced to %d; the refused command burned a number", n)
 	}
-	eventually(t, "two dead letters", func() bool { return len(h.deadLetters()) == 2 })
-	for _, dl := range h.deadLetters() {
-		if got := dl.Header.Get(protocol.HeaderDeadLetterCode); got != string(ledger.CodeIdempotencyKeyReused) {
-			t.Fatalf("dead letter code %q", got)
-		}
+	// The replies came after the messages were settled.
+	if dls := h.deadLetters(); len(dls) != 0 {
+		t.Fatalf("%d dead letters for refusals that were answered", len(dls))
+	}
+	if got := clientErrors(t, reg, ledger.CodeIdempotencyKeyReused); got != 2 {
+		t.Fatalf("onceledger_client_errors_total{code=idempotency_key_reused} = %v, want 2", got)
 	}
 }
 
@@ -239,12 +242,13 @@ func TestBusinessErrorsAreStoredAndReplayed(t *testing.T) {
 	}
 }
 
-// Rule 7: malformed messages are answered with a clear error, dead-lettered
-// with the reason, and store nothing.
-func TestMalformedMessagesAreDeadLettered(t *testing.T) {
+// Rule 7: malformed messages are answered with a clear error and store
+// nothing. Answered, they are done: counted by code, not dead-lettered.
+func TestMalformedMessagesAreAnswered(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.startWorker(testConfig(), nil)
+	cfg, reg := withMetrics(t, testConfig())
+	h.startWorker(cfg, nil)
 	h.createCompany("acme")
 	valid := mustMarshal(t, invoiceBody("o-1", "1.00"))
 	long := strings.Repeat("k", 256)
@@ -278,13 +282,16 @@ func TestMalformedMessagesAreDeadLettered(t *testing.T) {
 			t.Fatalf("%s: message %q does not mention %q", c.name, res.Error.Message, c.inMessage)
 		}
 	}
-	eventually(t, "every malformed message in the dead-letter stream", func() bool { return len(h.deadLetters()) == len(cases) })
-	for i, dl := range h.deadLetters() {
-		if dl.Header.Get(protocol.HeaderDeadLetterCode) != string(cases[i].code) || dl.Header.Get(protocol.HeaderDeadLetterReason) == "" {
-			t.Fatalf("dead letter %d (%s) headers: %v", i, cases[i].name, dl.Header)
-		}
-		if dl.Header.Get(protocol.HeaderOriginalSubject) != cases[i].subject || !bytes.Equal(dl.Data, cases[i].body) {
-			t.Fatalf("dead letter %d does not carry the original message", i)
+	if dls := h.deadLetters(); len(dls) != 0 {
+		t.Fatalf("%d dead letters for malformed messages that were answered", len(dls))
+	}
+	want := map[ledger.Code]float64{}
+	for _, c := range cases {
+		want[c.code]++
+	}
+	for code, n := range want {
+		if got := clientErrors(t, reg, code); got != n {
+			t.Errorf("onceledger_client_errors_total{code=%s} = %v, want %v", code, got, n)
 		}
 	}
 	if n := h.count(`SELECT count(*) FROM inbox WHERE company_id = 'acme'`); n != 1 {
@@ -358,5 +365,49 @@ func TestQuotedKeyIsTheKeyInside(t *testing.T) {
 	}, mustMarshal(t, body))
 	if res := r.next(t); res.Error == nil || res.Error.Code != ledger.CodeIdempotencyKeyInvalid {
 		t.Fatalf("malformed quoted key: %+v", res)
+	}
+}
+
+// A refusal nobody can receive is not an answer: a malformed message without
+// a Reply-To is dead-lettered with its reason and the original message, so
+// an operator sees it. So is one with a key but no Reply-To: its refusal is
+// not stored under the key, and the result lookup has nothing to give.
+func TestUnanswerableRefusalsAreDeadLettered(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	cfg, reg := withMetrics(t, testConfig())
+	h.startWorker(cfg, nil)
+	h.createCompany("acme")
+	invoiceResult(t, h.do("acme", "invoice.create", "k-1", invoiceBody("order-1", "100.00")))
+	valid := mustMarshal(t, invoiceBody("o-1", "1.00"))
+	cases := []struct {
+		name, subject, key string
+		body               []byte
+		code               ledger.Code
+	}{
+		{"no key, no reply", "ledger.cmd.acme.invoice.create", "", valid, ledger.CodeIdempotencyKeyMissing},
+		{"bad JSON, no reply", "ledger.cmd.acme.invoice.create", "k-json", []byte(`{"order_id": `), ledger.CodeInvalidCommand},
+		{"reused key, no reply", "ledger.cmd.acme.invoice.create", "k-1", mustMarshal(t, invoiceBody("order-1", "120.00")), ledger.CodeIdempotencyKeyReused},
+	}
+	for _, c := range cases {
+		headers := map[string]string{}
+		if c.key != "" {
+			headers[protocol.HeaderIdempotencyKey] = c.key
+		}
+		h.publishRaw(c.subject, headers, c.body)
+	}
+	eventually(t, "every unanswerable message in the dead-letter stream", func() bool { return len(h.deadLetters()) == len(cases) })
+	for i, dl := range h.deadLetters() {
+		if dl.Header.Get(protocol.HeaderDeadLetterCode) != string(cases[i].code) || dl.Header.Get(protocol.HeaderDeadLetterReason) == "" {
+			t.Fatalf("dead letter %d (%s) headers: %v", i, cases[i].name, dl.Header)
+		}
+		if dl.Header.Get(protocol.HeaderOriginalSubject) != cases[i].subject || !bytes.Equal(dl.Data, cases[i].body) {
+			t.Fatalf("dead letter %d (%s) does not carry the original message", i, cases[i].name)
+		}
+	}
+	for _, c := range cases {
+		if got := clientErrors(t, reg, c.code); got != 1 {
+			t.Errorf("onceledger_client_errors_total{code=%s} = %v, want 1", c.code, got)
+		}
 	}
 }

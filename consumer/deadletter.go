@@ -23,8 +23,11 @@ import (
 // header should carry; the log has the whole text.
 const maxReasonLen = 2048
 
-// PermanentError marks a message that can never succeed as sent: it is
-// answered, copied to the dead-letter stream and terminated.
+// PermanentError marks a message that can never succeed as sent and whose
+// refusal is not an answer the producer can get: it is copied to the
+// dead-letter stream and terminated (and answered on its Reply-To, if it
+// has one). A refusal the producer receives is not an error at all: the
+// message is done and acknowledged.
 type PermanentError struct {
 	Code   ledger.Code
 	Reason string
@@ -83,8 +86,9 @@ func (dl *DeadLetters) Publish(ctx context.Context, d *Delivery, code ledger.Cod
 // once; any other error is retried (NAK with backoff) until the message has
 // been delivered maxDeliver times, then dead-lettered. A message is
 // terminated only after its copy is stored; if storing fails, the message is
-// NAKed and retried, so it is never lost.
-func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger *slog.Logger, metrics *Metrics) message.HandlerMiddleware {
+// NAKed and retried, so it is never lost. Each dead letter is logged to
+// logger; failures to write one, which repeat while NATS is away, to quiet.
+func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger, quiet *slog.Logger, metrics *Metrics) message.HandlerMiddleware {
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			produced, err := h(msg)
@@ -111,7 +115,7 @@ func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger *slog.Logger, 
 				return nil, err
 			}
 			if pubErr := dl.Publish(msg.Context(), d, code, reason); pubErr != nil {
-				logger.Error("dead-lettering failed; the message will be retried", "stream_seq", d.StreamSeq, "error", pubErr)
+				quiet.Error("dead-lettering failed; the message will be retried", "stream_seq", d.StreamSeq, "error", pubErr)
 				return nil, fmt.Errorf("%w (and dead-lettering failed: %v)", err, pubErr)
 			}
 			attrs := []any{"stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),

@@ -38,12 +38,14 @@
 // the message is redelivered with backoff. Messages that can never succeed
 // (no or invalid key, unparseable subject, bad JSON, unknown command, failed
 // validation, a key reused with another payload) are answered with an error
-// and copied to the LEDGER_DLQ stream with the reason before they are
-// terminated; so is a message that still fails after MaxDeliver attempts.
-// Nothing is dropped silently. A terminated message stays terminated on
-// every supported server: the worker refuses nats-server older than
-// MinServerVersion, and before 2.10, which ignores a terminate with a
-// reason, it terminates without one.
+// on their Reply-To and acknowledged: answered, they are done, and counted
+// by code in onceledger_client_errors_total. LEDGER_DLQ holds what is stuck:
+// such a message without a Reply-To, whose refusal nobody can receive, and
+// a message that still fails after MaxDeliver attempts, each copied with
+// the reason before it is terminated. Nothing is dropped silently.
+// A terminated message stays terminated on every supported server: the
+// worker refuses nats-server older than MinServerVersion, and before 2.10,
+// which ignores a terminate with a reason, it terminates without one.
 //
 // Tracing. With Config.TracerProvider set, each delivery is a consumer span
 // "onceledger.command <command>", the child of the producer's span when the

@@ -42,8 +42,7 @@ func (h *handler) handle(msg *message.Message) error {
 	}
 	req, perr := parseRequest(d)
 	if perr != nil {
-		d.SetReply(mustJSON(errorResultFor(d, perr)))
-		return &PermanentError{Code: perr.Code, Reason: perr.Message}
+		return h.refuse(d, span, errorResultFor(d, perr))
 	}
 	log := h.logger.With("company", req.Company, "idempotency_key", req.Key, "command", req.Command,
 		"stream_seq", d.StreamSeq, "deliveries", d.NumDelivered)
@@ -84,13 +83,34 @@ func (h *handler) handle(msg *message.Message) error {
 		return errInFlight
 	case Reused:
 		count(req.Command, outcomeReused)
-		d.SetReply(mustJSON(res))
-		return &PermanentError{Code: ledger.CodeIdempotencyKeyReused, Reason: protocol.MessageKeyReused}
+		return h.refuse(d, span, res)
 	case Replayed:
 		count(req.Command, outcomeReplayed)
 		log.Debug("command replayed from the inbox")
 	}
 	d.SetReply(mustJSON(res))
+	return nil
+}
+
+// refuse ends a message that can never succeed as sent: a malformed one or
+// one whose key was used with another payload. Its error result is an
+// answer when the producer can receive it, on the message's Reply-To
+// subject; then the command is done like any other that got its answer,
+// and it is acknowledged. Without a Reply-To nobody hears of the refusal
+// (it is not stored under the key, which may be missing, malformed or
+// hold another command's result), so the message is dead-lettered for an
+// operator. Either way the refusal is counted by its code.
+func (h *handler) refuse(d *Delivery, span trace.Span, res protocol.Result) error {
+	code := res.Error.Code
+	h.metrics.clientError(code)
+	d.SetReply(mustJSON(res))
+	span.SetStatus(codes.Error, string(code))
+	if d.Msg.Headers().Get(protocol.HeaderReplyTo) == "" {
+		return &PermanentError{Code: code, Reason: res.Error.Message}
+	}
+	span.SetAttributes(attrOutcome.String(outcomeRefused))
+	h.logger.Debug("command refused as sent; answered", "stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
+		"idempotency_key", d.Msg.Headers().Get(protocol.HeaderIdempotencyKey), "code", code)
 	return nil
 }
 

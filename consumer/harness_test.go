@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/consumer"
@@ -66,6 +67,40 @@ func newHarnessOn(t testing.TB, natsURL string) *harness {
 	}
 	h.client.LookupEvery = 50 * time.Millisecond
 	return h
+}
+
+// withMetrics gives cfg metrics in a registry of its own.
+func withMetrics(t testing.TB, cfg consumer.Config) (consumer.Config, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m, err := consumer.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Metrics = m
+	return cfg, reg
+}
+
+// clientErrors reads onceledger_client_errors_total{code}.
+func clientErrors(t testing.TB, reg *prometheus.Registry, code ledger.Code) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "onceledger_client_errors_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "code" && l.GetValue() == string(code) {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // testConfig is tuned for fast tests: short ack wait, quick retries.

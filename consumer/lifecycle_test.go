@@ -61,6 +61,26 @@ func TestShutdownFinishesInFlightCommands(t *testing.T) {
 	}
 }
 
+// An idle worker stops within one pull's wait: it does not start another
+// pull once it is told to stop.
+func TestIdleShutdownIsQuick(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	cfg := testConfig()
+	cfg.Subscriber.FetchWait = time.Second
+	for i := range 3 {
+		w := h.startWorker(cfg, nil)
+		time.Sleep(time.Duration(300+i*250) * time.Millisecond) // somewhere in a pull
+		start := time.Now()
+		if err := w.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > cfg.Subscriber.FetchWait+600*time.Millisecond {
+			t.Fatalf("idle worker %d took %s to stop, FetchWait is %s", i, took, cfg.Subscriber.FetchWait)
+		}
+	}
+}
+
 // Rule 6: keys are purged after the retention, in batches.
 func TestPurgeRemovesExpiredKeysOnly(t *testing.T) {
 	t.Parallel()

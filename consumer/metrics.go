@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/onceledger/onceledger/ledger"
 )
 
 // Command outcomes counted by Metrics.
@@ -15,6 +17,9 @@ const (
 	outcomeBusinessError = "business_error"
 	outcomeDeadLettered  = "dead_lettered"
 	outcomeRetried       = "retried"
+	// outcomeRefused is a message refused as sent and answered: done, not
+	// dead-lettered.
+	outcomeRefused = "refused"
 )
 
 // Metrics are the consumer's Prometheus metrics. A nil *Metrics records
@@ -26,6 +31,7 @@ type Metrics struct {
 	batchSize  prometheus.Histogram
 	batchTimes *prometheus.HistogramVec
 	fallbacks  prometheus.Counter
+	refused    *prometheus.CounterVec
 }
 
 // NewMetrics registers the consumer's metrics with reg.
@@ -60,8 +66,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "onceledger_batch_fallbacks_total",
 			Help: "Batches whose commands were executed together, failed, and were executed again one at a time (a concurrent transaction wrote the same order, say).",
 		}),
+		// Labelled by error code only: the codes are a small fixed set,
+		// while a malformed message's subject can say anything.
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "onceledger_client_errors_total",
+			Help: "Commands refused as sent, by error code (idempotency_key_missing, idempotency_key_invalid, idempotency_key_reused, invalid_command): answered on their Reply-To and acknowledged, or dead-lettered when they have no Reply-To.",
+		}, []string{"code"}),
 	}
-	for _, c := range []prometheus.Collector{m.commands, m.handle, m.endToEnd, m.batchSize, m.batchTimes, m.fallbacks} {
+	for _, c := range []prometheus.Collector{m.commands, m.handle, m.endToEnd, m.batchSize, m.batchTimes, m.fallbacks, m.refused} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -72,6 +84,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) count(command, outcome string) {
 	if m != nil {
 		m.commands.WithLabelValues(command, outcome).Inc()
+	}
+}
+
+func (m *Metrics) clientError(code ledger.Code) {
+	if m != nil {
+		m.refused.WithLabelValues(string(code)).Inc()
 	}
 }
 

@@ -186,6 +186,13 @@ func (s *Subscriber) fetchLoop(ctx context.Context, out chan<- *message.Message)
 	slots := make(chan struct{}, s.cfg.Concurrency)
 	failures := 0
 	for {
+		// Close is not one of two ready cases for select to choose between
+		// at random: each pull it starts instead holds Close for FetchWait.
+		select {
+		case <-s.closing:
+			return
+		default:
+		}
 		select {
 		case slots <- struct{}{}:
 		case <-s.closing:

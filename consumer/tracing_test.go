@@ -203,9 +203,32 @@ func TestTraceFollowsTheCommand(t *testing.T) {
 	}
 }
 
-// TestTraceOfADeadLetter: a command that can never succeed ends its span as
-// an error, with the outcome the metrics count it under.
+// TestTraceOfADeadLetter: a command that can never succeed and whose
+// refusal nobody can receive ends its span as an error, with the outcome the
+// metrics count it under.
 func TestTraceOfADeadLetter(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	tp, exp := recordingProvider(t)
+	cfg := testConfig()
+	cfg.TracerProvider = tp
+	h.startWorker(cfg, nil)
+
+	h.publishRaw("ledger.cmd.acme.invoice.create", map[string]string{
+		"Idempotency-Key": "bad-json", "traceparent": producerParent,
+	}, []byte("{not json"))
+	cmd := spanNamed(t, exp, "onceledger.command invoice.create")
+	if got := attrs(cmd)["onceledger.outcome"]; got != "dead_lettered" || cmd.Status.Code != codes.Error {
+		t.Errorf("command span outcome %q status %v, want dead_lettered and an error", got, cmd.Status)
+	}
+	if got := attrs(spanNamed(t, exp, "ack"))["onceledger.settlement"]; got != "term" {
+		t.Errorf("ack span settlement %q, want term", got)
+	}
+}
+
+// TestTraceOfARefusal: a malformed command whose producer got the refusal
+// is done: an error span with the outcome "refused", acknowledged.
+func TestTraceOfARefusal(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	tp, exp := recordingProvider(t)
@@ -221,11 +244,11 @@ func TestTraceOfADeadLetter(t *testing.T) {
 		t.Fatalf("result %+v, want an error", res)
 	}
 	cmd := spanNamed(t, exp, "onceledger.command invoice.create")
-	if got := attrs(cmd)["onceledger.outcome"]; got != "dead_lettered" || cmd.Status.Code != codes.Error {
-		t.Errorf("command span outcome %q status %v, want dead_lettered and an error", got, cmd.Status)
+	if got := attrs(cmd)["onceledger.outcome"]; got != "refused" || cmd.Status.Code != codes.Error {
+		t.Errorf("command span outcome %q status %v, want refused and an error", got, cmd.Status)
 	}
-	if got := attrs(spanNamed(t, exp, "ack"))["onceledger.settlement"]; got != "term" {
-		t.Errorf("ack span settlement %q, want term", got)
+	if got := attrs(spanNamed(t, exp, "ack"))["onceledger.settlement"]; got != "ack" {
+		t.Errorf("ack span settlement %q, want ack", got)
 	}
 }
 

@@ -172,12 +172,18 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	log := w.cfg.Logger
+	// What fails once per delivery or request (a retried command, the
+	// router's report of it, a lookup) fails thousands of times a second
+	// in an outage: said once per interval, with a count.
+	quiet := quieter(log, slog.LevelInfo)
+	subCfg := w.cfg.Subscriber
+	subCfg.Logger = quieter(subCfg.Logger, slog.LevelWarn)
 
-	sub, err := NewSubscriber(cons, w.nc, w.cfg.Subscriber)
+	sub, err := NewSubscriber(cons, w.nc, subCfg)
 	if err != nil {
 		return err
 	}
-	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: w.cfg.ShutdownTimeout}, watermill.NewSlogLoggerWithLevelMapping(log, map[slog.Level]slog.Level{
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: w.cfg.ShutdownTimeout}, watermill.NewSlogLoggerWithLevelMapping(quiet, map[slog.Level]slog.Level{
 		// The router reports every handler error at error level; in-flight
 		// and retried commands are logged by the middlewares instead.
 		slog.LevelError: slog.LevelWarn,
@@ -191,13 +197,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.close()
 	router.AddMiddleware(
-		deadLetterMiddleware(dl, w.cfg.Streams.MaxDeliver, log, w.cfg.Metrics),
+		deadLetterMiddleware(dl, w.cfg.Streams.MaxDeliver, log, quiet, w.cfg.Metrics),
 		middleware.Recoverer,
 	)
-	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: log, metrics: w.cfg.Metrics}
+	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: quiet, metrics: w.cfg.Metrics}
 	router.AddNoPublisherHandler("commands", w.cfg.Streams.Stream, sub, h.handle)
 
-	lookup, err := w.serveLookups(ctx)
+	lookup, err := w.serveLookups(ctx, quiet)
 	if err != nil {
 		return err
 	}
@@ -240,7 +246,7 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 // serveLookups answers ledger.result.<company> requests from the inbox.
-func (w *Worker) serveLookups(ctx context.Context) (*nats.Subscription, error) {
+func (w *Worker) serveLookups(ctx context.Context, log *slog.Logger) (*nats.Subscription, error) {
 	sub, err := w.nc.QueueSubscribe(protocol.ResultSubjectPrefix+"*", w.cfg.ResultQueue, func(m *nats.Msg) {
 		company := strings.TrimPrefix(m.Subject, protocol.ResultSubjectPrefix)
 		value := m.Header.Get(protocol.HeaderIdempotencyKey)
@@ -256,12 +262,12 @@ func (w *Worker) serveLookups(ctx context.Context) (*nats.Subscription, error) {
 			res, err = Lookup(lctx, w.pool, company, key)
 			cancel()
 			if err != nil {
-				w.cfg.Logger.Warn("result lookup failed", "company", company, "idempotency_key", key, "error", err)
+				log.Warn("result lookup failed", "company", company, "idempotency_key", key, "error", err)
 				res = protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInternal, "The result could not be read; retry shortly."))
 			}
 		}
 		if err := m.Respond(mustJSON(res)); err != nil {
-			w.cfg.Logger.Warn("result lookup reply failed", "error", err)
+			log.Warn("result lookup reply failed", "error", err)
 		}
 	})
 	if err != nil {

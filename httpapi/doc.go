@@ -24,7 +24,9 @@
 //     used with a different request payload."; nothing runs.
 //   - A repeat while the first is still running is refused with 409, the
 //     exact message "A request with this Idempotency-Key is still being
-//     processed, retry shortly." and Retry-After; it never runs twice.
+//     processed, retry shortly." and Retry-After; it never runs twice. The
+//     request whose command runs is never refused so: it waits for its own
+//     result (or gets 202 after RequestTimeout).
 //   - When no result is known within Config.RequestTimeout the answer is 202
 //     Accepted with Location: /v1/commands/{key}. The command is queued or
 //     running and will run at most once; repeating the request with the same

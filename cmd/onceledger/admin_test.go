@@ -116,8 +116,8 @@ func TestAdminKeyShowsTheInboxRow(t *testing.T) {
 	}
 }
 
-// Dead letters end to end: a running worker dead-letters a malformed
-// command; a command that failed for good (written to the dead-letter
+// Dead letters end to end: a running worker answers a malformed command
+// that has a Reply-To and dead-letters one that has none; a command that failed for good (written to the dead-letter
 // stream as the worker writes it) is replayed and executed once, and its
 // second copy replays from the inbox.
 func TestAdminDeadLetters(t *testing.T) {
@@ -183,7 +183,21 @@ func TestAdminDeadLetters(t *testing.T) {
 			t.Fatalf("publish to %s: %v", subject, err)
 		}
 	}
-	// 1: malformed JSON; the worker dead-letters it.
+	// Malformed JSON whose producer hears the refusal: answered, and done.
+	refused, err := nc.SubscribeSync("test.refused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish("ledger.cmd.acme.invoice.create", map[string]string{protocol.HeaderIdempotencyKey: "bad-0", protocol.HeaderReplyTo: "test.refused"}, `{"order_id":`)
+	if m, err := refused.NextMsg(10 * time.Second); err != nil || !strings.Contains(string(m.Data), string(ledger.CodeInvalidCommand)) {
+		t.Fatalf("the refusal of an answerable malformed command: %v", err)
+	}
+	// The reply follows the settlement: had it been dead-lettered, it would be there now.
+	if n := dlqCount(); n != 0 {
+		t.Fatalf("%d dead letters after an answered refusal", n)
+	}
+	// 1: malformed JSON that nobody hears the refusal of (no Reply-To);
+	// the worker dead-letters it.
 	publish("ledger.cmd.acme.invoice.create", map[string]string{protocol.HeaderIdempotencyKey: "bad-1"}, `{"order_id":`)
 	waitFor("the malformed command in "+deadLetterStream, func() bool { return dlqCount() == 1 })
 	// 2 and 3: a good command that failed for good (say, the database was
@@ -263,7 +277,8 @@ func TestAdminDeadLetters(t *testing.T) {
 		t.Fatalf("dead letter 2 after its replay: exit %d %s", code, errOut)
 	}
 
-	// The rest: the malformed one is dead-lettered again, the copy of the
+	// The rest: the malformed one, still without a Reply-To, is
+	// dead-lettered again, the copy of the
 	// good one is answered from the inbox.
 	code, out, errOut = admin("dlq", "replay", "-all")
 	if code != 0 || !strings.Contains(out, "[1/2] replayed dead letter 1") || !strings.Contains(out, "[2/2] replayed dead letter 3") ||

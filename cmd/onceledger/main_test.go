@@ -257,7 +257,7 @@ func TestRunEndToEnd(t *testing.T) {
 	for _, want := range []string{
 		`onceledger_commands_total{command="invoice.create",outcome="ok"} 1`,
 		`onceledger_commands_total{command="invoice.create",outcome="reused_key"} 1`,
-		`onceledger_commands_total{command="invoice.create",outcome="dead_lettered"} 1`,
+		`onceledger_client_errors_total{code="idempotency_key_reused"} 1`,
 		`onceledger_consumer_ack_pending_messages 0`,
 		`onceledger_command_end_to_end_seconds_count{command="invoice.create"} 1`,
 		`onceledger_db_pool_max_connections`,
@@ -266,6 +266,10 @@ func TestRunEndToEnd(t *testing.T) {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+	// The reused key was answered: done, not a dead letter.
+	if strings.Contains(metrics, `outcome="dead_lettered"`) {
+		t.Errorf("/metrics counts a dead letter for an answered refusal")
 	}
 	// The health endpoints are on their own address, and still on the
 	// API's for probes configured before it.

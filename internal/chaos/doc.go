@@ -76,9 +76,10 @@
 //     document and journal entry is named by exactly one key; each order has
 //     exactly one invoice whichever of its keys won, the others got
 //     duplicate_document;
-//   - every malformed message and every changed payload is in LEDGER_DLQ
-//     (found by a Chaos-Marker header), nothing else is, and no malformed
-//     message left a key behind;
+//   - nothing is in LEDGER_DLQ: every message carries a Reply-To, so a
+//     malformed message or a changed payload is answered with its refusal
+//     and done (a Chaos-Marker header names one found there), and no
+//     malformed message left a key behind;
 //   - every event is in LEDGER_EVT under its ID with its body, and the
 //     events match the successful keys;
 //   - every event reached its company's endpoint, verified, with webhook-id

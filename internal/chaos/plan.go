@@ -25,7 +25,7 @@ const (
 	kindPayment                      // payment.record, allocated to an invoice when one is known
 	kindCreditNote                   // credit_note.create of one unit of an invoice's first line
 	kindUnknownCompany               // invoice.create for a company that does not exist
-	kindMalformed                    // never valid: must end in the dead-letter stream
+	kindMalformed                    // never valid: answered with its refusal, never dead-lettered
 )
 
 var kindNames = map[opKind]string{
