@@ -85,6 +85,12 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			// Closing the connection at shutdown disconnects without an
+			// error: that is the plan, not a warning.
+			if err == nil {
+				logger.Debug("NATS disconnected")
+				return
+			}
 			logger.Warn("NATS disconnected", "error", err)
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }),
