@@ -261,6 +261,10 @@ func (p *planner) invoice(order string) (body, changed []byte) {
 		"issue_date": "2026-12-01", "due_date": "2027-01-15",
 		"lines": lines,
 	}
+	if currency != "EUR" {
+		// Declared in the company's EUR at the invoice's own rate.
+		inv["exchange_rate"] = "1.0500"
+	}
 	body, _ = json.Marshal(inv)
 	lines[0]["quantity"] = "11"
 	changed, _ = json.Marshal(inv)
