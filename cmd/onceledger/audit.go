@@ -28,6 +28,7 @@ to stderr, the report to stdout.
 Exit status: 0 when clean, 1 on any violation (or error), 2 on bad usage,
 a -company that does not exist included.
 
+` + databaseNote + `
 `
 
 func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
