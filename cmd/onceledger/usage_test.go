@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/onceledger/onceledger/ledger"
 )
 
 // Each verb's usage says what it defaults to and what it needs.
@@ -32,6 +35,20 @@ func TestUsageSaysDefaultsAndNeeds(t *testing.T) {
 			if !strings.Contains(out+errOut, w) {
 				t.Errorf("%v does not say %q:\n%s%s", c.args, w, out, errOut)
 			}
+		}
+	}
+}
+
+// The protocol's list of commands is the worker's.
+func TestProtocolDocListsEveryCommand(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range ledger.CommandNames() {
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/protocol.md does not list %s", name)
 		}
 	}
 }
