@@ -27,7 +27,7 @@ var ErrUnknownKey = errors.New("webhooks: secret is sealed with a key ONCELEDGER
 // only encrypted: in webhook_endpoints, and in a webhook_endpoint command
 // that brings its own secret. The first key seals; every key opens, which is
 // how a key is rotated: put the new key first, run "onceledger secrets
-// rekey", then drop the old one.
+// rotate", then drop the old one.
 //
 // Sealing is AES-256-GCM with a synthetic nonce (HMAC-SHA256 of the company
 // and the secret under a key derived for it), so the same secret of the same

@@ -57,14 +57,16 @@ func notify(ctx context.Context, pool *pgxpool.Pool) error {
 
 // Delivery is a delivery as operators see it.
 type Delivery struct {
-	ID            uuid.UUID  `json:"delivery_id"`
-	EventID       uuid.UUID  `json:"event_id"`
-	EventType     string     `json:"event_type"`
-	EndpointID    uuid.UUID  `json:"endpoint_id"`
-	Company       string     `json:"company"`
-	Status        string     `json:"status"`
-	Attempts      int        `json:"attempts"`
-	NextAttemptAt time.Time  `json:"next_attempt_at"`
+	ID         uuid.UUID `json:"delivery_id"`
+	EventID    uuid.UUID `json:"event_id"`
+	EventType  string    `json:"event_type"`
+	EndpointID uuid.UUID `json:"endpoint_id"`
+	Company    string    `json:"company"`
+	Status     string    `json:"status"`
+	Attempts   int       `json:"attempts"`
+	// NextAttemptAt is when a pending delivery is attempted next; nil for
+	// the others, which are being attempted or are settled.
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
 	LastStatus    *int       `json:"last_status,omitempty"`
 	LastError     string     `json:"last_error,omitempty"`
 	DeliveredAt   *time.Time `json:"delivered_at,omitempty"`
@@ -84,7 +86,8 @@ type Attempt struct {
 // only those with status.
 func ListDeliveries(ctx context.Context, pool *pgxpool.Pool, endpoint uuid.UUID, status string, limit int) ([]Delivery, error) {
 	rows, err := pool.Query(ctx, `
-		SELECT d.id, d.event_id, ev.type, d.endpoint_id, d.company_id, d.status, d.attempts, d.next_attempt_at,
+		SELECT d.id, d.event_id, ev.type, d.endpoint_id, d.company_id, d.status, d.attempts,
+		       CASE WHEN d.status = 'pending' THEN d.next_attempt_at END,
 		       d.last_status, d.last_error, d.delivered_at, d.created_at
 		  FROM webhook_deliveries d JOIN outbox_events ev ON ev.id = d.event_id
 		 WHERE d.endpoint_id = $1 AND ($2 = '' OR d.status = $2)

@@ -17,7 +17,7 @@ import (
 // key of the ring is sealed again with its first key, and secrets past their
 // grace period, which sign nothing, are dropped. It returns how many
 // endpoints it changed. The worker runs it at start, and "onceledger secrets
-// rekey" runs it alone; after it, the keys other than the first can be
+// rotate" runs it alone; after it, the keys other than the first can be
 // removed from ONCELEDGER_SECRETS_KEY.
 //
 // A secret that still signs but is sealed with a key the ring does not hold

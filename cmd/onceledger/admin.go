@@ -36,7 +36,9 @@ Verbs:
                              original subject; then delete it from LEDGER_DLQ
   dlq replay -all            replay every dead letter there is now
 
-key reads DATABASE_URL (-database-url), dlq NATS_URL (-nats-url).
+key reads DATABASE_URL (-database-url), or, when neither is set, the
+database of the onceledger dev running on the default data dir
+(ONCELEDGER_DEV_DIR); dlq reads NATS_URL (-nats-url).
 Output: -format text (default) or json, for key, dlq list and dlq show.
 
 Replaying is safe: a command whose key already has a result is answered from

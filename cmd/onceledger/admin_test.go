@@ -69,6 +69,9 @@ func TestAuditExitsOneOnAViolation(t *testing.T) {
 	if code, out, errOut := invoke(ctx, "", "audit", "-database-url", dsn, "-company", "beta", "-quiet"); code != 0 {
 		t.Fatalf("-company beta, whose books are intact: exit %d\n%s%s", code, out, errOut)
 	}
+	if code, out, errOut := invoke(ctx, "", "audit", "-database-url", dsn, "-company", "ghost", "-quiet"); code != 2 || out != "" || !strings.Contains(errOut, `-company "ghost": no such company`) {
+		t.Fatalf("-company ghost, which does not exist: exit %d\n%s%s", code, out, errOut)
+	}
 	if code, _, errOut := invoke(ctx, "", "audit", "-database-url", dsn, "-format", "xml"); code != 2 || !strings.Contains(errOut, "text or json") {
 		t.Fatalf("-format xml: exit %d %s", code, errOut)
 	}

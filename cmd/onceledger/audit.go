@@ -25,8 +25,10 @@ deliveries and a gapless sequence, and nothing waits too long to be
 published or delivered. Reads one snapshot; writes nothing. Progress goes
 to stderr, the report to stdout.
 
-Exit status: 0 when clean, 1 on any violation (or error), 2 on bad usage.
+Exit status: 0 when clean, 1 on any violation (or error), 2 on bad usage,
+a -company that does not exist included.
 
+` + databaseNote + `
 `
 
 func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -86,6 +88,9 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opts.Progress = stderr
 	}
 	report, err := audit.Run(ctx, conn, opts)
+	if errors.Is(err, audit.ErrUnknownCompany) {
+		return &usageError{fmt.Sprintf("-company %q: no such company", *company)}
+	}
 	if err != nil {
 		return err
 	}

@@ -60,8 +60,7 @@ process's RSS, Go heap and goroutines are read, to see whether memory
 stays flat (every other phase starts a worker of its own, so a leak would
 be freed between them).
 Each figure is printed next to its target. The defaults take 2–3 minutes
-on a 2-core machine; -full 15–20 (the soak alone 10), most of it
-waiting for webhooks to drain.
+on a 2-core machine; -full 11–20 minutes, most of it the soak (8–10).
 
 `)
 		fs.PrintDefaults()

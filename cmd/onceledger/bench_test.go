@@ -27,8 +27,19 @@ func TestBenchUsageErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2: %s", args, code, errOut)
 		}
 	}
-	if code, out, errOut := invoke(ctx, "", "bench", "-h"); code != 0 || out != "" || !strings.Contains(errOut, "-prefill") || !strings.Contains(errOut, "-soak") {
+	code, out, errOut := invoke(ctx, "", "bench", "-h")
+	if code != 0 || out != "" || !strings.Contains(errOut, "-prefill") || !strings.Contains(errOut, "-soak") {
 		t.Errorf("bench -h: exit %d: %s", code, errOut)
+	}
+	// bench -h and the performance doc give the same run times.
+	doc, err := os.ReadFile("../../docs/performance.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, runTime := range []string{"2–3 minutes", "11–20 minutes, most of it the soak (8–10)"} {
+		if !strings.Contains(strings.Join(strings.Fields(errOut), " "), runTime) || !strings.Contains(string(doc), runTime) {
+			t.Errorf("bench -h and docs/performance.md do not both say %q", runTime)
+		}
 	}
 }
 

@@ -35,7 +35,8 @@ Reports:
 Output: -format text (default) or json; the register: csv (default), xml (i.SAF) or json.
 Balances are debits minus credits: a credit balance is negative.
 Run "onceledger books <report> -h" for a report's flags.
-`
+
+` + databaseNote
 
 var bookReports = []string{"trial-balance", "account", "invoice", "vat-return", "register", "periods"}
 

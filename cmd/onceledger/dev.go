@@ -35,6 +35,19 @@ func cmdDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	var s settings
 	s.register(fs, false)
+	// Trying it out does not open the API to the network: dev listens on
+	// loopback unless the environment or a flag says otherwise, and its
+	// usage says so.
+	for _, d := range []struct{ flag, env, addr string }{
+		{"http", "ONCELEDGER_HTTP_ADDR", "127.0.0.1:8080"},
+		{"health", "ONCELEDGER_HEALTH_ADDR", "127.0.0.1:8081"},
+	} {
+		if _, set := os.LookupEnv(d.env); !set {
+			f := fs.Lookup(d.flag)
+			f.Value.Set(d.addr)
+			f.DefValue = d.addr
+		}
+	}
 	dataDir := fs.String("data-dir", devDir(), "where dev mode keeps its Postgres cluster, JetStream data, secrets key and state (env ONCELEDGER_DEV_DIR); one dev per data dir")
 	natsPort := fs.Int("nats-port", 4223, "port of the embedded NATS server on 127.0.0.1 (4222 is left to a system NATS)")
 	database := fs.String("database", devDatabase, "the database dev creates and uses on DATABASE_URL's server; the database DATABASE_URL names is not touched")
@@ -59,12 +72,6 @@ when DATABASE_URL is not set.
 	}
 	if *database == "" {
 		return &usageError{"-database must name a database"}
-	}
-	if s.HTTPAddr == ":8080" && os.Getenv("ONCELEDGER_HTTP_ADDR") == "" {
-		s.HTTPAddr = "127.0.0.1:8080"
-	}
-	if s.HealthAddr == ":8081" && os.Getenv("ONCELEDGER_HEALTH_ADDR") == "" {
-		s.HealthAddr = "127.0.0.1:8081"
 	}
 	if s.WebhookAllow == "" {
 		// Trying it out means receiving webhooks on this machine.

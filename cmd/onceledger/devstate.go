@@ -161,6 +161,13 @@ func runningDev() (devState, bool) {
 	return st, true
 }
 
+// databaseNote ends the usage of the verbs that read the database through
+// orDevDatabase.
+const databaseNote = `Needs the database: DATABASE_URL (or -database-url), or, when neither is
+set, that of the onceledger dev running on the default data dir
+(ONCELEDGER_DEV_DIR).
+`
+
 // orDevDatabase is dsn, or, when no database was named, the database of
 // the onceledger dev running on this machine: dev's Postgres port is not
 // fixed, so a URL exported earlier may no longer be right. It says so on

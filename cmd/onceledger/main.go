@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "publish":
 		err = cmdPublish(ctx, args[1:], stdin, stdout, stderr)
 	case "healthcheck":
-		err = healthcheckSaysSo(ctx, args[1:], stdout, stderr)
+		err = cmdHealthcheck(ctx, args[1:], stdout, stderr)
 	case "books":
 		err = cmdBooks(ctx, args[1:], stdout, stderr)
 	case "webhooks":
@@ -117,29 +117,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "onceledger %s: %v\n", args[0], err)
 		return 1
 	}
-}
-
-// healthcheckSaysSo is the healthcheck verb with a word on success: silence
-// left a person at a terminal guessing, and containers ignore stdout. A
-// probe that printed anything (its usage) did not probe.
-func healthcheckSaysSo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	w := &countingWriter{w: stderr}
-	if err := cmdHealthcheck(ctx, args, w); err != nil || w.n > 0 {
-		return err
-	}
-	fmt.Fprintln(stdout, "ok")
-	return nil
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += n
-	return n, err
 }
 
 // exitError ends the process with code after the command printed its own

@@ -15,35 +15,39 @@ import (
 	"github.com/onceledger/onceledger/webhooks"
 )
 
-const secretsUsage = `Usage: onceledger secrets <new-key|seal|rekey> [flags]
+const secretsUsage = `Usage: onceledger secrets <new-key|seal|rotate> [flags]
 
 Webhook signing secrets are stored sealed (AES-256-GCM) with the key in
 ONCELEDGER_SECRETS_KEY (or the file ONCELEDGER_SECRETS_KEY_FILE names): a
 comma-separated list of keys, the first of which seals and all of which
 open. To rotate, put a new key first, keep the old one after it, restart
-the workers (they seal again with the new key at start) or run rekey, then
-remove the old key.
+the workers (they seal again with the new key at start) or run rotate,
+then remove the old key.
 
   new-key                print a new random key
   seal -company ID       read a whsec_ secret on standard input and print it sealed
                          for that company, for the sealed_secret field of
                          webhook_endpoint.create or .rotate_secret sent over NATS
                          (the HTTP API seals a "secret" it is given by itself)
-  rekey                  seal every stored secret with the first key now
-                         (DATABASE_URL or -database-url)
+  rotate                 seal every stored secret with the first key now
+                         (DATABASE_URL or -database-url); rekey is another
+                         name for it
 `
 
 func cmdSecrets(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return &usageError{`a subcommand is required: new-key, seal or rekey (see "onceledger secrets -h")`}
+		return &usageError{`a subcommand is required: new-key, seal or rotate (see "onceledger secrets -h")`}
 	}
 	verb, args := args[0], args[1:]
 	if verb == "-h" || verb == "--help" || verb == "help" {
 		fmt.Fprint(stdout, secretsUsage)
 		return nil
 	}
-	if verb != "new-key" && verb != "seal" && verb != "rekey" {
-		return &usageError{fmt.Sprintf("unknown subcommand %q: new-key, seal or rekey", verb)}
+	if verb == "rekey" { // its name before rotate
+		verb = "rotate"
+	}
+	if verb != "new-key" && verb != "seal" && verb != "rotate" {
+		return &usageError{fmt.Sprintf("unknown subcommand %q: new-key, seal or rotate", verb)}
 	}
 	fs := flag.NewFlagSet("secrets "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -51,7 +55,7 @@ func cmdSecrets(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	switch verb {
 	case "seal":
 		company = fs.String("company", "", "company the endpoint belongs to (required): a sealed secret opens for it only")
-	case "rekey":
+	case "rotate":
 		dsn = fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
 	}
 	fs.Usage = func() {
@@ -98,7 +102,7 @@ func cmdSecrets(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		fmt.Fprintln(stdout, keys.Seal(*company, secret))
 		return nil
-	default: // rekey
+	default: // rotate
 		if *dsn == "" {
 			return &usageError{"DATABASE_URL (or -database-url) is required"}
 		}

@@ -227,12 +227,14 @@ func collect(ch <-chan error) []error {
 }
 
 // healthHandler serves /healthz (the process is alive) and /readyz
-// (Postgres and NATS are reachable and the schema is current).
+// (Postgres and NATS are reachable and the schema is current). /healthz
+// answers "ok" on its first line, as it did before it named the version on
+// the next.
 func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "ok\n")
+		fmt.Fprintf(w, "ok\nversion: %s\n", buildVersion())
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
@@ -259,7 +261,9 @@ func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string) *http.ServeMux
 	return mux
 }
 
-func cmdHealthcheck(ctx context.Context, args []string, stderr io.Writer) error {
+// cmdHealthcheck says "ok" on success: silence left a person at a terminal
+// guessing, and containers ignore stdout.
+func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	health := fs.String("health", envOr("ONCELEDGER_HEALTH_ADDR", ":8081"), "the worker's health address, probed unless -http is given (env ONCELEDGER_HEALTH_ADDR)")
@@ -299,5 +303,6 @@ func cmdHealthcheck(ctx context.Context, args []string, stderr io.Writer) error 
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 		return fmt.Errorf("%s answered %s: %s", *path, resp.Status, body)
 	}
+	fmt.Fprintln(stdout, "ok")
 	return nil
 }

@@ -31,8 +31,7 @@ once.
   list   [-company ID]            list tokens, revoked ones included
   revoke -id TOKEN-ID             revoke a token; requests with it are refused at once
 
-Each reads DATABASE_URL (or -database-url).
-`
+` + databaseNote
 
 func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {

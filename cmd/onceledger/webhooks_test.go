@@ -111,7 +111,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	})
 	failing.Store(false)
 	failed := deliveries[0] // newest first
-	if failed.Status != "pending" {
+	if failed.Status != "pending" || failed.NextAttemptAt == nil {
 		t.Fatalf("the failing delivery: %+v", failed)
 	}
 	// The schedule would wait 5 s; an operator replays it now.
@@ -135,6 +135,30 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	})
 	if n := applied(); n != 2 {
 		t.Fatalf("the receiver applied %d events, want 2", n)
+	}
+	// A delivered delivery has no next attempt, in either format.
+	eventually(t, "both deliveries listed as delivered without a next attempt", func() bool {
+		_, out, _ := invoke(ctx, "", "webhooks", "deliveries", "-database-url", dsn, "-endpoint", ep.EndpointID, "-format", "json")
+		var list []webhooks.Delivery
+		if json.Unmarshal([]byte(out), &list) != nil || len(list) != 2 {
+			return false
+		}
+		for _, d := range list {
+			if d.Status != "delivered" || d.NextAttemptAt != nil || strings.Contains(out, "next_attempt_at") {
+				return false
+			}
+		}
+		return true
+	})
+	code, out, _ = invoke(ctx, "", "webhooks", "deliveries", "-database-url", dsn, "-endpoint", ep.EndpointID)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 || !strings.HasSuffix(lines[0], "NEXT ATTEMPT") {
+		t.Fatalf("deliveries table:\n%s", out)
+	}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); f[len(f)-1] != "-" {
+			t.Errorf("a delivered delivery shows a next attempt: %s", l)
+		}
 	}
 	cancel()
 	<-done

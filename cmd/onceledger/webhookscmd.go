@@ -30,7 +30,8 @@ Verbs:
                                              (TIME: RFC 3339, or a duration back from now such as 72h)
 
 Output: -format text (default) or json.
-`
+
+` + databaseNote
 
 func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -94,8 +95,12 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			if d.LastStatus != nil {
 				last = fmt.Sprintf("HTTP %d %s", *d.LastStatus, last)
 			}
+			next := "-"
+			if d.NextAttemptAt != nil {
+				next = d.NextAttemptAt.Format(time.RFC3339)
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.EventID, d.EventType, d.Status, d.Attempts,
-				strings.TrimSpace(truncate(last, 60)), d.NextAttemptAt.Format(time.RFC3339))
+				strings.TrimSpace(truncate(last, 60)), next)
 		}
 		return tw.Flush()
 	case "attempts":

@@ -27,10 +27,15 @@ const (
 	CheckUndeliveredAge  = "undelivered_age"
 )
 
+// ErrUnknownCompany is returned by Run when Options.Company names no
+// company: an audit of nothing would report it clean.
+var ErrUnknownCompany = errors.New("audit: no such company")
+
 // Options configure Run. The zero value audits every company with the
 // defaults below.
 type Options struct {
-	// Company limits the audit to one company; empty audits all.
+	// Company limits the audit to one company; empty audits all. A company
+	// that does not exist is ErrUnknownCompany.
 	Company string
 	// MaxUnpublishedAge is how old the oldest unpublished event may be.
 	// Defaults to 1 hour.
@@ -171,6 +176,7 @@ type DB interface {
 
 // Run audits the database and returns the report. An error means the audit
 // could not be completed, not that it found violations: see Report.OK.
+// Options.Company naming no company is ErrUnknownCompany.
 func Run(ctx context.Context, db DB, opts Options) (*Report, error) {
 	opts.setDefaults()
 	if err := opts.validate(); err != nil {
@@ -262,6 +268,9 @@ func (a *auditor) stats(ctx context.Context) error {
 		Scan(&a.report.AsOf, &s.Companies)
 	if err != nil {
 		return fmt.Errorf("audit: read stats: %w", err)
+	}
+	if a.opts.Company != "" && s.Companies == 0 {
+		return fmt.Errorf("%w: %q", ErrUnknownCompany, a.opts.Company)
 	}
 	st, err := inbox.ReadStats(ctx, a.tx, a.opts.Company)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -469,6 +470,23 @@ func (w *commitEachLine) Write(p []byte) (int, error) {
 		"lines": []any{map[string]any{"description": "x", "quantity": "1", "unit_price": "1.00", "vat_rate": "21"}},
 	})
 	return len(p), nil
+}
+
+func TestAnUnknownCompanyIsAnError(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	audittest.Build(t, pool)
+
+	opts := testOptions()
+	opts.Company = "ghost"
+	r, err := audit.Run(context.Background(), pool, opts)
+	if !errors.Is(err, audit.ErrUnknownCompany) || r != nil {
+		t.Fatalf("Run for a company that does not exist: %v, %v", r, err)
+	}
+	opts.Company = "beta"
+	if r, err := audit.Run(context.Background(), pool, opts); err != nil || r.Stats.Companies != 1 {
+		t.Fatalf("Run for beta: %v, %v", r, err)
+	}
 }
 
 func TestOptionsAreValidated(t *testing.T) {

@@ -412,13 +412,64 @@ func TestPublishedPortsAreLoopbackOnly(t *testing.T) {
 	}
 }
 
-func TestWorkerPortAllowsScaling(t *testing.T) {
+// The worker's API is on 127.0.0.1:8080 by default, where the README's curl
+// goes; WORKER_HTTP_PORT moves it, and set empty lets `--scale worker=N`
+// start replicas that would otherwise clash on one host port.
+func TestWorkerPortIsTheReadmesAndAllowsScaling(t *testing.T) {
 	t.Parallel()
-	// With `--scale worker=N` a fixed host port would clash between replicas.
-	for _, port := range service(t, project(t), "worker").Ports {
-		if port.Published != "" && !strings.Contains(port.Published, "-") {
-			t.Errorf("worker publishes fixed host port %s; replicas started with --scale would clash", port.Published)
+	dir := root(t)
+	for _, c := range []struct {
+		env       map[string]string
+		published string
+	}{
+		{map[string]string{}, "8080"},
+		{map[string]string{"WORKER_HTTP_PORT": "18080"}, "18080"},
+		{map[string]string{"WORKER_HTTP_PORT": ""}, ""},
+	} {
+		c.env["ONCELEDGER_SECRETS_KEY"] = testSecretsKey
+		p, err := load(dir, filepath.Join(dir, composeFile), nil, c.env)
+		if err != nil {
+			t.Fatalf("%v: %v", c.env, err)
 		}
+		var api []types.ServicePortConfig
+		for _, port := range service(t, p, "worker").Ports {
+			if port.Target == 8080 {
+				api = append(api, port)
+			}
+		}
+		if len(api) != 1 || api[0].Published != c.published || api[0].HostIP != "127.0.0.1" {
+			t.Errorf("WORKER_HTTP_PORT %q: worker publishes 8080 as %+v, want 127.0.0.1:%s", c.env["WORKER_HTTP_PORT"], api, c.published)
+		}
+	}
+
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "API=http://127.0.0.1:8080") {
+		t.Error("README.md's curl no longer goes to 127.0.0.1:8080, where the worker is published")
+	}
+}
+
+// Postgres and NATS are not published on the host, where a local server on
+// 5432 or 4222 would make `docker compose up` fail; the CLI runs inside the
+// worker instead, as the README shows.
+func TestServersAreNotPublished(t *testing.T) {
+	t.Parallel()
+	p := project(t)
+	for _, name := range sortedServiceNames(p) {
+		for _, port := range p.Services[name].Ports {
+			if port.Target == 5432 || port.Target == 4222 || port.Published == "5432" || port.Published == "4222" {
+				t.Errorf("service %q publishes %s:%s→%d on the host", name, port.HostIP, port.Published, port.Target)
+			}
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(root(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "docker compose exec -T worker " + binaryPath + " tokens create"; !strings.Contains(string(readme), want) {
+		t.Errorf("README.md does not show how to create a token under compose (%s)", want)
 	}
 }
 
