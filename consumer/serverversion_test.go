@@ -14,10 +14,11 @@ import (
 	"github.com/onceledger/onceledger/protocol"
 )
 
-// A refused message is answered and dead-lettered once and then stays
-// terminated, on the embedded (current) server and on the nats-server the
-// operating system packages: before 2.10 the server ignores a terminate
-// that carries a reason and redelivers the message every AckWait.
+// A refused message is answered once, and one nobody can be answered for
+// is dead-lettered once and then stays terminated, on the embedded
+// (current) server and on the nats-server the operating system packages:
+// before 2.10 the server ignores a terminate that carries a reason and
+// redelivers the message every AckWait.
 func TestRefusedMessageIsDeadLetteredOnceOnEveryServer(t *testing.T) {
 	t.Parallel()
 	t.Run("embedded", func(t *testing.T) {
@@ -54,6 +55,11 @@ func refusedOnce(t *testing.T, natsURL string) {
 	if res.Error == nil || res.Error.Code != ledger.CodeInvalidCommand {
 		t.Fatalf("got %+v, want invalid_command", res)
 	}
+	// Without a Reply-To the refusal reaches nobody: a dead letter,
+	// terminated.
+	h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{
+		protocol.HeaderIdempotencyKey: "k-unanswerable",
+	}, []byte(`{"order_id": `))
 	// Several ack waits: a message the server did not terminate comes back
 	// within each of them.
 	if msg, err := r.sub.NextMsg(4 * time.Second); !errors.Is(err, nats.ErrTimeout) {
