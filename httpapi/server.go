@@ -174,7 +174,10 @@ func (s *Server) routes() {
 	s.handle("GET /v1/schemas/{file}", serveSchema)
 
 	// Everything else under /v1/ is a problem too: 405 for a known path
-	// with another method, 404 for an unknown path.
+	// with another method, 404 for an unknown path. A path a route matches
+	// only because its last segment is a wildcard is unknown rather than
+	// known: POST /v1/sales/invoices/craete is a mistyped command, not an
+	// invoice that cannot be posted to.
 	byPath := map[string][]string{}
 	var paths []string
 	for _, p := range s.patterns {
@@ -184,20 +187,34 @@ func (s *Server) routes() {
 		}
 		byPath[path] = append(byPath[path], method)
 	}
+	notFound := func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, ledger.CodeNotFound, fmt.Sprintf("There is no route %s %s; see /v1/openapi.json.", r.Method, r.URL.Path),
+			map[string]any{"method": r.Method, "path": r.URL.Path})
+	}
 	fallback := http.NewServeMux()
 	for _, path := range paths {
 		allow := byPath[path]
 		if slices.Contains(allow, http.MethodGet) {
 			allow = append(allow, http.MethodHead)
 		}
-		fallback.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		notAllowed := func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
 			writeProblem(w, codeMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s; use %s.", r.Method, r.URL.Path, strings.Join(allow, " or ")), nil)
-		})
+		}
+		if strings.HasSuffix(path, "}") {
+			fallback.HandleFunc(path, notFound)
+			continue
+		}
+		fallback.HandleFunc(path, notAllowed)
+		// A GET of a command's path would otherwise reach a GET route
+		// whose last segment is a wildcard (/v1/sales/invoices/{invoice}
+		// would look for an invoice named "create"); the literal path is
+		// the more specific pattern and wins.
+		if !slices.Contains(allow, http.MethodGet) {
+			s.mux.HandleFunc("GET "+path, notAllowed)
+		}
 	}
-	fallback.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, ledger.CodeNotFound, fmt.Sprintf("There is no route %s; see /v1/openapi.json.", r.URL.Path), nil)
-	})
+	fallback.HandleFunc("/", notFound)
 	s.mux.Handle("/v1/", fallback)
 }
 
