@@ -80,15 +80,30 @@ type Attempt struct {
 	Response   string    `json:"response_snippet,omitempty"`
 }
 
-// ListDeliveries returns the newest deliveries of an endpoint, optionally
-// only those with status.
-func ListDeliveries(ctx context.Context, pool *pgxpool.Pool, endpoint uuid.UUID, status string, limit int) ([]Delivery, error) {
-	rows, err := pool.Query(ctx, `
+// DeliveryFilter selects the deliveries ListDeliveries returns.
+type DeliveryFilter struct {
+	// Endpoint, when set, keeps only its deliveries.
+	Endpoint uuid.UUID
+	// Company, when set, keeps only its deliveries.
+	Company string
+	// Status, when set, keeps only deliveries with it.
+	Status string
+	// Limit is the most deliveries returned. Defaults to 50.
+	Limit int
+}
+
+// ListDeliveries returns the newest deliveries that f selects: of one
+// endpoint, of one company across its endpoints, or of all.
+func ListDeliveries(ctx context.Context, q Querier, f DeliveryFilter) ([]Delivery, error) {
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	rows, err := q.Query(ctx, `
 		SELECT d.id, d.event_id, ev.type, d.endpoint_id, d.company_id, d.status, d.attempts, d.next_attempt_at,
 		       d.last_status, d.last_error, d.delivered_at, d.created_at
 		  FROM webhook_deliveries d JOIN outbox_events ev ON ev.id = d.event_id
-		 WHERE d.endpoint_id = $1 AND ($2 = '' OR d.status = $2)
-		 ORDER BY d.created_at DESC LIMIT $3`, endpoint, status, limit)
+		 WHERE ($1::uuid IS NULL OR d.endpoint_id = $1) AND ($2 = '' OR d.company_id = $2) AND ($3 = '' OR d.status = $3)
+		 ORDER BY d.created_at DESC, d.id LIMIT $4`, endpointArg(f.Endpoint), f.Company, f.Status, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
@@ -98,6 +113,14 @@ func ListDeliveries(ctx context.Context, pool *pgxpool.Pool, endpoint uuid.UUID,
 			&d.NextAttemptAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &d.CreatedAt)
 		return d, err
 	})
+}
+
+// endpointArg passes no endpoint as NULL.
+func endpointArg(id uuid.UUID) any {
+	if id == uuid.Nil {
+		return nil
+	}
+	return id
 }
 
 // Attempts returns a delivery's attempt log, oldest first.

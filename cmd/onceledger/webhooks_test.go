@@ -136,6 +136,33 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	if n := applied(); n != 2 {
 		t.Fatalf("the receiver applied %d events, want 2", n)
 	}
+
+	// What an operator lists: the endpoint without its secret, and with no
+	// flags every delivery, across endpoints.
+	code, out, errOut := invoke(ctx, "", "webhooks", "endpoints", "-database-url", dsn, "-company", "acme")
+	if code != 0 || !strings.Contains(out, ep.EndpointID) || !strings.Contains(out, "invoice.created") || strings.Contains(out, "whsec_") {
+		t.Fatalf("endpoints: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = invoke(ctx, "", "webhooks", "deliveries", "-database-url", dsn, "-format", "json")
+	var everyDelivery []webhooks.Delivery
+	if code != 0 || json.Unmarshal([]byte(out), &everyDelivery) != nil || len(everyDelivery) != 2 {
+		t.Fatalf("deliveries without flags: %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := invoke(ctx, "", "webhooks", "endpoints", "-database-url", dsn); code != 2 {
+		t.Fatalf("endpoints without -company exited %d: %s", code, errOut)
+	}
+
+	// A test event reaches the endpoint signed, although its filter names
+	// only invoice.created, and the receiver kit verifies it.
+	code, out, errOut = invoke(ctx, "", "webhooks", "test", "-database-url", dsn, "-endpoint", ep.EndpointID)
+	if code != 0 || !strings.Contains(out, "webhook.test") {
+		t.Fatalf("test: %d\n%s%s", code, out, errOut)
+	}
+	eventually(t, "the test event applied by the receiver", func() bool {
+		var n int
+		recvPool.QueryRow(ctx, `SELECT count(*) FROM applied WHERE type = 'webhook.test'`).Scan(&n)
+		return n == 1
+	})
 	cancel()
 	<-done
 }
