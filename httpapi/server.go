@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -166,7 +167,9 @@ func (s *Server) routes() {
 	for _, rt := range commandRoutes {
 		s.handle("POST "+rt.path, s.authed(s.command(rt)))
 	}
+	s.handle("GET /v1/sales/invoices", s.authed(s.invoices))
 	s.handle("GET /v1/sales/invoices/{invoice}", s.authed(s.invoice))
+	s.handle("GET /v1/webhook-endpoints", s.authed(s.webhookEndpoints))
 	s.handle("GET /v1/books/trial-balance", s.authed(s.trialBalance))
 	s.handle("GET /v1/books/vat-return", s.authed(s.vatReturn))
 	s.handle("GET /v1/commands/{key}", s.authed(s.commandResult))
@@ -393,6 +396,59 @@ func (s *Server) invoice(w http.ResponseWriter, r *http.Request, company string)
 			return nil, err
 		}
 		return d.View(), nil
+	})
+}
+
+// invoices answers GET /v1/sales/invoices: a page of the company's
+// invoices (see postgres.ListInvoices), filtered by customer_id and a
+// from/to range of issue dates.
+func (s *Server) invoices(w http.ResponseWriter, r *http.Request, company string) {
+	q := r.URL.Query()
+	f := postgres.InvoiceFilter{After: q.Get("after"), CustomerID: q.Get("customer_id")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > ledger.MaxInvoicePage {
+			writeProblem(w, codeInvalidRequest, fmt.Sprintf("limit must be a whole number from 1 to %d, not %q.", ledger.MaxInvoicePage, v), map[string]any{"parameter": "limit"})
+			return
+		}
+		f.Limit = n
+	}
+	for _, p := range []struct {
+		name string
+		to   *ledger.Date
+	}{{"from", &f.From}, {"to", &f.To}} {
+		if v := q.Get(p.name); v != "" {
+			d, err := ledger.ParseDate(v)
+			if err != nil {
+				writeProblem(w, codeInvalidRequest, p.name+": "+err.Error(), map[string]any{"parameter": p.name})
+				return
+			}
+			*p.to = d
+		}
+	}
+	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
+		page, err := postgres.ListInvoices(ctx, tx, company, f)
+		if errors.Is(err, postgres.ErrBadCursor) {
+			e := ledger.Errorf(codeInvalidRequest, "after is not a cursor this API returned: pass the next of a previous page as it is.")
+			e.Details = map[string]any{"parameter": "after"}
+			return nil, e
+		}
+		if err != nil {
+			return nil, err
+		}
+		return page.View(), nil
+	})
+}
+
+// webhookEndpoints answers GET /v1/webhook-endpoints: the company's
+// endpoints, without their secrets.
+func (s *Server) webhookEndpoints(w http.ResponseWriter, r *http.Request, company string) {
+	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
+		list, err := webhooks.ListEndpoints(ctx, tx, company)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"data": list}, nil
 	})
 }
 
