@@ -90,4 +90,35 @@ func TestLists(t *testing.T) {
 	if r := e.get("/v1/webhook-endpoints", ""); r.status != http.StatusUnauthorized {
 		t.Fatalf("without a token: %d", r.status)
 	}
+
+	// A test event is a delivery to that endpoint, through the dispatcher.
+	var listed struct {
+		Data []struct {
+			EndpointID string `json:"endpoint_id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(r.body, &listed); err != nil || len(listed.Data) != 1 {
+		t.Fatalf("endpoints %s: %v", r.body, err)
+	}
+	testPath := "/v1/webhook-endpoints/" + listed.Data[0].EndpointID + "/test"
+	r = e.post(testPath, acme, "", nil)
+	if r.status != http.StatusAccepted || !strings.Contains(string(r.body), `"event_type":"webhook.test"`) {
+		t.Fatalf("test: %d %s", r.status, r.body)
+	}
+	e.conforms(r, "WebhookDelivery")
+	for _, c := range []struct {
+		path, token string
+		status      int
+	}{
+		{testPath, globex, http.StatusNotFound},
+		{"/v1/webhook-endpoints/not-an-id/test", acme, http.StatusNotFound},
+		{testPath, "", http.StatusUnauthorized},
+	} {
+		if r := e.post(c.path, c.token, "", nil); r.status != c.status {
+			t.Errorf("POST %s: %d %s, want %d", c.path, r.status, r.body, c.status)
+		}
+	}
+	if r := e.get(testPath, acme); r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != "POST" {
+		t.Errorf("GET %s: %d %v", testPath, r.status, r.header)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"github.com/gowebpki/jcs"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -170,6 +171,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sales/invoices", s.authed(s.invoices))
 	s.handle("GET /v1/sales/invoices/{invoice}", s.authed(s.invoice))
 	s.handle("GET /v1/webhook-endpoints", s.authed(s.webhookEndpoints))
+	s.handle("POST /v1/webhook-endpoints/{endpoint}/test", s.authed(s.testWebhookEndpoint))
 	s.handle("GET /v1/books/trial-balance", s.authed(s.trialBalance))
 	s.handle("GET /v1/books/vat-return", s.authed(s.vatReturn))
 	s.handle("GET /v1/commands/{key}", s.authed(s.commandResult))
@@ -450,6 +452,37 @@ func (s *Server) webhookEndpoints(w http.ResponseWriter, r *http.Request, compan
 		}
 		return map[string]any{"data": list}, nil
 	})
+}
+
+// testWebhookEndpoint answers POST /v1/webhook-endpoints/{endpoint}/test
+// with the delivery of a new webhook.test event to the endpoint (see
+// webhooks.SendTest). It is not a command: it changes nothing in the
+// books, so it takes no Idempotency-Key, and each request sends one more
+// test event.
+func (s *Server) testWebhookEndpoint(w http.ResponseWriter, r *http.Request, company string) {
+	ref := r.PathValue("endpoint")
+	notFound := func() {
+		writeProblem(w, ledger.CodeNotFound, fmt.Sprintf("company %s has no webhook endpoint %q.", company, ref), map[string]any{"endpoint_id": ref})
+	}
+	id, err := uuid.Parse(ref)
+	if err != nil {
+		notFound()
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	d, err := webhooks.SendTest(ctx, s.pool, company, id)
+	switch {
+	case errors.Is(err, webhooks.ErrEndpointNotFound):
+		notFound()
+	case errors.Is(err, webhooks.ErrEndpointDisabled):
+		writeProblem(w, ledger.CodeConflict, fmt.Sprintf("Webhook endpoint %s is disabled; enable it (webhook_endpoint.update with enable) to test it.", id), map[string]any{"endpoint_id": ref})
+	case err != nil:
+		s.cfg.Logger.Warn("sending a test webhook failed", "company", company, "endpoint_id", id, "error", err)
+		writeProblem(w, ledger.CodeInternal, "The test event could not be written; retry shortly.", nil)
+	default:
+		writeJSON(w, http.StatusAccepted, d)
+	}
 }
 
 // trialBalance answers GET /v1/books/trial-balance?date=YYYY-MM-DD.
