@@ -9,8 +9,8 @@ import (
 const MaxInvoicePage = 500
 
 // InvoiceSummary is an invoice as a listing shows it: its identity, its
-// customer and its totals, without lines, credit notes or payments (read
-// the invoice for those).
+// customer, its totals and where it stands, without lines, credit notes
+// or payments (read the invoice for those).
 type InvoiceSummary struct {
 	ID                 uuid.UUID
 	Number, Series     string
@@ -20,6 +20,19 @@ type InvoiceSummary struct {
 	Currency           Currency
 	IssueDate, DueDate Date
 	Net, VAT, Gross    decimal.Decimal
+	// Credited, Paid and ToCustomerCredit are what InvoiceDetail sums
+	// from the credit notes, payments and customer credit.
+	Credited, Paid, ToCustomerCredit decimal.Decimal
+}
+
+// Open is what the customer still owes, as InvoiceDetail.Open.
+func (s InvoiceSummary) Open() decimal.Decimal {
+	return s.Gross.Sub(s.Credited).Sub(s.Paid).Add(s.ToCustomerCredit)
+}
+
+// Status is open, partially_paid, paid or credited, as InvoiceDetail.Status.
+func (s InvoiceSummary) Status() string {
+	return InvoiceStatus(s.Gross, s.Credited, s.Paid.Sub(s.ToCustomerCredit))
 }
 
 // InvoicePage is one page of a listing, oldest issue date first. Next is
@@ -43,6 +56,8 @@ type InvoiceSummaryView struct {
 	Net       string `json:"net"`
 	VAT       string `json:"vat"`
 	Gross     string `json:"gross"`
+	Status    string `json:"status"`
+	Open      string `json:"open"`
 }
 
 // InvoicePageView is an InvoicePage as the API shows it: next is null on
@@ -61,6 +76,7 @@ func (p *InvoicePage) View() InvoicePageView {
 			OrderID: s.OrderID, Customer: s.Customer, Currency: cur.Code,
 			IssueDate: s.IssueDate.String(), DueDate: s.DueDate.String(),
 			Net: cur.Format(s.Net), VAT: cur.Format(s.VAT), Gross: cur.Format(s.Gross),
+			Status: s.Status(), Open: cur.Format(s.Open()),
 		})
 	}
 	if p.Next != "" {

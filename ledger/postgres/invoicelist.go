@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/onceledger/onceledger/ledger"
 )
 
@@ -63,11 +65,22 @@ func ListInvoices(ctx context.Context, q Querier, company string, f InvoiceFilte
 	if !f.To.IsZero() {
 		where = append(where, "issue_date <= "+arg(f.To.Time))
 	}
+	// Where each invoice stands is summed as Invoice sums it, from its
+	// credit notes, payments and customer credit, each by its index on
+	// invoice_id, for the page's rows only.
 	rows, err := q.Query(ctx, `
-		SELECT id, number, series, sequence, order_id, customer_id, customer_name, customer_vat_id,
-		       customer_country, currency, issue_date, due_date, net::text, vat::text, gross::text
-		  FROM invoices WHERE `+strings.Join(where, " AND ")+`
-		 ORDER BY issue_date, number LIMIT `+arg(f.Limit+1), args...)
+		SELECT i.id, i.number, i.series, i.sequence, i.order_id, i.customer_id, i.customer_name, i.customer_vat_id,
+		       i.customer_country, i.currency, i.issue_date, i.due_date, i.net::text, i.vat::text, i.gross::text,
+		       (SELECT coalesce(sum(c.net + c.vat), 0) FROM credit_notes c WHERE c.invoice_id = i.id)::text,
+		       (SELECT coalesce(sum(a.amount), 0) FROM payment_allocations a WHERE a.invoice_id = i.id)::text,
+		       m.applied::text, m.to_credit::text
+		  FROM (SELECT * FROM invoices WHERE `+strings.Join(where, " AND ")+`
+		         ORDER BY issue_date, number LIMIT `+arg(f.Limit+1)+`) i
+		 CROSS JOIN LATERAL (
+		       SELECT coalesce(sum(-amount) FILTER (WHERE kind = 'application'), 0) AS applied,
+		              coalesce(sum(amount) FILTER (WHERE kind = 'credit_note'), 0) AS to_credit
+		         FROM customer_credit_movements WHERE invoice_id = i.id) m
+		 ORDER BY i.issue_date, i.number`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list invoices: %w", err)
 	}
@@ -77,11 +90,14 @@ func ListInvoices(ctx context.Context, q Querier, company string, f InvoiceFilte
 		var s ledger.InvoiceSummary
 		var cur string
 		var issue, due time.Time
+		var paid, applied decimal.Decimal
 		if err := rows.Scan(&s.ID, &s.Number, &s.Series, &s.Sequence, &s.OrderID, &s.Customer.ID, &s.Customer.Name,
-			&s.Customer.VATID, &s.Customer.Country, &cur, &issue, &due, &s.Net, &s.VAT, &s.Gross); err != nil {
+			&s.Customer.VATID, &s.Customer.Country, &cur, &issue, &due, &s.Net, &s.VAT, &s.Gross,
+			&s.Credited, &paid, &applied, &s.ToCustomerCredit); err != nil {
 			return nil, fmt.Errorf("list invoices: %w", err)
 		}
 		s.Currency, s.IssueDate, s.DueDate = currencyOf(cur), civilDate(issue), civilDate(due)
+		s.Paid = paid.Add(applied)
 		page.Invoices = append(page.Invoices, s)
 	}
 	if err := rows.Err(); err != nil {

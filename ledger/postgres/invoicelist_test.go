@@ -80,3 +80,25 @@ func TestListInvoices(t *testing.T) {
 	_, err = postgres.ListInvoices(ctx, db, "ghost", postgres.InvoiceFilter{})
 	requireError(t, err, ledger.CodeUnknownCompany)
 }
+
+// requireListingAgrees checks that the listing says of every invoice of
+// company where it stands as the invoice itself does.
+func requireListingAgrees(t *testing.T, db postgres.Querier, company string) {
+	t.Helper()
+	ctx := testContext(t)
+	page, err := postgres.ListInvoices(ctx, db, company, postgres.InvoiceFilter{Limit: ledger.MaxInvoicePage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range page.View().Data {
+		d, err := postgres.Invoice(ctx, db, company, s.Number)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := d.View()
+		if s.Status != v.Status || s.Open != v.Open || s.Gross != v.Invoice.Gross {
+			t.Errorf("%s is listed %s with %s of %s open; the invoice says %s with %s of %s open",
+				s.Number, s.Status, s.Open, s.Gross, v.Status, v.Open, v.Invoice.Gross)
+		}
+	}
+}
