@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -98,12 +99,28 @@ func ListDeliveries(ctx context.Context, q Querier, f DeliveryFilter) ([]Deliver
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
+	// Only the filters given are in the statement, so that with an
+	// endpoint the plan is the endpoint's index whatever plan is cached.
+	where, args := []string{"true"}, []any{}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Endpoint != uuid.Nil {
+		where = append(where, "d.endpoint_id = "+arg(f.Endpoint))
+	}
+	if f.Company != "" {
+		where = append(where, "d.company_id = "+arg(f.Company))
+	}
+	if f.Status != "" {
+		where = append(where, "d.status = "+arg(f.Status))
+	}
 	rows, err := q.Query(ctx, `
 		SELECT d.id, d.event_id, ev.type, d.endpoint_id, d.company_id, d.status, d.attempts, d.next_attempt_at,
 		       d.last_status, d.last_error, d.delivered_at, d.created_at
 		  FROM webhook_deliveries d JOIN outbox_events ev ON ev.id = d.event_id
-		 WHERE ($1::uuid IS NULL OR d.endpoint_id = $1) AND ($2 = '' OR d.company_id = $2) AND ($3 = '' OR d.status = $3)
-		 ORDER BY d.created_at DESC, d.id LIMIT $4`, endpointArg(f.Endpoint), f.Company, f.Status, f.Limit)
+		 WHERE `+strings.Join(where, " AND ")+`
+		 ORDER BY d.created_at DESC, d.id LIMIT `+arg(f.Limit), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
@@ -113,14 +130,6 @@ func ListDeliveries(ctx context.Context, q Querier, f DeliveryFilter) ([]Deliver
 			&d.NextAttemptAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &d.CreatedAt)
 		return d, err
 	})
-}
-
-// endpointArg passes no endpoint as NULL.
-func endpointArg(id uuid.UUID) any {
-	if id == uuid.Nil {
-		return nil
-	}
-	return id
 }
 
 // Attempts returns a delivery's attempt log, oldest first.
