@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -175,5 +176,42 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// The attempt log shows an error whole, however long: it is what an
+// operator reads the log for.
+func TestWebhooksAttemptsShowErrorsWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	if code, out, errOut := invoke(ctx, "", "migrate", "-database-url", dsn); code != 0 {
+		t.Fatalf("migrate: %s%s", out, errOut)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	endpoint := uuid.New()
+	for _, q := range []string{
+		`INSERT INTO companies (id, name, country, currency) VALUES ('acme', 'Acme', 'LT', 'EUR')`,
+		`INSERT INTO webhook_endpoints (id, company_id, url, secrets) VALUES ('` + endpoint.String() + `', 'acme', 'https://example.com/hooks', '[]')`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := webhooks.SendTest(ctx, pool, "", endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "dial tcp 203.0.113.7:443: connect: connection timed out after the receiver accepted nothing for the whole request timeout"
+	if _, err := pool.Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, attempted_at, latency_ms, error) VALUES ($1, now(), 15000, $2)`, d.ID, long); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := invoke(ctx, "", "webhooks", "attempts", "-database-url", dsn, "-delivery", d.ID.String())
+	if code != 0 || !strings.Contains(out, long) {
+		t.Fatalf("attempts: %d\n%s%s", code, out, errOut)
 	}
 }
