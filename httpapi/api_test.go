@@ -336,6 +336,18 @@ func TestRequestProblems(t *testing.T) {
 	if r := e.post("/v1/sales/invoices/craete", acme, "k", invoice); !strings.Contains(string(r.body), "/v1/sales/invoices/craete") {
 		t.Errorf("404 without the path: %s", r.body)
 	}
+	// A value of the wrong type is named as validation names values: with
+	// the index of its line.
+	for body, field := range map[string]string{
+		`"unit_price": "100.00"`: `"unit_price": 100`,
+		`"quantity": "3"`:        `"quantity": 3`,
+	} {
+		r := e.post("/v1/sales/invoices/create", acme, "k-type-"+field[1:5], bytes.Replace(invoice, []byte(body), []byte(field), 1))
+		want := "lines[0]." + strings.Trim(strings.Split(field, ":")[0], `"`)
+		if p := r.problem(t); r.status != 400 || p.Details["field"] != want || !strings.HasPrefix(p.Detail, want+":") {
+			t.Errorf("%s: %d %s, want field %s", field, r.status, r.body, want)
+		}
+	}
 	// The same invalid body twice inside JetStream's duplicate window is
 	// answered both times.
 	if r := e.post("/v1/sales/invoices/create", acme, "k-bad", []byte(`{"order_id": 1041}`)); r.status != 400 {
