@@ -314,6 +314,12 @@ func TestRequestProblems(t *testing.T) {
 		{"no period", "GET", "/v1/books/vat-return", acme, "", nil, 400, codeInvalidRequest},
 		{"unknown route", "GET", "/v1/ledgers", acme, "", nil, 404, ledger.CodeNotFound},
 		{"wrong method", "DELETE", "/v1/sales/invoices/create", acme, "", nil, 405, codeMethodNotAllowed},
+		// A command's path is not an invoice named "create".
+		{"GET of a command", "GET", "/v1/sales/invoices/create", acme, "", nil, 405, codeMethodNotAllowed},
+		{"GET of a command without a token", "GET", "/v1/companies/create", "", "", nil, 405, codeMethodNotAllowed},
+		// A mistyped command is an unknown route, not a GET-only invoice.
+		{"mistyped command", "POST", "/v1/sales/invoices/craete", acme, "k", invoice, 404, ledger.CodeNotFound},
+		{"POST to a key", "POST", "/v1/commands/k", acme, "k", invoice, 404, ledger.CodeNotFound},
 		{"unknown schema", "GET", "/v1/schemas/invoice.delete.json", "", "", nil, 404, ledger.CodeNotFound},
 	}
 	for _, c := range cases {
@@ -327,8 +333,25 @@ func TestRequestProblems(t *testing.T) {
 	if r := e.post("/v1/sales/invoices/create", "", "k", invoice); r.header.Get("WWW-Authenticate") == "" {
 		t.Error("401 without WWW-Authenticate")
 	}
-	if r := e.do("DELETE", "/v1/sales/invoices/create", acme, "", nil); r.header.Get("Allow") != "POST" {
-		t.Errorf("405 Allow %q", r.header.Get("Allow"))
+	for _, method := range []string{"DELETE", "GET"} {
+		if r := e.do(method, "/v1/sales/invoices/create", acme, "", nil); r.header.Get("Allow") != "POST" {
+			t.Errorf("405 to %s: Allow %q", method, r.header.Get("Allow"))
+		}
+	}
+	if r := e.post("/v1/sales/invoices/craete", acme, "k", invoice); !strings.Contains(string(r.body), "/v1/sales/invoices/craete") {
+		t.Errorf("404 without the path: %s", r.body)
+	}
+	// A value of the wrong type is named as validation names values: with
+	// the index of its line.
+	for body, field := range map[string]string{
+		`"unit_price": "100.00"`: `"unit_price": 100`,
+		`"quantity": "3"`:        `"quantity": 3`,
+	} {
+		r := e.post("/v1/sales/invoices/create", acme, "k-type-"+field[1:5], bytes.Replace(invoice, []byte(body), []byte(field), 1))
+		want := "lines[0]." + strings.Trim(strings.Split(field, ":")[0], `"`)
+		if p := r.problem(t); r.status != 400 || p.Details["field"] != want || !strings.HasPrefix(p.Detail, want+":") {
+			t.Errorf("%s: %d %s, want field %s", field, r.status, r.body, want)
+		}
 	}
 	// The same invalid body twice inside JetStream's duplicate window is
 	// answered both times.

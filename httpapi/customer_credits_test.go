@@ -254,4 +254,21 @@ func TestCustomerCreditsAsAnAccountantWouldTryThem(t *testing.T) {
 		t.Fatalf("customer credit %q: %v", credit, err)
 	}
 	b.audited()
+
+	// The listing says where each invoice stands as the invoice does,
+	// credit moved to the customer's account included.
+	r := b.get("/v1/sales/invoices", b.token)
+	var page ledger.InvoicePageView
+	if err := json.Unmarshal(r.body, &page); err != nil || len(page.Data) == 0 {
+		t.Fatalf("listing: %d %s", r.status, r.body)
+	}
+	for _, s := range page.Data {
+		var d ledger.InvoiceDetailView
+		if err := json.Unmarshal(b.get("/v1/sales/invoices/"+s.Number, b.token).body, &d); err != nil {
+			t.Fatal(err)
+		}
+		if s.Status != d.Status || s.Open != d.Open {
+			t.Errorf("%s is listed %s with %s open; the invoice says %s with %s open", s.Number, s.Status, s.Open, d.Status, d.Open)
+		}
+	}
 }

@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"github.com/gowebpki/jcs"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -167,7 +169,10 @@ func (s *Server) routes() {
 	for _, rt := range commandRoutes {
 		s.handle("POST "+rt.path, s.authed(s.command(rt)))
 	}
+	s.handle("GET /v1/sales/invoices", s.authed(s.invoices))
 	s.handle("GET /v1/sales/invoices/{invoice}", s.authed(s.invoice))
+	s.handle("GET /v1/webhook-endpoints", s.authed(s.webhookEndpoints))
+	s.handle("POST /v1/webhook-endpoints/{endpoint}/test", s.authed(s.testWebhookEndpoint))
 	s.handle("GET /v1/books/trial-balance", s.authed(s.trialBalance))
 	s.handle("GET /v1/books/vat-return", s.authed(s.vatReturn))
 	s.handle("GET /v1/commands/{key}", s.authed(s.commandResult))
@@ -175,7 +180,10 @@ func (s *Server) routes() {
 	s.handle("GET /v1/schemas/{file}", serveSchema)
 
 	// Everything else under /v1/ is a problem too: 405 for a known path
-	// with another method, 404 for an unknown path.
+	// with another method, 404 for an unknown path. A path a route matches
+	// only because its last segment is a wildcard is unknown rather than
+	// known: POST /v1/sales/invoices/craete is a mistyped command, not an
+	// invoice that cannot be posted to.
 	byPath := map[string][]string{}
 	var paths []string
 	for _, p := range s.patterns {
@@ -185,20 +193,34 @@ func (s *Server) routes() {
 		}
 		byPath[path] = append(byPath[path], method)
 	}
+	notFound := func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, ledger.CodeNotFound, fmt.Sprintf("There is no route %s %s; see /v1/openapi.json.", r.Method, r.URL.Path),
+			map[string]any{"method": r.Method, "path": r.URL.Path})
+	}
 	fallback := http.NewServeMux()
 	for _, path := range paths {
 		allow := byPath[path]
 		if slices.Contains(allow, http.MethodGet) {
 			allow = append(allow, http.MethodHead)
 		}
-		fallback.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		notAllowed := func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
 			writeProblem(w, codeMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s; use %s.", r.Method, r.URL.Path, strings.Join(allow, " or ")), nil)
-		})
+		}
+		if strings.HasSuffix(path, "}") {
+			fallback.HandleFunc(path, notFound)
+			continue
+		}
+		fallback.HandleFunc(path, notAllowed)
+		// A GET of a command's path would otherwise reach a GET route
+		// whose last segment is a wildcard (/v1/sales/invoices/{invoice}
+		// would look for an invoice named "create"); the literal path is
+		// the more specific pattern and wins.
+		if !slices.Contains(allow, http.MethodGet) {
+			s.mux.HandleFunc("GET "+path, notAllowed)
+		}
 	}
-	fallback.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, ledger.CodeNotFound, fmt.Sprintf("There is no route %s; see /v1/openapi.json.", r.URL.Path), nil)
-	})
+	fallback.HandleFunc("/", notFound)
 	s.mux.Handle("/v1/", fallback)
 }
 
@@ -378,6 +400,90 @@ func (s *Server) invoice(w http.ResponseWriter, r *http.Request, company string)
 		}
 		return d.View(), nil
 	})
+}
+
+// invoices answers GET /v1/sales/invoices: a page of the company's
+// invoices (see postgres.ListInvoices), filtered by customer_id and a
+// from/to range of issue dates.
+func (s *Server) invoices(w http.ResponseWriter, r *http.Request, company string) {
+	q := r.URL.Query()
+	f := postgres.InvoiceFilter{After: q.Get("after"), CustomerID: q.Get("customer_id")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > ledger.MaxInvoicePage {
+			writeProblem(w, codeInvalidRequest, fmt.Sprintf("limit must be a whole number from 1 to %d, not %q.", ledger.MaxInvoicePage, v), map[string]any{"parameter": "limit"})
+			return
+		}
+		f.Limit = n
+	}
+	for _, p := range []struct {
+		name string
+		to   *ledger.Date
+	}{{"from", &f.From}, {"to", &f.To}} {
+		if v := q.Get(p.name); v != "" {
+			d, err := ledger.ParseDate(v)
+			if err != nil {
+				writeProblem(w, codeInvalidRequest, p.name+": "+err.Error(), map[string]any{"parameter": p.name})
+				return
+			}
+			*p.to = d
+		}
+	}
+	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
+		page, err := postgres.ListInvoices(ctx, tx, company, f)
+		if errors.Is(err, postgres.ErrBadCursor) {
+			e := ledger.Errorf(codeInvalidRequest, "after is not a cursor this API returned: pass the next of a previous page as it is.")
+			e.Details = map[string]any{"parameter": "after"}
+			return nil, e
+		}
+		if err != nil {
+			return nil, err
+		}
+		return page.View(), nil
+	})
+}
+
+// webhookEndpoints answers GET /v1/webhook-endpoints: the company's
+// endpoints, without their secrets.
+func (s *Server) webhookEndpoints(w http.ResponseWriter, r *http.Request, company string) {
+	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
+		list, err := webhooks.ListEndpoints(ctx, tx, company)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"data": list}, nil
+	})
+}
+
+// testWebhookEndpoint answers POST /v1/webhook-endpoints/{endpoint}/test
+// with the delivery of a new webhook.test event to the endpoint (see
+// webhooks.SendTest). It is not a command: it changes nothing in the
+// books, so it takes no Idempotency-Key, and each request sends one more
+// test event.
+func (s *Server) testWebhookEndpoint(w http.ResponseWriter, r *http.Request, company string) {
+	ref := r.PathValue("endpoint")
+	notFound := func() {
+		writeProblem(w, ledger.CodeNotFound, fmt.Sprintf("company %s has no webhook endpoint %q.", company, ref), map[string]any{"endpoint_id": ref})
+	}
+	id, err := uuid.Parse(ref)
+	if err != nil {
+		notFound()
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	d, err := webhooks.SendTest(ctx, s.pool, company, id)
+	switch {
+	case errors.Is(err, webhooks.ErrEndpointNotFound):
+		notFound()
+	case errors.Is(err, webhooks.ErrEndpointDisabled):
+		writeProblem(w, ledger.CodeConflict, fmt.Sprintf("Webhook endpoint %s is disabled; enable it (webhook_endpoint.update with enable) to test it.", id), map[string]any{"endpoint_id": ref})
+	case err != nil:
+		s.cfg.Logger.Warn("sending a test webhook failed", "company", company, "endpoint_id", id, "error", err)
+		writeProblem(w, ledger.CodeInternal, "The test event could not be written; retry shortly.", nil)
+	default:
+		writeJSON(w, http.StatusAccepted, d)
+	}
 }
 
 // trialBalance answers GET /v1/books/trial-balance?date=YYYY-MM-DD.

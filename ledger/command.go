@@ -71,7 +71,7 @@ func Decode(name string, body []byte) (Command, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(cmd); err != nil {
-		return nil, decodeError(err)
+		return nil, decodeError(body, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, Errorf(CodeInvalidCommand, "body must hold exactly one JSON object")
@@ -82,7 +82,7 @@ func Decode(name string, body []byte) (Command, error) {
 	return cmd, nil
 }
 
-func decodeError(err error) *Error {
+func decodeError(body []byte, err error) *Error {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
@@ -90,6 +90,8 @@ func decodeError(err error) *Error {
 		field := typeErr.Field
 		if field == "" {
 			field = "body"
+		} else if at, ok := locate(body, strings.Split(field, "."), typeErr.Type, ""); ok {
+			field = at
 		}
 		return invalid(field, "must be %s, not %s", expected(typeErr.Type), typeErr.Value)
 	case errors.As(err, &syntaxErr):
@@ -99,6 +101,62 @@ func decodeError(err error) *Error {
 	default:
 		return Errorf(CodeInvalidCommand, "body: %v", err)
 	}
+}
+
+// locate finds the value a type error is about and returns its path with
+// array indexes (lines[1].unit_price), the form validation errors use. The
+// decoder names only the struct fields (lines.unit_price), so the body is
+// walked along those names, and the first value in document order that
+// does not decode into t is the one: the decoder keeps its first error.
+// Only the error path pays for the second parse.
+func locate(raw []byte, names []string, t reflect.Type, path string) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "", false
+	}
+	if len(names) == 0 && (raw[0] != '[' || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		if json.Unmarshal(raw, reflect.New(t).Interface()) != nil {
+			return path, true
+		}
+		return "", false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	switch raw[0] {
+	case '{':
+		if len(names) == 0 {
+			return "", false
+		}
+		dec.Token()
+		for dec.More() {
+			tok, err := dec.Token()
+			var v json.RawMessage
+			if err != nil || dec.Decode(&v) != nil {
+				return "", false
+			}
+			// The decoder matches keys to field names case-insensitively.
+			if key, _ := tok.(string); strings.EqualFold(key, names[0]) {
+				next := names[0]
+				if path != "" {
+					next = path + "." + names[0]
+				}
+				if at, ok := locate(v, names[1:], t, next); ok {
+					return at, true
+				}
+			}
+		}
+	case '[':
+		dec.Token()
+		for i := 0; dec.More(); i++ {
+			var v json.RawMessage
+			if dec.Decode(&v) != nil {
+				return "", false
+			}
+			if at, ok := locate(v, names, t, fmt.Sprintf("%s[%d]", path, i)); ok {
+				return at, true
+			}
+		}
+	}
+	return "", false
 }
 
 // expected says what a JSON value must look like to decode into t.

@@ -83,27 +83,27 @@ func TestDecodeRefuses(t *testing.T) {
 		{
 			name:      "quantity as JSON number",
 			edit:      func(m map[string]any) { line0(m)["quantity"] = 3 },
-			wantField: "lines.quantity", wantText: "decimal string",
+			wantField: "lines[0].quantity", wantText: "decimal string",
 		},
 		{
 			name:      "unit price as JSON number",
 			edit:      func(m map[string]any) { line0(m)["unit_price"] = 100.5 },
-			wantField: "lines.unit_price", wantText: "decimal string",
+			wantField: "lines[0].unit_price", wantText: "decimal string",
 		},
 		{
 			name:      "exponent form",
 			edit:      func(m map[string]any) { line0(m)["quantity"] = "1e3" },
-			wantField: "lines.quantity", wantText: "1e3",
+			wantField: "lines[0].quantity", wantText: "1e3",
 		},
 		{
 			name:      "decimal with too many digits",
 			edit:      func(m map[string]any) { line0(m)["unit_price"] = "1.123456789" },
-			wantField: "lines.unit_price", wantText: "1.123456789",
+			wantField: "lines[0].unit_price", wantText: "1.123456789",
 		},
 		{
 			name:      "decimal with sign",
 			edit:      func(m map[string]any) { line0(m)["unit_price"] = "+1" },
-			wantField: "lines.unit_price", wantText: "+1",
+			wantField: "lines[0].unit_price", wantText: "+1",
 		},
 		{
 			name:      "date not a date",
@@ -128,6 +128,20 @@ func TestDecodeRefuses(t *testing.T) {
 					map[string]any{"description": "Travel", "quantity": "1", "unit_price": "10.00", "vat_rate": "101"})
 			},
 			wantField: "lines[1].vat_rate", wantText: "between 0 and 100",
+		},
+		{
+			// The decoder names lines.unit_price; the error names the line.
+			name: "type error names the offending line",
+			edit: func(m map[string]any) {
+				m["lines"] = append(m["lines"].([]any),
+					map[string]any{"description": "Travel", "quantity": "1", "unit_price": 10, "vat_rate": "21"})
+			},
+			wantField: "lines[1].unit_price", wantText: "decimal string",
+		},
+		{
+			name:      "type error in an array of the wrong shape",
+			edit:      func(m map[string]any) { m["lines"] = []any{line0(m), "travel"} },
+			wantField: "lines[1]", wantText: "JSON object",
 		},
 		{name: "due before issue", edit: func(m map[string]any) { m["due_date"] = "2026-12-01" }, wantField: "due_date", wantText: "before issue_date"},
 		{name: "missing issue date", edit: func(m map[string]any) { delete(m, "issue_date") }, wantField: "issue_date", wantText: "required"},

@@ -65,6 +65,6 @@ func ExampleDecode() {
 	}
 	// Output:
 	// invalid_command
-	// lines.quantity: must be a decimal string such as "100.00", not 3
+	// lines[0].quantity: must be a decimal string such as "100.00", not 3
 	// retryable: false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -82,16 +83,47 @@ type Attempt struct {
 	Response   string    `json:"response_snippet,omitempty"`
 }
 
-// ListDeliveries returns the newest deliveries of an endpoint, optionally
-// only those with status.
-func ListDeliveries(ctx context.Context, pool *pgxpool.Pool, endpoint uuid.UUID, status string, limit int) ([]Delivery, error) {
-	rows, err := pool.Query(ctx, `
+// DeliveryFilter selects the deliveries ListDeliveries returns.
+type DeliveryFilter struct {
+	// Endpoint, when set, keeps only its deliveries.
+	Endpoint uuid.UUID
+	// Company, when set, keeps only its deliveries.
+	Company string
+	// Status, when set, keeps only deliveries with it.
+	Status string
+	// Limit is the most deliveries returned. Defaults to 50.
+	Limit int
+}
+
+// ListDeliveries returns the newest deliveries that f selects: of one
+// endpoint, of one company across its endpoints, or of all.
+func ListDeliveries(ctx context.Context, q Querier, f DeliveryFilter) ([]Delivery, error) {
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	// Only the filters given are in the statement, so that with an
+	// endpoint the plan is the endpoint's index whatever plan is cached.
+	where, args := []string{"true"}, []any{}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Endpoint != uuid.Nil {
+		where = append(where, "d.endpoint_id = "+arg(f.Endpoint))
+	}
+	if f.Company != "" {
+		where = append(where, "d.company_id = "+arg(f.Company))
+	}
+	if f.Status != "" {
+		where = append(where, "d.status = "+arg(f.Status))
+	}
+	rows, err := q.Query(ctx, `
 		SELECT d.id, d.event_id, ev.type, d.endpoint_id, d.company_id, d.status, d.attempts,
 		       CASE WHEN d.status = 'pending' THEN d.next_attempt_at END,
 		       d.last_status, d.last_error, d.delivered_at, d.created_at
 		  FROM webhook_deliveries d JOIN outbox_events ev ON ev.id = d.event_id
-		 WHERE d.endpoint_id = $1 AND ($2 = '' OR d.status = $2)
-		 ORDER BY d.created_at DESC LIMIT $3`, endpoint, status, limit)
+		 WHERE `+strings.Join(where, " AND ")+`
+		 ORDER BY d.created_at DESC, d.id LIMIT `+arg(f.Limit), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}

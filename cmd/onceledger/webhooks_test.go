@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -152,7 +153,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	})
 	code, out, _ = invoke(ctx, "", "webhooks", "deliveries", "-database-url", dsn, "-endpoint", ep.EndpointID)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || len(lines) != 3 || !strings.HasSuffix(lines[0], "NEXT ATTEMPT") {
+	if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], "NEXT ATTEMPT") {
 		t.Fatalf("deliveries table:\n%s", out)
 	}
 	for _, l := range lines[1:] {
@@ -160,6 +161,33 @@ func TestWebhooksEndToEnd(t *testing.T) {
 			t.Errorf("a delivered delivery shows a next attempt: %s", l)
 		}
 	}
+
+	// What an operator lists: the endpoint without its secret, and with no
+	// flags every delivery, across endpoints.
+	code, out, errOut := invoke(ctx, "", "webhooks", "endpoints", "-database-url", dsn, "-company", "acme")
+	if code != 0 || !strings.Contains(out, ep.EndpointID) || !strings.Contains(out, "invoice.created") || strings.Contains(out, "whsec_") {
+		t.Fatalf("endpoints: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = invoke(ctx, "", "webhooks", "deliveries", "-database-url", dsn, "-format", "json")
+	var everyDelivery []webhooks.Delivery
+	if code != 0 || json.Unmarshal([]byte(out), &everyDelivery) != nil || len(everyDelivery) != 2 {
+		t.Fatalf("deliveries without flags: %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := invoke(ctx, "", "webhooks", "endpoints", "-database-url", dsn); code != 2 {
+		t.Fatalf("endpoints without -company exited %d: %s", code, errOut)
+	}
+
+	// A test event reaches the endpoint signed, although its filter names
+	// only invoice.created, and the receiver kit verifies it.
+	code, out, errOut = invoke(ctx, "", "webhooks", "test", "-database-url", dsn, "-endpoint", ep.EndpointID)
+	if code != 0 || !strings.Contains(out, "webhook.test") {
+		t.Fatalf("test: %d\n%s%s", code, out, errOut)
+	}
+	eventually(t, "the test event applied by the receiver", func() bool {
+		var n int
+		recvPool.QueryRow(ctx, `SELECT count(*) FROM applied WHERE type = 'webhook.test'`).Scan(&n)
+		return n == 1
+	})
 	cancel()
 	<-done
 }
@@ -172,5 +200,42 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// The attempt log shows an error whole, however long: it is what an
+// operator reads the log for.
+func TestWebhooksAttemptsShowErrorsWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	if code, out, errOut := invoke(ctx, "", "migrate", "-database-url", dsn); code != 0 {
+		t.Fatalf("migrate: %s%s", out, errOut)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	endpoint := uuid.New()
+	for _, q := range []string{
+		`INSERT INTO companies (id, name, country, currency) VALUES ('acme', 'Acme', 'LT', 'EUR')`,
+		`INSERT INTO webhook_endpoints (id, company_id, url, secrets) VALUES ('` + endpoint.String() + `', 'acme', 'https://example.com/hooks', '[]')`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := webhooks.SendTest(ctx, pool, "", endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "dial tcp 203.0.113.7:443: connect: connection timed out after the receiver accepted nothing for the whole request timeout"
+	if _, err := pool.Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, attempted_at, latency_ms, error) VALUES ($1, now(), 15000, $2)`, d.ID, long); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := invoke(ctx, "", "webhooks", "attempts", "-database-url", dsn, "-delivery", d.ID.String())
+	if code != 0 || !strings.Contains(out, long) {
+		t.Fatalf("attempts: %d\n%s%s", code, out, errOut)
 	}
 }

@@ -19,12 +19,19 @@ import (
 
 const webhooksUsage = `Usage: onceledger webhooks <verb> [flags]
 
-Inspects and replays webhook deliveries (endpoints themselves are managed
-with the webhook_endpoint.* commands).
+Lists endpoints, inspects, replays and tests webhook deliveries (endpoints
+themselves are managed with the webhook_endpoint.* commands). Reads and
+writes the database: DATABASE_URL or -database-url (found by itself
+while onceledger dev runs).
 
 Verbs:
-  deliveries -endpoint ID [-status pending|delivering|delivered|failed] [-limit 50]
-  attempts   -delivery ID                    the attempt log of one delivery
+  endpoints  -company ID                     a company's endpoints (never their secrets)
+  deliveries [-endpoint ID | -company ID] [-status pending|delivering|delivered|failed] [-limit 50]
+                                             the newest deliveries: of an endpoint, of a company
+                                             across its endpoints, or of every company
+  attempts   -delivery ID [-wide]            the attempt log of one delivery, errors whole
+                                             (-wide: the response snippets whole too)
+  test       -endpoint ID                    send the endpoint a signed webhook.test event now
   replay     -delivery ID                    attempt one delivery again, now
   replay     -endpoint ID -since TIME        attempt every failed delivery of an endpoint again
                                              (TIME: RFC 3339, or a duration back from now such as 72h)
@@ -37,7 +44,7 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, webhooksUsage)
 		if len(args) == 0 {
-			return &usageError{"a verb is required: deliveries, attempts or replay"}
+			return &usageError{"a verb is required: endpoints, deliveries, attempts, test or replay"}
 		}
 		return nil
 	}
@@ -46,6 +53,8 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.SetOutput(stderr)
 	dsn := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
 	endpoint := fs.String("endpoint", "", "webhook endpoint ID")
+	company := fs.String("company", "", "company ID")
+	wide := fs.Bool("wide", false, "attempts: show response snippets whole")
 	delivery := fs.String("delivery", "", "delivery ID")
 	status := fs.String("status", "", "only deliveries with this status")
 	limit := fs.Int("limit", 50, "most deliveries listed")
@@ -76,12 +85,11 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	defer pool.Close()
 
 	switch verb {
-	case "deliveries":
-		id, err := parseID("endpoint", *endpoint)
-		if err != nil {
-			return err
+	case "endpoints":
+		if *company == "" {
+			return &usageError{"endpoints needs -company ID"}
 		}
-		list, err := webhooks.ListDeliveries(ctx, pool, id, *status, *limit)
+		list, err := webhooks.ListEndpoints(ctx, pool, *company)
 		if err != nil {
 			return err
 		}
@@ -89,7 +97,41 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return json.NewEncoder(stdout).Encode(list)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "DELIVERY\tEVENT\tTYPE\tSTATUS\tATTEMPTS\tLAST\tNEXT ATTEMPT")
+		fmt.Fprintln(tw, "ENDPOINT\tSTATUS\tEVENTS\tSECRETS\tFAILING SINCE\tURL\tNOTE")
+		for _, e := range list {
+			events := "all"
+			if len(e.EventTypes) > 0 {
+				events = strings.Join(e.EventTypes, ",")
+			}
+			failing := "-"
+			if e.FailingSince != nil {
+				failing = e.FailingSince.Format(time.RFC3339)
+			}
+			note := e.Description
+			if e.DisabledReason != "" {
+				note = strings.TrimSpace("disabled: " + e.DisabledReason + "; " + note)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.EndpointID, e.Status, events, e.SecretsActive, failing, e.URL, oneLine(note))
+		}
+		return tw.Flush()
+	case "deliveries":
+		f := webhooks.DeliveryFilter{Company: *company, Status: *status, Limit: *limit}
+		if *endpoint != "" {
+			id, err := parseID("endpoint", *endpoint)
+			if err != nil {
+				return err
+			}
+			f.Endpoint = id
+		}
+		list, err := webhooks.ListDeliveries(ctx, pool, f)
+		if err != nil {
+			return err
+		}
+		if *format == "json" {
+			return json.NewEncoder(stdout).Encode(list)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "DELIVERY\tCOMPANY\tENDPOINT\tEVENT\tTYPE\tSTATUS\tATTEMPTS\tNEXT ATTEMPT\tLAST")
 		for _, d := range list {
 			last := d.LastError
 			if d.LastStatus != nil {
@@ -99,10 +141,25 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			if d.NextAttemptAt != nil {
 				next = d.NextAttemptAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.EventID, d.EventType, d.Status, d.Attempts,
-				strings.TrimSpace(truncate(last, 60)), next)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Company, d.EndpointID, d.EventID, d.EventType, d.Status, d.Attempts,
+				next, oneLine(strings.TrimSpace(truncate(last, 60))))
 		}
 		return tw.Flush()
+	case "test":
+		id, err := parseID("endpoint", *endpoint)
+		if err != nil {
+			return err
+		}
+		d, err := webhooks.SendTest(ctx, pool, *company, id)
+		if err != nil {
+			return err
+		}
+		if *format == "json" {
+			return json.NewEncoder(stdout).Encode(d)
+		}
+		fmt.Fprintf(stdout, "webhook.test event %s is due to endpoint %s as delivery %s; see: onceledger webhooks attempts -delivery %s\n",
+			d.EventID, id, d.ID, d.ID)
+		return nil
 	case "attempts":
 		id, err := parseID("delivery", *delivery)
 		if err != nil {
@@ -116,14 +173,22 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return json.NewEncoder(stdout).Encode(list)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "AT\tSTATUS\tLATENCY\tERROR\tRESPONSE")
+		// The error is what an operator reads the log for, so it is never
+		// cut; it is the last column, where its length costs no alignment.
+		fmt.Fprintln(tw, "AT\tSTATUS\tLATENCY\tRESPONSE\tERROR")
 		for _, a := range list {
 			code := "-"
 			if a.StatusCode != nil {
 				code = fmt.Sprint(*a.StatusCode)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%dms\t%s\t%s\n", a.At.Format(time.RFC3339Nano), code, a.LatencyMS,
-				truncate(a.Error, 60), truncate(strings.ReplaceAll(a.Response, "\n", " "), 60))
+			response := oneLine(a.Response)
+			if !*wide {
+				response = truncate(response, 60)
+			}
+			if response == "" {
+				response = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%dms\t%s\t%s\n", a.At.Format(time.RFC3339Nano), code, a.LatencyMS, response, oneLine(a.Error))
 		}
 		return tw.Flush()
 	case "replay":
@@ -156,7 +221,7 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		return &usageError{"replay needs -delivery ID, or -endpoint ID with -since"}
 	}
-	return &usageError{fmt.Sprintf("unknown verb %q: deliveries, attempts or replay", verb)}
+	return &usageError{fmt.Sprintf("unknown verb %q: endpoints, deliveries, attempts, test or replay", verb)}
 }
 
 func parseSince(v string) (time.Time, error) {
@@ -171,6 +236,11 @@ func parseSince(v string) (time.Time, error) {
 		return time.Time{}, &usageError{fmt.Sprintf("-since %q is neither RFC 3339 nor a duration", v)}
 	}
 	return t, nil
+}
+
+// oneLine keeps a value on its row of a table.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 func truncate(s string, n int) string {

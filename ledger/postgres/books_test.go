@@ -387,4 +387,5 @@ func TestBooks(t *testing.T) {
 		}
 	})
 	requireBooksBalance(t, db)
+	requireListingAgrees(t, db, "acme")
 }

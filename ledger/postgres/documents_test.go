@@ -119,6 +119,7 @@ func TestCreditNotes(t *testing.T) {
 			t.Fatalf("account %s at %s after crediting everything", acc, b)
 		}
 	}
+	requireListingAgrees(t, db, "acme")
 	requireBooksBalance(t, db)
 }
 
@@ -175,6 +176,7 @@ func TestPaymentsMoveInvoiceStatus(t *testing.T) {
 	} {
 		runErr(t, db, "acme", "payment.record", tc.body, tc.code)
 	}
+	requireListingAgrees(t, db, "acme")
 	requireBooksBalance(t, db)
 }
 
