@@ -260,6 +260,10 @@ func (w *Worker) serveLookups(ctx context.Context) (*nats.Subscription, error) {
 				res = protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInternal, "The result could not be read; retry shortly."))
 			}
 		}
+		if !protocol.ReplySubjectAllowed(m.Reply) {
+			w.cfg.Logger.Warn("result lookup not answered: its reply subject is the server's or onceledger's", "company", company, "reply", m.Reply)
+			return
+		}
 		if err := m.Respond(mustJSON(res)); err != nil {
 			w.cfg.Logger.Warn("result lookup reply failed", "error", err)
 		}

@@ -156,6 +156,37 @@ func TestNATSAccessControl(t *testing.T) {
 			t.Errorf("acme publishing to %s: no refusal", subject)
 		}
 	}
+	// Nor through the worker, which publishes answers with its own rights
+	// where the producer says: a result sent to beta's event subject would
+	// be an event of beta's that beta's readers trust.
+	trap := nats.NewMsg("ledger.cmd.acme.invoice.create")
+	trap.Data = invoice
+	trap.Header.Set(protocol.HeaderIdempotencyKey, "order-1041-invoice")
+	trap.Header.Set(protocol.HeaderReplyTo, "ledger.evt.beta.invoice.created")
+	lookup := nats.NewMsg("ledger.result.acme")
+	lookup.Reply = "ledger.evt.beta.payment.recorded"
+	lookup.Header.Set(protocol.HeaderIdempotencyKey, "order-1041-invoice")
+	for _, m := range []*nats.Msg{trap, lookup} {
+		if err := raw.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := raw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Time for the worker to handle both.
+	time.Sleep(2 * time.Second)
+	evt, err := ajs.Stream(ctx, "LEDGER_EVT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := evt.Info(ctx, jetstream.WithSubjectFilter("ledger.evt.beta.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.State.Subjects) > 0 {
+		t.Fatalf("acme put messages in beta's events through the worker: %v", info.State.Subjects)
+	}
 	if _, err := ajs.Stream(ctx, "LEDGER_CMD"); err != nil {
 		t.Fatalf("the command stream after acme's attempts: %v", err)
 	}
