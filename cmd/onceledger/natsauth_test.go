@@ -55,9 +55,13 @@ func TestNATSAccessControl(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		code, _, errOut := invoke(runCtx, "", "run", "-database-url", dsn, "-nats-url", srv.URL("worker"), "-http", "", "-health", "", "-log-level", "warn")
+		code, _, errOut := invoke(runCtx, "", "run", "-database-url", dsn, "-nats-url", srv.URL("worker"), "-http", "", "-health", "", "-log-level", "debug")
 		if code != 0 {
 			t.Errorf("run exited %d:\n%s", code, errOut)
+		}
+		escaped := strings.TrimPrefix(url.UserPassword("u", srv.Password("worker")).String(), "u:")
+		if strings.Contains(errOut, srv.Password("worker")) || strings.Contains(errOut, escaped) {
+			t.Errorf("the worker's log carries its NATS password:\n%s", errOut)
 		}
 	}()
 	defer func() { stopRun(); <-done }()
