@@ -113,7 +113,8 @@ func New(nc *nats.Conn) (*Client, error) {
 // NewWithConfig returns a client on nc. It chains a handler of its own
 // before nc's error handler (see nats.Conn.SetErrorHandler), which sees the
 // server's permission errors so that a refused call fails at once with
-// ErrPermissionDenied; nc's handler still receives every error.
+// ErrPermissionDenied; nc's handler still receives every error. Make one
+// Client per connection and share it: each one adds a handler.
 func NewWithConfig(nc *nats.Conn, cfg Config) (*Client, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
