@@ -78,6 +78,10 @@ type Client struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
 	cfg Config
+	// refusals turns the server's permission errors into errors of the
+	// calls they concern; mux is the subject of nc's request replies.
+	refusals refusals
+	mux      string
 
 	// LookupEvery, when set, replaces Config.MinBackoff.
 	//
@@ -106,7 +110,11 @@ func New(nc *nats.Conn) (*Client, error) {
 	return NewWithConfig(nc, Config{})
 }
 
-// NewWithConfig returns a client on nc.
+// NewWithConfig returns a client on nc. It chains a handler of its own
+// before nc's error handler (see nats.Conn.SetErrorHandler), which sees the
+// server's permission errors so that a refused call fails at once with
+// ErrPermissionDenied; nc's handler still receives every error. Make one
+// Client per connection and share it: each one adds a handler.
 func NewWithConfig(nc *nats.Conn, cfg Config) (*Client, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
@@ -116,7 +124,9 @@ func NewWithConfig(nc *nats.Conn, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{nc: nc, js: js, cfg: cfg}, nil
+	c := &Client{nc: nc, js: js, cfg: cfg, mux: respMux(nc)}
+	c.refusals.install(nc)
+	return c, nil
 }
 
 // MsgID is the Nats-Msg-Id of a command: JetStream drops a repeat of the
@@ -175,9 +185,11 @@ func (c *Client) Enqueue(ctx context.Context, company, command, key string, body
 	msg.Data = body
 	msg.Header.Set(protocol.HeaderIdempotencyKey, key)
 	msg.Header.Set(jetstream.MsgIDHeader, MsgID(company, named, fp))
-	ack, err := c.js.PublishMsg(ctx, msg)
+	gctx, stop := c.refusals.guard(ctx, msg.Subject, c.mux)
+	defer stop()
+	ack, err := c.js.PublishMsg(gctx, msg)
 	if err != nil {
-		return nil, fmt.Errorf("publish: %w", err)
+		return nil, publishError(gctx, msg.Subject, err)
 	}
 	return ack, nil
 }
@@ -190,8 +202,13 @@ func (c *Client) Enqueue(ctx context.Context, company, command, key string, body
 func (c *Client) Lookup(ctx context.Context, company, key string) (protocol.Result, error) {
 	req := nats.NewMsg(protocol.ResultSubjectPrefix + company)
 	req.Header.Set(protocol.HeaderIdempotencyKey, key)
-	reply, err := c.nc.RequestMsgWithContext(ctx, req)
+	gctx, stop := c.refusals.guard(ctx, req.Subject, c.mux)
+	defer stop()
+	reply, err := c.nc.RequestMsgWithContext(gctx, req)
 	if err != nil {
+		if r := refused(gctx); r != nil {
+			return protocol.Result{}, fmt.Errorf("result lookup on %s: %w", req.Subject, r)
+		}
 		return protocol.Result{}, fmt.Errorf("result lookup: %w", err)
 	}
 	var res protocol.Result
@@ -270,10 +287,24 @@ func (c *Client) backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// publishError names what a failed publish means: a refusal, no stream, or
+// a transport error.
+func publishError(ctx context.Context, subject string, err error) error {
+	if r := refused(ctx); r != nil {
+		return fmt.Errorf("publish to %s: %w", subject, r)
+	}
+	if errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return fmt.Errorf("publish to %s: %w (no stream takes the subject: is NATS_URL the worker's server, and has the worker started once?): %w", subject, ErrNoStream, err)
+	}
+	return fmt.Errorf("publish: %w", err)
+}
+
 // transient reports whether a NATS error may go away by itself: no
-// responder yet, a timeout, a connection being re-established.
+// responder yet, a timeout, a connection being re-established. A refusal
+// and a missing stream are not: retrying only hides them.
 func transient(err error) bool {
-	return !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubject) &&
+	return !errors.Is(err, ErrPermissionDenied) && !errors.Is(err, ErrNoStream) &&
+		!errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubject) &&
 		!errors.Is(err, nats.ErrMaxPayload) && !errors.Is(err, context.Canceled)
 }
 
@@ -288,6 +319,8 @@ func (c *Client) send(ctx context.Context, company, command, key string, body []
 		defer cancel()
 	}
 	inbox := c.nc.NewRespInbox()
+	ctx, stop := c.refusals.guard(ctx, protocol.CommandSubject(company, command), protocol.ResultSubjectPrefix+company, inbox, c.mux)
+	defer stop()
 	sub, err := c.nc.SubscribeSync(inbox)
 	if err != nil {
 		return protocol.Result{}, fmt.Errorf("subscribe to replies: %w", err)
@@ -401,7 +434,7 @@ func (cl *call) publish(ctx context.Context, confirm bool) (duplicate bool, err 
 	cl.publishes++
 	ack, err := cl.c.js.PublishMsg(pctx, msg)
 	if err != nil {
-		return false, fmt.Errorf("publish: %w", err)
+		return false, publishError(pctx, msg.Subject, err)
 	}
 	return ack.Duplicate, nil
 }
@@ -420,6 +453,9 @@ func (cl *call) wait(ctx context.Context, d time.Duration) (protocol.Result, boo
 			}
 			if wctx.Err() != nil {
 				return protocol.Result{}, false, nil
+			}
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				return protocol.Result{}, false, fmt.Errorf("receive replies on %s: %w: %w", cl.inbox, ErrPermissionDenied, err)
 			}
 			return protocol.Result{}, false, fmt.Errorf("read reply: %w", err)
 		}
@@ -477,6 +513,9 @@ func (cl *call) lookup(ctx context.Context) (protocol.Result, lookupState, error
 }
 
 func (cl *call) noResult(ctx context.Context, err error) error {
+	if r := refused(ctx); r != nil {
+		return fmt.Errorf("%s key %q for %s: %w", cl.command, cl.key, cl.company, r)
+	}
 	if err != nil && ctx.Err() == nil {
 		return err
 	}

@@ -57,3 +57,16 @@ func errorOf(res protocol.Result) error {
 		Result:    res,
 	}
 }
+
+// ErrPermissionDenied is wrapped by the error of a call the NATS server
+// refused: the connection's user may not publish the command's subject, ask
+// the company's result lookup, or receive on its reply subject. The command
+// did not run and will not run with these credentials; the error also wraps
+// nats.ErrPermissionViolation with the server's words.
+var ErrPermissionDenied = errors.New("onceledger: refused by the NATS server's permissions")
+
+// ErrNoStream is wrapped by the error of a publish to a server where no
+// stream takes the command's subject: a NATS server that is not the one the
+// worker uses, or one whose worker never started. Nothing was stored, so the
+// command did not run.
+var ErrNoStream = errors.New("onceledger: no command stream on this NATS server")

@@ -333,7 +333,9 @@ func (s *Subscriber) settle(ctx context.Context, d *Delivery, acked bool) {
 	}
 	span.End()
 	replyTo := d.Msg.Headers().Get(protocol.HeaderReplyTo)
-	if replyTo != "" && reply != nil && s.nc != nil {
+	if replyTo != "" && !protocol.ReplySubjectAllowed(replyTo) {
+		log.Warn("result not sent: Reply-To is a subject of the server or of onceledger", "reply_to", replyTo)
+	} else if replyTo != "" && reply != nil && s.nc != nil {
 		if err := s.nc.Publish(replyTo, reply); err != nil {
 			log.Warn("sending result to Reply-To failed; the producer can ask the result lookup", "reply_to", replyTo, "error", err)
 		}

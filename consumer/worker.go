@@ -266,6 +266,10 @@ func (w *Worker) serveLookups(ctx context.Context, log *slog.Logger) (*nats.Subs
 				res = protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInternal, "The result could not be read; retry shortly."))
 			}
 		}
+		if !protocol.ReplySubjectAllowed(m.Reply) {
+			w.cfg.Logger.Warn("result lookup not answered: its reply subject is the server's or onceledger's", "company", company, "reply", m.Reply)
+			return
+		}
 		if err := m.Respond(mustJSON(res)); err != nil {
 			log.Warn("result lookup reply failed", "error", err)
 		}

@@ -48,6 +48,17 @@ const (
 	MessageKeyInFlight = "A request with this Idempotency-Key is still being processed, retry shortly."
 )
 
+// ReplySubjectAllowed reports whether the worker may send an answer to
+// subject, a command's Reply-To or a lookup's reply subject. The worker's
+// NATS user may publish on the JetStream API and on every company's
+// subjects, while the producer chooses where answers go: answering on
+// $JS.API.STREAM.DELETE.LEDGER_CMD would delete the command stream with
+// the worker's rights. So subjects of the server ($...) and of onceledger
+// (ledger....) never get an answer; inboxes and a producer's own subjects do.
+func ReplySubjectAllowed(subject string) bool {
+	return subject != "" && !strings.HasPrefix(subject, "$") && !strings.HasPrefix(subject, "ledger.")
+}
+
 // CommandSubject returns the subject a command for company is published on.
 func CommandSubject(company, command string) string {
 	return CommandSubjectPrefix + company + "." + command

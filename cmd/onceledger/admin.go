@@ -218,7 +218,8 @@ func viewDeadLetter(m *jetstream.RawStreamMsg, full bool) deadLetterView {
 func adminDLQ(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("admin dlq "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	natsURL := fs.String("nats-url", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL (env NATS_URL)")
+	var conn natsFlags
+	conn.register(fs)
 	limit := fs.Int("limit", 50, "most dead letters listed (list)")
 	all := fs.Bool("all", false, "replay every dead letter (replay)")
 	format := fs.String("format", "text", "text or json (list, show)")
@@ -254,9 +255,12 @@ func adminDLQ(ctx context.Context, verb string, args []string, stdout, stderr io
 		}
 	}
 
-	nc, err := nats.Connect(*natsURL, nats.Name("onceledger admin"))
+	if errs := conn.validate(); len(errs) > 0 {
+		return &usageError{errors.Join(errs...).Error()}
+	}
+	nc, err := conn.connect("onceledger admin")
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", *natsURL, err)
+		return err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)

@@ -20,8 +20,9 @@ import (
 // environment variable; the flag wins.
 type settings struct {
 	DatabaseURL string
-	NATSURL     string
-	HTTPAddr    string
+	// NATS is how the worker reaches and authenticates to NATS.
+	NATS     natsFlags
+	HTTPAddr string
 	// HealthAddr serves /healthz, /readyz and /metrics on a listener of
 	// their own, so that clients filling the API's connections cannot
 	// make a healthy worker look dead.
@@ -66,7 +67,7 @@ type settings struct {
 func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	if withConnections {
 		fs.StringVar(&s.DatabaseURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
-		fs.StringVar(&s.NATSURL, "nats-url", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL (env NATS_URL)")
+		s.NATS.register(fs)
 	}
 	fs.StringVar(&s.HTTPAddr, "http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "address of the HTTP API (/v1/...), also serving /healthz, /readyz and /metrics; empty disables (env ONCELEDGER_HTTP_ADDR)")
 	fs.StringVar(&s.HealthAddr, "health", envOr("ONCELEDGER_HEALTH_ADDR", ":8081"), "address of /healthz, /readyz and /metrics alone, unaffected by load on -http; empty disables (env ONCELEDGER_HEALTH_ADDR)")
@@ -170,9 +171,7 @@ func (s *settings) validate(withConnections bool) error {
 		} else if u, err := url.Parse(s.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			errs = append(errs, errors.New("DATABASE_URL must be a postgres:// URL"))
 		}
-		if u, err := url.Parse(s.NATSURL); err != nil || u.Host == "" {
-			errs = append(errs, fmt.Errorf("NATS_URL %q must be a URL such as nats://127.0.0.1:4222", s.NATSURL))
-		}
+		errs = append(errs, s.NATS.validate()...)
 		if s.SecretsKey == "" {
 			errs = append(errs, errors.New("ONCELEDGER_SECRETS_KEY is required: it encrypts the webhook signing secrets at rest; "+
 				"make one with `onceledger secrets new-key` and keep it with your database backups (without it the secrets cannot be read)"))

@@ -156,8 +156,8 @@ when DATABASE_URL is not set.
 	}
 	defer ns.Shutdown()
 
-	s.DatabaseURL, s.NATSURL = dsn, ns.ClientURL()
-	st := devState{PID: os.Getpid(), DataDir: dir, NATSURL: s.NATSURL, DatabaseURL: dsn, Started: time.Now().UTC()}
+	s.DatabaseURL, s.NATS.URL = dsn, ns.ClientURL()
+	st := devState{PID: os.Getpid(), DataDir: dir, NATSURL: s.NATS.URL, DatabaseURL: dsn, Started: time.Now().UTC()}
 	if s.HTTPAddr != "" {
 		st.HTTPURL = "http://" + s.HTTPAddr
 	}
@@ -296,7 +296,7 @@ Or over HTTP, with an API token of the company (printed once):
        -H 'Idempotency-Key: order-1041-invoice' --data-binary @examples/invoice.json
 
 Stop with Ctrl-C (in-flight commands finish first).
-`, buildVersion(), s.NATSURL, postgres, healthAddr(s), s.HTTPAddr, dataDir, cli, s.NATSURL, s.HTTPAddr, s.HTTPAddr)
+`, buildVersion(), s.NATS.URL, postgres, healthAddr(s), s.HTTPAddr, dataDir, cli, s.NATS.URL, s.HTTPAddr, s.HTTPAddr)
 }
 
 // healthAddr is where the health endpoints are: on their own address, or

@@ -22,10 +22,17 @@ import (
 // result within -timeout. Publishing again with the same -key is safe.
 const exitNoResult = 3
 
+// exitNotRun is publish's exit status when nothing was published and
+// nothing will run: bad usage, an unreadable FILE, credentials or
+// permissions the NATS server refuses, no command stream on the server.
+// Trying again as it is cannot succeed.
+const exitNotRun = 2
+
 func cmdPublish(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	natsURL := fs.String("nats-url", envOr("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL (env NATS_URL)")
+	var conn natsFlags
+	conn.register(fs)
 	company := fs.String("company", "", "company id, the <company> of ledger.cmd.<company>.<command> (required)")
 	command := fs.String("command", "", "command, e.g. invoice.create (required; one of "+strings.Join(ledger.CommandNames(), ", ")+")")
 	key := fs.String("key", "", "Idempotency-Key: one per logical operation, the same for every retry of it (required)")
@@ -38,9 +45,13 @@ Publishes the command body read from FILE (or stdin) with the Idempotency-Key
 KEY and prints its result. While no result comes it asks the result lookup
 and publishes again, always with the same key, until -timeout.
 
-Exit status: 0 for an ok result, 1 for an error result, 2 for bad usage,
-3 when no result is known (NATS unreachable, or none within -timeout): the
-command may still run, and publishing again with the same -key is safe.
+Exit status: 0 for an ok result; 1 for an error result; 2 when nothing was
+published and nothing will run: bad usage, an unreadable FILE, credentials
+or permissions the NATS server refuses (a user of one company publishing
+for another), no command stream on the server (NATS_URL names another
+server); 3 when no result is known (NATS unreachable, or none within
+-timeout): the command may still run, and publishing again with the same
+-key is safe.
 
 `)
 		fs.PrintDefaults()
@@ -68,11 +79,23 @@ command may still run, and publishing again with the same -key is safe.
 		body, err = os.ReadFile(fs.Arg(0))
 	}
 	if err != nil {
-		return fmt.Errorf("read command body: %w", err)
+		return &usageError{fmt.Sprintf("read command body: %v", err)}
 	}
-	nc, err := nats.Connect(*natsURL, nats.Name("onceledger publish"))
+	if errs := conn.validate(); len(errs) > 0 {
+		return &usageError{errors.Join(errs...).Error()}
+	}
+	nc, err := conn.connect("onceledger publish", nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		// A refusal is the call's own error, said once, below.
+		if !errors.Is(err, nats.ErrPermissionViolation) {
+			fmt.Fprintf(stderr, "onceledger publish: %v\n", err)
+		}
+	}))
 	if err != nil {
-		fmt.Fprintf(stderr, "onceledger publish: connect to NATS at %s: %v; publishing again with the same -key is safe\n", *natsURL, err)
+		if authRefused(err) {
+			fmt.Fprintf(stderr, "onceledger publish: %v: the server refuses these credentials; nothing was published\n", err)
+			return &exitError{code: exitNotRun}
+		}
+		fmt.Fprintf(stderr, "onceledger publish: %v; publishing again with the same -key is safe\n", err)
 		return &exitError{code: exitNoResult}
 	}
 	defer nc.Close()
@@ -89,6 +112,8 @@ command may still run, and publishing again with the same -key is safe.
 		switch {
 		case errors.As(err, &ce):
 			return printResult(stdout, ce.Result)
+		case notRun(err):
+			return sayNotRun(stderr, err)
 		case err != nil:
 			fmt.Fprintf(stderr, "onceledger publish: %v; publishing again with the same -key is safe\n", err)
 			return &exitError{code: exitNoResult}
@@ -107,6 +132,9 @@ command may still run, and publishing again with the same -key is safe.
 
 	res, err := cl.Publish(ctx, *company, *command, *key, body)
 	if err != nil {
+		if notRun(err) {
+			return sayNotRun(stderr, err)
+		}
 		if errors.Is(err, client.ErrNoResult) {
 			fmt.Fprintf(stderr, "onceledger publish: no result within %s; the command may still run: publish again with the same -key to get its result\n", *timeout)
 		} else {
@@ -115,6 +143,23 @@ command may still run, and publishing again with the same -key is safe.
 		return &exitError{code: exitNoResult}
 	}
 	return printResult(stdout, res)
+}
+
+// sayNotRun prints why nothing ran, with what to change where the fix is
+// known.
+func sayNotRun(stderr io.Writer, err error) error {
+	hint := ""
+	if errors.Is(err, client.ErrPermissionDenied) && strings.Contains(err.Error(), "Subscription to") {
+		hint = "; this user receives replies under a prefix of its own: set NATS_INBOX_PREFIX (-nats-inbox-prefix), e.g. _INBOX_<company>"
+	}
+	fmt.Fprintf(stderr, "onceledger publish: %v%s\n", err, hint)
+	return &exitError{code: exitNotRun}
+}
+
+// notRun reports whether err says the command never reached the stream
+// and never will as things stand.
+func notRun(err error) bool {
+	return errors.Is(err, client.ErrPermissionDenied) || errors.Is(err, client.ErrNoStream)
 }
 
 // printResult prints a result; an error result exits 1.

@@ -80,8 +80,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		return fmt.Errorf("connect to Postgres: %w", err)
 	}
 
-	nc, err := nats.Connect(s.NATSURL,
-		nats.Name("onceledger worker"),
+	nc, err := s.NATS.connect("onceledger worker",
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -96,7 +95,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }),
 	)
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", s.NATSURL, err)
+		return err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)

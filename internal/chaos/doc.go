@@ -11,7 +11,10 @@
 //   - a NATS JetStream server (cmd/natsd: the embedded server of
 //     internal/natsserver behind a fixed port and store directory, so a
 //     restarted server has the same streams and consumer state; no external
-//     nats-server binary is needed);
+//     nats-server binary is needed), with the shipped
+//     deploy/nats/nats-server.conf, so authentication and permissions are
+//     on: the workers connect as its worker user, the producers as its
+//     operator user;
 //   - PostgreSQL: a database of the suite's own on DATABASE_URL's server,
 //     or a throwaway cluster (internal/pgcluster) run with
 //     synchronous_commit on, which the suite may crash and restart;

@@ -52,7 +52,7 @@ func newGenerator(natsURL, runID string, ops []*op, logger *slog.Logger) (*gener
 		nc.Close()
 		return nil, err
 	}
-	g := &generator{nc: nc, js: js, prefix: "_CHAOS." + runID + ".", ops: ops, logger: logger, known: map[string][]knownInvoice{}}
+	g := &generator{nc: nc, js: js, prefix: "_INBOX.CHAOS." + runID + ".", ops: ops, logger: logger, known: map[string][]knownInvoice{}}
 	g.sub, err = nc.Subscribe(g.prefix+">", g.onReply)
 	if err != nil {
 		nc.Close()

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,18 +31,49 @@ type natsd struct {
 	bin, store string
 	port       int
 	log        io.Writer
+	// passwords of the users of the shipped configuration the server runs
+	// with, by user: the suite holds with authentication on.
+	passwords map[string]string
 
 	mu sync.Mutex
 	p  *proc
 }
 
-func (n *natsd) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.port) }
+// url is the server's URL with user's credentials.
+func (n *natsd) url(user string) string {
+	u := url.URL{Scheme: "nats", User: url.UserPassword(user, n.passwords[user]), Host: fmt.Sprintf("127.0.0.1:%d", n.port)}
+	return u.String()
+}
+
+// natsUsers are the users of deploy/nats/nats-server.conf, by the variable
+// that holds each one's password.
+var natsUsers = map[string]string{
+	"worker": "ONCELEDGER_NATS_WORKER_PASSWORD", "admin": "ONCELEDGER_NATS_ADMIN_PASSWORD",
+	"acme": "ONCELEDGER_NATS_ACME_PASSWORD", "acme-events": "ONCELEDGER_NATS_ACME_EVENTS_PASSWORD",
+}
+
+func shippedNATSConfig() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", "nats", "nats-server.conf")
+}
 
 func (n *natsd) start() error {
+	if n.passwords == nil {
+		n.passwords = map[string]string{}
+		for user := range natsUsers {
+			b := make([]byte, 12)
+			_, _ = rand.Read(b)
+			n.passwords[user] = hex.EncodeToString(b)
+		}
+	}
+	var env []string
+	for user, name := range natsUsers {
+		env = append(env, name+"="+n.passwords[user])
+	}
 	p, err := startProc("natsd", n.bin, []string{"-port", strconv.Itoa(n.port), "-store", n.store,
 		// As docs/operations.md tells production to run it: an acknowledged publish
 		// is on disk, so a restart cannot take it back.
-		"-sync-always"}, nil, n.log)
+		"-sync-always", "-config", shippedNATSConfig()}, env, n.log)
 	if err != nil {
 		return err
 	}

@@ -110,7 +110,9 @@ func (r *runner) run(ctx context.Context) error {
 	setup, load := plan(cfg.Seed, companies, cfg.Commands, runID)
 	ops := append(append([]*op(nil), setup...), load...)
 	var err error
-	r.gen, err = newGenerator(r.nats.url(), runID, ops, cfg.Logger)
+	// The producers speak as the operator's user, which may publish every
+	// company's commands and receive on _INBOX.>.
+	r.gen, err = newGenerator(r.nats.url("admin"), runID, ops, cfg.Logger)
 	if err != nil {
 		return err
 	}
@@ -230,7 +232,7 @@ func (r *runner) start(ctx context.Context) error {
 	r.workers, err = newWorkerSet(cfg.WorkerBinary, cfg.Workers, logDir, func(slot int) []string {
 		return []string{"run",
 			"-database-url", db.url,
-			"-nats-url", r.nats.url(),
+			"-nats-url", r.nats.url("worker"),
 			"-http", r.workers.addrs[slot],
 			// Several workers share the machine: one health port would
 			// not do, and the API's address serves the health endpoints.

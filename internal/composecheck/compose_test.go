@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -258,12 +259,13 @@ func TestAppServiceEnvironment(t *testing.T) {
 	t.Parallel()
 	dir := root(t)
 	cases := []struct {
-		name     string
-		env      map[string]string
-		password string
+		name         string
+		env          map[string]string
+		password     string
+		natsPassword string
 	}{
-		{"default password", map[string]string{"ONCELEDGER_SECRETS_KEY": testSecretsKey}, "onceledger"},
-		{"password from environment", map[string]string{"POSTGRES_PASSWORD": "s3cret", "ONCELEDGER_SECRETS_KEY": testSecretsKey}, "s3cret"},
+		{"default password", map[string]string{"ONCELEDGER_SECRETS_KEY": testSecretsKey}, "onceledger", "worker"},
+		{"password from environment", map[string]string{"POSTGRES_PASSWORD": "s3cret", "ONCELEDGER_NATS_WORKER_PASSWORD": "n4ts", "ONCELEDGER_SECRETS_KEY": testSecretsKey}, "s3cret", "n4ts"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -275,10 +277,11 @@ func TestAppServiceEnvironment(t *testing.T) {
 			wantURL := "postgres://onceledger:" + c.password + "@postgres:5432/onceledger?sslmode=disable"
 			want := map[string]map[string]string{
 				"postgres": {"POSTGRES_USER": "onceledger", "POSTGRES_PASSWORD": c.password, "POSTGRES_DB": "onceledger"},
+				"nats":     {"ONCELEDGER_NATS_WORKER_PASSWORD": c.natsPassword},
 				"migrate":  {"DATABASE_URL": wantURL},
 				"worker": {
 					"DATABASE_URL":           wantURL,
-					"NATS_URL":               "nats://nats:4222",
+					"NATS_URL":               "nats://worker:" + c.natsPassword + "@nats:4222",
 					"ONCELEDGER_HTTP_ADDR":   ":8080",
 					"ONCELEDGER_HEALTH_ADDR": ":8081", // where `onceledger healthcheck` looks
 					"ONCELEDGER_LOG_FORMAT":  "json",
@@ -369,16 +372,30 @@ func TestNATSConfigMounted(t *testing.T) {
 	}
 }
 
-func TestNATSConfigParsesDurable(t *testing.T) {
-	t.Parallel()
-	// Parse with the nats-server library the project already depends on. The
-	// compose file runs a 2.11 image; the options checked here have the same
-	// meaning there.
+// natsOptions parses the mounted configuration with the environment compose
+// gives the nats service, which holds the users' passwords: a variable the
+// configuration needs and compose does not pass fails here, as the server
+// would fail to start. Not for parallel tests (t.Setenv).
+func natsOptions(t *testing.T) (string, *natsserver.Options) {
+	t.Helper()
 	src, _ := natsConfigMount(t)
+	for k, v := range service(t, project(t), "nats").Environment {
+		if v != nil {
+			t.Setenv(k, *v)
+		}
+	}
 	opts, err := natsserver.ProcessConfigFile(src)
 	if err != nil {
 		t.Fatalf("nats-server rejects %s: %v", src, err)
 	}
+	return src, opts
+}
+
+func TestNATSConfigParsesDurable(t *testing.T) {
+	// Parse with the nats-server library the project already depends on. The
+	// compose file runs a 2.11 image; the options checked here have the same
+	// meaning there.
+	src, opts := natsOptions(t)
 	if !opts.JetStream {
 		t.Errorf("%s: JetStream is not enabled", src)
 	}
@@ -393,6 +410,49 @@ func TestNATSConfigParsesDurable(t *testing.T) {
 	}
 	if opts.Port != 4222 {
 		t.Errorf("%s: port = %d, want 4222 (NATS_URL of the worker)", src, opts.Port)
+	}
+}
+
+// Authentication is on, every user of the configuration has a password
+// from compose, a producer is kept to its company's subjects, and the
+// worker's NATS_URL carries the worker user's password.
+func TestNATSConfigAuthenticates(t *testing.T) {
+	src, opts := natsOptions(t)
+	users := map[string]*natsserver.User{}
+	for _, u := range opts.Users {
+		users[u.Username] = u
+	}
+	for _, name := range []string{"worker", "admin", "acme", "acme-events"} {
+		u := users[name]
+		if u == nil {
+			t.Fatalf("%s: no user %s", src, name)
+		}
+		if u.Password == "" || u.Permissions == nil {
+			t.Errorf("%s: user %s has no password or no permissions", src, name)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	acme := users["acme"].Permissions
+	if got, want := acme.Publish.Allow, []string{"ledger.cmd.acme.>", "ledger.result.acme"}; !slices.Equal(got, want) {
+		t.Errorf("%s: acme may publish %q, want %q", src, got, want)
+	}
+	if got, want := acme.Subscribe.Allow, []string{"_INBOX_acme.>"}; !slices.Equal(got, want) {
+		t.Errorf("%s: acme may subscribe %q, want %q", src, got, want)
+	}
+	for _, s := range users["acme-events"].Permissions.Publish.Allow {
+		if !strings.Contains(s, "evt-acme") {
+			t.Errorf("%s: acme-events may publish %q, which is not of its own consumer", src, s)
+		}
+	}
+	natsURL := service(t, project(t), "worker").Environment["NATS_URL"]
+	u, err := url.Parse(*natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw, _ := u.User.Password(); u.User.Username() != "worker" || pw != users["worker"].Password {
+		t.Errorf("worker NATS_URL names user %q with a password that is not the worker user's", u.User.Username())
 	}
 }
 
@@ -451,18 +511,29 @@ func TestWorkerPortIsTheReadmesAndAllowsScaling(t *testing.T) {
 	}
 }
 
-// Postgres and NATS are not published on the host, where a local server on
-// 5432 or 4222 would make `docker compose up` fail; the CLI runs inside the
-// worker instead, as the README shows.
+// Postgres is not published on the host and NATS not on 4222, where a
+// local server would make `docker compose up` fail: NATS is on
+// 127.0.0.1:14222, for producers on the host; the CLI runs inside the
+// worker, as the README shows.
 func TestServersAreNotPublished(t *testing.T) {
 	t.Parallel()
 	p := project(t)
+	natsPublished := false
 	for _, name := range sortedServiceNames(p) {
 		for _, port := range p.Services[name].Ports {
-			if port.Target == 5432 || port.Target == 4222 || port.Published == "5432" || port.Published == "4222" {
+			if port.Target == 5432 || port.Published == "5432" || port.Published == "4222" {
 				t.Errorf("service %q publishes %s:%s→%d on the host", name, port.HostIP, port.Published, port.Target)
 			}
+			if port.Target == 4222 {
+				natsPublished = true
+				if port.HostIP != "127.0.0.1" || port.Published != "14222" {
+					t.Errorf("NATS is published on %s:%s, want 127.0.0.1:14222", port.HostIP, port.Published)
+				}
+			}
 		}
+	}
+	if !natsPublished {
+		t.Error("NATS is not published for producers on the host")
 	}
 	readme, err := os.ReadFile(filepath.Join(root(t), "README.md"))
 	if err != nil {

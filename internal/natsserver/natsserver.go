@@ -35,6 +35,13 @@ type Config struct {
 	// Cluster, when its Port is set, makes the server a node of a JetStream
 	// cluster: it listens for routes on 127.0.0.1:Port and dials Routes.
 	Cluster Cluster
+	// ConfigFile, when set, is a nats-server configuration file the server
+	// starts from: its users, permissions, accounts and TLS apply, so tests
+	// run against the configuration that is shipped. Host, Port, StoreDir,
+	// ServerName (when set) and Cluster above still win, SyncAlways adds to
+	// the file's sync_interval, and the file's monitoring port is not
+	// opened, so that servers of parallel tests do not clash.
+	ConfigFile string
 }
 
 // Cluster configures clustering.
@@ -71,16 +78,22 @@ func Start(cfg Config) (*Server, error) {
 		}
 	}
 
-	opts := &server.Options{
-		ServerName: cfg.ServerName,
-		Host:       cfg.Host,
-		Port:       port,
-		JetStream:  true,
-		StoreDir:   cfg.StoreDir,
-		SyncAlways: cfg.SyncAlways,
-		// Signal handling belongs to the embedding program, not the library.
-		NoSigs: true,
+	opts := &server.Options{}
+	if cfg.ConfigFile != "" {
+		var err error
+		if opts, err = server.ProcessConfigFile(cfg.ConfigFile); err != nil {
+			return nil, fmt.Errorf("natsserver: %w", err)
+		}
+		opts.HTTPPort, opts.HTTPSPort = 0, 0
 	}
+	if cfg.ServerName != "" || cfg.ConfigFile == "" {
+		opts.ServerName = cfg.ServerName
+	}
+	opts.Host, opts.Port = cfg.Host, port
+	opts.JetStream, opts.StoreDir = true, cfg.StoreDir
+	opts.SyncAlways = opts.SyncAlways || cfg.SyncAlways
+	// Signal handling belongs to the embedding program, not the library.
+	opts.NoSigs = true
 	if cfg.Cluster.Port > 0 {
 		opts.Cluster = server.ClusterOpts{Name: cfg.Cluster.Name, Host: cfg.Host, Port: cfg.Cluster.Port}
 		for _, r := range cfg.Cluster.Routes {

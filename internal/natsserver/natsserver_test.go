@@ -220,3 +220,36 @@ func TestUnusableStoreDirFailsFast(t *testing.T) {
 	}
 	t.Logf("error: %v", err)
 }
+
+// A configuration file brings its users and its fsync setting; the port,
+// store and host of Config win, and its monitoring port stays closed, so
+// the shipped file (4222, 8222) can run in parallel tests.
+func TestConfigFile(t *testing.T) {
+	t.Parallel()
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(conf, []byte(`port: 4222
+http_port: 8222
+jetstream { store_dir: "/nonexistent", sync_interval: always }
+authorization { users = [ {user: a, password: "pw-a"} ] }
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := start(t, natsserver.Config{StoreDir: t.TempDir(), ConfigFile: conf})
+	u := srv.ClientURL()
+	if strings.HasSuffix(u, ":4222") {
+		t.Fatalf("ClientURL = %q, want a port of its own", u)
+	}
+	if _, err := nats.Connect(u); err == nil || !strings.Contains(err.Error(), "Authorization Violation") {
+		t.Fatalf("connect without credentials: %v", err)
+	}
+	nc, err := nats.Connect(u, nats.UserInfo("a", "pw-a"))
+	if err != nil {
+		t.Fatalf("connect as a: %v", err)
+	}
+	nc.Close()
+	// A second server from the same file starts too: neither took 4222 or 8222.
+	start(t, natsserver.Config{StoreDir: t.TempDir(), ConfigFile: conf})
+	if _, err := natsserver.Start(natsserver.Config{StoreDir: t.TempDir(), ConfigFile: filepath.Join(t.TempDir(), "none.conf")}); err == nil {
+		t.Fatal("started from a configuration file that does not exist")
+	}
+}

@@ -1,6 +1,9 @@
 package testenv
 
 import (
+	"net/url"
+	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/onceledger/onceledger/internal/natsserver"
@@ -25,4 +28,68 @@ func NATSServer(t testing.TB) *natsserver.Server {
 	}
 	t.Cleanup(srv.Shutdown)
 	return srv
+}
+
+// SecuredServer is an embedded JetStream server started from the shipped
+// deploy/nats/nats-server.conf, with its users and permissions.
+type SecuredServer struct {
+	*natsserver.Server
+	passwords map[string]string
+}
+
+// securedUsers are the shipped configuration's users, by the environment
+// variable that holds each one's password.
+var securedUsers = map[string]string{
+	"worker":      "ONCELEDGER_NATS_WORKER_PASSWORD",
+	"admin":       "ONCELEDGER_NATS_ADMIN_PASSWORD",
+	"acme":        "ONCELEDGER_NATS_ACME_PASSWORD",
+	"acme-events": "ONCELEDGER_NATS_ACME_EVENTS_PASSWORD",
+}
+
+// SecuredNATS starts a server from the shipped configuration for this test,
+// stopped when it ends. The configuration reads its passwords from the
+// environment, so SecuredNATS sets them with t.Setenv: a test that calls it
+// cannot be parallel.
+func SecuredNATS(t testing.TB) *SecuredServer {
+	t.Helper()
+	s := &SecuredServer{passwords: map[string]string{}}
+	for user, env := range securedUsers {
+		// Characters a URL must escape prove the escaping works.
+		pw := user + "-p@ss:/w0rd"
+		t.Setenv(env, pw)
+		s.passwords[user] = pw
+	}
+	srv, err := natsserver.Start(natsserver.Config{StoreDir: t.TempDir(), ConfigFile: ShippedNATSConfig()})
+	if err != nil {
+		t.Fatalf("testenv: start NATS with the shipped configuration: %v", err)
+	}
+	t.Cleanup(srv.Shutdown)
+	s.Server = srv
+	return s
+}
+
+// Password is user's password.
+func (s *SecuredServer) Password(user string) string {
+	pw, ok := s.passwords[user]
+	if !ok {
+		panic("testenv: the shipped NATS configuration has no user " + user)
+	}
+	return pw
+}
+
+// URL is the server's URL with user's credentials in it, as NATS_URL
+// carries them.
+func (s *SecuredServer) URL(user string) string {
+	u, err := url.Parse(s.ClientURL())
+	if err != nil {
+		panic(err)
+	}
+	u.User = url.UserPassword(user, s.Password(user))
+	return u.String()
+}
+
+// ShippedNATSConfig is the path of deploy/nats/nats-server.conf.
+func ShippedNATSConfig() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", "nats", "nats-server.conf")
 }

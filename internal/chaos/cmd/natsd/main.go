@@ -5,7 +5,7 @@
 // messages and consumer state. It prints "ready <url>" once clients can
 // connect and shuts down cleanly on SIGTERM or SIGINT.
 //
-//	natsd -port 4333 -store /tmp/chaos/nats
+//	natsd -port 4333 -store /tmp/chaos/nats [-config deploy/nats/nats-server.conf]
 package main
 
 import (
@@ -29,6 +29,7 @@ func main() {
 	clusterPort := flag.Int("cluster-port", 0, "route port on 127.0.0.1; 0: not clustered")
 	routes := flag.String("routes", "", "comma-separated nats-route://127.0.0.1:PORT of the other nodes")
 	syncAlways := flag.Bool("sync-always", false, "fsync every JetStream write before acknowledging it (sync_interval: always)")
+	config := flag.String("config", "", "nats-server configuration file (users, permissions); -port and -store still win")
 	flag.Parse()
 	if *port <= 0 || *store == "" {
 		fmt.Fprintln(os.Stderr, "natsd: -port and -store are required")
@@ -44,7 +45,7 @@ func main() {
 	if *routes != "" {
 		cluster.Routes = strings.Split(*routes, ",")
 	}
-	srv, err := natsserver.Start(natsserver.Config{Port: *port, StoreDir: *store, ServerName: *name, Logger: logger, Cluster: cluster, SyncAlways: *syncAlways})
+	srv, err := natsserver.Start(natsserver.Config{Port: *port, StoreDir: *store, ServerName: *name, Logger: logger, Cluster: cluster, SyncAlways: *syncAlways, ConfigFile: *config})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "natsd: %v\n", err)
 		os.Exit(1)
