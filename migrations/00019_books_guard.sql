@@ -116,12 +116,14 @@ END;
 $$;
 -- +goose StatementEnd
 
--- Numbers. A series only moves forward, and at commit its counter is its
--- highest document number and every number it moved over in the
--- transaction is a document: a counter moved back or ahead, a skipped
--- number and a document numbered past its series are refused. Old
--- series keep what they hold (burnt numbers are the audit's); the check
--- fires for each change of the counter and each document added.
+-- Numbers. At commit a series' counter is its highest document number,
+-- and every number it moved forward over in the transaction is a
+-- document: a counter moved back or ahead, a skipped number and a
+-- document numbered past its counter are refused. The one move left to a
+-- script is back to the highest document, over numbers burnt before this
+-- check. The check fires for each change of the counter (here) and each
+-- document added (document_check); series as they stand are not checked
+-- (burnt numbers are the audit's).
 -- +goose StatementBegin
 CREATE FUNCTION number_series_highest(company text, name text) RETURNS bigint
 LANGUAGE sql STABLE PARALLEL SAFE
