@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/onceledger/onceledger/consumer/inbox"
+	"github.com/onceledger/onceledger/ledger"
 )
 
 // Check names, as they appear in Violation.Check and CheckResult.Name.
@@ -18,6 +19,10 @@ const (
 	CheckNumberSeries    = "number_series"
 	CheckReceivables     = "receivables"
 	CheckCustomerCredits = "customer_credits"
+	CheckDocumentTotals  = "document_totals"
+	CheckCreditNotes     = "credit_notes"
+	CheckPayments        = "payments"
+	CheckCurrencies      = "currencies"
 	CheckInboxEffects    = "inbox_effects"
 	CheckEffectsInbox    = "effects_inbox"
 	CheckEventDeliveries = "event_deliveries"
@@ -245,6 +250,10 @@ var checks = []check{
 	{CheckNumberSeries, "number series", flaggedBy(numberSeriesSQL)},
 	{CheckReceivables, "currency totals", flaggedBy(receivablesSQL)},
 	{CheckCustomerCredits, "currency totals", flaggedBy(customerCreditsSQL)},
+	{CheckDocumentTotals, "documents", flaggedBy(documentTotalsSQL)},
+	{CheckCreditNotes, "credited invoices", flaggedBy(creditNotesSQL)},
+	{CheckPayments, "payments and paid invoices", flaggedBy(paymentsSQL)},
+	{CheckCurrencies, "currencies", currencies},
 	{CheckInboxEffects, "successful keys", flaggedBy(inboxEffectsSQL)},
 	{CheckEffectsInbox, "documents", effectsInbox},
 	{CheckEventDeliveries, "events", eventDeliveries},
@@ -325,6 +334,13 @@ func (a *auditor) flagged(ctx context.Context, check, query string, args ...any)
 
 func (a *auditor) violate(check, company, ref, detail string) {
 	a.report.Violations = append(a.report.Violations, Violation{Check: check, Company: company, Ref: ref, Detail: detail})
+}
+
+// currencies checks the currency columns against the currencies the
+// ledger knows: the Go list is the authority, not the database's CHECK,
+// which a database restored without it would lack.
+func currencies(ctx context.Context, a *auditor, name string) (CheckResult, error) {
+	return a.flagged(ctx, name, currenciesSQL, ledger.Currencies())
 }
 
 func deref(s *string) string {

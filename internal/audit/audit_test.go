@@ -96,6 +96,13 @@ func TestBooksBuiltThroughTheInboxAuditClean(t *testing.T) {
 		                                         UNION SELECT company_id, currency FROM invoices) x`),
 		audit.CheckCustomerCredits: count(t, pool, `SELECT count(*) FROM (SELECT company_id, currency FROM journal_lines WHERE account_code = '2200'
 		                                             UNION SELECT company_id, currency FROM customer_credits) x`),
+		audit.CheckDocumentTotals: count(t, pool, `SELECT (SELECT count(*) FROM invoices) + (SELECT count(*) FROM credit_notes)
+		                                             + (SELECT count(*) FROM purchase_invoices)`),
+		audit.CheckCreditNotes: count(t, pool, `SELECT count(DISTINCT invoice_id) FROM credit_notes`),
+		audit.CheckPayments: count(t, pool, `SELECT (SELECT count(*) FROM payments) + (SELECT count(DISTINCT invoice_id) FROM
+		                                       (SELECT invoice_id FROM payment_allocations UNION ALL
+		                                        SELECT invoice_id FROM customer_credit_movements WHERE kind = 'application') x)`),
+		audit.CheckCurrencies:      1, // EUR
 		audit.CheckInboxEffects:    count(t, pool, `SELECT count(*) FROM inbox WHERE status = 'ok'`),
 		audit.CheckEffectsInbox:    17, // 2 companies, 5 invoices, 2 endpoints and one of everything else
 		audit.CheckEventDeliveries: count(t, pool, `SELECT count(*) FROM outbox_events`),

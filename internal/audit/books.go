@@ -19,23 +19,25 @@ flagged AS (
 
 // journalEntriesSQL groups lines per entry and currency once, then joins
 // the entries both ways: an entry without lines and lines without an entry
-// are both broken.
+// are both broken, and so is an entry with lines of another company.
 const journalEntriesSQL = `
 WITH per_currency AS (
-	SELECT entry_id, min(company_id) AS company_id, currency, count(*) AS lines,
+	SELECT entry_id, min(company_id) AS company_id, max(company_id) AS last_company, currency, count(*) AS lines,
 	       sum(debit) AS debits, sum(credit) AS credits
 	  FROM journal_lines
 	 WHERE ($1::text = '' OR company_id = $1)
 	 GROUP BY entry_id, currency),
 per_entry AS (
-	SELECT entry_id, min(company_id) AS company_id, sum(lines) AS lines,
+	SELECT entry_id, min(company_id) AS company_id, max(last_company) AS last_company, sum(lines) AS lines,
 	       string_agg(format('%s debits %s, credits %s', currency, trim_scale(debits), trim_scale(credits)), '; '
 	                  ORDER BY currency) FILTER (WHERE debits <> credits) AS unbalanced
 	  FROM per_currency
 	 GROUP BY entry_id),
 entries AS (
 	SELECT coalesce(e.company_id, p.company_id) AS company_id, coalesce(e.id, p.entry_id) AS id,
-	       coalesce(p.lines, 0) AS lines, p.unbalanced, e.id IS NULL AS orphaned
+	       coalesce(p.lines, 0) AS lines, p.unbalanced, e.id IS NULL AS orphaned,
+	       CASE WHEN p.company_id <> e.company_id THEN p.company_id
+	            WHEN p.last_company <> e.company_id THEN p.last_company END AS foreign_company
 	  FROM (SELECT id, company_id FROM journal_entries WHERE ($1::text = '' OR company_id = $1)) AS e
 	  FULL JOIN per_entry AS p ON p.entry_id = e.id),
 counted AS (SELECT count(*) FILTER (WHERE NOT orphaned) AS n, '' AS note FROM entries),
@@ -44,9 +46,10 @@ flagged AS (
 	       concat_ws('; ',
 	           CASE WHEN orphaned THEN format('%s journal line(s) belong to no journal entry', lines) END,
 	           CASE WHEN NOT orphaned AND lines < 2 THEN format('the entry has %s line(s); an entry needs at least 2', lines) END,
-	           CASE WHEN unbalanced IS NOT NULL THEN 'the entry does not balance: ' || unbalanced END) AS detail
+	           CASE WHEN unbalanced IS NOT NULL THEN 'the entry does not balance: ' || unbalanced END,
+	           CASE WHEN foreign_company IS NOT NULL THEN format('the entry is of company %s but has lines of company %s', company_id, foreign_company) END) AS detail
 	  FROM entries
-	 WHERE orphaned OR lines < 2 OR unbalanced IS NOT NULL)`
+	 WHERE orphaned OR lines < 2 OR unbalanced IS NOT NULL OR foreign_company IS NOT NULL)`
 
 // numberSeriesSQL compares each series' documents with its counter. Within
 // a series ordered by sequence, step is the distance from the previous

@@ -18,13 +18,31 @@
 // journal_entries: every journal entry has at least two lines and balances
 // in each currency on its own, and no line belongs to a missing entry. A
 // trial balance can net to zero while two entries are off by opposite
-// amounts; this check cannot be fooled that way.
+// amounts; this check cannot be fooled that way. Every line is of its
+// entry's company.
 //
 // number_series: for every company and series, the sequences of its
 // documents (invoices and credit notes share the counter of their series)
 // are exactly 1..n with n equal to number_series.last_value: no number is
 // missing, none is used twice, and the counter neither lags (the next
 // document would reuse a number) nor runs ahead (a number was burnt).
+//
+// receivables and customer_credits: accounts 1200 and 2200 equal, per
+// company and currency, the open invoices and the customers' credits, and
+// every document posted to them what it says.
+//
+// document_totals: every invoice, credit note and purchase invoice is the
+// sum of its lines, and its journal entry (of its company, in its
+// currency) carries the same net, VAT and gross on the accounts its kind
+// posts to and on no other. The database refuses such a document at
+// commit (invoices_agree, credit_notes_agree); this finds one written
+// before that, or with the triggers off.
+//
+// credit_notes: per invoice and VAT rate, its credit notes take back no
+// more net and VAT than it charged. payments: a payment's allocations and
+// unapplied rest make its amount, and no invoice is paid beyond what its
+// credit notes left of it. currencies: every currency column holds a code
+// of ledger.Currencies().
 //
 // inbox_effects: every idempotency key whose stored result is a success
 // names, in that result, a document that exists for the key's company
@@ -76,8 +94,9 @@
 //
 // # What it does not prove
 //
-// That the right amounts were posted (the ledger's own tests and the
-// property test check arithmetic against a model), that a key purged before
+// That each line's amounts are right (quantity times price, VAT at the
+// right rate: the ledger's own tests and the property test check
+// arithmetic against a model), that a key purged before
 // the horizon ever existed, or anything about messages still in NATS
 // (dead letters are inspected with `onceledger admin dlq`).
 package audit

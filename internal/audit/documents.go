@@ -1,0 +1,174 @@
+package audit
+
+// Documents: each is its lines, its entry posts what it says, and what
+// corrects or pays a document stays within it. Like the books' checks,
+// each query is a flagged query; $1 is the company filter.
+
+// documentTotalsSQL compares every invoice, credit note and purchase
+// invoice with the sums of its lines and with its journal entry, on the
+// accounts its kind posts to:
+//
+//	invoice           Dr 1200 gross, Cr 4000 net, Cr 2300 VAT
+//	credit note       Dr 4000 net, Dr 2300 VAT, Cr 1200 and 2200 gross between them
+//	purchase invoice  Dr its lines' accounts net, Dr 1300 VAT, Cr 2100 gross
+//
+// The entry must be of the document's company, with every line in it and
+// in the document's currency. A violation names the document and its
+// first difference: header against lines, else entry against header.
+const documentTotalsSQL = `
+WITH lines AS (
+	SELECT invoice_id AS id, sum(net) AS net, sum(vat) AS vat, sum(gross) AS gross FROM invoice_lines GROUP BY 1
+	UNION ALL
+	SELECT credit_note_id, sum(net), sum(vat), sum(gross) FROM credit_note_lines GROUP BY 1
+	UNION ALL
+	SELECT purchase_invoice_id, sum(net), sum(vat), sum(gross) FROM purchase_invoice_lines GROUP BY 1),
+docs AS (
+	SELECT 'invoice' AS kind, id, company_id, number AS label, issue_date AS day, currency::text AS currency,
+	       net, vat, gross, journal_entry_id
+	  FROM invoices WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT 'credit note', id, company_id, number, issue_date, currency::text, net, vat, gross, journal_entry_id
+	  FROM credit_notes WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT 'purchase invoice', id, company_id, document_number, issue_date, currency::text, net, vat, gross, journal_entry_id
+	  FROM purchase_invoices WHERE ($1::text = '' OR company_id = $1)),
+posted AS (
+	SELECT l.entry_id, min(l.company_id) AS first_company, max(l.company_id) AS last_company,
+	       min(l.currency::text) AS first_currency, max(l.currency::text) AS last_currency,
+	       sum(l.debit - l.credit) FILTER (WHERE l.account_code = '1200') AS receivables,
+	       sum(l.credit - l.debit) FILTER (WHERE l.account_code = '2200') AS credits,
+	       sum(l.credit - l.debit) FILTER (WHERE l.account_code = '4000') AS revenue,
+	       sum(l.credit - l.debit) FILTER (WHERE l.account_code = '2300') AS output_vat,
+	       sum(l.debit - l.credit) FILTER (WHERE l.account_code = '1300') AS input_vat,
+	       sum(l.credit - l.debit) FILTER (WHERE l.account_code = '2100') AS payables,
+	       sum(l.debit - l.credit) FILTER (WHERE l.account_code NOT IN ('1200', '2200', '4000', '2300', '1300', '2100')) AS other
+	  FROM journal_lines l
+	 WHERE l.entry_id IN (SELECT journal_entry_id FROM docs)
+	 GROUP BY l.entry_id),
+compared AS (
+	SELECT d.*, coalesce(l.net, 0) AS lines_net, coalesce(l.vat, 0) AS lines_vat, coalesce(l.gross, 0) AS lines_gross,
+	       e.company_id AS entry_company, p.first_company, p.last_company, p.first_currency, p.last_currency,
+	       -- what the entry says the document's net, VAT and gross are, and
+	       -- whether it posts to no account its kind does not post to
+	       CASE d.kind WHEN 'invoice' THEN coalesce(p.revenue, 0)
+	                   WHEN 'credit note' THEN -coalesce(p.revenue, 0)
+	                   ELSE coalesce(p.other, 0) END AS entry_net,
+	       CASE d.kind WHEN 'invoice' THEN coalesce(p.output_vat, 0)
+	                   WHEN 'credit note' THEN -coalesce(p.output_vat, 0)
+	                   ELSE coalesce(p.input_vat, 0) END AS entry_vat,
+	       CASE d.kind WHEN 'invoice' THEN coalesce(p.receivables, 0)
+	                   WHEN 'credit note' THEN coalesce(p.credits, 0) - coalesce(p.receivables, 0)
+	                   ELSE coalesce(p.payables, 0) END AS entry_gross,
+	       CASE d.kind WHEN 'invoice' THEN coalesce(p.credits, 0) = 0 AND coalesce(p.input_vat, 0) = 0 AND coalesce(p.payables, 0) = 0 AND coalesce(p.other, 0) = 0
+	                   WHEN 'credit note' THEN coalesce(p.input_vat, 0) = 0 AND coalesce(p.payables, 0) = 0 AND coalesce(p.other, 0) = 0
+	                   ELSE coalesce(p.receivables, 0) = 0 AND coalesce(p.credits, 0) = 0 AND coalesce(p.revenue, 0) = 0 AND coalesce(p.output_vat, 0) = 0 END AS entry_only_kind
+	  FROM docs d
+	  LEFT JOIN lines l ON l.id = d.id
+	  LEFT JOIN journal_entries e ON e.id = d.journal_entry_id
+	  LEFT JOIN posted p ON p.entry_id = d.journal_entry_id),
+counted AS (SELECT count(*) AS n, '' AS note FROM docs),
+flagged AS (
+	SELECT company_id, id::text AS ref,
+	       format('%s %s of %s: ', kind, label, day) ||
+	       CASE WHEN (lines_net, lines_vat, lines_gross) <> (net, vat, gross) OR gross <> net + vat
+	            THEN format('the document says net %s, VAT %s, gross %s but its lines sum to net %s, VAT %s, gross %s',
+	                        trim_scale(net), trim_scale(vat), trim_scale(gross),
+	                        trim_scale(lines_net), trim_scale(lines_vat), trim_scale(lines_gross))
+	            WHEN entry_company IS NULL THEN format('its journal entry %s does not exist', journal_entry_id)
+	            WHEN entry_company <> company_id OR first_company <> company_id OR last_company <> company_id
+	            THEN format('its journal entry %s is of company %s with lines of %s', journal_entry_id, entry_company,
+	                        CASE WHEN first_company = last_company THEN first_company ELSE first_company || ' and ' || last_company END)
+	            WHEN first_currency <> currency OR last_currency <> currency
+	            THEN format('its journal entry %s posts in %s where the document is in %s', journal_entry_id,
+	                        CASE WHEN first_currency = currency THEN last_currency ELSE first_currency END, currency)
+	            ELSE format('the document says net %s, VAT %s, gross %s but its journal entry %s posts net %s, VAT %s, gross %s%s',
+	                        trim_scale(net), trim_scale(vat), trim_scale(gross), journal_entry_id,
+	                        trim_scale(entry_net), trim_scale(entry_vat), trim_scale(entry_gross),
+	                        CASE WHEN NOT entry_only_kind THEN format(', and posts to accounts a %s does not post to', kind) ELSE '' END)
+	       END AS detail
+	  FROM compared
+	 WHERE (lines_net, lines_vat, lines_gross) <> (net, vat, gross) OR gross <> net + vat
+	    OR entry_company IS NULL OR entry_company <> company_id OR first_company <> company_id OR last_company <> company_id
+	    OR first_currency <> currency OR last_currency <> currency
+	    OR (entry_net, entry_vat, entry_gross) <> (net, vat, gross) OR NOT entry_only_kind)`
+
+// creditNotesSQL: per invoice and VAT rate, its credit notes together
+// take back no more net and no more VAT than the invoice charged. One
+// violation per invoice, at its first rate over.
+const creditNotesSQL = `
+WITH credited AS (
+	SELECT n.company_id, n.invoice_id, l.vat_rate, sum(l.net) AS net, sum(l.vat) AS vat,
+	       count(DISTINCT n.id) AS notes, max(n.number) AS last_note
+	  FROM credit_notes n JOIN credit_note_lines l ON l.credit_note_id = n.id
+	 WHERE ($1::text = '' OR n.company_id = $1)
+	 GROUP BY 1, 2, 3),
+invoiced AS (
+	SELECT invoice_id, vat_rate, sum(net) AS net, sum(vat) AS vat
+	  FROM invoice_lines WHERE invoice_id IN (SELECT invoice_id FROM credited)
+	 GROUP BY 1, 2),
+counted AS (SELECT count(DISTINCT invoice_id) AS n, '' AS note FROM credited),
+flagged AS (
+	SELECT DISTINCT ON (c.invoice_id) c.company_id, c.invoice_id::text AS ref,
+	       format('invoice %s: %s credit note(s) up to %s take back net %s, VAT %s at VAT rate %s where the invoice charged net %s, VAT %s',
+	              coalesce(inv.number, '(missing)'), c.notes, c.last_note, trim_scale(c.net), trim_scale(c.vat), trim_scale(c.vat_rate),
+	              trim_scale(coalesce(i.net, 0)), trim_scale(coalesce(i.vat, 0))) AS detail
+	  FROM credited c
+	  LEFT JOIN invoiced i ON i.invoice_id = c.invoice_id AND i.vat_rate = c.vat_rate
+	  LEFT JOIN invoices inv ON inv.id = c.invoice_id
+	 WHERE c.net > coalesce(i.net, 0) OR c.vat > coalesce(i.vat, 0)
+	 ORDER BY c.invoice_id, c.vat_rate)`
+
+// paymentsSQL: a payment's allocations and what it left unapplied make
+// its amount, and an invoice is paid (by payments and by customers'
+// credit) no more than what its credit notes left of it.
+const paymentsSQL = `
+WITH pays AS (
+	SELECT p.company_id, p.id, p.payment_ref, p.amount, p.unapplied, coalesce(sum(a.amount), 0) AS allocated
+	  FROM payments p LEFT JOIN payment_allocations a ON a.payment_id = p.id
+	 WHERE ($1::text = '' OR p.company_id = $1)
+	 GROUP BY p.id),
+paid AS (
+	SELECT invoice_id, sum(amount) AS amount FROM (
+		SELECT invoice_id, amount FROM payment_allocations
+		UNION ALL
+		SELECT invoice_id, -amount FROM customer_credit_movements WHERE kind = 'application') x
+	 GROUP BY 1),
+owed AS (
+	SELECT i.company_id, i.id, i.number, i.gross, p.amount AS paid,
+	       coalesce((SELECT sum(c.gross) FROM credit_notes c WHERE c.invoice_id = i.id), 0) AS credited,
+	       coalesce((SELECT sum(m.amount) FROM customer_credit_movements m WHERE m.kind = 'credit_note' AND m.invoice_id = i.id), 0) AS refunded
+	  FROM invoices i JOIN paid p ON p.invoice_id = i.id
+	 WHERE ($1::text = '' OR i.company_id = $1)),
+counted AS (SELECT (SELECT count(*) FROM pays) + (SELECT count(*) FROM owed) AS n, '' AS note),
+flagged AS (
+	SELECT company_id, id::text AS ref,
+	       format('payment %s of %s allocates %s and leaves %s unapplied: %s in all', payment_ref, trim_scale(amount),
+	              trim_scale(allocated), trim_scale(unapplied), trim_scale(allocated + unapplied)) AS detail
+	  FROM pays WHERE allocated + unapplied <> amount
+	UNION ALL
+	SELECT company_id, id::text,
+	       format('invoice %s is paid %s but owes %s (gross %s, credited %s of which %s went to the customer''s credit)',
+	              number, trim_scale(paid), trim_scale(gross - credited + refunded), trim_scale(gross), trim_scale(credited), trim_scale(refunded))
+	  FROM owed WHERE paid > gross - credited + refunded)`
+
+// currenciesSQL: every currency column holds a code of $3, the
+// currencies the ledger knows. One violation per company, table and code.
+const currenciesSQL = `
+WITH used AS (
+	SELECT 'companies' AS tbl, id AS company_id, currency::text AS currency FROM companies WHERE ($1::text = '' OR id = $1)
+	UNION ALL SELECT 'journal_lines', company_id, currency FROM journal_lines WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL SELECT 'invoices', company_id, currency FROM invoices WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL SELECT 'credit_notes', company_id, currency FROM credit_notes WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL SELECT 'payments', company_id, currency FROM payments WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL SELECT 'settlements', company_id, currency FROM settlements WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL SELECT 'purchase_invoices', company_id, currency FROM purchase_invoices WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL SELECT 'assets', company_id, currency FROM assets WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL SELECT 'customer_credits', company_id, currency FROM customer_credits WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL SELECT 'customer_credit_movements', company_id, currency FROM customer_credit_movements WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL SELECT 'fx_rates', company_id, currency FROM fx_rates WHERE ($1::text = '' OR company_id = $1)),
+per_table AS (SELECT tbl, company_id, currency, count(*) AS rows FROM used GROUP BY 1, 2, 3),
+counted AS (SELECT count(DISTINCT currency) AS n, '' AS note FROM per_table),
+flagged AS (
+	SELECT company_id, currency AS ref,
+	       format('%s row(s) of %s are in %L, which is no ISO 4217 code the ledger knows', rows, tbl, currency) AS detail
+	  FROM per_table WHERE currency <> ALL ($3::text[]))`
