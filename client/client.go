@@ -189,7 +189,7 @@ func (c *Client) Enqueue(ctx context.Context, company, command, key string, body
 	defer stop()
 	ack, err := c.js.PublishMsg(gctx, msg)
 	if err != nil {
-		return nil, publishError(gctx, msg.Subject, err)
+		return nil, c.publishError(gctx, msg.Subject, err)
 	}
 	return ack, nil
 }
@@ -288,13 +288,21 @@ func (c *Client) backoff(n int) time.Duration {
 }
 
 // publishError names what a failed publish means: a refusal, no stream, or
-// a transport error.
-func publishError(ctx context.Context, subject string, err error) error {
+// a transport error. No answer from a stream is also what a clustered
+// stream gives while it elects a leader, so it is only "no stream" when
+// JetStream says no stream takes the subject; when that cannot be asked
+// (a producer without the streams' API) or the stream is there, it is
+// transient.
+func (c *Client) publishError(ctx context.Context, subject string, err error) error {
 	if r := refused(ctx); r != nil {
 		return fmt.Errorf("publish to %s: %w", subject, r)
 	}
 	if errors.Is(err, jetstream.ErrNoStreamResponse) {
-		return fmt.Errorf("publish to %s: %w (no stream takes the subject: is NATS_URL the worker's server, and has the worker started once?): %w", subject, ErrNoStream, err)
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		if _, serr := c.js.StreamNameBySubject(lctx, subject); errors.Is(serr, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("publish to %s: %w (no stream takes the subject: is NATS_URL the worker's server, and has the worker started once?): %w", subject, ErrNoStream, err)
+		}
 	}
 	return fmt.Errorf("publish: %w", err)
 }
@@ -434,7 +442,7 @@ func (cl *call) publish(ctx context.Context, confirm bool) (duplicate bool, err 
 	cl.publishes++
 	ack, err := cl.c.js.PublishMsg(pctx, msg)
 	if err != nil {
-		return false, publishError(pctx, msg.Subject, err)
+		return false, cl.c.publishError(pctx, msg.Subject, err)
 	}
 	return ack.Duplicate, nil
 }
