@@ -196,13 +196,7 @@ func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error)
 			return refused(recordedWith(duplicate("purchase_invoice",
 				fmt.Sprintf("invoice %q of %s is already recorded", c.DocumentNumber, supplierName(c.Supplier)), prev.found), prev.key))
 		}
-		if err := p.known[company].checkDate("issue_date", c.IssueDate); err != nil {
-			return refused(err)
-		}
-		if err := c.CheckVATRates(p.known[company].country); err != nil {
-			return refused(err)
-		}
-		conv, err := p.known[company].convert(p.rates, company, c.Currency, c.IssueDate, c.ExchangeRate)
+		conv, err := p.known[company].admit(p.rates, company, c.Currency, c.IssueDate, c.ExchangeRate, c)
 		if err != nil {
 			return refused(err)
 		}

@@ -119,3 +119,22 @@ func (c *companyBooks) convert(rates map[fxKey]*ledger.FXRate, company, currency
 	cur, _ := ledger.LookupCurrency(currency)
 	return ledger.ConversionFor(c.currency, cur, day, given, rates[fxKey{company, currency, day.String()}])
 }
+
+// rated is a document whose lines carry VAT rates of its company's
+// country.
+type rated interface {
+	CheckVATRates(country string) *ledger.Error
+}
+
+// admit applies the rules an issued document (an invoice, a purchase
+// invoice) meets before anything is allocated for it: its date, its VAT
+// rates, and its conversion into the company's currency, which it returns.
+func (c *companyBooks) admit(rates map[fxKey]*ledger.FXRate, company, currency string, day ledger.Date, given *ledger.Decimal, doc rated) (*ledger.Conversion, *ledger.Error) {
+	if err := c.checkDate("issue_date", day); err != nil {
+		return nil, err
+	}
+	if err := doc.CheckVATRates(c.country); err != nil {
+		return nil, err
+	}
+	return c.convert(rates, company, currency, day, given)
+}

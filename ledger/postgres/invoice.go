@@ -62,13 +62,7 @@ func (p *invoicePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 			return refused(duplicateInvoice(c.OrderID, prev.id, prev.label))
 		}
 		// Before the number is allocated: a refused invoice burns none.
-		if err := p.known[company].checkDate("issue_date", c.IssueDate); err != nil {
-			return refused(err)
-		}
-		if err := c.CheckVATRates(p.known[company].country); err != nil {
-			return refused(err)
-		}
-		conv, err := p.known[company].convert(p.rates, company, c.Currency, c.IssueDate, c.ExchangeRate)
+		conv, err := p.known[company].admit(p.rates, company, c.Currency, c.IssueDate, c.ExchangeRate, c)
 		if err != nil {
 			return refused(err)
 		}
