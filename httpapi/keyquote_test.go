@@ -8,10 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/onceledger/onceledger/client"
-	"github.com/onceledger/onceledger/internal/testworker"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -20,19 +16,8 @@ import (
 // is one operation, replayed, and the command lookup finds it by either form.
 func TestQuotedKeyIsOneKeyOverNATSAndHTTP(t *testing.T) {
 	t.Parallel()
-	e := newAPI(t, Config{})
-	testworker.Start(t, e.dsn, e.natsURL, nil)
-	acme := e.token("acme")
-	e.setup(acme)
-	nc, err := nats.Connect(e.natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	cl, err := client.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newTransports(t)
+	e, acme, cl := b.apiEnv, b.token, b.nats
 	invoice := readExample(t, "invoice.json")
 	var fields map[string]any
 	if err := json.Unmarshal(invoice, &fields); err != nil {

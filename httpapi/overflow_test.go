@@ -12,7 +12,7 @@ import (
 // books, never the database's text; nothing is posted.
 func TestAmountsTheBooksCannotHold(t *testing.T) {
 	t.Parallel()
-	b := newCreditBooks(t)
+	b := newTransports(t)
 	huge := creditInvoice("order-huge", "99999999999.00")
 	huge["lines"] = []any{map[string]any{"description": "x", "quantity": "99999999999", "unit_price": "99999999999.00", "vat_rate": "21"}}
 	b.refused("invoice.create", "huge", huge, ledger.CodeInvalidCommand, http.StatusBadRequest, "more than the books can hold")

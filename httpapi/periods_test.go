@@ -12,7 +12,7 @@ import (
 // is the correction, and is accepted.
 func TestClosedPeriodOverNATSAndHTTP(t *testing.T) {
 	t.Parallel()
-	b := newCreditBooks(t)
+	b := newTransports(t)
 	nov := creditInvoice("order-nov", "100.00")
 	nov["issue_date"] = "2026-11-20"
 	inv := ok[ledger.InvoiceView](b, "http", "invoice.create", "inv-nov", nov)

@@ -8,10 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/onceledger/onceledger/client"
-	"github.com/onceledger/onceledger/internal/testworker"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -22,20 +18,8 @@ import (
 // nothing: no row, no number.
 func TestVATRateNotOfTheCompanysCountry(t *testing.T) {
 	t.Parallel()
-	e := newAPI(t, Config{})
-	testworker.Start(t, e.dsn, e.natsURL, nil)
-	acme := e.token("acme")
-	e.setup(acme)
-
-	nc, err := nats.Connect(e.natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	cl, err := client.NewWithConfig(nc, client.Config{MaxWait: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newTransports(t)
+	e, acme, cl := b.apiEnv, b.token, b.nats
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
