@@ -16,9 +16,10 @@ type fxKey struct {
 	day               string
 }
 
-// fxLookup queues the read of the rates keys would use: for each, the
-// latest recorded on or before its day (ledger.ConversionFor judges its
-// age).
+// fxLookup queues the read of the rates keys would use: for each document
+// in another currency than its company's, the latest recorded on or before
+// its day (ledger.ConversionFor judges its age). Documents in the company's
+// currency, most of them, cost no lookup.
 func (p *plan) fxLookup(b *pgx.Batch, keys []fxKey) map[fxKey]*ledger.FXRate {
 	out := map[fxKey]*ledger.FXRate{}
 	if len(keys) == 0 {
@@ -39,6 +40,7 @@ func (p *plan) fxLookup(b *pgx.Batch, keys []fxKey) map[fxKey]*ledger.FXRate {
 	}, `
 		SELECT DISTINCT r.company_id, r.currency, r.day, f.id, f.rate_date, f.rate::text, f.source
 		  FROM unnest($1::text[], $2::text[], $3::text[]) AS r(company_id, currency, day)
+		  JOIN companies c ON c.id = r.company_id AND c.currency <> r.currency
 		 CROSS JOIN LATERAL (SELECT id, rate_date, rate, source FROM fx_rates
 		                      WHERE company_id = r.company_id AND currency = r.currency AND rate_date <= r.day::date
 		                      ORDER BY rate_date DESC LIMIT 1) f`, companies, currencies, days)
@@ -108,7 +110,8 @@ func (p *fxRatePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
 	return results, err
 }
 
-// fxKeys are the rate lookups of documents that carry no rate of their own.
+// fxKeyOf is the rate lookup of a document, and whether it needs one: not
+// when it carries its own rate.
 func fxKeyOf(company, currency string, day ledger.Date, given *ledger.Decimal) (fxKey, bool) {
 	return fxKey{company, currency, day.String()}, given == nil
 }
