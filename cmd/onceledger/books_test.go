@@ -176,7 +176,8 @@ func TestBooks(t *testing.T) {
 		}
 		// Output: 21% 300.00 − 100.00 = 200.00 with 42.00 VAT, 12% 50.00 with 6.00; input 105.00.
 		if c := v.Currencies[0]; c.OutputVAT != "48.00" || c.InputVAT != "105.00" || c.Payable != "-57.00" ||
-			len(c.Output) != 2 || c.Output[1] != (ledger.RateView{Rate: "21", Net: "200.00", VAT: "42.00"}) {
+			len(c.Output) != 2 || c.Output[0] != (ledger.RateView{Rate: "12", Net: "50.00", VAT: "6.00"}) ||
+			c.Output[1] != (ledger.RateView{Rate: "21", Net: "200.00", VAT: "42.00"}) {
 			t.Fatalf("json: %+v", v)
 		}
 	})
