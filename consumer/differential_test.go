@@ -227,6 +227,38 @@ func genSequence(t *rapid.T) sequence {
 			}
 			add(delivery{company: c, command: "invoice.create", key: fresh("inv"), body: body})
 		},
+		// Money in yen at its own rate or a recorded one, paying yen
+		// invoices booked at others (an exchange difference), with or
+		// without a part left on the customer's credit, and that credit
+		// used or refunded at yet another rate.
+		"foreign payment": func(t *rapid.T) {
+			c := company(t)
+			paid := rapid.IntRange(1, 30000).Draw(t, "yen paid")
+			body := map[string]any{
+				"payment_ref": fmt.Sprintf("fxp%d", rapid.IntRange(1, 6).Draw(t, "ref")), "customer_id": "c1",
+				"received_on": date(t, "received"), "currency": "JPY",
+				"amount": fmt.Sprint(paid + rapid.IntRange(0, 1).Draw(t, "unapplied")*rapid.IntRange(1, 5000).Draw(t, "yen extra")),
+				"allocations": []any{map[string]any{"invoice_number": number(t, c), "amount": fmt.Sprint(paid)}},
+			}
+			if rapid.Bool().Draw(t, "no allocation") {
+				delete(body, "allocations")
+			}
+			if rapid.Bool().Draw(t, "own rate") {
+				body["exchange_rate"] = fmt.Sprintf("%d.%d", rapid.IntRange(150, 170).Draw(t, "own yen"), rapid.IntRange(0, 9).Draw(t, "own sen"))
+			}
+			add(delivery{company: c, command: "payment.record", key: fresh("pay"), body: body})
+		},
+		"foreign refund": func(t *rapid.T) {
+			c := company(t)
+			body := map[string]any{
+				"refund_ref": fmt.Sprintf("fxr%d", rapid.IntRange(1, 4).Draw(t, "refund ref")), "customer_id": "c1",
+				"currency": "JPY", "amount": fmt.Sprint(rapid.IntRange(1, 5000).Draw(t, "yen refunded")), "refunded_on": date(t, "refunded"),
+			}
+			if rapid.Bool().Draw(t, "own rate") {
+				body["exchange_rate"] = fmt.Sprintf("%d.%d", rapid.IntRange(150, 170).Draw(t, "own yen"), rapid.IntRange(0, 9).Draw(t, "own sen"))
+			}
+			add(delivery{company: c, command: "customer_credit.refund", key: fresh("rf"), body: body})
+		},
 		"apply credit": func(t *rapid.T) {
 			c := company(t)
 			add(delivery{company: c, command: "customer_credit.apply", key: fresh("ap"), body: map[string]any{
@@ -387,7 +419,7 @@ func genSequence(t *rapid.T) sequence {
 	for len(s.deliveries) < n {
 		name := rapid.SampledFrom([]string{"invoice", "invoice", "invoice", "credit", "credit", "payment", "payment", "payment",
 			"settlement", "purchase", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
-			"apply credit", "refund credit", "credit use burst", "close period", "fx rate", "foreign invoice"}).Draw(t, "action")
+			"apply credit", "refund credit", "credit use burst", "close period", "fx rate", "foreign invoice", "foreign payment", "foreign refund"}).Draw(t, "action")
 		if name == "endpoint change" && len(endpoints) == 0 || slices.Contains([]string{"retry", "reuse", "held"}, name) && len(s.deliveries) == 0 {
 			continue
 		}

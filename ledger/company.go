@@ -68,9 +68,11 @@ const (
 	AccountOutputVAT               = "2300"
 	AccountEquity                  = "3000"
 	AccountRevenue                 = "4000"
+	AccountExchangeGains           = "4900"
 	AccountExpenses                = "6000"
 	AccountProviderFees            = "6100"
 	AccountDepreciation            = "6800"
+	AccountExchangeLosses          = "6900"
 )
 
 // StandardChart is the chart of accounts company.create sets up.
@@ -87,9 +89,11 @@ func StandardChart() []Account {
 		{AccountOutputVAT, "Output VAT payable", TypeLiability},
 		{AccountEquity, "Owner's equity", TypeEquity},
 		{AccountRevenue, "Sales revenue", TypeRevenue},
+		{AccountExchangeGains, "Realised exchange gains", TypeRevenue},
 		{AccountExpenses, "Operating expenses", TypeExpense},
 		{AccountProviderFees, "Payment provider fees", TypeExpense},
 		{AccountDepreciation, "Depreciation expense", TypeExpense},
+		{AccountExchangeLosses, "Realised exchange losses", TypeExpense},
 	}
 }
 

@@ -115,6 +115,25 @@ type InvoiceState struct {
 	// Conversion is the invoice's into the company's currency: its credit
 	// notes convert at the invoice's rate (nil: in the company's currency).
 	Conversion *Conversion
+	// GrossCompany is the invoice's gross in the company's currency, and
+	// RelievedCompany what credit notes, payments and applied credit
+	// relieved its receivable by in it (see Relieve).
+	GrossCompany, RelievedCompany decimal.Decimal
+}
+
+// OpenCompany is what is open of the receivable in the company's currency.
+func (s *InvoiceState) OpenCompany() decimal.Decimal { return s.GrossCompany.Sub(s.RelievedCompany) }
+
+// Relief is what settling amount of the invoice relieves its receivable by
+// in the company's currency. An invoice in the company's currency is
+// relieved by amount; one posted in another currency before documents were
+// converted has no amount in the company's currency to relieve, and is
+// relieved at the settlement's rate, at.
+func (s *InvoiceState) Relief(amount decimal.Decimal, at *Conversion) decimal.Decimal {
+	if s.Conversion == nil {
+		return at.Convert(amount)
+	}
+	return Relieve(s.Conversion.To, amount, s.Open(), s.OpenCompany())
 }
 
 // IssuedLine is an invoice line with what line-based credits took from it.
@@ -173,8 +192,12 @@ func (s *InvoiceState) Credit(lines []CreditNoteLine) {
 	}
 }
 
-// Pay records a payment's allocation to the invoice (see Credit).
-func (s *InvoiceState) Pay(amount decimal.Decimal) { s.Paid = s.Paid.Add(amount) }
+// Pay records a payment's allocation to the invoice, relieving its
+// receivable by company in the company's currency (see Credit).
+func (s *InvoiceState) Pay(amount, company decimal.Decimal) {
+	s.Paid = s.Paid.Add(amount)
+	s.RelievedCompany = s.RelievedCompany.Add(company)
+}
 
 // Invoice statuses.
 const (
@@ -225,9 +248,12 @@ type CreditNote struct {
 	// the invoice (it had been paid): it becomes the customer's credit.
 	ToCustomerCredit decimal.Decimal
 	// Converted is the credit note in the company's currency, at the
-	// invoice's rate.
-	Converted      Totals
-	JournalEntryID uuid.UUID
+	// invoice's rate; ReceivableCompany is what it relieved the invoice's
+	// receivable by in it, ToCustomerCreditCompany what it gave the
+	// customer's credit.
+	Converted                                  Totals
+	ReceivableCompany, ToCustomerCreditCompany decimal.Decimal
+	JournalEntryID                             uuid.UUID
 }
 
 // Gross is net plus VAT.
@@ -241,8 +267,8 @@ func (cn *CreditNote) Movement() (CreditMovement, bool) {
 	}
 	return CreditMovement{
 		ID: cn.ID, CustomerID: cn.Invoice.CustomerID, Currency: cn.Invoice.Currency, Kind: CreditFromCreditNote,
-		Amount: cn.ToCustomerCredit, SourceID: cn.ID, InvoiceID: cn.Invoice.ID, Date: cn.IssueDate,
-		JournalEntryID: cn.JournalEntryID,
+		Amount: cn.ToCustomerCredit, AmountCompany: cn.ToCustomerCreditCompany, SourceID: cn.ID, InvoiceID: cn.Invoice.ID,
+		Date: cn.IssueDate, JournalEntryID: cn.JournalEntryID,
 	}, true
 }
 
@@ -251,6 +277,7 @@ func (cn *CreditNote) Movement() (CreditMovement, bool) {
 func (cn *CreditNote) Record() {
 	cn.Invoice.Credit(cn.Lines)
 	cn.Invoice.ToCredit = cn.Invoice.ToCredit.Add(cn.ToCustomerCredit)
+	cn.Invoice.RelievedCompany = cn.Invoice.RelievedCompany.Add(cn.ReceivableCompany)
 }
 
 // PlanCredit computes the lines of a credit note for inv and refuses, with
@@ -395,12 +422,21 @@ func IssueCreditNote(company string, c *CreateCreditNote, inv *InvoiceState, lin
 	open := decimal.Max(inv.Open(), decimal.Zero)
 	fromReceivables := decimal.Min(cn.Gross(), open)
 	cn.ToCustomerCredit = cn.Gross().Sub(fromReceivables)
-	cur := inv.Currency.Code
+	// In the company's currency revenue and VAT are the converted lines;
+	// the receivable is relieved as open items are, the customer's credit
+	// gets its part at the invoice's rate, and what rounding leaves is an
+	// exchange difference.
+	if fromReceivables.IsPositive() {
+		cn.ReceivableCompany = inv.Relief(fromReceivables, nil)
+	}
+	cn.ToCustomerCreditCompany = inv.Conversion.Convert(cn.ToCustomerCredit)
+	cur, co := inv.Currency.Code, cn.Converted
 	var jl []JournalLine
-	jl = appendNonZero(jl, debit(AccountRevenue, cur, cn.Net))
-	jl = appendNonZero(jl, debit(AccountOutputVAT, cur, cn.VAT))
-	jl = appendNonZero(jl, credit(AccountReceivables, cur, fromReceivables))
-	jl = appendNonZero(jl, credit(AccountCustomerCredits, cur, cn.ToCustomerCredit))
+	jl = appendNonZero(jl, debit(AccountRevenue, cur, cn.Net).at(co.Net))
+	jl = appendNonZero(jl, debit(AccountOutputVAT, cur, cn.VAT).at(co.VAT))
+	jl = appendNonZero(jl, credit(AccountReceivables, cur, fromReceivables).at(cn.ReceivableCompany))
+	jl = appendNonZero(jl, credit(AccountCustomerCredits, cur, cn.ToCustomerCredit).at(cn.ToCustomerCreditCompany))
+	jl = balanceExchange(jl, cur)
 	return cn, &JournalEntry{
 		ID: entryID, Company: company, Date: c.IssueDate,
 		Description: "Credit note " + cn.Number + " for invoice " + inv.Number,

@@ -29,6 +29,23 @@ type CustomerCredit struct {
 	CustomerID string
 	Currency   Currency
 	Balance    decimal.Decimal
+	// BalanceCompany is the balance in the company's currency, Company.
+	BalanceCompany decimal.Decimal
+	Company        Currency
+}
+
+// Relief is what using amount of the credit relieves it by in the
+// company's currency (see Relieve).
+func (c *CustomerCredit) Relief(amount decimal.Decimal) decimal.Decimal {
+	if c.Currency.Code == c.Company.Code {
+		return amount
+	}
+	return Relieve(c.Company, amount, c.Balance, c.BalanceCompany)
+}
+
+// take takes amount from the credit, relieving it by company.
+func (c *CustomerCredit) take(amount, company decimal.Decimal) {
+	c.Balance, c.BalanceCompany = c.Balance.Sub(amount), c.BalanceCompany.Sub(company)
 }
 
 // PaymentCredit is a payment a refund may name: what it left unapplied
@@ -51,8 +68,13 @@ type CreditMovement struct {
 	CustomerID string
 	Currency   Currency
 	Kind       string
-	// Amount is positive when credit is given, negative when used.
+	// Amount is positive when credit is given, negative when used;
+	// AmountCompany is the same in the company's currency. InvoiceCompany
+	// is, for an application, what it relieved the invoice's receivable by
+	// in the company's currency.
 	Amount         decimal.Decimal
+	AmountCompany  decimal.Decimal
+	InvoiceCompany decimal.Decimal
 	SourceID       uuid.UUID
 	PaymentID      uuid.UUID // uuid.Nil: none
 	InvoiceID      uuid.UUID // uuid.Nil: none
@@ -67,6 +89,15 @@ type Refund struct {
 	Credit  *CustomerCredit
 	Payment *PaymentCredit
 	Amount  decimal.Decimal
+	// Company is what the refund relieves the credit by in the company's
+	// currency.
+	Company decimal.Decimal
+}
+
+// NewRefund is a refund of amount from credit (and pay, nil: none), as the
+// credit stands now.
+func NewRefund(credit *CustomerCredit, pay *PaymentCredit, amount decimal.Decimal) Refund {
+	return Refund{Credit: credit, Payment: pay, Amount: amount, Company: credit.Relief(amount)}
 }
 
 // CheckRefund checks a refund of amount against the customer's credit and
@@ -97,9 +128,17 @@ func creditCovers(credit *CustomerCredit, amount decimal.Decimal, what string) *
 // Take records a use of the credit (and of the payment), so the next
 // command of the same batch sees what is left.
 func (r Refund) Take() {
-	r.Credit.Balance = r.Credit.Balance.Sub(r.Amount)
+	r.Credit.take(r.Amount, r.Company)
 	if r.Payment != nil {
 		r.Payment.Refunded = r.Payment.Refunded.Add(r.Amount)
+	}
+}
+
+// Undo gives back what Take took.
+func (r Refund) Undo() {
+	r.Credit.take(r.Amount.Neg(), r.Company.Neg())
+	if r.Payment != nil {
+		r.Payment.Refunded = r.Payment.Refunded.Sub(r.Amount)
 	}
 }
 
@@ -140,6 +179,10 @@ type CreditApplication struct {
 	Invoice        *InvoiceState
 	Credit         *CustomerCredit
 	JournalEntryID uuid.UUID
+	// CreditCompany and InvoiceCompany are what the application relieves
+	// the credit and the invoice's receivable by in the company's
+	// currency; Exchange the difference it realises (positive: a gain).
+	CreditCompany, InvoiceCompany, Exchange decimal.Decimal
 }
 
 // ApplyCredit checks the application against the invoice (the customer's,
@@ -162,12 +205,17 @@ func ApplyCredit(company string, c *ApplyCustomerCredit, inv *InvoiceState, cc *
 	if err := creditCovers(cc, amount, "applied"); err != nil {
 		return nil, nil, err
 	}
-	a := &CreditApplication{ID: id, Command: c, Invoice: inv, Credit: cc, JournalEntryID: entryID}
+	a := &CreditApplication{ID: id, Command: c, Invoice: inv, Credit: cc, JournalEntryID: entryID,
+		CreditCompany: cc.Relief(amount), InvoiceCompany: inv.Relief(amount, nil)}
+	lines := balanceExchange([]JournalLine{
+		debit(AccountCustomerCredits, cur.Code, amount).at(a.CreditCompany),
+		credit(AccountReceivables, cur.Code, amount).at(a.InvoiceCompany),
+	}, cur.Code)
+	a.Exchange = exchangeOf(lines)
 	return a, &JournalEntry{
 		ID: entryID, Company: company, Date: c.AppliedOn,
 		Description: "Customer credit of " + c.CustomerID + " applied to invoice " + inv.Number,
-		SourceType:  "customer_credit_application", SourceID: id,
-		Lines: []JournalLine{debit(AccountCustomerCredits, cur.Code, amount), credit(AccountReceivables, cur.Code, amount)},
+		SourceType:  "customer_credit_application", SourceID: id, Lines: lines,
 	}, nil
 }
 
@@ -175,7 +223,8 @@ func ApplyCredit(company string, c *ApplyCustomerCredit, inv *InvoiceState, cc *
 func (a *CreditApplication) Movement() CreditMovement {
 	return CreditMovement{
 		ID: a.ID, CustomerID: a.Command.CustomerID, Currency: a.Invoice.Currency, Kind: CreditApplied,
-		Amount: a.Command.Amount.Neg(), SourceID: a.ID, InvoiceID: a.Invoice.ID, Date: a.Command.AppliedOn,
+		Amount: a.Command.Amount.Neg(), AmountCompany: a.CreditCompany.Neg(), InvoiceCompany: a.InvoiceCompany,
+		SourceID: a.ID, InvoiceID: a.Invoice.ID, Date: a.Command.AppliedOn,
 		JournalEntryID: a.JournalEntryID,
 	}
 }
@@ -183,17 +232,21 @@ func (a *CreditApplication) Movement() CreditMovement {
 // CreditApplicationView is an application as results and events show it;
 // the invoice's status and the credit left are the ones after it.
 type CreditApplicationView struct {
-	ApplicationID  string `json:"application_id"`
-	CustomerID     string `json:"customer_id"`
-	InvoiceID      string `json:"invoice_id"`
-	InvoiceNumber  string `json:"invoice_number"`
-	AppliedOn      string `json:"applied_on"`
-	Currency       string `json:"currency"`
-	Amount         string `json:"amount"`
-	InvoiceStatus  string `json:"invoice_status"`
-	InvoiceOpen    string `json:"invoice_open"`
-	CreditLeft     string `json:"credit_left"`
-	JournalEntryID string `json:"journal_entry_id"`
+	ApplicationID string `json:"application_id"`
+	CustomerID    string `json:"customer_id"`
+	InvoiceID     string `json:"invoice_id"`
+	InvoiceNumber string `json:"invoice_number"`
+	AppliedOn     string `json:"applied_on"`
+	Currency      string `json:"currency"`
+	Amount        string `json:"amount"`
+	InvoiceStatus string `json:"invoice_status"`
+	InvoiceOpen   string `json:"invoice_open"`
+	CreditLeft    string `json:"credit_left"`
+	// ExchangeDifference is, for a credit and an invoice in another
+	// currency than the company's booked at different rates, the exchange
+	// difference realised in the company's currency (positive: a gain).
+	ExchangeDifference string `json:"exchange_difference,omitempty"`
+	JournalEntryID     string `json:"journal_entry_id"`
 }
 
 // View renders the application. It is taken before the application is
@@ -201,7 +254,7 @@ type CreditApplicationView struct {
 func (a *CreditApplication) View() CreditApplicationView {
 	cur, inv, amount := a.Invoice.Currency, a.Invoice, a.Command.Amount.Decimal
 	netPaid := inv.NetPaid().Add(amount)
-	return CreditApplicationView{
+	v := CreditApplicationView{
 		ApplicationID: a.ID.String(), CustomerID: a.Command.CustomerID,
 		InvoiceID: inv.ID.String(), InvoiceNumber: inv.Number, AppliedOn: a.Command.AppliedOn.String(),
 		Currency: cur.Code, Amount: cur.Format(amount),
@@ -210,13 +263,18 @@ func (a *CreditApplication) View() CreditApplicationView {
 		CreditLeft:     cur.Format(a.Credit.Balance.Sub(amount)),
 		JournalEntryID: a.JournalEntryID.String(),
 	}
+	if !a.Exchange.IsZero() {
+		v.ExchangeDifference = a.Credit.Company.Format(a.Exchange)
+	}
+	return v
 }
 
 // Record takes the application off the credit and onto the invoice, for
 // the batch's later commands.
 func (a *CreditApplication) Record() {
-	a.Credit.Balance = a.Credit.Balance.Sub(a.Command.Amount.Decimal)
+	a.Credit.take(a.Command.Amount.Decimal, a.CreditCompany)
 	a.Invoice.CreditApplied = a.Invoice.CreditApplied.Add(a.Command.Amount.Decimal)
+	a.Invoice.RelievedCompany = a.Invoice.RelievedCompany.Add(a.InvoiceCompany)
 }
 
 // RefundCustomerCredit is the body of customer_credit.refund: pay a
@@ -231,6 +289,9 @@ type RefundCustomerCredit struct {
 	Currency   string  `json:"currency"`
 	Amount     Decimal `json:"amount"`
 	RefundedOn Date    `json:"refunded_on"`
+	// ExchangeRate is the rate the money left at, for a refund in another
+	// currency than the company's (see Conversion).
+	ExchangeRate *Decimal `json:"exchange_rate,omitempty"`
 }
 
 func (*RefundCustomerCredit) CommandName() string { return "customer_credit.refund" }
@@ -253,6 +314,9 @@ func (c *RefundCustomerCredit) validate() *Error {
 	case !cur.Fits(c.Amount.Decimal):
 		return invalid("amount", "%s has more decimals than %s allows", c.Amount, cur.Code)
 	}
+	if c.ExchangeRate != nil {
+		return rateErr("exchange_rate", *c.ExchangeRate)
+	}
 	return nil
 }
 
@@ -262,12 +326,18 @@ type CreditRefund struct {
 	Command        *RefundCustomerCredit
 	Refund         Refund
 	JournalEntryID uuid.UUID
+	// Conversion is the refund's rate (nil: in the company's currency);
+	// Exchange the difference it realised (positive: a gain).
+	Conversion *Conversion
+	Exchange   decimal.Decimal
 }
 
 // RefundCredit checks the refund against the customer's credit and the
 // payment it names (nil: none) and builds it with its entry: Dr customer
-// credits / Cr bank.
-func RefundCredit(company string, c *RefundCustomerCredit, cc *CustomerCredit, pay *PaymentCredit, id, entryID uuid.UUID) (*CreditRefund, *JournalEntry, *Error) {
+// credits / Cr bank. In another currency than the company's the credit is
+// relieved as open items are and the money leaves at the refund's rate,
+// conv; the difference is a realised exchange gain or loss.
+func RefundCredit(company string, c *RefundCustomerCredit, cc *CustomerCredit, pay *PaymentCredit, conv *Conversion, id, entryID uuid.UUID) (*CreditRefund, *JournalEntry, *Error) {
 	if pay != nil && pay.CustomerID != c.CustomerID {
 		e := Errorf(CodeConflict, "payment %q is customer %q's, not %q's", pay.Ref, pay.CustomerID, c.CustomerID)
 		e.Details = map[string]any{"payment_id": pay.ID.String(), "payment_ref": pay.Ref}
@@ -283,7 +353,12 @@ func RefundCredit(company string, c *RefundCustomerCredit, cc *CustomerCredit, p
 		return nil, nil, err
 	}
 	cur := cc.Currency.Code
-	r := &CreditRefund{ID: id, Command: c, Refund: Refund{Credit: cc, Payment: pay, Amount: amount}, JournalEntryID: entryID}
+	r := &CreditRefund{ID: id, Command: c, Refund: NewRefund(cc, pay, amount), JournalEntryID: entryID, Conversion: conv}
+	lines := balanceExchange([]JournalLine{
+		debit(AccountCustomerCredits, cur, amount).at(r.Refund.Company),
+		credit(AccountBank, cur, amount).at(conv.Convert(amount)),
+	}, cur)
+	r.Exchange = exchangeOf(lines)
 	what := "customer credit of " + c.CustomerID
 	if pay != nil {
 		what = "payment " + pay.Ref
@@ -291,8 +366,7 @@ func RefundCredit(company string, c *RefundCustomerCredit, cc *CustomerCredit, p
 	return r, &JournalEntry{
 		ID: entryID, Company: company, Date: c.RefundedOn,
 		Description: "Refund " + c.RefundRef + " of " + what,
-		SourceType:  "customer_credit_refund", SourceID: id,
-		Lines: []JournalLine{debit(AccountCustomerCredits, cur, amount), credit(AccountBank, cur, amount)},
+		SourceType:  "customer_credit_refund", SourceID: id, Lines: lines,
 	}, nil
 }
 
@@ -300,7 +374,7 @@ func RefundCredit(company string, c *RefundCustomerCredit, cc *CustomerCredit, p
 func (r *CreditRefund) Movement() CreditMovement {
 	m := CreditMovement{
 		ID: r.ID, CustomerID: r.Command.CustomerID, Currency: r.Refund.Credit.Currency, Kind: CreditRefunded,
-		Amount: r.Refund.Amount.Neg(), SourceID: r.ID, RefundRef: r.Command.RefundRef, Date: r.Command.RefundedOn,
+		Amount: r.Refund.Amount.Neg(), AmountCompany: r.Refund.Company.Neg(), SourceID: r.ID, RefundRef: r.Command.RefundRef, Date: r.Command.RefundedOn,
 		JournalEntryID: r.JournalEntryID,
 	}
 	if r.Refund.Payment != nil {
@@ -312,16 +386,19 @@ func (r *CreditRefund) Movement() CreditMovement {
 // CreditRefundView is a refund as results and events show it; the credit
 // left is the one after it.
 type CreditRefundView struct {
-	RefundID       string `json:"refund_id"`
-	RefundRef      string `json:"refund_ref"`
-	CustomerID     string `json:"customer_id"`
-	PaymentID      string `json:"payment_id,omitempty"`
-	PaymentRef     string `json:"payment_ref,omitempty"`
-	RefundedOn     string `json:"refunded_on"`
-	Currency       string `json:"currency"`
-	Amount         string `json:"amount"`
-	CreditLeft     string `json:"credit_left"`
-	JournalEntryID string `json:"journal_entry_id"`
+	RefundID   string `json:"refund_id"`
+	RefundRef  string `json:"refund_ref"`
+	CustomerID string `json:"customer_id"`
+	PaymentID  string `json:"payment_id,omitempty"`
+	PaymentRef string `json:"payment_ref,omitempty"`
+	RefundedOn string `json:"refunded_on"`
+	Currency   string `json:"currency"`
+	Amount     string `json:"amount"`
+	CreditLeft string `json:"credit_left"`
+	// Exchange is the rate of a refund in another currency than the
+	// company's and the exchange difference it realised.
+	Exchange       *ExchangeView `json:"exchange,omitempty"`
+	JournalEntryID string        `json:"journal_entry_id"`
 }
 
 // View renders the refund. It is taken before the refund is recorded on
@@ -332,6 +409,7 @@ func (r *CreditRefund) View() CreditRefundView {
 		RefundID: r.ID.String(), RefundRef: r.Command.RefundRef, CustomerID: r.Command.CustomerID,
 		RefundedOn: r.Command.RefundedOn.String(), Currency: cur.Code, Amount: cur.Format(r.Refund.Amount),
 		CreditLeft: cur.Format(r.Refund.Credit.Balance.Sub(r.Refund.Amount)), JournalEntryID: r.JournalEntryID.String(),
+		Exchange: r.Conversion.Settled(r.Refund.Amount, r.Exchange),
 	}
 	if p := r.Refund.Payment; p != nil {
 		v.PaymentID, v.PaymentRef = p.ID.String(), p.Ref

@@ -23,7 +23,7 @@ func ExampleIssueInvoice() {
 		return
 	}
 	// The store allocates the sequence and IDs inside the posting transaction.
-	inv, entry := ledger.IssueInvoice("acme", cmd.(*ledger.CreateInvoice), uuid.New(), uuid.New(), 1)
+	inv, entry := ledger.IssueInvoice("acme", cmd.(*ledger.CreateInvoice), nil, uuid.New(), uuid.New(), 1)
 
 	v := inv.View()
 	fmt.Println(v.Number)

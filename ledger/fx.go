@@ -163,3 +163,46 @@ func ConversionFor(company Currency, docCur Currency, day Date, given *Decimal, 
 	}
 	return &Conversion{Rate: recorded.Rate, To: company, Source: recorded.Source, Date: recorded.Date}, nil
 }
+
+// Open items (an invoice's receivable, a customer's credit) are relieved
+// in the company's currency in proportion to what is open of them: settling
+// amount of open relieves round(amount × openCompany / open), and settling
+// all that is open relieves all that is open in the company's currency, so
+// an item settled in full leaves nothing in either currency. What the
+// settlement brings in or pays out at its own rate differs from what it
+// relieves; the difference is a realised exchange gain or loss
+// (ExchangeDifference).
+
+// Relieve is what settling amount of an open item relieves it by in the
+// company's currency to.
+func Relieve(to Currency, amount, open, openCompany decimal.Decimal) decimal.Decimal {
+	if !amount.LessThan(open) || !open.IsPositive() {
+		return openCompany
+	}
+	return to.Round(amount.Mul(openCompany).Div(open))
+}
+
+// ExchangeView is what results and events show of a payment, refund or
+// payout in another currency than the company's: the rate, the amount at
+// it, and the exchange difference realised (positive: a gain, negative: a
+// loss).
+type ExchangeView struct {
+	Rate       string `json:"rate"`
+	Source     string `json:"source"`
+	RateDate   string `json:"rate_date,omitempty"`
+	Currency   string `json:"currency"`
+	Amount     string `json:"amount"`
+	Difference string `json:"exchange_difference"`
+}
+
+// Settled renders the conversion of amount that realised diff; nil for
+// none.
+func (c *Conversion) Settled(amount, diff decimal.Decimal) *ExchangeView {
+	if c == nil {
+		return nil
+	}
+	return &ExchangeView{
+		Rate: c.Rate.String(), Source: c.Source, RateDate: c.Date.String(), Currency: c.To.Code,
+		Amount: c.To.Format(c.Convert(amount)), Difference: c.To.Format(diff),
+	}
+}

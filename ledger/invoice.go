@@ -200,8 +200,12 @@ func lineRates(lines []InvoiceLine) []decimal.Decimal {
 
 // IssueInvoice builds the invoice for cmd with the allocated sequence and
 // its journal entry: Dr receivables (gross) / Cr revenue (net) / Cr output
-// VAT (VAT).
-func IssueInvoice(company string, cmd *CreateInvoice, id, entryID uuid.UUID, sequence int64) (*Invoice, *JournalEntry) {
+// VAT (VAT). conv converts a document in another currency than the
+// company's (nil: none): revenue and VAT at their converted lines' sums,
+// the receivable at the sum of those, so a rounding difference of the
+// per-line conversion stays on the receivable and the entry balances in
+// both currencies.
+func IssueInvoice(company string, cmd *CreateInvoice, conv *Conversion, id, entryID uuid.UUID, sequence int64) (*Invoice, *JournalEntry) {
 	cur, _ := LookupCurrency(cmd.Currency)
 	inv := &Invoice{
 		ID:             id,
@@ -213,10 +217,12 @@ func IssueInvoice(company string, cmd *CreateInvoice, id, entryID uuid.UUID, seq
 		Totals:         cmd.Totals(cur),
 		CreateInvoice:  *cmd,
 	}
+	inv.Convert(conv)
+	t, co := inv.Totals, inv.Converted
 	var lines []JournalLine
-	lines = appendNonZero(lines, debit(AccountReceivables, cur.Code, inv.Totals.Gross))
-	lines = appendNonZero(lines, credit(AccountRevenue, cur.Code, inv.Totals.Net))
-	lines = appendNonZero(lines, credit(AccountOutputVAT, cur.Code, inv.Totals.VAT))
+	lines = appendNonZero(lines, debit(AccountReceivables, cur.Code, t.Gross).at(co.Gross))
+	lines = appendNonZero(lines, credit(AccountRevenue, cur.Code, t.Net).at(co.Net))
+	lines = appendNonZero(lines, credit(AccountOutputVAT, cur.Code, t.VAT).at(co.VAT))
 	entry := &JournalEntry{
 		ID:          entryID,
 		Company:     company,

@@ -269,7 +269,7 @@ func TestIssueInvoice(t *testing.T) {
 				t.Fatalf("Decode: %v", err)
 			}
 			id, entryID := uuid.New(), uuid.New()
-			inv, entry := ledger.IssueInvoice("acme", cmd.(*ledger.CreateInvoice), id, entryID, tt.sequence)
+			inv, entry := ledger.IssueInvoice("acme", cmd.(*ledger.CreateInvoice), nil, id, entryID, tt.sequence)
 
 			if inv.Number != tt.wantNumber || inv.Sequence != tt.sequence || inv.ID != id || inv.JournalEntryID != entryID || inv.Company != "acme" {
 				t.Fatalf("invoice %s #%d id %s entry %s company %q; want %s #%d id %s entry %s company acme",

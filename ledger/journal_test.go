@@ -68,6 +68,38 @@ func TestJournalEntryCheck(t *testing.T) {
 			wantErr: "line 3 must have exactly one positive side",
 		},
 		{
+			name: "another currency, balanced in both, with an exchange difference",
+			lines: []ledger.JournalLine{
+				{Account: "1100", Currency: "JPY", Debit: dec("10000"), CompanyDebit: dec("61.05")},
+				{Account: "1200", Currency: "JPY", Credit: dec("10000"), CompanyCredit: dec("61.54")},
+				{Account: "6900", Currency: "JPY", CompanyDebit: dec("0.49")},
+			},
+		},
+		{
+			name: "balanced in its currency, not in the company's",
+			lines: []ledger.JournalLine{
+				{Account: "1100", Currency: "JPY", Debit: dec("10000"), CompanyDebit: dec("61.05")},
+				{Account: "1200", Currency: "JPY", Credit: dec("10000"), CompanyCredit: dec("61.54")},
+			},
+			wantErr: "does not balance in the company's currency: off by -0.49",
+		},
+		{
+			name: "document debit, company credit",
+			lines: []ledger.JournalLine{
+				{Account: "1100", Currency: "JPY", Debit: dec("1"), CompanyCredit: dec("0.01")},
+				{Account: "1200", Currency: "JPY", Credit: dec("1"), CompanyDebit: dec("0.01")},
+			},
+			wantErr: "line 1 must have exactly one positive side",
+		},
+		{
+			name: "negative company amount",
+			lines: []ledger.JournalLine{
+				{Account: "1100", Currency: "JPY", Debit: dec("1"), CompanyDebit: dec("-0.01")},
+				{Account: "1200", Currency: "JPY", Credit: dec("1"), CompanyCredit: dec("-0.01")},
+			},
+			wantErr: "line 1 must have exactly one positive side",
+		},
+		{
 			name:    "one line",
 			lines:   []ledger.JournalLine{dr("1200", "EUR", "5")},
 			wantErr: "has 1 lines, at least 2",

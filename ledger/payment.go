@@ -16,6 +16,9 @@ type RecordPayment struct {
 	Currency    string       `json:"currency"`
 	Amount      Decimal      `json:"amount"`
 	Allocations []Allocation `json:"allocations,omitempty"`
+	// ExchangeRate is the rate the money arrived at, for a payment in
+	// another currency than the company's (see Conversion).
+	ExchangeRate *Decimal `json:"exchange_rate,omitempty"`
 }
 
 // Allocation applies part of a payment to one invoice.
@@ -78,33 +81,46 @@ func (c *RecordPayment) validate() *Error {
 	if applied.GreaterThan(c.Amount.Decimal) {
 		return invalid("allocations", "allocate %s in total, more than the payment's %s", applied, c.Amount)
 	}
+	if c.ExchangeRate != nil {
+		return rateErr("exchange_rate", *c.ExchangeRate)
+	}
 	return nil
 }
 
 // Payment is a recorded payment.
 type Payment struct {
-	ID             uuid.UUID
-	Company        string
-	Command        *RecordPayment
-	Currency       Currency
-	Applied        []AppliedPayment
-	Unapplied      decimal.Decimal
-	JournalEntryID uuid.UUID
+	ID        uuid.UUID
+	Company   string
+	Command   *RecordPayment
+	Currency  Currency
+	Applied   []AppliedPayment
+	Unapplied decimal.Decimal
+	// Conversion is the payment's rate (nil: in the company's currency);
+	// Exchange the difference it realised (positive: a gain).
+	Conversion       *Conversion
+	UnappliedCompany decimal.Decimal
+	Exchange         decimal.Decimal
+	JournalEntryID   uuid.UUID
 }
 
-// AppliedPayment is an allocation checked against its invoice.
+// AppliedPayment is an allocation checked against its invoice, and what it
+// relieved the invoice's receivable by in the company's currency.
 type AppliedPayment struct {
 	Invoice *InvoiceState
 	Amount  decimal.Decimal
+	Company decimal.Decimal
 }
 
 // ApplyPayment checks each allocation against its invoice (same customer,
 // same currency, no more than is open) and builds the payment with its
 // journal entry: Dr bank or provider clearing (amount) / Cr receivables
-// (applied) / Cr customer credits (unapplied).
-func ApplyPayment(company string, c *RecordPayment, invoices []*InvoiceState, id, entryID uuid.UUID) (*Payment, *JournalEntry, *Error) {
+// (applied) / Cr customer credits (unapplied). In another currency than
+// the company's the money and the unapplied part are at the payment's
+// rate, conv; the receivables are relieved as open items are (Relieve),
+// and the difference is a realised exchange gain or loss.
+func ApplyPayment(company string, c *RecordPayment, invoices []*InvoiceState, conv *Conversion, id, entryID uuid.UUID) (*Payment, *JournalEntry, *Error) {
 	cur, _ := LookupCurrency(c.Currency)
-	p := &Payment{ID: id, Company: company, Command: c, Currency: cur, JournalEntryID: entryID, Unapplied: c.Amount.Decimal}
+	p := &Payment{ID: id, Company: company, Command: c, Currency: cur, JournalEntryID: entryID, Unapplied: c.Amount.Decimal, Conversion: conv}
 	for i, a := range c.Allocations {
 		inv := invoices[i]
 		switch {
@@ -115,17 +131,24 @@ func ApplyPayment(company string, c *RecordPayment, invoices []*InvoiceState, id
 		case a.Amount.GreaterThan(inv.Open()):
 			return nil, nil, conflictf(inv, "invoice %s has %s open, less than the %s allocated to it", inv.Number, cur.Format(inv.Open()), cur.Format(a.Amount.Decimal))
 		}
-		p.Applied = append(p.Applied, AppliedPayment{Invoice: inv, Amount: a.Amount.Decimal})
+		p.Applied = append(p.Applied, AppliedPayment{Invoice: inv, Amount: a.Amount.Decimal, Company: inv.Relief(a.Amount.Decimal, conv)})
 		p.Unapplied = p.Unapplied.Sub(a.Amount.Decimal)
 	}
 	cash := AccountBank
 	if c.Method == MethodProvider {
 		cash = AccountProviderClearing
 	}
+	var relieved decimal.Decimal
+	for _, a := range p.Applied {
+		relieved = relieved.Add(a.Company)
+	}
+	p.UnappliedCompany = conv.Convert(p.Unapplied)
 	var lines []JournalLine
-	lines = appendNonZero(lines, debit(cash, cur.Code, c.Amount.Decimal))
-	lines = appendNonZero(lines, credit(AccountReceivables, cur.Code, c.Amount.Sub(p.Unapplied)))
-	lines = appendNonZero(lines, credit(AccountCustomerCredits, cur.Code, p.Unapplied))
+	lines = appendNonZero(lines, debit(cash, cur.Code, c.Amount.Decimal).at(conv.Convert(c.Amount.Decimal)))
+	lines = appendNonZero(lines, credit(AccountReceivables, cur.Code, c.Amount.Sub(p.Unapplied)).at(relieved))
+	lines = appendNonZero(lines, credit(AccountCustomerCredits, cur.Code, p.Unapplied).at(p.UnappliedCompany))
+	lines = balanceExchange(lines, cur.Code)
+	p.Exchange = exchangeOf(lines)
 	return p, &JournalEntry{
 		ID: entryID, Company: company, Date: c.ReceivedOn,
 		Description: "Payment " + c.PaymentRef + " from customer " + c.CustomerID,
@@ -141,23 +164,26 @@ func (p *Payment) Movement() (CreditMovement, bool) {
 	}
 	return CreditMovement{
 		ID: p.ID, CustomerID: p.Command.CustomerID, Currency: p.Currency, Kind: CreditFromPayment,
-		Amount: p.Unapplied, SourceID: p.ID, PaymentID: p.ID, Date: p.Command.ReceivedOn,
+		Amount: p.Unapplied, AmountCompany: p.UnappliedCompany, SourceID: p.ID, PaymentID: p.ID, Date: p.Command.ReceivedOn,
 		JournalEntryID: p.JournalEntryID,
 	}, true
 }
 
 // PaymentView is a payment as results and events show it.
 type PaymentView struct {
-	PaymentID      string               `json:"payment_id"`
-	PaymentRef     string               `json:"payment_ref"`
-	CustomerID     string               `json:"customer_id"`
-	ReceivedOn     string               `json:"received_on"`
-	Method         string               `json:"method"`
-	Currency       string               `json:"currency"`
-	Amount         string               `json:"amount"`
-	Applied        []AppliedPaymentView `json:"applied"`
-	Unapplied      string               `json:"unapplied"`
-	JournalEntryID string               `json:"journal_entry_id"`
+	PaymentID  string               `json:"payment_id"`
+	PaymentRef string               `json:"payment_ref"`
+	CustomerID string               `json:"customer_id"`
+	ReceivedOn string               `json:"received_on"`
+	Method     string               `json:"method"`
+	Currency   string               `json:"currency"`
+	Amount     string               `json:"amount"`
+	Applied    []AppliedPaymentView `json:"applied"`
+	Unapplied  string               `json:"unapplied"`
+	// Exchange is the rate of a payment in another currency than the
+	// company's and the exchange difference it realised.
+	Exchange       *ExchangeView `json:"exchange,omitempty"`
+	JournalEntryID string        `json:"journal_entry_id"`
 }
 
 // AppliedPaymentView is one allocation with the invoice's status after it.
@@ -177,6 +203,7 @@ func (p *Payment) View() PaymentView {
 		ReceivedOn: p.Command.ReceivedOn.String(), Method: p.Command.Method, Currency: cur.Code,
 		Amount: cur.Format(p.Command.Amount.Decimal), Unapplied: cur.Format(p.Unapplied),
 		Applied: []AppliedPaymentView{}, JournalEntryID: p.JournalEntryID.String(),
+		Exchange: p.Conversion.Settled(p.Command.Amount.Decimal, p.Exchange),
 	}
 	for _, a := range p.Applied {
 		paid := a.Invoice.NetPaid().Add(a.Amount)

@@ -97,25 +97,30 @@ func (p *PurchaseInvoice) Convert(c *Conversion) {
 }
 
 // BookPurchase builds the purchase invoice and its entry: Dr each line's
-// account (net), Dr input VAT / Cr payables (gross).
-func BookPurchase(company string, c *RecordPurchaseInvoice, id, entryID uuid.UUID) (*PurchaseInvoice, *JournalEntry) {
+// account (net), Dr input VAT / Cr payables (gross). conv converts as in
+// IssueInvoice, the payable taking the rounding difference.
+func BookPurchase(company string, c *RecordPurchaseInvoice, conv *Conversion, id, entryID uuid.UUID) (*PurchaseInvoice, *JournalEntry) {
 	cur, _ := LookupCurrency(c.Currency)
-	t := c.asInvoice().Totals(cur)
-	byAccount := map[string]decimal.Decimal{}
+	pi := &PurchaseInvoice{ID: id, Command: c, Currency: cur, Totals: c.asInvoice().Totals(cur), JournalEntryID: entryID}
+	pi.Convert(conv)
+	t, co := pi.Totals, pi.Converted
+	type amounts struct{ net, company decimal.Decimal }
+	byAccount := map[string]amounts{}
 	var order []string
 	for i, l := range c.Lines {
-		if _, ok := byAccount[l.Account]; !ok {
+		a, ok := byAccount[l.Account]
+		if !ok {
 			order = append(order, l.Account)
 		}
-		byAccount[l.Account] = byAccount[l.Account].Add(t.Lines[i].Net)
+		byAccount[l.Account] = amounts{a.net.Add(t.Lines[i].Net), a.company.Add(co.Lines[i].Net)}
 	}
 	var lines []JournalLine
 	for _, acc := range order {
-		lines = appendNonZero(lines, debit(acc, cur.Code, byAccount[acc]))
+		lines = appendNonZero(lines, debit(acc, cur.Code, byAccount[acc].net).at(byAccount[acc].company))
 	}
-	lines = appendNonZero(lines, debit(AccountInputVAT, cur.Code, t.VAT))
-	lines = appendNonZero(lines, credit(AccountPayables, cur.Code, t.Gross))
-	return &PurchaseInvoice{ID: id, Command: c, Currency: cur, Totals: t, JournalEntryID: entryID}, &JournalEntry{
+	lines = appendNonZero(lines, debit(AccountInputVAT, cur.Code, t.VAT).at(co.VAT))
+	lines = appendNonZero(lines, credit(AccountPayables, cur.Code, t.Gross).at(co.Gross))
+	return pi, &JournalEntry{
 		ID: entryID, Company: company, Date: c.IssueDate,
 		Description: "Purchase invoice " + c.DocumentNumber + " from " + c.Supplier.Name,
 		SourceType:  "purchase_invoice", SourceID: id, Lines: lines,

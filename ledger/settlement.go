@@ -20,6 +20,9 @@ type RecordSettlement struct {
 	Refunds     Decimal            `json:"refunds"`
 	RefundItems []SettlementRefund `json:"refund_items,omitempty"`
 	Net         Decimal            `json:"net"`
+	// ExchangeRate is the payout's rate, for a payout in another currency
+	// than the company's (see Conversion).
+	ExchangeRate *Decimal `json:"exchange_rate,omitempty"`
 }
 
 // SettlementRefund is one refund the provider paid out of the payout: of
@@ -40,6 +43,11 @@ func (c *RecordSettlement) validate() *Error {
 	}
 	if c.PayoutDate.IsZero() {
 		return invalid("payout_date", "is required")
+	}
+	if c.ExchangeRate != nil {
+		if err := rateErr("exchange_rate", *c.ExchangeRate); err != nil {
+			return err
+		}
 	}
 	for _, a := range []struct {
 		field string
@@ -92,25 +100,37 @@ type Settlement struct {
 	Currency       Currency
 	Refunds        []Refund // one per RefundItems, in order
 	JournalEntryID uuid.UUID
+	// Conversion is the payout's rate (nil: in the company's currency);
+	// Exchange the difference its refunds realised (positive: a gain).
+	Conversion *Conversion
+	Exchange   decimal.Decimal
 }
 
 // SettleProvider builds the settlement and its journal entry: Dr bank
 // (net; Cr when the payout is negative), Dr provider fees, Dr customer
 // credits (refunds paid back to customers) / Cr provider clearing (gross).
 // refunds are the command's RefundItems checked against the customers'
-// credits and payments (CheckRefund), in order.
-func SettleProvider(company string, c *RecordSettlement, refunds []Refund, id, entryID uuid.UUID) (*Settlement, *JournalEntry) {
+// credits and payments (CheckRefund), in order. In another currency than
+// the company's the payout, its fees and the clearing it settles are at
+// its rate, conv, the credits refunded are relieved as open items are, and
+// the difference is a realised exchange gain or loss.
+func SettleProvider(company string, c *RecordSettlement, refunds []Refund, conv *Conversion, id, entryID uuid.UUID) (*Settlement, *JournalEntry) {
 	cur, _ := LookupCurrency(c.Currency)
+	var refunded decimal.Decimal
+	for _, r := range refunds {
+		refunded = refunded.Add(r.Company)
+	}
 	var lines []JournalLine
 	if c.Net.IsNegative() {
-		lines = append(lines, credit(AccountBank, cur.Code, c.Net.Neg()))
+		lines = append(lines, credit(AccountBank, cur.Code, c.Net.Neg()).at(conv.Convert(c.Net.Neg())))
 	} else {
-		lines = appendNonZero(lines, debit(AccountBank, cur.Code, c.Net.Decimal))
+		lines = appendNonZero(lines, debit(AccountBank, cur.Code, c.Net.Decimal).at(conv.Convert(c.Net.Decimal)))
 	}
-	lines = appendNonZero(lines, debit(AccountProviderFees, cur.Code, c.Fees.Decimal))
-	lines = appendNonZero(lines, debit(AccountCustomerCredits, cur.Code, c.Refunds.Decimal))
-	lines = appendNonZero(lines, credit(AccountProviderClearing, cur.Code, c.Gross.Decimal))
-	return &Settlement{ID: id, Command: c, Currency: cur, Refunds: refunds, JournalEntryID: entryID}, &JournalEntry{
+	lines = appendNonZero(lines, debit(AccountProviderFees, cur.Code, c.Fees.Decimal).at(conv.Convert(c.Fees.Decimal)))
+	lines = appendNonZero(lines, debit(AccountCustomerCredits, cur.Code, c.Refunds.Decimal).at(refunded))
+	lines = appendNonZero(lines, credit(AccountProviderClearing, cur.Code, c.Gross.Decimal).at(conv.Convert(c.Gross.Decimal)))
+	lines = balanceExchange(lines, cur.Code)
+	return &Settlement{ID: id, Command: c, Currency: cur, Refunds: refunds, JournalEntryID: entryID, Conversion: conv, Exchange: exchangeOf(lines)}, &JournalEntry{
 		ID: entryID, Company: company, Date: c.PayoutDate,
 		Description: "Payout " + c.PayoutID + " from " + c.Provider,
 		SourceType:  "settlement", SourceID: id, Lines: lines,
@@ -124,7 +144,7 @@ func (s *Settlement) Movements(ids func() uuid.UUID) []CreditMovement {
 	for _, r := range s.Refunds {
 		m := CreditMovement{
 			ID: ids(), CustomerID: r.Credit.CustomerID, Currency: s.Currency, Kind: CreditRefundedByPayout,
-			Amount: r.Amount.Neg(), SourceID: s.ID, Date: s.Command.PayoutDate, JournalEntryID: s.JournalEntryID,
+			Amount: r.Amount.Neg(), AmountCompany: r.Company.Neg(), SourceID: s.ID, Date: s.Command.PayoutDate, JournalEntryID: s.JournalEntryID,
 		}
 		if r.Payment != nil {
 			m.PaymentID = r.Payment.ID
@@ -147,6 +167,7 @@ type SettlementView struct {
 	// RefundItems says what each refund refunded.
 	RefundItems    []SettlementRefundView `json:"refund_items"`
 	Net            string                 `json:"net"`
+	Exchange       *ExchangeView          `json:"exchange,omitempty"`
 	JournalEntryID string                 `json:"journal_entry_id"`
 }
 
@@ -166,6 +187,7 @@ func (s *Settlement) View() SettlementView {
 		SettlementID: s.ID.String(), Provider: c.Provider, PayoutID: c.PayoutID, PayoutDate: c.PayoutDate.String(),
 		Currency: s.Currency.Code, Gross: f(c.Gross), Fees: f(c.Fees), Refunds: f(c.Refunds), Net: f(c.Net),
 		RefundItems: []SettlementRefundView{}, JournalEntryID: s.JournalEntryID.String(),
+		Exchange: s.Conversion.Settled(c.Net.Decimal, s.Exchange),
 	}
 	for _, r := range s.Refunds {
 		rv := SettlementRefundView{CustomerID: r.Credit.CustomerID, Amount: s.Currency.Format(r.Amount)}

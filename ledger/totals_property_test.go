@@ -115,7 +115,7 @@ func TestTotalsProperties(t *testing.T) {
 			t.Fatalf("decoded totals %s/%s differ from %s/%s", got.Gross, got.VAT, tot.Gross, tot.VAT)
 		}
 
-		inv, entry := ledger.IssueInvoice("acme", cmd, uuid.New(), uuid.New(), 1)
+		inv, entry := ledger.IssueInvoice("acme", cmd, nil, uuid.New(), uuid.New(), 1)
 		if err := entry.Check(); err != nil {
 			t.Fatalf("journal entry of invoice with totals %s/%s/%s: %v", tot.Net, tot.VAT, tot.Gross, err)
 		}

@@ -89,7 +89,7 @@ func TestBooksBuiltThroughTheInboxAuditClean(t *testing.T) {
 	}
 
 	want := map[string]int64{
-		audit.CheckTrialBalance:   2, // acme EUR, beta EUR
+		audit.CheckTrialBalance:   4, // acme EUR, beta EUR, each also in its company's currency
 		audit.CheckJournalEntries: count(t, pool, `SELECT count(*) FROM journal_entries`),
 		audit.CheckNumberSeries:   4, // INV and CN of each company
 		audit.CheckReceivables: count(t, pool, `SELECT count(*) FROM (SELECT company_id, currency FROM journal_lines WHERE account_code = '1200'
@@ -217,6 +217,40 @@ func TestForgedStatesAreCaught(t *testing.T) {
 		},
 		want:    []string{audit.CheckJournalEntries, audit.CheckTrialBalance},
 		wantRef: forgedEntry,
+	}, {
+		name: "an entry in yen balanced in yen, not in the company's euro",
+		forge: []string{
+			`INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
+			 VALUES ('` + forgedEntry + `', 'acme', '2026-12-05', 'forged', 'forged', gen_random_uuid())`,
+			`INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit, debit_company, credit_company)
+			 VALUES ('` + forgedEntry + `', 1, 'acme', '1100', 'JPY', 1000, 0, 6.15, 0), ('` + forgedEntry + `', 2, 'acme', '3000', 'JPY', 0, 1000, 0, 6.16)`,
+		},
+		want:    []string{audit.CheckJournalEntries, audit.CheckTrialBalance},
+		wantRef: forgedEntry,
+		check: func(t *testing.T, r *audit.Report) {
+			var found bool
+			for _, v := range r.Violations {
+				found = found || v.Check == audit.CheckJournalEntries && strings.Contains(v.Detail, "in the company's currency debits 6.15, credits 6.16")
+			}
+			if !found {
+				t.Errorf("violations %+v", r.Violations)
+			}
+		},
+	}, {
+		name: "an entry in yen without amounts in euro",
+		forge: []string{
+			`INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
+			 VALUES ('` + forgedEntry + `', 'acme', '2026-12-05', 'forged', 'forged', gen_random_uuid())`,
+			`INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
+			 VALUES ('` + forgedEntry + `', 1, 'acme', '1100', 'JPY', 1000, 0), ('` + forgedEntry + `', 2, 'acme', '3000', 'JPY', 0, 1000)`,
+		},
+		want:    []string{audit.CheckJournalEntries},
+		wantRef: forgedEntry,
+		check: func(t *testing.T, r *audit.Report) {
+			if v := r.Violations[0]; !strings.Contains(v.Detail, "2 line(s) in JPY have no amounts in the company's currency EUR") {
+				t.Errorf("violation %+v", v)
+			}
+		},
 	}, {
 		name: "a refund posted to receivables, against no invoice",
 		forge: []string{

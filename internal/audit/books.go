@@ -3,15 +3,23 @@ package audit
 // The books: double entry and gapless numbering. Each query is a flagged
 // query (see flaggedTail); $1 is the company filter, empty for all.
 
+// The trial balance nets to zero per document currency and, over all of
+// them, in the company's currency (a line without company amounts counts
+// its own; see journalEntriesSQL).
 const trialBalanceSQL = `
 WITH totals AS (
-	SELECT company_id, currency, sum(debit) AS debits, sum(credit) AS credits
+	SELECT company_id, currency::text AS currency, sum(debit) AS debits, sum(credit) AS credits
 	  FROM journal_lines
 	 WHERE ($1::text = '' OR company_id = $1)
-	 GROUP BY company_id, currency),
+	 GROUP BY company_id, currency
+	UNION ALL
+	SELECT l.company_id, 'company currency ' || min(c.currency), sum(coalesce(l.debit_company, l.debit)), sum(coalesce(l.credit_company, l.credit))
+	  FROM journal_lines l JOIN companies c ON c.id = l.company_id
+	 WHERE ($1::text = '' OR l.company_id = $1)
+	 GROUP BY l.company_id),
 counted AS (SELECT count(*) AS n, '' AS note FROM totals),
 flagged AS (
-	SELECT company_id, currency::text AS ref,
+	SELECT company_id, currency AS ref,
 	       format('the %s trial balance does not net to zero: debits %s, credits %s, difference %s',
 	              currency, trim_scale(debits), trim_scale(credits), trim_scale(debits - credits)) AS detail
 	  FROM totals
@@ -19,20 +27,31 @@ flagged AS (
 
 // journalEntriesSQL groups lines per entry and currency once, then joins
 // the entries both ways: an entry without lines and lines without an entry
-// are both broken, and so is an entry with lines of another company.
+// are both broken, and so is an entry with lines of another company. Every
+// entry balances in each document currency and in the company's currency;
+// a line without company amounts counts its own amount in them, which is
+// right in the company's currency only, so such a line in another
+// currency is flagged.
 const journalEntriesSQL = `
 WITH per_currency AS (
 	SELECT entry_id, min(company_id) AS company_id, max(company_id) AS last_company, currency, count(*) AS lines,
-	       sum(debit) AS debits, sum(credit) AS credits
+	       sum(debit) AS debits, sum(credit) AS credits,
+	       sum(coalesce(debit_company, debit)) AS company_debits, sum(coalesce(credit_company, credit)) AS company_credits,
+	       count(*) FILTER (WHERE debit_company IS NULL OR credit_company IS NULL) AS unconverted
 	  FROM journal_lines
 	 WHERE ($1::text = '' OR company_id = $1)
 	 GROUP BY entry_id, currency),
 per_entry AS (
-	SELECT entry_id, min(company_id) AS company_id, max(last_company) AS last_company, sum(lines) AS lines,
-	       string_agg(format('%s debits %s, credits %s', currency, trim_scale(debits), trim_scale(credits)), '; '
-	                  ORDER BY currency) FILTER (WHERE debits <> credits) AS unbalanced
-	  FROM per_currency
-	 GROUP BY entry_id),
+	SELECT p.entry_id, min(p.company_id) AS company_id, max(p.last_company) AS last_company, sum(p.lines) AS lines,
+	       concat_ws('; ',
+	           string_agg(format('%s debits %s, credits %s', p.currency, trim_scale(p.debits), trim_scale(p.credits)), '; '
+	                      ORDER BY p.currency) FILTER (WHERE p.debits <> p.credits),
+	           CASE WHEN sum(p.company_debits) <> sum(p.company_credits)
+	                THEN format('in the company''s currency debits %s, credits %s', trim_scale(sum(p.company_debits)), trim_scale(sum(p.company_credits))) END,
+	           string_agg(format('%s line(s) in %s have no amounts in the company''s currency %s', p.unconverted, p.currency, c.currency), '; ')
+	               FILTER (WHERE p.unconverted > 0 AND upper(p.currency) <> c.currency)) AS unbalanced
+	  FROM per_currency p LEFT JOIN companies c ON c.id = p.company_id
+	 GROUP BY p.entry_id),
 entries AS (
 	SELECT coalesce(e.company_id, p.company_id) AS company_id, coalesce(e.id, p.entry_id) AS id,
 	       coalesce(p.lines, 0) AS lines, p.unbalanced, e.id IS NULL AS orphaned,
@@ -46,10 +65,10 @@ flagged AS (
 	       concat_ws('; ',
 	           CASE WHEN orphaned THEN format('%s journal line(s) belong to no journal entry', lines) END,
 	           CASE WHEN NOT orphaned AND lines < 2 THEN format('the entry has %s line(s); an entry needs at least 2', lines) END,
-	           CASE WHEN unbalanced IS NOT NULL THEN 'the entry does not balance: ' || unbalanced END,
+	           CASE WHEN unbalanced <> '' THEN 'the entry does not balance: ' || unbalanced END,
 	           CASE WHEN foreign_company IS NOT NULL THEN format('the entry is of company %s but has lines of company %s', company_id, foreign_company) END) AS detail
 	  FROM entries
-	 WHERE orphaned OR lines < 2 OR unbalanced IS NOT NULL OR foreign_company IS NOT NULL)`
+	 WHERE orphaned OR lines < 2 OR unbalanced <> '' OR foreign_company IS NOT NULL)`
 
 // numberSeriesSQL compares each series' documents with its counter. Within
 // a series ordered by sequence, step is the distance from the previous

@@ -293,6 +293,10 @@ func runtimeBody(o *op, known []knownInvoice) (body, changed []byte) {
 		if inv != nil {
 			pay["customer_id"], pay["currency"] = inv.customer, inv.currency
 			pay["allocations"] = []map[string]string{{"invoice_id": inv.id, "amount": "1.00"}}
+			if inv.currency != "EUR" {
+				// At another rate than the invoice's: an exchange difference.
+				pay["exchange_rate"] = "1.0600"
+			}
 		}
 		body, _ = json.Marshal(pay)
 		pay["amount"] = "2.00"

@@ -48,12 +48,15 @@ func (p *plan) credits(b *pgx.Batch, customers [][2]string, payments []paymentKe
 		pc, pr = append(pc, k.company), append(pr, k.ref)
 	}
 	var k creditKey
-	var balance string
-	p.query(b, "lock customer credits", []any{&k.company, &k.customer, &k.currency, &balance}, func() {
+	var balance, balanceCompany, companyCur string
+	p.query(b, "lock customer credits", []any{&k.company, &k.customer, &k.currency, &balance, &balanceCompany, &companyCur}, func() {
 		cur, _ := ledger.LookupCurrency(k.currency)
-		s.credits[k] = &ledger.CustomerCredit{CustomerID: k.customer, Currency: cur, Balance: dec(balance)}
+		co, _ := ledger.LookupCurrency(companyCur)
+		s.credits[k] = &ledger.CustomerCredit{CustomerID: k.customer, Currency: cur, Balance: dec(balance), BalanceCompany: dec(balanceCompany), Company: co}
 	}, `
-		SELECT c.company_id, c.customer_id, c.currency::text, c.balance::text FROM customer_credits c
+		SELECT c.company_id, c.customer_id, c.currency::text, c.balance::text, coalesce(c.balance_company, c.balance)::text,
+		       (SELECT currency::text FROM companies WHERE id = c.company_id)
+		  FROM customer_credits c
 		 WHERE (c.company_id, c.customer_id) IN (
 		        SELECT * FROM unnest($1::text[], $2::text[])
 		        UNION
@@ -78,12 +81,13 @@ func (p *plan) credits(b *pgx.Batch, customers [][2]string, payments []paymentKe
 	return s
 }
 
-// credit returns the customer's credit in cur, zero when it has none.
-func (s *creditStates) credit(company, customer string, cur ledger.Currency) *ledger.CustomerCredit {
+// credit returns the customer's credit in cur, zero when it has none;
+// books are the company's.
+func (s *creditStates) credit(company string, books *companyBooks, customer string, cur ledger.Currency) *ledger.CustomerCredit {
 	k := creditKey{company, customer, cur.Code}
 	c := s.credits[k]
 	if c == nil {
-		c = &ledger.CustomerCredit{CustomerID: customer, Currency: cur}
+		c = &ledger.CustomerCredit{CustomerID: customer, Currency: cur, Company: books.currency}
 		s.credits[k] = c
 	}
 	return c
@@ -123,26 +127,35 @@ func (m *movements) queue(b *pgx.Batch) {
 	n := len(m.list)
 	ids, sources, entryIDs := make([][16]byte, 0, n), make([][16]byte, 0, n), make([][16]byte, 0, n)
 	customers, currencies, kinds, amounts := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	amountsCo, invoicesCo := make([]string, 0, n), make([]string, 0, n)
 	paymentIDs, invoiceIDs, refundRefs := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	dates := make([]time.Time, 0, n)
-	net := map[creditKey]decimal.Decimal{}
+	type delta struct{ amount, company decimal.Decimal }
+	net := map[creditKey]delta{}
 	for i, mv := range m.list {
+		var invoiceCo string
+		if mv.Kind == ledger.CreditApplied {
+			invoiceCo = mv.InvoiceCompany.String()
+		}
+		amountsCo, invoicesCo = append(amountsCo, mv.AmountCompany.String()), append(invoicesCo, invoiceCo)
 		ids, sources, entryIDs = append(ids, mv.ID), append(sources, mv.SourceID), append(entryIDs, mv.JournalEntryID)
 		customers, currencies, kinds = append(customers, mv.CustomerID), append(currencies, mv.Currency.Code), append(kinds, mv.Kind)
 		amounts, dates = append(amounts, mv.Amount.String()), append(dates, mv.Date.Time)
 		paymentIDs, invoiceIDs, refundRefs = append(paymentIDs, optionalID(mv.PaymentID)), append(invoiceIDs, optionalID(mv.InvoiceID)), append(refundRefs, mv.RefundRef)
 		k := creditKey{m.companies[i], mv.CustomerID, mv.Currency.Code}
-		net[k] = net[k].Add(mv.Amount)
+		net[k] = delta{net[k].amount.Add(mv.Amount), net[k].company.Add(mv.AmountCompany)}
 	}
 	b.Queue(`
 		INSERT INTO customer_credit_movements (id, company_id, customer_id, currency, kind, amount, source_id,
-		                                       payment_id, invoice_id, refund_ref, entry_date, journal_entry_id)
+		                                       payment_id, invoice_id, refund_ref, entry_date, journal_entry_id, amount_company, invoice_company)
 		SELECT id, company_id, customer_id, currency, kind, amount, source_id,
-		       nullif(payment_id, '')::uuid, nullif(invoice_id, '')::uuid, nullif(refund_ref, ''), entry_date, journal_entry_id
+		       nullif(payment_id, '')::uuid, nullif(invoice_id, '')::uuid, nullif(refund_ref, ''), entry_date, journal_entry_id,
+		       amount_company, nullif(invoice_company, '')::numeric
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]::numeric[], $7::uuid[],
-		              $8::text[], $9::text[], $10::text[], $11::date[], $12::uuid[])
-		       AS r(id, company_id, customer_id, currency, kind, amount, source_id, payment_id, invoice_id, refund_ref, entry_date, journal_entry_id)`,
-		ids, m.companies, customers, currencies, kinds, amounts, sources, paymentIDs, invoiceIDs, refundRefs, dates, entryIDs)
+		              $8::text[], $9::text[], $10::text[], $11::date[], $12::uuid[], $13::text[]::numeric[], $14::text[])
+		       AS r(id, company_id, customer_id, currency, kind, amount, source_id, payment_id, invoice_id, refund_ref, entry_date, journal_entry_id,
+		            amount_company, invoice_company)`,
+		ids, m.companies, customers, currencies, kinds, amounts, sources, paymentIDs, invoiceIDs, refundRefs, dates, entryIDs, amountsCo, invoicesCo)
 
 	keys := make([]creditKey, 0, len(net))
 	for k := range net {
@@ -152,29 +165,37 @@ func (m *movements) queue(b *pgx.Batch) {
 	slices.SortFunc(keys, func(a, b creditKey) int {
 		return cmp.Or(cmp.Compare(a.company, b.company), cmp.Compare(a.customer, b.customer), cmp.Compare(a.currency, b.currency))
 	})
-	var add, take [4][]string
+	// One statement adds to credits, creating rows; one changes rows that
+	// exist (a net use, or a change in the company's currency only).
+	var add, change [5][]string
 	for _, k := range keys {
 		d := net[k]
-		switch d.Sign() {
-		case 1:
-			add = [4][]string{append(add[0], k.company), append(add[1], k.customer), append(add[2], k.currency), append(add[3], d.String())}
-		case -1:
-			take = [4][]string{append(take[0], k.company), append(take[1], k.customer), append(take[2], k.currency), append(take[3], d.Neg().String())}
+		row := func(to [5][]string) [5][]string {
+			return [5][]string{append(to[0], k.company), append(to[1], k.customer), append(to[2], k.currency),
+				append(to[3], d.amount.String()), append(to[4], d.company.String())}
+		}
+		switch {
+		case d.amount.IsPositive():
+			add = row(add)
+		case d.amount.IsNegative() || !d.company.IsZero():
+			change = row(change)
 		}
 	}
 	if len(add[0]) > 0 {
 		b.Queue(`
-			INSERT INTO customer_credits (company_id, customer_id, currency, balance)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]::numeric[])
-			ON CONFLICT (company_id, customer_id, currency) DO UPDATE SET balance = customer_credits.balance + EXCLUDED.balance`,
-			add[0], add[1], add[2], add[3])
+			INSERT INTO customer_credits (company_id, customer_id, currency, balance, balance_company)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[])
+			ON CONFLICT (company_id, customer_id, currency) DO UPDATE
+			   SET balance = customer_credits.balance + EXCLUDED.balance,
+			       balance_company = coalesce(customer_credits.balance_company, customer_credits.balance) + EXCLUDED.balance_company`,
+			add[0], add[1], add[2], add[3], add[4])
 	}
-	if len(take[0]) > 0 {
+	if len(change[0]) > 0 {
 		b.Queue(`
-			UPDATE customer_credits c SET balance = c.balance - t.amount
-			  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]::numeric[]) AS t(company_id, customer_id, currency, amount)
+			UPDATE customer_credits c SET balance = c.balance + t.amount, balance_company = coalesce(c.balance_company, c.balance) + t.company
+			  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[]) AS t(company_id, customer_id, currency, amount, company)
 			 WHERE c.company_id = t.company_id AND c.customer_id = t.customer_id AND c.currency = t.currency`,
-			take[0], take[1], take[2], take[3])
+			change[0], change[1], change[2], change[3], change[4])
 	}
 }
 
@@ -222,6 +243,15 @@ func (kind customerCredits) Prepare(items []exec.Item, reads *pgx.Batch) exec.Pl
 		}
 	}
 	p.known = p.companies(reads, items)
+	var fx []fxKey
+	for _, it := range items {
+		if c, ok := it.Command.(*ledger.RefundCustomerCredit); ok {
+			if k, ok := fxKeyOf(it.Company, c.Currency, c.RefundedOn, c.ExchangeRate); ok {
+				fx = append(fx, k)
+			}
+		}
+	}
+	p.rates = p.fxLookup(reads, fx)
 	p.refunds = p.existing(reads, "look up refunds", `
 		SELECT r.company_id, r.refund_ref, '', m.id, m.refund_ref
 		  FROM unnest($1::text[], $2::text[]) AS r(company_id, refund_ref)
@@ -241,6 +271,7 @@ type customerCreditPlan struct {
 	refunds     map[docKey]found // by (company, refund_ref)
 	invoices    *invoiceStates
 	credit      *creditStates
+	rates       map[fxKey]*ledger.FXRate
 }
 
 func (p *customerCreditPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
@@ -294,7 +325,7 @@ func (p *customerCreditPlan) apply(at int, company string, c *ledger.ApplyCustom
 	if err != nil {
 		return exec.Result{Err: err}, nil, ledger.CreditMovement{}
 	}
-	a, entry, err := ledger.ApplyCredit(company, c, inv, p.credit.credit(company, c.CustomerID, inv.Currency), newID(), newID())
+	a, entry, err := ledger.ApplyCredit(company, c, inv, p.credit.credit(company, p.known[company], c.CustomerID, inv.Currency), newID(), newID())
 	if err != nil {
 		return exec.Result{Err: err}, nil, ledger.CreditMovement{}
 	}
@@ -316,7 +347,11 @@ func (p *customerCreditPlan) refund(company string, c *ledger.RefundCustomerCred
 		}
 	}
 	cur, _ := ledger.LookupCurrency(c.Currency)
-	rf, entry, err := ledger.RefundCredit(company, c, p.credit.credit(company, c.CustomerID, cur), pay, newID(), newID())
+	conv, err := p.known[company].convert(p.rates, company, c.Currency, c.RefundedOn, c.ExchangeRate)
+	if err != nil {
+		return exec.Result{Err: err}, nil, ledger.CreditMovement{}
+	}
+	rf, entry, err := ledger.RefundCredit(company, c, p.credit.credit(company, p.known[company], c.CustomerID, cur), pay, conv, newID(), newID())
 	if err != nil {
 		return exec.Result{Err: err}, nil, ledger.CreditMovement{}
 	}

@@ -35,6 +35,13 @@ func (kind settlements) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 			}
 		}
 	}
+	var fx []fxKey
+	for i, c := range p.cmds {
+		if k, ok := fxKeyOf(items[i].Company, c.Currency, c.PayoutDate, c.ExchangeRate); ok {
+			fx = append(fx, k)
+		}
+	}
+	p.rates = p.fxLookup(reads, fx)
 	if len(customers)+len(payments) > 0 {
 		p.credits = p.plan.credits(reads, customers, payments)
 	}
@@ -51,6 +58,7 @@ type settlementPlan struct {
 	commandsPlan[*ledger.RecordSettlement]
 	payouts map[docKey]found // by (company, provider, payout)
 	credits *creditStates    // nil when no settlement refunds anything
+	rates   map[fxKey]*ledger.FXRate
 }
 
 func (p *settlementPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
@@ -66,11 +74,15 @@ func (p *settlementPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, erro
 		if err := p.known[company].checkDate("payout_date", c.PayoutDate); err != nil {
 			return refused(err)
 		}
+		conv, rerr := p.known[company].convert(p.rates, company, c.Currency, c.PayoutDate, c.ExchangeRate)
+		if rerr != nil {
+			return refused(rerr)
+		}
 		refunds, rerr := p.refunds(company, c)
 		if rerr != nil {
 			return refused(rerr)
 		}
-		st, entry := ledger.SettleProvider(company, c, refunds, newID(), newID())
+		st, entry := ledger.SettleProvider(company, c, refunds, conv, newID(), newID())
 		if err := entry.Check(); err != nil {
 			return exec.Result{}, fmt.Errorf("post settlement %s: %w", c.PayoutID, err)
 		}
@@ -94,17 +106,15 @@ func (p *settlementPlan) refunds(company string, c *ledger.RecordSettlement) ([]
 	var taken []ledger.Refund
 	undo := func() {
 		for _, r := range taken {
-			r.Credit.Balance = r.Credit.Balance.Add(r.Amount)
-			if r.Payment != nil {
-				r.Payment.Refunded = r.Payment.Refunded.Sub(r.Amount)
-			}
+			r.Undo()
 		}
 	}
 	for i, item := range c.RefundItems {
-		r := ledger.Refund{Amount: item.Amount.Decimal}
+		var pay *ledger.PaymentCredit
 		customer := item.CustomerID
 		if item.PaymentRef != "" {
-			pay, err := p.credits.payment(company, item.PaymentRef)
+			var err *ledger.Error
+			pay, err = p.credits.payment(company, item.PaymentRef)
 			if err == nil && pay.Currency.Code != cur.Code {
 				err = ledger.Errorf(ledger.CodeConflict, "refund_items[%d]: payment %q is in %s, the payout in %s", i, pay.Ref, pay.Currency.Code, cur.Code)
 			}
@@ -112,9 +122,9 @@ func (p *settlementPlan) refunds(company string, c *ledger.RecordSettlement) ([]
 				undo()
 				return nil, err
 			}
-			r.Payment, customer = pay, pay.CustomerID
+			customer = pay.CustomerID
 		}
-		r.Credit = p.credits.credit(company, customer, cur)
+		r := ledger.NewRefund(p.credits.credit(company, p.known[company], customer, cur), pay, item.Amount.Decimal)
 		if err := ledger.CheckRefund(r.Credit, r.Payment, r.Amount); err != nil {
 			undo()
 			err.Message = fmt.Sprintf("refund_items[%d]: %s", i, err.Message)
@@ -200,8 +210,7 @@ func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error)
 		if err != nil {
 			return refused(err)
 		}
-		pi, entry := ledger.BookPurchase(company, c, newID(), newID())
-		pi.Convert(conv)
+		pi, entry := ledger.BookPurchase(company, c, conv, newID(), newID())
 		if err := entry.Check(); err != nil {
 			return exec.Result{}, fmt.Errorf("post purchase invoice %s: %w", c.DocumentNumber, err)
 		}

@@ -166,7 +166,7 @@ func TestPaymentsMoveInvoiceStatus(t *testing.T) {
 			"allocations": []any{map[string]any{"invoice_number": c.Number, "amount": "363.01"}}}, ledger.CodeConflict},
 		{map[string]any{"payment_ref": "bank-3", "customer_id": "someone-else", "received_on": "2026-12-12", "currency": "EUR", "amount": "1.00",
 			"allocations": []any{map[string]any{"invoice_number": c.Number, "amount": "1.00"}}}, ledger.CodeConflict},
-		{map[string]any{"payment_ref": "bank-3", "customer_id": "cust-42", "received_on": "2026-12-12", "currency": "USD", "amount": "1.00",
+		{map[string]any{"payment_ref": "bank-3", "customer_id": "cust-42", "received_on": "2026-12-12", "currency": "USD", "amount": "1.00", "exchange_rate": "1.05",
 			"allocations": []any{map[string]any{"invoice_number": c.Number, "amount": "1.00"}}}, ledger.CodeConflict},
 		{map[string]any{"payment_ref": "bank-3", "customer_id": "cust-42", "received_on": "2026-12-12", "currency": "EUR", "amount": "1.00",
 			"allocations": []any{map[string]any{"invoice_number": "INV-2026-000099", "amount": "1.00"}}}, ledger.CodeNotFound},

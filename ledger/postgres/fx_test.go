@@ -121,3 +121,139 @@ func vatReturnOf(t *testing.T, db *pgxpool.Pool, p ledger.Period) ledger.VATRetu
 	}
 	return r.View()
 }
+
+// companyBalance is debits minus credits on an account in the company's
+// currency.
+func companyBalance(t *testing.T, db *pgxpool.Pool, company, account string) string {
+	t.Helper()
+	var b string
+	if err := db.QueryRow(testContext(t), `
+		SELECT coalesce(sum(coalesce(debit_company, debit) - coalesce(credit_company, credit)), 0)::numeric(28,2)::text
+		  FROM journal_lines WHERE company_id = $1 AND account_code = $2`, company, account).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A foreign invoice's receivable is in the books at the invoice's rate;
+// the money arrives at another. Settling the invoice relieves its
+// receivable of what it was booked at, and the difference is a realised
+// exchange gain or loss; a credit note beyond what is open, its use and
+// its refund do the same for the customer's credit.
+func TestPaymentsAtAnotherRateRealiseExchangeDifferences(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	createCompany(t, db, "acme")
+	// 12,100 JPY at 162.50: 61.54 + 12.92 = 74.46 EUR.
+	inv := run[ledger.InvoiceView](t, db, "acme", "invoice.create", jpyInvoice("o-1", "2026-12-02", "162.50"))
+	if got := companyBalance(t, db, "acme", "1200"); got != "74.46" {
+		t.Fatalf("1200 at %s EUR after the invoice, want 74.46", got)
+	}
+	// Half paid at 165.00: 6,050 JPY is 36.67 EUR in the bank and relieves
+	// half the receivable, 37.23: a loss of 0.56.
+	pay := run[ledger.PaymentView](t, db, "acme", "payment.record", map[string]any{
+		"payment_ref": "p-1", "customer_id": "cust-42", "received_on": "2026-12-10", "currency": "JPY", "amount": "6050",
+		"exchange_rate": "165.00", "allocations": []any{map[string]any{"invoice_number": inv.Number, "amount": "6050"}}})
+	if x := pay.Exchange; x == nil || x.Rate != "165" || x.Amount != "36.67" || x.Difference != "-0.56" || x.Currency != "EUR" {
+		t.Fatalf("payment exchange %+v", pay.Exchange)
+	}
+	if got := companyBalance(t, db, "acme", "1200"); got != "37.23" {
+		t.Fatalf("1200 at %s EUR after half, want 37.23", got)
+	}
+	// The rest, and 1,000 JPY more, at a recorded 160.00: 7,050 JPY is
+	// 44.06 EUR; it relieves the 37.23 left and puts 1,000 JPY = 6.25 EUR
+	// on the customer's credit: a gain of 0.58.
+	run[ledger.FXRateView](t, db, "acme", "fx_rate.record", map[string]any{"currency": "JPY", "date": "2026-12-14", "rate": "160.00", "source": "ECB"})
+	pay = run[ledger.PaymentView](t, db, "acme", "payment.record", map[string]any{
+		"payment_ref": "p-2", "customer_id": "cust-42", "received_on": "2026-12-15", "currency": "JPY", "amount": "7050",
+		"allocations": []any{map[string]any{"invoice_number": inv.Number, "amount": "6050"}}})
+	if x := pay.Exchange; x == nil || x.Source != "ECB" || x.RateDate != "2026-12-14" || x.Amount != "44.06" || x.Difference != "0.58" {
+		t.Fatalf("payment exchange %+v", pay.Exchange)
+	}
+	for acct, want := range map[string]string{"1200": "0.00", "2200": "-6.25", "1100": "80.73", "6900": "0.56", "4900": "-0.58"} {
+		if got := companyBalance(t, db, "acme", acct); got != want {
+			t.Errorf("%s at %s EUR, want %s", acct, got, want)
+		}
+	}
+	if got := accountBalance(t, db, "acme", "1200"); got != "0.00" {
+		t.Errorf("1200 at %s JPY, want 0", got)
+	}
+	// The credit refunded at 170.00: 1,000 JPY leaves as 5.88 EUR and
+	// relieves the credit of its 6.25: a gain of 0.37.
+	rf := run[ledger.CreditRefundView](t, db, "acme", "customer_credit.refund", map[string]any{
+		"refund_ref": "r-1", "customer_id": "cust-42", "currency": "JPY", "amount": "1000", "refunded_on": "2026-12-20", "exchange_rate": "170"})
+	if x := rf.Exchange; x == nil || x.Amount != "5.88" || x.Difference != "0.37" {
+		t.Fatalf("refund exchange %+v", rf.Exchange)
+	}
+	for acct, want := range map[string]string{"2200": "0.00", "1100": "74.85", "4900": "-0.95"} {
+		if got := companyBalance(t, db, "acme", acct); got != want {
+			t.Errorf("%s at %s EUR, want %s", acct, got, want)
+		}
+	}
+	// A payment in JPY without a rate is refused, naming the currency and
+	// date.
+	e := runErr(t, db, "acme", "payment.record", map[string]any{
+		"payment_ref": "p-3", "customer_id": "cust-42", "received_on": "2026-12-31", "currency": "JPY", "amount": "1"}, ledger.CodeInvalidCommand)
+	if e.Details["currency"] != "JPY" || e.Details["date"] != "2026-12-31" {
+		t.Fatalf("refusal %+v", e)
+	}
+	requireBooksBalance(t, db)
+	requireBalancedInCompanyCurrency(t, db)
+}
+
+// A credit note of a paid foreign invoice gives the customer credit at
+// the invoice's rate, and applying it to another invoice booked at
+// another rate realises the difference.
+func TestForeignCreditsAppliedAcrossRates(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	createCompany(t, db, "acme")
+	a := run[ledger.InvoiceView](t, db, "acme", "invoice.create", jpyInvoice("o-a", "2026-12-02", "162.50"))
+	run[ledger.PaymentView](t, db, "acme", "payment.record", map[string]any{
+		"payment_ref": "p-1", "customer_id": "cust-42", "received_on": "2026-12-03", "currency": "JPY", "amount": "12100",
+		"exchange_rate": "162.50", "allocations": []any{map[string]any{"invoice_number": a.Number, "amount": "12100"}}})
+	// Paid in full: the whole credit note (5,000 + 1,050 JPY, 30.77 +
+	// 6.46 EUR) goes to the customer's credit.
+	cn := run[ledger.CreditNoteView](t, db, "acme", "credit_note.create", map[string]any{
+		"invoice_number": a.Number, "issue_date": "2026-12-04", "reason": "half", "amounts": []any{map[string]any{"vat_rate": "21", "net": "5000"}}})
+	if cn.ToCustomerCredit != "6050" {
+		t.Fatalf("credit note %+v", cn)
+	}
+	if got := companyBalance(t, db, "acme", "2200"); got != "-37.23" {
+		t.Fatalf("2200 at %s EUR, want -37.23", got)
+	}
+	// Invoice b at 150.00: 12,100 JPY is 80.67 EUR. The 6,050 JPY of
+	// credit, 37.23 EUR, settles half of it, 40.34 (80.67 / 2 = 40.335,
+	// half away from zero): a loss of 3.11.
+	b := run[ledger.InvoiceView](t, db, "acme", "invoice.create", jpyInvoice("o-b", "2026-12-05", "150.00"))
+	if b.Exchange == nil || b.Exchange.Gross != "80.67" {
+		t.Fatalf("invoice b %+v", b.Exchange)
+	}
+	ap := run[ledger.CreditApplicationView](t, db, "acme", "customer_credit.apply", map[string]any{
+		"customer_id": "cust-42", "invoice_number": b.Number, "amount": "6050", "applied_on": "2026-12-06"})
+	if ap.ExchangeDifference != "-3.11" {
+		t.Fatalf("application %+v", ap)
+	}
+	for acct, want := range map[string]string{"2200": "0.00", "1200": "40.33", "6900": "3.11"} {
+		if got := companyBalance(t, db, "acme", acct); got != want {
+			t.Errorf("%s at %s EUR, want %s", acct, got, want)
+		}
+	}
+	requireBooksBalance(t, db)
+	requireBalancedInCompanyCurrency(t, db)
+}
+
+// requireBalancedInCompanyCurrency fails if an entry does not balance in
+// the company's currency.
+func requireBalancedInCompanyCurrency(t *testing.T, db *pgxpool.Pool) {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(testContext(t), `
+		SELECT count(*) FROM (SELECT entry_id FROM journal_lines GROUP BY entry_id
+		                       HAVING sum(coalesce(debit_company, debit)) <> sum(coalesce(credit_company, credit))) u`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d entries do not balance in the company's currency", n)
+	}
+}

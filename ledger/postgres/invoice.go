@@ -70,8 +70,7 @@ func (p *invoicePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 		if err != nil {
 			return refused(err)
 		}
-		inv, entry := ledger.IssueInvoice(company, c, newID(), newID(), seq)
-		inv.Convert(conv)
+		inv, entry := ledger.IssueInvoice(company, c, conv, newID(), newID(), seq)
 		if err := entry.Check(); err != nil {
 			return exec.Result{}, fmt.Errorf("post invoice %s: %w", inv.Number, err)
 		}

@@ -48,23 +48,26 @@ func (p *plan) invoices(b *pgx.Batch, refs []invoiceRef) *invoiceStates {
 	}
 	byID := map[uuid.UUID]*ledger.InvoiceState{}
 
-	var company, cur, gross, rate, companyCur string
+	var company, cur, gross, rate, companyCur, grossCompany string
 	var st ledger.InvoiceState
-	p.query(b, "lock invoices", []any{&st.ID, &company, &st.Number, &st.CustomerID, &cur, &st.IssueDate.Time, &gross, &rate, &companyCur}, func() {
+	p.query(b, "lock invoices", []any{&st.ID, &company, &st.Number, &st.CustomerID, &cur, &st.IssueDate.Time, &gross, &rate, &companyCur, &grossCompany}, func() {
 		inv := st
 		inv.CreditedByRate = map[string]ledger.RateTotal{}
 		inv.Currency, _ = ledger.LookupCurrency(cur)
-		inv.Gross = dec(gross)
+		inv.Gross, inv.GrossCompany = dec(gross), dec(gross)
 		if rate != "" {
 			to, _ := ledger.LookupCurrency(companyCur)
 			inv.Conversion = &ledger.Conversion{Rate: dec(rate), To: to, Source: "invoice"}
+			inv.GrossCompany = dec(grossCompany)
 		}
 		byID[inv.ID] = &inv
 		s.byID[[2]string{company, inv.ID.String()}] = &inv
 		s.byNumber[[2]string{company, inv.Number}] = &inv
 	}, `
 		SELECT i.id, i.company_id, i.number, i.customer_id, i.currency, i.issue_date, i.gross::text,
-		       coalesce(i.exchange_rate::text, ''), c.currency::text
+		       coalesce(i.exchange_rate::text, ''), c.currency::text,
+		       CASE WHEN i.exchange_rate IS NULL THEN ''
+		            ELSE (SELECT sum(l.net_company + l.vat_company) FROM invoice_lines l WHERE l.invoice_id = i.id)::text END
 		  FROM invoices i JOIN companies c ON c.id = i.company_id
 		 WHERE i.id = ANY (`+resolvedInvoices+`)
 		 ORDER BY i.id
@@ -114,6 +117,25 @@ func (p *plan) invoices(b *pgx.Batch, refs []invoiceRef) *invoiceStates {
 	}, `
 		SELECT invoice_id, sum(amount)::text FROM payment_allocations
 		 WHERE invoice_id = ANY (`+resolvedInvoices+`)
+		 GROUP BY 1`, companies, ids, numbers)
+
+	// What settlements relieved the receivables of invoices in another
+	// currency by, in the company's: the others are relieved by what is
+	// settled of them.
+	var relieved string
+	p.query(b, "receivables relieved", []any{&invoice, &relieved}, func() {
+		if inv := byID[invoice]; inv != nil {
+			inv.RelievedCompany = dec(relieved)
+		}
+	}, `
+		WITH converted AS (SELECT id FROM invoices WHERE id = ANY (`+resolvedInvoices+`) AND exchange_rate IS NOT NULL)
+		SELECT invoice_id, coalesce(sum(relieved), 0)::text FROM (
+		    SELECT a.invoice_id, a.amount_company AS relieved FROM payment_allocations a JOIN converted v ON v.id = a.invoice_id
+		    UNION ALL
+		    SELECT n.invoice_id, n.receivable_company FROM credit_notes n JOIN converted v ON v.id = n.invoice_id
+		    UNION ALL
+		    SELECT m.invoice_id, m.invoice_company FROM customer_credit_movements m JOIN converted v ON v.id = m.invoice_id
+		     WHERE m.kind = 'application') r
 		 GROUP BY 1`, companies, ids, numbers)
 
 	var applied, toCredit string

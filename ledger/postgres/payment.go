@@ -38,6 +38,13 @@ func (kind payments) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 		  FROM unnest($1::text[], $2::text[]) AS r(company_id, payment_ref)
 		 CROSS JOIN LATERAL (SELECT id, payment_ref FROM payments
 		                      WHERE company_id = r.company_id AND payment_ref = r.payment_ref LIMIT 1) p`, companies, refs)
+	var fx []fxKey
+	for i, c := range p.cmds {
+		if k, ok := fxKeyOf(items[i].Company, c.Currency, c.ReceivedOn, c.ExchangeRate); ok {
+			fx = append(fx, k)
+		}
+	}
+	p.rates = p.fxLookup(reads, fx)
 	p.invoices = p.plan.invoices(reads, invs)
 	return p
 }
@@ -47,6 +54,7 @@ type paymentPlan struct {
 	allocations [][]invoiceRef
 	refs        map[docKey]found // by (company, payment_ref)
 	invoices    *invoiceStates
+	rates       map[fxKey]*ledger.FXRate
 }
 
 func (p *paymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
@@ -61,11 +69,15 @@ func (p *paymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 		if err := p.known[company].checkDate("received_on", c.ReceivedOn); err != nil {
 			return refused(err)
 		}
+		conv, err := p.known[company].convert(p.rates, company, c.Currency, c.ReceivedOn, c.ExchangeRate)
+		if err != nil {
+			return refused(err)
+		}
 		invs, err := p.allocated(at)
 		if err != nil {
 			return refused(err)
 		}
-		pay, entry, err := ledger.ApplyPayment(company, c, invs, newID(), newID())
+		pay, entry, err := ledger.ApplyPayment(company, c, invs, conv, newID(), newID())
 		if err != nil {
 			return refused(err)
 		}
@@ -77,7 +89,7 @@ func (p *paymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 		// commands.
 		view := pay.View()
 		for _, a := range pay.Applied {
-			a.Invoice.Pay(a.Amount)
+			a.Invoice.Pay(a.Amount, a.Company)
 		}
 		p.refs[ref] = found{pay.ID, c.PaymentRef}
 		paid, entries = append(paid, pay), append(entries, entry)

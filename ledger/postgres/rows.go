@@ -28,7 +28,7 @@ func queueEntries(batch *pgx.Batch, entries []*ledger.JournalEntry) {
 	dates := make([]time.Time, 0, n)
 	var lineEntries [][16]byte
 	var lineNos []int32
-	var lineCompanies, accounts, currencies, debits, credits []string
+	var lineCompanies, accounts, currencies, debits, credits, debitsCo, creditsCo []string
 	for _, e := range entries {
 		ids = append(ids, e.ID)
 		companies = append(companies, e.Company)
@@ -44,6 +44,8 @@ func queueEntries(batch *pgx.Batch, entries []*ledger.JournalEntry) {
 			currencies = append(currencies, l.Currency)
 			debits = append(debits, l.Debit.String())
 			credits = append(credits, l.Credit.String())
+			debitsCo = append(debitsCo, l.CompanyDebit.String())
+			creditsCo = append(creditsCo, l.CompanyCredit.String())
 		}
 	}
 	batch.Queue(`
@@ -51,9 +53,10 @@ func queueEntries(batch *pgx.Batch, entries []*ledger.JournalEntry) {
 		SELECT * FROM unnest($1::uuid[], $2::text[], $3::date[], $4::text[], $5::text[], $6::uuid[])`,
 		ids, companies, dates, descriptions, sourceTypes, sources)
 	batch.Queue(`
-		INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
-		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[]::numeric[], $7::text[]::numeric[])`,
-		lineEntries, lineNos, lineCompanies, accounts, currencies, debits, credits)
+		INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit, debit_company, credit_company)
+		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[]::numeric[], $7::text[]::numeric[],
+		                     $8::text[]::numeric[], $9::text[]::numeric[])`,
+		lineEntries, lineNos, lineCompanies, accounts, currencies, debits, credits, debitsCo, creditsCo)
 }
 
 // queueInvoices queues the invoices and all their lines; each invoice's
@@ -169,7 +172,7 @@ func queueCompanies(batch *pgx.Batch, cs []ledger.Company) {
 // journal entry is queued by queueEntries.
 func queueCreditNotes(batch *pgx.Batch, notes []*ledger.CreditNote) {
 	var ids, invoices, entries [][16]byte
-	var companies, series, numbers, reasons, currencies, nets, vats, grosses []string
+	var companies, series, numbers, reasons, currencies, nets, vats, grosses, receivables []string
 	var sequences []int64
 	var issued []time.Time
 	var lineNotes [][16]byte
@@ -182,6 +185,7 @@ func queueCreditNotes(batch *pgx.Batch, notes []*ledger.CreditNote) {
 		companies, series, numbers, reasons = append(companies, cn.Company), append(series, cn.Series), append(numbers, cn.Number), append(reasons, cn.Reason)
 		currencies, nets, vats, grosses = append(currencies, cn.Invoice.Currency.Code), append(nets, cn.Net.String()), append(vats, cn.VAT.String()), append(grosses, cn.Gross().String())
 		sequences, issued = append(sequences, cn.Sequence), append(issued, cn.IssueDate.Time)
+		receivables = append(receivables, cn.ReceivableCompany.String())
 		for i, l := range cn.Lines {
 			lineNotes, lineNos = append(lineNotes, cn.ID), append(lineNos, int32(i+1))
 			var invLine *int32
@@ -203,10 +207,10 @@ func queueCreditNotes(batch *pgx.Batch, notes []*ledger.CreditNote) {
 	}
 	batch.Queue(`
 		INSERT INTO credit_notes (id, company_id, series, sequence, number, invoice_id, issue_date, reason,
-			currency, net, vat, gross, journal_entry_id)
+			currency, net, vat, gross, journal_entry_id, receivable_company)
 		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::uuid[], $7::date[], $8::text[],
-			$9::text[], $10::text[]::numeric[], $11::text[]::numeric[], $12::text[]::numeric[], $13::uuid[])`,
-		ids, companies, series, sequences, numbers, invoices, issued, reasons, currencies, nets, vats, grosses, entries)
+			$9::text[], $10::text[]::numeric[], $11::text[]::numeric[], $12::text[]::numeric[], $13::uuid[], $14::text[]::numeric[])`,
+		ids, companies, series, sequences, numbers, invoices, issued, reasons, currencies, nets, vats, grosses, entries, receivables)
 	batch.Queue(`
 		INSERT INTO credit_note_lines (credit_note_id, line_no, invoice_line_no, description, quantity, unit_price, vat_rate, net, vat, gross,
 			net_company, vat_company)
@@ -222,26 +226,36 @@ func queuePayments(batch *pgx.Batch, ps []*ledger.Payment) {
 	var companies, refs, customers, methods, currencies, amounts, unapplied []string
 	var received []time.Time
 	var allocPayments, allocInvoices [][16]byte
-	var allocAmounts []string
+	var allocAmounts, allocCompany []string
+	var fxRates, fxSources, fxDates []string
 	for _, p := range ps {
 		c := p.Command
+		rate, source, day := conversionColumns(p.Conversion)
+		fxRates, fxSources, fxDates = append(fxRates, rate), append(fxSources, source), append(fxDates, day)
 		ids, entries = append(ids, p.ID), append(entries, p.JournalEntryID)
 		companies, refs, customers, methods = append(companies, p.Company), append(refs, c.PaymentRef), append(customers, c.CustomerID), append(methods, c.Method)
 		currencies, amounts, unapplied = append(currencies, p.Currency.Code), append(amounts, c.Amount.String()), append(unapplied, p.Unapplied.String())
 		received = append(received, c.ReceivedOn.Time)
 		for _, a := range p.Applied {
 			allocPayments, allocInvoices, allocAmounts = append(allocPayments, p.ID), append(allocInvoices, a.Invoice.ID), append(allocAmounts, a.Amount.String())
+			allocCompany = append(allocCompany, a.Company.String())
 		}
 	}
 	batch.Queue(`
-		INSERT INTO payments (id, company_id, payment_ref, customer_id, received_on, method, currency, amount, unapplied, journal_entry_id)
-		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::date[], $6::text[], $7::text[],
-			$8::text[]::numeric[], $9::text[]::numeric[], $10::uuid[])`,
-		ids, companies, refs, customers, received, methods, currencies, amounts, unapplied, entries)
+		INSERT INTO payments (id, company_id, payment_ref, customer_id, received_on, method, currency, amount, unapplied, journal_entry_id,
+			exchange_rate, rate_source, rate_date)
+		SELECT id, company_id, payment_ref, customer_id, received_on, method, currency, amount, unapplied, journal_entry_id,
+		       nullif(exchange_rate, '')::numeric, nullif(rate_source, ''), nullif(rate_date, '')::date
+		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::date[], $6::text[], $7::text[],
+			$8::text[]::numeric[], $9::text[]::numeric[], $10::uuid[], $11::text[], $12::text[], $13::text[])
+		       AS t(id, company_id, payment_ref, customer_id, received_on, method, currency, amount, unapplied, journal_entry_id,
+		            exchange_rate, rate_source, rate_date)`,
+		ids, companies, refs, customers, received, methods, currencies, amounts, unapplied, entries, fxRates, fxSources, fxDates)
 	if len(allocPayments) > 0 {
 		batch.Queue(`
-			INSERT INTO payment_allocations (payment_id, invoice_id, amount)
-			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[]::numeric[])`, allocPayments, allocInvoices, allocAmounts)
+			INSERT INTO payment_allocations (payment_id, invoice_id, amount, amount_company)
+			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[]::numeric[], $4::text[]::numeric[])`,
+			allocPayments, allocInvoices, allocAmounts, allocCompany)
 	}
 }
 
