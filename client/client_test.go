@@ -237,7 +237,15 @@ func TestDoRetriesWithTheSameKey(t *testing.T) {
 		res, err = e.client.Do(e.ctx(), "acme", invoice("order-7", "10.00"), "order-7-invoice")
 		done <- err
 	}()
-	time.Sleep(time.Second)
+	// No worker answers, so the client publishes again: wait for the
+	// first retry before starting one.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(e.published())-before < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d publishes in 10 s without a worker, want a retry", len(e.published())-before)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
 	testworker.Start(t, e.dsn, e.natsURL, nil)
 	if err := <-done; err != nil {
 		t.Fatal(err)

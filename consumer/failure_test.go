@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -189,29 +190,119 @@ func TestExhaustedMessageIsDeadLettered(t *testing.T) {
 	}
 }
 
-// No panic escapes a handler: the worker survives, the message ends in the
-// dead-letter stream, and the next command is processed.
+// No panic escapes a command's handling, wherever it happens: in a kind's
+// Prepare, Read or Execute, which group commit runs on its own goroutine, or
+// in the router's handler before the command reaches group commit. The
+// panicking command is not lost: it is retried like any other failure and,
+// once its deliveries are used up, dead-lettered with the panic as its
+// reason. The command published beside it commits, and the worker goes on
+// with the next.
 func TestPanickingHandlerDoesNotStopTheWorker(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.startWorker(testConfig(), hooked(t, "invoice.create", afterExecute(func(items []exec.Item) error {
-		for _, it := range items {
-			if it.Command.(*ledger.CreateInvoice).OrderID == "boom" {
-				panic("handler bug")
-			}
-		}
-		return nil
-	})))
-	h.createCompany("acme")
-	h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{protocol.HeaderIdempotencyKey: "k-boom"},
-		mustMarshal(t, invoiceBody("boom", "1.00")))
-	eventually(t, "the panicking message dead-lettered", func() bool { return len(h.deadLetters()) == 1 })
-	if reason := h.deadLetters()[0].Header.Get(protocol.HeaderDeadLetterReason); !strings.Contains(reason, "handler bug") {
-		t.Fatalf("reason %q does not carry the panic", reason)
+	hasBoom := func(items []exec.Item) bool {
+		return slices.ContainsFunc(items, func(it exec.Item) bool { return it.Command.(*ledger.CreateInvoice).OrderID == "boom" })
 	}
-	invoiceResult(t, h.do("acme", "invoice.create", "k-fine", invoiceBody("fine", "1.00")))
-	if n := h.count(`SELECT count(*) FROM invoices`); n != 1 {
-		t.Fatalf("%d invoices, want 1", n)
+	cases := []struct {
+		name string
+		// set makes the command with order "boom" panic, counting on panics.
+		set func(cfg *consumer.Config, panics *atomic.Int32) kinds.Hook
+	}{
+		{"prepare", func(_ *consumer.Config, panics *atomic.Int32) kinds.Hook {
+			return kinds.Hook{Prepare: func(items []exec.Item, _ *pgx.Batch) {
+				if hasBoom(items) {
+					panics.Add(1)
+					panic("handler bug")
+				}
+			}}
+		}},
+		{"read", func(_ *consumer.Config, panics *atomic.Int32) kinds.Hook {
+			// Read sees no items: its plan's Prepare tells it through the
+			// database whether they hold the panicking command.
+			return kinds.Hook{
+				Prepare: func(items []exec.Item, reads *pgx.Batch) { reads.Queue(`SELECT $1::bool`, hasBoom(items)) },
+				Read: func(br pgx.BatchResults) error {
+					var boom bool
+					if err := br.QueryRow().Scan(&boom); err != nil {
+						return err
+					}
+					if boom {
+						panics.Add(1)
+						panic("handler bug")
+					}
+					return nil
+				},
+			}
+		}},
+		{"execute", func(_ *consumer.Config, panics *atomic.Int32) kinds.Hook {
+			return afterExecute(func(items []exec.Item) error {
+				if hasBoom(items) {
+					panics.Add(1)
+					panic("handler bug")
+				}
+				return nil
+			})
+		}},
+		{"router handler", func(cfg *consumer.Config, panics *atomic.Int32) kinds.Hook {
+			consumer.SetBeforeHandle(cfg, func(d *consumer.Delivery) {
+				if d.Msg.Headers().Get(protocol.HeaderIdempotencyKey) == "k-boom" {
+					panics.Add(1)
+					panic("handler bug")
+				}
+			})
+			return kinds.Hook{}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			cfg := testConfig()
+			var panics atomic.Int32
+			h.startWorker(cfg, hooked(t, "invoice.create", c.set(&cfg, &panics)))
+			h.createCompany("acme")
+
+			r := h.replies()
+			subject := protocol.CommandSubject("acme", "invoice.create")
+			h.publishRaw(subject, map[string]string{protocol.HeaderIdempotencyKey: "k-boom", protocol.HeaderReplyTo: r.subject},
+				mustMarshal(t, invoiceBody("boom", "1.00")))
+			h.publishRaw(subject, map[string]string{protocol.HeaderIdempotencyKey: "k-beside", protocol.HeaderReplyTo: r.subject},
+				mustMarshal(t, invoiceBody("beside", "1.00")))
+			for {
+				res := r.next(t)
+				if res.IdempotencyKey == "k-beside" {
+					invoiceResult(t, res)
+					break
+				}
+				if res.Status == protocol.StatusOK {
+					t.Fatalf("the panicking command was answered %+v", res)
+				}
+			}
+
+			eventually(t, "the panicking command dead-lettered", func() bool { return len(h.deadLetters()) == 1 })
+			dl := h.deadLetters()[0]
+			if got := dl.Header.Get(protocol.HeaderIdempotencyKey); got != "k-boom" {
+				t.Fatalf("dead-lettered %q, want k-boom", got)
+			}
+			if reason := dl.Header.Get(protocol.HeaderDeadLetterReason); !strings.Contains(reason, "handler bug") {
+				t.Fatalf("reason %q does not carry the panic", reason)
+			}
+			if dl.Header.Get(protocol.HeaderDeadLetterCode) != string(ledger.CodeInternal) ||
+				dl.Header.Get(protocol.HeaderDeliveries) != fmt.Sprint(cfg.Streams.MaxDeliver) {
+				t.Fatalf("dead letter headers %v: want code internal after %d deliveries", dl.Header, cfg.Streams.MaxDeliver)
+			}
+			// Every delivery reached the panic: it was retried, not dropped.
+			if n := panics.Load(); n < int32(cfg.Streams.MaxDeliver) {
+				t.Fatalf("the command panicked %d times, want one per each of %d deliveries", n, cfg.Streams.MaxDeliver)
+			}
+
+			invoiceResult(t, h.do("acme", "invoice.create", "k-next", invoiceBody("next", "1.00")))
+			if n := h.count(`SELECT count(*) FROM invoices`); n != 2 {
+				t.Fatalf("%d invoices, want the two beside and after the panic", n)
+			}
+			if n := h.count(`SELECT count(*) FROM inbox WHERE idempotency_key = 'k-boom'`); n != 0 {
+				t.Fatalf("the panicking command stored %d inbox rows", n)
+			}
+		})
 	}
 }
 

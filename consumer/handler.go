@@ -28,12 +28,16 @@ type handler struct {
 	inFlightDelay time.Duration
 	logger        *slog.Logger
 	metrics       *Metrics
+	before        func(*Delivery) // Config.beforeHandle
 }
 
 func (h *handler) handle(msg *message.Message) error {
 	d, ok := DeliveryFrom(msg)
 	if !ok {
 		return errors.New("inbox: message did not come from the consumer's subscriber")
+	}
+	if h.before != nil {
+		h.before(d)
 	}
 	span := trace.SpanFromContext(msg.Context())
 	count := func(command, outcome string) {

@@ -62,6 +62,8 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 
 	afterCommit func(*Delivery)
+	// beforeHandle, for tests, runs first in the router's handler.
+	beforeHandle func(*Delivery)
 }
 
 func (c *Config) setDefaults() {
@@ -200,7 +202,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		deadLetterMiddleware(dl, w.cfg.Streams.MaxDeliver, log, quiet, w.cfg.Metrics),
 		middleware.Recoverer,
 	)
-	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: quiet, metrics: w.cfg.Metrics}
+	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: quiet, metrics: w.cfg.Metrics, before: w.cfg.beforeHandle}
 	router.AddNoPublisherHandler("commands", w.cfg.Streams.Stream, sub, h.handle)
 
 	lookup, err := w.serveLookups(ctx, quiet)

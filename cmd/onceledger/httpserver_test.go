@@ -16,13 +16,14 @@ import (
 )
 
 // startLimited serves a handler that reads the whole body within lim on a
-// port of its own.
-func startLimited(t *testing.T, lim httpLimits) string {
+// port of its own. The listener it returns tells what the server took.
+func startLimited(t *testing.T, lim httpLimits) *countingListener {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	ln := &countingListener{Listener: inner, accepted: make(chan net.Addr, 64)}
 	srv := serveHTTP(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
 			http.Error(w, err.Error(), http.StatusRequestTimeout)
@@ -31,7 +32,85 @@ func startLimited(t *testing.T, lim httpLimits) string {
 		io.WriteString(w, "ok")
 	}), lim, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
+	return ln
+}
+
+// countingListener is the listener under the server's own limits: it
+// reports the remote address of each connection accepted from it (while
+// accepted has room) and counts the connections the server holds: read
+// from and not yet closed. A connection refused beyond its address's
+// share is closed unread, so it is not counted.
+type countingListener struct {
+	net.Listener
+	accepted chan net.Addr
+
+	mu      sync.Mutex
+	holding int
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case l.accepted <- c.RemoteAddr():
+	default:
+	}
+	return &countedConn{Conn: c, l: l}, nil
+}
+
+func (l *countingListener) held() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holding
+}
+
+func (l *countingListener) addr() string { return l.Addr().String() }
+
+type countedConn struct {
+	net.Conn
+	l *countingListener
+
+	mu             sync.Mutex
+	counted, ended bool
+}
+
+func (c *countedConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	if !c.counted && !c.ended {
+		c.counted = true
+		c.l.mu.Lock()
+		c.l.holding++
+		c.l.mu.Unlock()
+	}
+	c.mu.Unlock()
+	return c.Conn.Read(p)
+}
+
+func (c *countedConn) Close() error {
+	c.mu.Lock()
+	if c.counted && !c.ended {
+		c.l.mu.Lock()
+		c.l.holding--
+		c.l.mu.Unlock()
+	}
+	c.ended = true
+	c.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// waitFor polls cond until it holds, failing the test after d with what
+// says of the state then.
+func waitFor(t *testing.T, d time.Duration, cond func() bool, what func() string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", d, what())
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
 }
 
 // closedWithin reports whether the server closed conn within d: reads
@@ -47,8 +126,8 @@ func closedWithin(conn net.Conn, d time.Duration) bool {
 // timeout instead of holding its connection.
 func TestSlowBodyIsCutOff(t *testing.T) {
 	t.Parallel()
-	addr := startLimited(t, limitsFor(apiSettings{ReadTimeout: time.Second, BodyTimeout: time.Second, RequestTimeout: time.Second, MaxConns: 16, MaxConnsPerIP: 16}))
-	conn, err := net.Dial("tcp", addr)
+	ln := startLimited(t, limitsFor(apiSettings{ReadTimeout: time.Second, BodyTimeout: time.Second, RequestTimeout: time.Second, MaxConns: 16, MaxConnsPerIP: 16}))
+	conn, err := net.Dial("tcp", ln.addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,15 +161,23 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 func TestConnectionsAreBounded(t *testing.T) {
 	t.Parallel()
 	lim := limitsFor(apiSettings{ReadTimeout: 3 * time.Second, BodyTimeout: time.Second, RequestTimeout: time.Second, MaxConns: 1, MaxConnsPerIP: 1})
-	addr := startLimited(t, lim)
-	silent, err := net.Dial("tcp", addr)
+	ln := startLimited(t, lim)
+	silent, err := net.Dial("tcp", ln.addr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer silent.Close()
-	time.Sleep(100 * time.Millisecond) // the silent one is accepted first
+	// The silent one is accepted first and holds the only place.
+	select {
+	case from := <-ln.accepted:
+		if from.String() != silent.LocalAddr().String() {
+			t.Fatalf("accepted %s, want the silent connection from %s", from, silent.LocalAddr())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the silent connection was not accepted")
+	}
 
-	second, err := net.Dial("tcp", addr) // the kernel completes the handshake
+	second, err := net.Dial("tcp", ln.addr()) // the kernel completes the handshake
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +195,8 @@ func TestConnectionsAreBounded(t *testing.T) {
 	select {
 	case took, ok := <-answered:
 		t.Fatalf("the second connection was served (%v, after %s) while the first held the only place", ok, took)
+	case from := <-ln.accepted:
+		t.Fatalf("%s was accepted while the first held the only place", from)
 	case <-time.After(500 * time.Millisecond):
 	}
 	// The silent connection is dropped at the header timeout, and the
@@ -192,8 +281,14 @@ func (tr *trickler) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		conn, err := d.DialContext(ctx, "tcp", tr.addr)
 		if err != nil {
-			time.Sleep(50 * time.Millisecond)
-			continue
+			// Loopback connections are not refused: this attacker gives
+			// up, and the test says the flood was weaker than it claims.
+			if ctx.Err() == nil {
+				tr.mu.Lock()
+				tr.statuses[floodDialFailed+err.Error()]++
+				tr.mu.Unlock()
+			}
+			return
 		}
 		tr.hold(ctx, conn)
 	}
@@ -239,7 +334,8 @@ func TestSlowClientFloodLeavesHealthAndAPIAnswering(t *testing.T) {
 	t.Parallel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	lim := limitsFor(apiSettings{ReadTimeout: 30 * time.Second, BodyTimeout: time.Second, RequestTimeout: time.Second, MaxConns: 8, MaxConnsPerIP: 3})
-	api := startLimited(t, lim)
+	apiLn := startLimited(t, lim)
+	api := apiLn.addr()
 	healthLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +370,28 @@ func TestSlowClientFloodLeavesHealthAndAPIAnswering(t *testing.T) {
 		stop()
 		wg.Wait()
 	}()
-	time.Sleep(1500 * time.Millisecond) // every place is taken and the first trickles are cut
+	// Every place is taken, a connection beyond an address's share was
+	// refused and a trickled body was cut off: the flood is on.
+	flood := func() map[string]int {
+		total := map[string]int{}
+		for _, tr := range attackers {
+			tr.mu.Lock()
+			for status, n := range tr.statuses {
+				total[status] += n
+			}
+			tr.mu.Unlock()
+		}
+		return total
+	}
+	full := false
+	waitFor(t, 10*time.Second, func() bool {
+		full = full || apiLn.held() == lim.MaxConns
+		total := flood()
+		return full && total[floodRefused] > 0 && total[floodCutOff] > 0
+	}, func() string {
+		return fmt.Sprintf("the flood taking all %d places (taken at once: %v), refused beyond an address's share and cut off at the body timeout; its connections ended %v",
+			lim.MaxConns, full, flood())
+	})
 
 	hc := &http.Client{Timeout: 5 * time.Second}
 	resp, err := hc.Get("http://" + healthLn.Addr().String() + "/healthz")
@@ -299,22 +416,23 @@ func TestSlowClientFloodLeavesHealthAndAPIAnswering(t *testing.T) {
 
 	stop()
 	wg.Wait()
-	total := map[string]int{}
-	for _, tr := range attackers {
-		tr.mu.Lock()
-		for status, n := range tr.statuses {
-			total[status] += n
+	total := flood()
+	for status := range total {
+		if strings.HasPrefix(status, floodDialFailed) {
+			t.Errorf("an attacker could not connect, so the flood held fewer places than it should: %v", total)
 		}
-		tr.mu.Unlock()
-	}
-	if total["HTTP/1.1 503 Service Unavailable"] == 0 {
-		t.Errorf("no connection beyond an address's share was refused: %v", total)
-	}
-	if total["HTTP/1.1 408 Request Timeout"] == 0 {
-		t.Errorf("no trickled body was cut off at the body timeout: %v", total)
 	}
 	t.Logf("how the flood's connections ended: %v", total)
 }
+
+// How a trickled connection ends when refused beyond its address's share,
+// and when its body is cut off.
+const (
+	floodRefused = "HTTP/1.1 503 Service Unavailable"
+	floodCutOff  = "HTTP/1.1 408 Request Timeout"
+	// floodDialFailed prefixes the error of a connection that was never made.
+	floodDialFailed = "dial failed: "
+)
 
 // A header value with a raw LF (or another control character), or headers
 // over the limit, never reach a handler: net/http answers in plain text and

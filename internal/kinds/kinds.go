@@ -1,6 +1,3 @@
-// Package kinds assembles the worker's command set: the ledger's kinds
-// (ledger/postgres) and the webhook endpoints' (webhooks), every command
-// executed by exactly one.
 package kinds
 
 import (

@@ -17,11 +17,7 @@ import (
 )
 
 func TestStartStopRestartKeepsData(t *testing.T) {
-	if _, err := pgcluster.Find(); err != nil {
-		// This package is the only place allowed to skip: everything else
-		// fails with this same message.
-		t.Skip(err)
-	}
+	requireBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -79,9 +75,7 @@ func TestStartStopRestartKeepsData(t *testing.T) {
 }
 
 func TestStartRejectsForeignDirectory(t *testing.T) {
-	if _, err := pgcluster.Find(); err != nil {
-		t.Skip(err)
-	}
+	requireBinaries(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a cluster"), 0o600); err != nil {
 		t.Fatal(err)
@@ -96,9 +90,7 @@ func TestStartRejectsForeignDirectory(t *testing.T) {
 // 0700 home directory when running as root, is refused; the directory's
 // mode is left as it was either way.
 func TestStartChangesNoPermissions(t *testing.T) {
-	if _, err := pgcluster.Find(); err != nil {
-		t.Skip(err)
-	}
+	requireBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	home := filepath.Join(tempDir(t), "home")
@@ -128,6 +120,16 @@ func TestStartChangesNoPermissions(t *testing.T) {
 	}
 	if got := fi.Mode().Perm(); got != 0o700 {
 		t.Fatalf("mode of %s = %04o, want 0700 as it was", home, got)
+	}
+}
+
+// requireBinaries fails the test, saying what is missing, when there are no
+// server binaries to start a cluster with. These tests start clusters of
+// their own, so DATABASE_URL cannot stand in for them as it does elsewhere.
+func requireBinaries(t *testing.T) {
+	t.Helper()
+	if _, err := pgcluster.Find(); err != nil {
+		t.Fatalf("the tests of pgcluster start PostgreSQL clusters and need its server binaries, DATABASE_URL or not: %v", err)
 	}
 }
 

@@ -1,8 +1,3 @@
-// Package pglisten turns Postgres NOTIFYs into wake-ups for pollers.
-//
-// NOTIFY is not durable: a notification sent while the listening connection
-// is down is lost. Listen is therefore only ever a way to wake up early;
-// its users also poll.
 package pglisten
 
 import (

@@ -31,44 +31,53 @@ func TestNotifierWakesListenersOnEveryChannel(t *testing.T) {
 	n := pglisten.NewNotifier(pool, logger, "test_a", "test_b")
 	defer n.Close()
 
-	// LISTEN is set up asynchronously: poke until the first wake-up, then
-	// drain and check that one more poke reaches both channels.
-	wait := func(ch <-chan struct{}, name string, poke bool) {
-		t.Helper()
-		deadline := time.After(10 * time.Second)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ch:
-				return
-			case <-tick.C:
-				if poke {
-					n.Poke()
-				}
-			case <-deadline:
-				t.Fatalf("no notification on %s", name)
-			}
-		}
-	}
-	wait(a, "test_a", true)
-	wait(b, "test_b", true)
-	time.Sleep(100 * time.Millisecond)
+	// LISTEN is set up asynchronously: wait until both connections have
+	// run it, so that a notification from now on reaches them.
+	listening(t, pool, `LISTEN "test_a"`, `LISTEN "test_b"`)
 	select {
 	case <-a:
-	default:
-	}
-	select {
+		t.Fatal("test_a woke before anything was notified")
 	case <-b:
+		t.Fatal("test_b woke before anything was notified")
 	default:
 	}
 	for range 100 {
 		n.Poke() // coalesced, never blocks
 	}
-	wait(a, "test_a", false)
-	wait(b, "test_b", false)
+	for _, c := range []struct {
+		name string
+		wake <-chan struct{}
+	}{{"test_a", a}, {"test_b", b}} {
+		select {
+		case <-c.wake:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no notification on %s", c.name)
+		}
+	}
 
 	cancel()
 	<-doneA
 	<-doneB
+}
+
+// listening waits until a session of the test's database has run each of
+// queries and sits idle after it: a LISTEN that has completed.
+func listening(t *testing.T, pool *pgxpool.Pool, queries ...string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		err := pool.QueryRow(context.Background(), `SELECT count(DISTINCT query) FROM pg_stat_activity
+			WHERE datname = current_database() AND state = 'idle' AND query = ANY($1)`, queries).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == len(queries) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %v ran within 10 s", n, queries)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
 }

@@ -1,10 +1,3 @@
-// Package tracecontext carries W3C trace context (traceparent, tracestate)
-// across the places onceledger hands work on: NATS message headers and the
-// outbox_events columns that hold an event's context until it is relayed
-// and delivered.
-//
-// It only moves context; it starts no spans and sets no global propagator:
-// callers decide which tracer provider records what.
 package tracecontext
 
 import (

@@ -1,30 +1,3 @@
-// Package exec declares how a kind of command executes in Postgres: read
-// what N commands need, decide each one with the domain's rules, and write
-// the effects of all N. The consumer runs every command through it, one
-// command or many alike: a single command is a batch of one, never a
-// second implementation. ledger/postgres and webhooks implement it.
-//
-// The contract, for a Kind and the items of one Prepare:
-//
-//   - Prepare only queues statements; it sends nothing. The caller sends
-//     them in its transaction, after the items' idempotency keys are
-//     claimed, and hands the results to the plan's Read.
-//   - Execute decides the items at the given indexes as if they ran one
-//     after the other in that order, each seeing the effects of the ones
-//     before it (an order invoiced twice in one batch is a duplicate the
-//     second time; two payments of one invoice share what is open). It
-//     queues every write on the batch it is given and sends nothing.
-//   - A business error is the item's Result and leaves no effects. An error
-//     returned fails the whole plan: the caller rolls back and runs the
-//     items again in smaller groups, down to one.
-//   - Writes may be refused by the database (a unique index, when a
-//     concurrent transaction committed the same document in between): the
-//     caller then rolls back to its savepoint and runs the items again, and
-//     their reads see the committed document.
-//
-// Kinds of different commands share a transaction but never a plan; the
-// caller orders them so that no command's reads miss an effect of a
-// command before it (see the consumer's passes).
 package exec
 
 import (
