@@ -22,6 +22,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/onceledger/onceledger/internal/purge"
 )
 
 // Key is an idempotency key of a company.
@@ -254,21 +256,15 @@ func ReadStats(ctx context.Context, db Querier, company string) (Stats, error) {
 
 // Purge deletes rows older than retention, at most batch rows per
 // statement so it never holds long locks, and returns how many it deleted.
-func Purge(ctx context.Context, db Querier, retention time.Duration, batch int) (int64, error) {
-	var total int64
-	for {
-		tag, err := db.Exec(ctx, `
-			DELETE FROM inbox WHERE ctid = ANY (ARRAY(
-				SELECT ctid FROM inbox WHERE created_at < now() - $1::bigint * interval '1 microsecond' LIMIT $2))`,
-			retention.Microseconds(), batch)
-		if err != nil {
-			return total, fmt.Errorf("inbox: purge: %w", err)
-		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(batch) {
-			return total, nil
-		}
+func Purge(ctx context.Context, db purge.Execer, retention time.Duration, batch int) (int64, error) {
+	n, err := purge.Expired(ctx, db, `
+		DELETE FROM inbox WHERE ctid = ANY (ARRAY(
+			SELECT ctid FROM inbox WHERE created_at < now() - $1::bigint * interval '1 microsecond' LIMIT $2))`,
+		retention, batch)
+	if err != nil {
+		return n, fmt.Errorf("inbox: purge: %w", err)
 	}
+	return n, nil
 }
 
 // Copy writes n rows made by row with COPY, outside any command: for
