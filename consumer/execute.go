@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/consumer/inbox"
+	"github.com/onceledger/onceledger/internal/pgsettings"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
@@ -25,23 +26,6 @@ import (
 
 // errTxBroken marks a failure after which the transaction cannot go on.
 var errTxBroken = errors.New("inbox: the transaction is broken")
-
-// planSettings are the planner settings of a batch's transaction.
-//
-// Generic plans: most of a batch's statements take arrays, one element per
-// command, and Postgres plans them afresh for every execution as long as a
-// plan for the arrays' actual sizes looks cheaper than one for any size,
-// which it does for the small batches of moderate rates. At 400 commands/s
-// (two per transaction) planning was 29% of the statements' time. Their
-// plans do not depend on the arrays' sizes: inserts from arrays, and
-// lookups by primary key.
-//
-// No sequential scans where an index serves: a generic plan is kept until
-// the table's statistics change, and one made while a table was small (a
-// new database) would scan it sequentially, inbox included, until
-// autovacuum next analyzes it. A statement that no index serves still
-// scans; the setting only makes the planner prefer any index.
-const planSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
 
 // txn is one transaction of commands: everything execute does, and what
 // became of each command.
@@ -102,7 +86,11 @@ func (t *txn) execute(conn interface {
 
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
-	b.Queue(planSettings)
+	// Generic plans: most of a batch's statements take arrays, one element
+	// per command, and their plans do not depend on the arrays' sizes
+	// (inserts from arrays, lookups by primary key), so planning them per
+	// batch is wasted; on indexes, so the inbox is never scanned whole.
+	b.Queue(pgsettings.GenericPlansOnIndexes)
 	keys := make([]inbox.Key, len(unique))
 	for i, s := range unique {
 		keys[i] = inbox.Key{Company: s.req.Company, Key: s.req.Key}
