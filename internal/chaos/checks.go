@@ -736,8 +736,8 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 
 	// Events per type against the successful keys that must have written them.
 	want := map[string]int64{}
-	eventOf := map[string]string{"company.create": "company.created", "invoice.create": "invoice.created",
-		"credit_note.create": "credit_note.created", "payment.record": "payment.recorded"}
+	eventOf := map[string]string{"company.create": ledger.EventCompanyCreated, "invoice.create": ledger.EventInvoiceCreated,
+		"credit_note.create": ledger.EventCreditNoteCreated, "payment.record": ledger.EventPaymentRecorded}
 	for _, row := range inbox {
 		if t, ok := eventOf[row.command]; ok && row.status == protocol.StatusOK {
 			want[t]++
@@ -838,7 +838,7 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 	// Every event after its company's endpoint existed has a delivery: the
 	// endpoint is created right after the company, before anything else.
 	for id, e := range events {
-		if e.typ == "company.created" {
+		if e.typ == ledger.EventCompanyCreated {
 			continue
 		}
 		if !delivered[receiptKey{e.company, id}] {
