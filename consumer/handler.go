@@ -33,7 +33,7 @@ type handler struct {
 func (h *handler) handle(msg *message.Message) error {
 	d, ok := DeliveryFrom(msg)
 	if !ok {
-		return errors.New("inbox: message did not come from the consumer's subscriber")
+		return errors.New("consumer: message did not come from the consumer's subscriber")
 	}
 	span := trace.SpanFromContext(msg.Context())
 	count := func(command, outcome string) {
