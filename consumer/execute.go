@@ -452,6 +452,10 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 		rows = append(rows, s.stored)
 	}
 	if len(events) > 0 {
+		// Writing the events also queues them for the relay and creates
+		// their webhook deliveries, in this transaction, by triggers:
+		// outbox_events_pending (migrations/00010_outbox_pending.sql) and
+		// outbox_events_fan_out (migrations/00007_statement_triggers.sql).
 		if _, err := outbox.Queue(w, events); err != nil {
 			return err
 		}

@@ -17,6 +17,10 @@ import (
 //
 // An event still waiting for the relay or for a delivery (pending, being
 // attempted, or parked at a disabled endpoint) is kept whatever its age.
+// Both are rows the database's triggers wrote with the event: its key in
+// outbox_pending (outbox_events_pending, migrations/00010_outbox_pending.sql)
+// and its deliveries (outbox_events_fan_out,
+// migrations/00007_statement_triggers.sql).
 // Purging leaves holes in a company's event sequences that the auditor
 // recognises by age; receivers have long since seen those events.
 //

@@ -147,6 +147,9 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		// was small joined it by scanning it whole until autovacuum next
 		// analyzed the table. The events are fetched by a list of keys, not
 		// a join, so that no plan but one probe per key fits.
+		//
+		// outbox_pending is filled by the trigger outbox_events_pending
+		// (migrations/00010_outbox_pending.sql) as events are written.
 		claim := &pgx.Batch{}
 		claim.BeginTx(pgx.TxOptions{})
 		claim.Queue(pgsettings.GenericPlansOnIndexes + pgsettings.NoCommitWait)

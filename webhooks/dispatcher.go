@@ -331,6 +331,10 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 // committed meanwhile is re-checked there (EvalPlanQual), not claimed a
 // second time. That check is a CASE, which no partial index matches, so
 // the rows are found by their IDs.
+//
+// The pending deliveries it claims are written by no Go code: the trigger
+// outbox_events_fan_out (migrations/00007_statement_triggers.sql) creates
+// them as events are written to the outbox.
 const claimSQL = `
 	WITH RECURSIVE queued (endpoint_id, first_due) AS (
 		(SELECT endpoint_id, next_attempt_at FROM webhook_deliveries WHERE status = 'pending'

@@ -1,15 +1,3 @@
-// Package inbox owns the inbox table: one row per (company, idempotency
-// key) whose command committed, with the request's fingerprint and the
-// result it gave. Every statement that reads or writes the table is here.
-//
-// The table is the idempotency contract's memory: a key has a row if and
-// only if its command's effects committed, because the row is written in
-// the same transaction as the effects (QueueStore). A key whose command is
-// running is marked by a transaction-scoped advisory lock, never by a row,
-// so a crash leaves nothing to clean up: the lock goes with the
-// connection.
-//
-// Statements take many keys at once; one key is a batch of one.
 package inbox
 
 import (
