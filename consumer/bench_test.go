@@ -90,7 +90,7 @@ func BenchmarkInvoiceCreate(b *testing.B) {
 }
 
 func waitAcked(ctx context.Context, js jetstream.JetStream) error {
-	cons, err := js.Consumer(ctx, "LEDGER_CMD", "onceledger")
+	cons, err := js.Consumer(ctx, consumer.DefaultStream, consumer.DefaultDurable)
 	if err != nil {
 		return err
 	}

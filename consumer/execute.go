@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/consumer/inbox"
+	"github.com/onceledger/onceledger/internal/pgsettings"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
@@ -24,24 +25,7 @@ import (
 )
 
 // errTxBroken marks a failure after which the transaction cannot go on.
-var errTxBroken = errors.New("inbox: the transaction is broken")
-
-// planSettings are the planner settings of a batch's transaction.
-//
-// Generic plans: most of a batch's statements take arrays, one element per
-// command, and Postgres plans them afresh for every execution as long as a
-// plan for the arrays' actual sizes looks cheaper than one for any size,
-// which it does for the small batches of moderate rates. At 400 commands/s
-// (two per transaction) planning was 29% of the statements' time. Their
-// plans do not depend on the arrays' sizes: inserts from arrays, and
-// lookups by primary key.
-//
-// No sequential scans where an index serves: a generic plan is kept until
-// the table's statistics change, and one made while a table was small (a
-// new database) would scan it sequentially, inbox included, until
-// autovacuum next analyzes it. A statement that no index serves still
-// scans; the setting only makes the planner prefer any index.
-const planSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
+var errTxBroken = errors.New("consumer: the transaction is broken")
 
 // txn is one transaction of commands: everything execute does, and what
 // became of each command.
@@ -89,7 +73,7 @@ func (t *txn) execute(conn interface {
 	for _, s := range subs {
 		kind, idx, ok := t.kinds.Lookup(s.req.Command)
 		if !ok {
-			return t.fail(subs, fmt.Errorf("inbox: no kind executes %s", s.req.Command))
+			return t.fail(subs, fmt.Errorf("consumer: no kind executes %s", s.req.Command))
 		}
 		s.kind, s.kindIndex = kind, idx
 	}
@@ -102,7 +86,11 @@ func (t *txn) execute(conn interface {
 
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
-	b.Queue(planSettings)
+	// Generic plans: most of a batch's statements take arrays, one element
+	// per command, and their plans do not depend on the arrays' sizes
+	// (inserts from arrays, lookups by primary key), so planning them per
+	// batch is wasted; on indexes, so the inbox is never scanned whole.
+	b.Queue(pgsettings.GenericPlansOnIndexes)
 	keys := make([]inbox.Key, len(unique))
 	for i, s := range unique {
 		keys[i] = inbox.Key{Company: s.req.Company, Key: s.req.Key}
@@ -118,14 +106,14 @@ func (t *txn) execute(conn interface {
 		defer br.Close()
 		for range 2 { // begin, settings
 			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("inbox: begin: %w", err)
+				return fmt.Errorf("begin: %w", err)
 			}
 		}
 		if err := claims.Read(br); err != nil {
 			return err
 		}
 		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("inbox: savepoint: %w", err)
+			return fmt.Errorf("savepoint: %w", err)
 		}
 		first.read(br)
 		if err := br.Close(); err != nil && first.err == nil {
@@ -160,12 +148,12 @@ func (t *txn) execute(conn interface {
 		}
 		t.ended = true
 		if err := t.tx.Commit(t.ctx); err != nil {
-			return t.fail(subs, fmt.Errorf("inbox: commit: %w", err))
+			return t.fail(subs, fmt.Errorf("consumer: commit: %w", err))
 		}
 		t.committed = true
 	}
 	if !t.committed {
-		return t.fail(subs, fmt.Errorf("inbox: commit: %w", t.commitErr))
+		return t.fail(subs, fmt.Errorf("consumer: commit: %w", t.commitErr))
 	}
 	return nil
 }
@@ -384,7 +372,7 @@ func (t *txn) passes(p *prepared, commit bool) error {
 			defer br.Close()
 			for range writes {
 				if _, err := br.Exec(); err != nil {
-					return fmt.Errorf("inbox: write batch: %w", err)
+					return fmt.Errorf("write batch: %w", err)
 				}
 			}
 			if next != nil {
@@ -395,7 +383,7 @@ func (t *txn) passes(p *prepared, commit bool) error {
 				return nil
 			}
 			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("inbox: deferred constraints: %w", err)
+				return fmt.Errorf("deferred constraints: %w", err)
 			}
 			if commit {
 				// Only now is the transaction over: a failed write above
@@ -410,7 +398,7 @@ func (t *txn) passes(p *prepared, commit bool) error {
 			}
 			_, err := br.Exec()
 			if err != nil {
-				return fmt.Errorf("inbox: deferred constraints: %w", err)
+				return fmt.Errorf("deferred constraints: %w", err)
 			}
 			return br.Close()
 		}()
@@ -440,7 +428,7 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 			return err
 		}
 		if len(results) != len(which) {
-			return fmt.Errorf("inbox: %d results for %d commands of %s", len(results), len(which), subs[0].req.Command)
+			return fmt.Errorf("%d results for %d commands of %s", len(results), len(which), subs[0].req.Command)
 		}
 		for i, s := range subs {
 			if err := s.stage(results[i]); err != nil {
@@ -464,6 +452,10 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 		rows = append(rows, s.stored)
 	}
 	if len(events) > 0 {
+		// Writing the events also queues them for the relay and creates
+		// their webhook deliveries, in this transaction, by triggers:
+		// outbox_events_pending (migrations/00010_outbox_pending.sql) and
+		// outbox_events_fan_out (migrations/00007_statement_triggers.sql).
 		if _, err := outbox.Queue(w, events); err != nil {
 			return err
 		}
@@ -489,21 +481,21 @@ func (s *submission) stage(r exec.Result) error {
 	default:
 		raw, err := json.Marshal(r.Outcome.Result)
 		if err != nil {
-			return fmt.Errorf("inbox: encode %s result: %w", req.Command, err)
+			return fmt.Errorf("encode %s result: %w", req.Command, err)
 		}
 		res = protocol.Result{Company: req.Company, IdempotencyKey: req.Key, Command: req.Command, Status: protocol.StatusOK, Result: raw}
 		s.events = r.Outcome.Events
 	}
 	body, err := json.Marshal(res)
 	if err != nil {
-		return fmt.Errorf("inbox: encode result: %w", err)
+		return fmt.Errorf("encode result: %w", err)
 	}
 	s.Answer = Answer{Outcome: Executed, Result: res}
 	if r.Err == nil && r.Outcome.Once != nil {
 		// Answered now and never again: the stored row has Result.
 		once, err := json.Marshal(r.Outcome.Once)
 		if err != nil {
-			return fmt.Errorf("inbox: encode %s result: %w", req.Command, err)
+			return fmt.Errorf("encode %s result: %w", req.Command, err)
 		}
 		s.Answer.Result.Result = once
 	}
@@ -560,7 +552,7 @@ func Execute(ctx context.Context, pool *pgxpool.Pool, kinds *exec.Kinds, reqs []
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		err = fmt.Errorf("inbox: begin: %w", err)
+		err = fmt.Errorf("consumer: begin: %w", err)
 	} else {
 		defer conn.Release()
 		t := &txn{ctx: ctx, kinds: kinds}

@@ -34,7 +34,7 @@ type handler struct {
 func (h *handler) handle(msg *message.Message) error {
 	d, ok := DeliveryFrom(msg)
 	if !ok {
-		return errors.New("inbox: message did not come from the consumer's subscriber")
+		return errors.New("consumer: message did not come from the consumer's subscriber")
 	}
 	if h.before != nil {
 		h.before(d)

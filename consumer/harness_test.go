@@ -288,7 +288,7 @@ func (h *harness) deadLetters() []*jetstream.RawStreamMsg {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	stream, err := h.js.Stream(ctx, "LEDGER_DLQ")
+	stream, err := h.js.Stream(ctx, consumer.DefaultDeadLetterStream)
 	if err != nil {
 		h.t.Fatal(err)
 	}

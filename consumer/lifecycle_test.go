@@ -48,7 +48,7 @@ func TestShutdownFinishesInFlightCommands(t *testing.T) {
 	}
 	// Acknowledged: nothing is left for the next worker.
 	ctx := context.Background()
-	cons, err := h.js.Consumer(ctx, "LEDGER_CMD", "onceledger")
+	cons, err := h.js.Consumer(ctx, consumer.DefaultStream, consumer.DefaultDurable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestProvisioningKeepsTheStreamWithinTheRetention(t *testing.T) {
 	if _, err := wk.Provision(context.Background()); err != nil {
 		t.Fatalf("provisioning with a shorter retention: %v", err)
 	}
-	stream, err := h.js.Stream(context.Background(), "LEDGER_CMD")
+	stream, err := h.js.Stream(context.Background(), consumer.DefaultStream)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func refusedOnce(t *testing.T, natsURL string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cons, err := h.js.Consumer(ctx, "LEDGER_CMD", "onceledger")
+	cons, err := h.js.Consumer(ctx, consumer.DefaultStream, consumer.DefaultDurable)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,14 +10,28 @@ import (
 	"github.com/onceledger/onceledger/protocol"
 )
 
+// The default names of the streams and of the durable consumer. Anything
+// that reads the streams of a default deployment (operators' tools, checks,
+// benchmarks) names them by these.
+const (
+	// DefaultStream is the command stream's default name.
+	DefaultStream = "LEDGER_CMD"
+	// DefaultDeadLetterStream is the dead-letter stream's default name.
+	DefaultDeadLetterStream = "LEDGER_DLQ"
+	// DefaultDurable is the default name of the pull consumer all workers
+	// share.
+	DefaultDurable = "onceledger"
+)
+
 // StreamConfig names and shapes the command and dead-letter streams and the
 // durable consumer the workers share.
 type StreamConfig struct {
-	// Stream is the command stream. Defaults to LEDGER_CMD.
+	// Stream is the command stream. Defaults to DefaultStream, LEDGER_CMD.
 	Stream string
-	// DeadLetterStream defaults to LEDGER_DLQ.
+	// DeadLetterStream defaults to DefaultDeadLetterStream, LEDGER_DLQ.
 	DeadLetterStream string
-	// Durable is the pull consumer all workers share. Defaults to "onceledger".
+	// Durable is the pull consumer all workers share. Defaults to
+	// DefaultDurable, "onceledger".
 	Durable string
 	// Replicas of every stream; 3 on a cluster. Defaults to 1.
 	Replicas int
@@ -54,13 +68,13 @@ func (c StreamConfig) WithDefaults(retention time.Duration) StreamConfig {
 
 func (c *StreamConfig) setDefaults(retention time.Duration) {
 	if c.Stream == "" {
-		c.Stream = "LEDGER_CMD"
+		c.Stream = DefaultStream
 	}
 	if c.DeadLetterStream == "" {
-		c.DeadLetterStream = "LEDGER_DLQ"
+		c.DeadLetterStream = DefaultDeadLetterStream
 	}
 	if c.Durable == "" {
-		c.Durable = "onceledger"
+		c.Durable = DefaultDurable
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1

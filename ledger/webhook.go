@@ -9,21 +9,39 @@ import (
 	"github.com/google/uuid"
 )
 
+// The types of the events onceledger emits, each an outcome of a command
+// (see Outcome.Events). Every one is in EventTypes.
+const (
+	EventCompanyCreated          = "company.created"
+	EventInvoiceCreated          = "invoice.created"
+	EventCreditNoteCreated       = "credit_note.created"
+	EventPaymentRecorded         = "payment.recorded"
+	EventSettlementRecorded      = "settlement.recorded"
+	EventPurchaseInvoiceRecorded = "purchase_invoice.recorded"
+	EventAssetRegistered         = "asset.registered"
+	EventDepreciationPosted      = "depreciation.posted"
+	EventCustomerCreditApplied   = "customer_credit.applied"
+	EventCustomerCreditRefunded  = "customer_credit.refunded"
+	EventPeriodClosed            = "period.closed"
+	EventFXRateRecorded          = "fx_rate.recorded"
+	EventWebhookEndpointDisabled = "webhook_endpoint.disabled"
+)
+
 // EventTypes are the events onceledger emits; webhook endpoints filter on them.
 var EventTypes = []string{
-	"company.created",
-	"invoice.created",
-	"credit_note.created",
-	"payment.recorded",
-	"settlement.recorded",
-	"purchase_invoice.recorded",
-	"asset.registered",
-	"depreciation.posted",
-	"customer_credit.applied",
-	"customer_credit.refunded",
-	"period.closed",
-	"fx_rate.recorded",
-	"webhook_endpoint.disabled",
+	EventCompanyCreated,
+	EventInvoiceCreated,
+	EventCreditNoteCreated,
+	EventPaymentRecorded,
+	EventSettlementRecorded,
+	EventPurchaseInvoiceRecorded,
+	EventAssetRegistered,
+	EventDepreciationPosted,
+	EventCustomerCreditApplied,
+	EventCustomerCreditRefunded,
+	EventPeriodClosed,
+	EventFXRateRecorded,
+	EventWebhookEndpointDisabled,
 }
 
 func knownEventType(t string) bool {

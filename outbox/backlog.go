@@ -37,6 +37,8 @@ type PendingEvent struct {
 // ReadBacklog reads the relay's queue: how many events wait and the oldest
 // of them, for one company or, with company "", for all. The queue holds
 // only unpublished events, so this stays cheap however many are published.
+// (The queue is outbox_pending, filled by the trigger outbox_events_pending
+// of migrations/00010_outbox_pending.sql.)
 func ReadBacklog(ctx context.Context, db Querier, company string) (Backlog, error) {
 	var b Backlog
 	rows, err := db.Query(ctx, `
@@ -62,7 +64,9 @@ func ReadBacklog(ctx context.Context, db Querier, company string) (Backlog, erro
 	return b, rows.Err()
 }
 
-// PendingIDs lists the events the relay has not published yet.
+// PendingIDs lists the events the relay has not published yet: the keys in
+// outbox_pending (filled by the trigger outbox_events_pending,
+// migrations/00010_outbox_pending.sql).
 func PendingIDs(ctx context.Context, db Querier) (map[uuid.UUID]bool, error) {
 	rows, err := db.Query(ctx, `SELECT event_id FROM outbox_pending`)
 	if err != nil {

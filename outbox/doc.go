@@ -20,6 +20,26 @@
 //     publication continues that trace in its headers; it is never part of
 //     the body.
 //
+// Two steps happen in the database, in triggers on outbox_events that fire
+// once per inserting statement, so no Go code performs them:
+//
+//   - The relay's queue: outbox_events_pending (function
+//     outbox_enqueue_pending, migrations/00010_outbox_pending.sql) puts each
+//     new event's ID in outbox_pending. The relay takes IDs out of that
+//     table once JetStream acknowledged the events; an event is published
+//     once its ID is gone. ReadBacklog, PendingIDs and PurgeEvents read it.
+//   - Webhook fan-out: outbox_events_fan_out (function webhook_fan_out,
+//     created in migrations/00004_webhooks.sql, made statement-level in
+//     migrations/00007_statement_triggers.sql) writes one row in
+//     webhook_deliveries per enabled endpoint of the event's company whose
+//     event_types is empty or lists the event's type. The webhooks
+//     dispatcher delivers those rows.
+//
+// Both run in the transaction that writes the event, so an event, its
+// place in the queue and its deliveries commit together or not at all.
+// Neither notifies: writers wake relays and dispatchers after their commit
+// (WakeChannels).
+//
 // Retention: PurgeEvents deletes events that are published and whose
 // webhook deliveries are settled once they are older than a retention,
 // with those deliveries. A company's remaining events then start at a

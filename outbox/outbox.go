@@ -22,7 +22,8 @@ const NotifyChannel = "onceledger_outbox"
 
 // DispatchChannel is the channel that wakes webhook dispatchers
 // (webhooks.NotifyChannel): events fan out into deliveries in the
-// transaction that writes them.
+// transaction that writes them (trigger outbox_events_fan_out, see
+// migrations/00007_statement_triggers.sql).
 const DispatchChannel = "onceledger_webhooks"
 
 // WakeChannels are the channels to notify once events have committed.
@@ -98,6 +99,10 @@ type Pending struct {
 // Queue sends no notification: once the transaction has committed, the
 // caller notifies WakeChannels (or the relays find the events when they
 // poll).
+//
+// The statement's insert into outbox_events also queues the events for
+// the relay and creates their webhook deliveries, in the database: see
+// the package documentation on its triggers.
 func Queue(batch *pgx.Batch, events []Pending) ([]Event, error) {
 	if len(events) == 0 {
 		return nil, nil
@@ -123,6 +128,12 @@ func Queue(batch *pgx.Batch, events []Pending) ([]Event, error) {
 		parents = append(parents, enc.traceparent)
 		states = append(states, enc.tracestate)
 	}
+	// Two triggers on outbox_events fire once for this statement: one puts
+	// the events' IDs in outbox_pending, the relay's queue
+	// (outbox_events_pending, migrations/00010_outbox_pending.sql), and one
+	// writes a webhook delivery per enabled endpoint subscribed to each
+	// event (outbox_events_fan_out, migrations/00007_statement_triggers.sql).
+	//
 	// ON CONFLICT may touch a row once per statement, hence one counter row
 	// per company (counted), and each event's sequence is the counter's new
 	// value minus the events of its company that follow it.

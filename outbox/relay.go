@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/onceledger/onceledger/internal/pglisten"
+	"github.com/onceledger/onceledger/internal/pgsettings"
 	"github.com/onceledger/onceledger/internal/tracecontext"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -146,9 +147,12 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		// was small joined it by scanning it whole until autovacuum next
 		// analyzed the table. The events are fetched by a list of keys, not
 		// a join, so that no plan but one probe per key fits.
+		//
+		// outbox_pending is filled by the trigger outbox_events_pending
+		// (migrations/00010_outbox_pending.sql) as events are written.
 		claim := &pgx.Batch{}
 		claim.BeginTx(pgx.TxOptions{})
-		claim.Queue(`SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`)
+		claim.Queue(pgsettings.GenericPlansOnIndexes + pgsettings.NoCommitWait)
 		claim.Queue(`
 			WITH taken AS (
 				DELETE FROM outbox_pending

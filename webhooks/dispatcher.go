@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/onceledger/onceledger/internal/pglisten"
+	"github.com/onceledger/onceledger/internal/pgsettings"
 	"github.com/onceledger/onceledger/internal/tracecontext"
 )
 
@@ -330,6 +331,10 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 // committed meanwhile is re-checked there (EvalPlanQual), not claimed a
 // second time. That check is a CASE, which no partial index matches, so
 // the rows are found by their IDs.
+//
+// The pending deliveries it claims are written by no Go code: the trigger
+// outbox_events_fan_out (migrations/00007_statement_triggers.sql) creates
+// them as events are written to the outbox.
 const claimSQL = `
 	WITH RECURSIVE queued (endpoint_id, first_due) AS (
 		(SELECT endpoint_id, next_attempt_at FROM webhook_deliveries WHERE status = 'pending'
@@ -379,20 +384,16 @@ const claimSQL = `
 	RETURNING d.id, d.event_id, d.endpoint_id, d.company_id, d.attempts, e.url, ev.body::text, e.secrets, ev.type, ev.created_at,
 	          coalesce(ev.traceparent, ''), coalesce(ev.tracestate, '')`
 
-// queueSettings selects the planner settings, for the rest of the
-// transaction, under which the dispatcher's statements over
-// webhook_deliveries run: generic plans on indexes, no sequential and no
-// bitmap scans.
+// queueSettings selects the settings, for the rest of the transaction,
+// under which the dispatcher's statements over webhook_deliveries run:
+// generic plans on indexes (see pgsettings), and no bitmap scans either.
 //
 // Generic plans: these statements take limits and arrays whose values do
 // not change the best plan, and planning them afresh cost more than running
-// them (a claim planned in 1.15 ms and ran in 0.5 ms). But a generic plan
-// is kept until the table's statistics change, and one made while the
-// table was small (a new database, a drained queue) scanned it sequentially
-// on every claim until autovacuum next analyzed it, which on a busy new
-// database was after tens of thousands of deliveries. Every access of these
-// statements has an index that serves it whatever the table's size, so
-// forbidding the sequential scan keeps any plan on the indexes.
+// them. On indexes: a generic plan made while the table was small (a new
+// database, a drained queue) scanned it sequentially on every claim until
+// autovacuum next analyzed it, which on a busy new database was after tens
+// of thousands of deliveries.
 //
 // Every claim and every recording moves deliveries between statuses with
 // updates no index can keep HOT, so the indexes on status hold an entry
@@ -401,7 +402,7 @@ const claimSQL = `
 // bitmap scan visits them again each time, and between two vacuums
 // counting one endpoint's leases grew to thousands of heap visits per
 // claim.
-const queueSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`
+const queueSettings = pgsettings.GenericPlansOnIndexes + pgsettings.NoBitmapScans
 
 // queryQueue runs query in a transaction of its own whose planner (and
 // other) settings are selected first by settings, and hands each row to
@@ -443,7 +444,7 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 	// results are recorded does, and recording commits durably, which
 	// flushes the claim with it. Not waiting keeps claims out of the queue
 	// for WAL flushes that the commands' commits stand in.
-	err := d.queryQueue(ctx, queueSettings+`, set_config('synchronous_commit', 'off', true)`, func(rows pgx.Rows) error {
+	err := d.queryQueue(ctx, queueSettings+pgsettings.NoCommitWait, func(rows pgx.Rows) error {
 		var c claimed
 		var secrets []byte
 		if err := rows.Scan(&c.id, &c.eventID, &c.endpointID, &c.company, &c.attempt, &c.url, &c.body, &secrets, &c.eventType, &c.eventCreated,

@@ -74,6 +74,16 @@
 // an event that exists has its deliveries, and an endpoint created later does
 // not receive older events.
 //
+// No Go code writes those deliveries, so they are easy to miss: the trigger
+// is outbox_events_fan_out on outbox_events (function webhook_fan_out),
+// created in migrations/00004_webhooks.sql and made to run once per
+// inserting statement in migrations/00007_statement_triggers.sql. It reads
+// webhook_endpoints as the writing transaction sees them, so an endpoint
+// disabled or unsubscribed in that transaction or before gets nothing, and
+// it does not notify: the writer wakes dispatchers after its commit
+// (outbox.WakeChannels). A second trigger on the same insert queues the
+// event for the relay (see the outbox package).
+//
 // The [Dispatcher] claims due deliveries with FOR UPDATE SKIP LOCKED under a
 // lease (request timeout plus a margin), wakes on NOTIFY and polls as a
 // fallback, bounds attempts per endpoint across all dispatchers, follows no

@@ -253,7 +253,7 @@ func (p *endpointPlan) change(e *endpointRow, cmd ledger.Command) (ledger.Outcom
 			e.reason = "disabled by webhook_endpoint.disable"
 		}
 		v := e.view(p.now())
-		return ledger.Outcome{Result: v, Events: []ledger.Event{{Type: "webhook_endpoint.disabled", Data: v}}}, nil
+		return ledger.Outcome{Result: v, Events: []ledger.Event{{Type: ledger.EventWebhookEndpointDisabled, Data: v}}}, nil
 	case *ledger.RotateWebhookSecret:
 		sealed, generated, err := p.secret(e.company, cmd.SealedSecret)
 		if err != nil {

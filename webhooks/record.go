@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/outbox"
 )
 
@@ -346,7 +347,7 @@ func disableEndpoint(ctx context.Context, tx pgx.Tx, id uuid.UUID, company, reas
 	if err != nil {
 		return fmt.Errorf("disable endpoint: %w", err)
 	}
-	_, err = outbox.Enqueue(ctx, tx, company, "webhook_endpoint.disabled", EndpointView{
+	_, err = outbox.Enqueue(ctx, tx, company, ledger.EventWebhookEndpointDisabled, EndpointView{
 		EndpointID: id.String(), URL: url, Status: "disabled", DisabledReason: reason,
 	})
 	return err

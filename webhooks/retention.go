@@ -2,11 +2,10 @@ package webhooks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/onceledger/onceledger/internal/purge"
 )
 
 // PurgeAttempts deletes delivery attempt logs recorded more than retention
@@ -20,25 +19,14 @@ import (
 // retention: it never scans the recent log. An attempt logged out of order
 // (a slow request finishing after a later one) waits at most for the rows
 // logged before it.
-func PurgeAttempts(ctx context.Context, db interface {
-	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}, retention time.Duration, batch int) (int64, error) {
-	if retention <= 0 || batch < 1 {
-		return 0, errors.New("webhooks: purge attempts: retention and batch must be positive")
+func PurgeAttempts(ctx context.Context, db purge.Execer, retention time.Duration, batch int) (int64, error) {
+	n, err := purge.Expired(ctx, db, `
+		DELETE FROM webhook_attempts WHERE id IN (
+			SELECT id FROM (SELECT id, attempted_at FROM webhook_attempts ORDER BY id LIMIT $2) AS oldest
+			 WHERE attempted_at < now() - $1::bigint * interval '1 microsecond')`,
+		retention, batch)
+	if err != nil {
+		return n, fmt.Errorf("webhooks: purge attempts: %w", err)
 	}
-	var total int64
-	for {
-		tag, err := db.Exec(ctx, `
-			DELETE FROM webhook_attempts WHERE id IN (
-				SELECT id FROM (SELECT id, attempted_at FROM webhook_attempts ORDER BY id LIMIT $2) AS oldest
-				 WHERE attempted_at < now() - $1::bigint * interval '1 microsecond')`,
-			retention.Microseconds(), batch)
-		if err != nil {
-			return total, fmt.Errorf("webhooks: purge attempts: %w", err)
-		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(batch) {
-			return total, nil
-		}
-	}
+	return n, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -46,9 +47,8 @@ the inbox (replayed) and not executed again. A message that still cannot
 succeed is dead-lettered again.
 `
 
-// deadLetterStream is the dead-letter stream's name (consumer.StreamConfig's
-// default).
-const deadLetterStream = "LEDGER_DLQ"
+// deadLetterStream is the dead-letter stream's name.
+const deadLetterStream = consumer.DefaultDeadLetterStream
 
 func cmdAdmin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {

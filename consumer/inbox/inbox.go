@@ -1,15 +1,3 @@
-// Package inbox owns the inbox table: one row per (company, idempotency
-// key) whose command committed, with the request's fingerprint and the
-// result it gave. Every statement that reads or writes the table is here.
-//
-// The table is the idempotency contract's memory: a key has a row if and
-// only if its command's effects committed, because the row is written in
-// the same transaction as the effects (QueueStore). A key whose command is
-// running is marked by a transaction-scoped advisory lock, never by a row,
-// so a crash leaves nothing to clean up: the lock goes with the
-// connection.
-//
-// Statements take many keys at once; one key is a batch of one.
 package inbox
 
 import (
@@ -22,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/onceledger/onceledger/internal/purge"
 )
 
 // Key is an idempotency key of a company.
@@ -254,21 +244,15 @@ func ReadStats(ctx context.Context, db Querier, company string) (Stats, error) {
 
 // Purge deletes rows older than retention, at most batch rows per
 // statement so it never holds long locks, and returns how many it deleted.
-func Purge(ctx context.Context, db Querier, retention time.Duration, batch int) (int64, error) {
-	var total int64
-	for {
-		tag, err := db.Exec(ctx, `
-			DELETE FROM inbox WHERE ctid = ANY (ARRAY(
-				SELECT ctid FROM inbox WHERE created_at < now() - $1::bigint * interval '1 microsecond' LIMIT $2))`,
-			retention.Microseconds(), batch)
-		if err != nil {
-			return total, fmt.Errorf("inbox: purge: %w", err)
-		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(batch) {
-			return total, nil
-		}
+func Purge(ctx context.Context, db purge.Execer, retention time.Duration, batch int) (int64, error) {
+	n, err := purge.Expired(ctx, db, `
+		DELETE FROM inbox WHERE ctid = ANY (ARRAY(
+			SELECT ctid FROM inbox WHERE created_at < now() - $1::bigint * interval '1 microsecond' LIMIT $2))`,
+		retention, batch)
+	if err != nil {
+		return n, fmt.Errorf("inbox: purge: %w", err)
 	}
+	return n, nil
 }
 
 // Copy writes n rows made by row with COPY, outside any command: for

@@ -25,6 +25,7 @@ import (
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/natsserver"
 	"github.com/onceledger/onceledger/internal/pgcluster"
+	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/migrations"
 	"github.com/onceledger/onceledger/outbox"
@@ -350,7 +351,7 @@ func (e *Env) setupCompanies(ctx context.Context) (err error) {
 		if err := e.request(ctx, id, "company.create", id+"-setup", company); err != nil {
 			return err
 		}
-		endpoint := map[string]any{"url": e.recv.url(i), "description": "bench receiver", "event_types": []string{"invoice.created"}}
+		endpoint := map[string]any{"url": e.recv.url(i), "description": "bench receiver", "event_types": []string{ledger.EventInvoiceCreated}}
 		if err := e.request(ctx, id, "webhook_endpoint.create", id+"-webhook", endpoint); err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
@@ -309,7 +310,7 @@ func (e *Env) waitFor(ctx context.Context, what string, progress func(context.Co
 // settle waits until every command is acknowledged, every event published
 // and every webhook delivered, so the next phase starts from a quiet worker.
 func (e *Env) settle(ctx context.Context) error {
-	cons, err := e.pjs.Consumer(ctx, "LEDGER_CMD", "onceledger")
+	cons, err := e.pjs.Consumer(ctx, consumer.DefaultStream, consumer.DefaultDurable)
 	if err != nil {
 		return err
 	}

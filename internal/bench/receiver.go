@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/onceledger/onceledger/ledger"
 )
 
 // receiver is the webhook endpoints of all companies: one HTTP server on
@@ -73,7 +75,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.malformed.Add(1)
 		return
 	}
-	if ev.Type != "invoice.created" || !strings.HasPrefix(ev.Data.OrderID, prefix) {
+	if ev.Type != ledger.EventInvoiceCreated || !strings.HasPrefix(ev.Data.OrderID, prefix) {
 		return
 	}
 	id := req.Header.Get("webhook-id")

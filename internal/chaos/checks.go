@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/ledger"
@@ -590,7 +591,7 @@ func deadLetterChecks(ctx context.Context, rep *Report, js jetstream.JetStream, 
 	ch := newCheck(CheckRefusals, "refused messages")
 	markers := map[string]string{} // marker → dead-letter code
 	var unmarked []string
-	n, err := readStream(ctx, js, "LEDGER_DLQ", func(m jetstream.Msg) {
+	n, err := readStream(ctx, js, consumer.DefaultDeadLetterStream, func(m jetstream.Msg) {
 		h := m.Headers()
 		code := h.Get(protocol.HeaderDeadLetterCode)
 		if mk := h.Get(HeaderMarker); mk != "" {
@@ -651,7 +652,7 @@ type commandIndex struct {
 
 func locateCommands(ctx context.Context, js jetstream.JetStream) (*commandIndex, error) {
 	w := &commandIndex{byKey: map[companyKey][]uint64{}, byMarker: map[string][]uint64{}}
-	_, err := readStream(ctx, js, "LEDGER_CMD", func(m jetstream.Msg) {
+	_, err := readStream(ctx, js, consumer.DefaultStream, func(m jetstream.Msg) {
 		md, err := m.Metadata()
 		if err != nil {
 			return
@@ -668,7 +669,7 @@ func locateCommands(ctx context.Context, js jetstream.JetStream) (*commandIndex,
 	if err != nil {
 		return nil, err
 	}
-	if cons, err := js.Consumer(ctx, "LEDGER_CMD", "onceledger"); err == nil {
+	if cons, err := js.Consumer(ctx, consumer.DefaultStream, consumer.DefaultDurable); err == nil {
 		if info, err := cons.Info(ctx); err == nil {
 			w.ackFloor = info.AckFloor.Stream
 		}
@@ -682,9 +683,9 @@ func (w *commandIndex) describe(k companyKey, marker string) string {
 		seqs = w.byMarker[marker]
 	}
 	if len(seqs) == 0 {
-		return "its message is not in LEDGER_CMD: JetStream lost a message it had acknowledged"
+		return "its message is not in " + consumer.DefaultStream + ": JetStream lost a message it had acknowledged"
 	}
-	return fmt.Sprintf("its message is in LEDGER_CMD at stream sequence %v (the consumer's ack floor is %d): a worker settled it without executing it", seqs, w.ackFloor)
+	return fmt.Sprintf("its message is in %s at stream sequence %v (the consumer's ack floor is %d): a worker settled it without executing it", consumer.DefaultStream, seqs, w.ackFloor)
 }
 
 // eventChecks: every event is relayed to LEDGER_EVT under its ID with its
@@ -735,8 +736,8 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 
 	// Events per type against the successful keys that must have written them.
 	want := map[string]int64{}
-	eventOf := map[string]string{"company.create": "company.created", "invoice.create": "invoice.created",
-		"credit_note.create": "credit_note.created", "payment.record": "payment.recorded"}
+	eventOf := map[string]string{"company.create": ledger.EventCompanyCreated, "invoice.create": ledger.EventInvoiceCreated,
+		"credit_note.create": ledger.EventCreditNoteCreated, "payment.record": ledger.EventPaymentRecorded}
 	for _, row := range inbox {
 		if t, ok := eventOf[row.command]; ok && row.status == protocol.StatusOK {
 			want[t]++
@@ -837,7 +838,7 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 	// Every event after its company's endpoint existed has a delivery: the
 	// endpoint is created right after the company, before anything else.
 	for id, e := range events {
-		if e.typ == "company.created" {
+		if e.typ == ledger.EventCompanyCreated {
 			continue
 		}
 		if !delivered[receiptKey{e.company, id}] {
@@ -868,7 +869,7 @@ func readPending(ctx context.Context, js jetstream.JetStream, pool *pgxpool.Pool
 	var p pending
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cons, err := js.Consumer(cctx, "LEDGER_CMD", "onceledger")
+	cons, err := js.Consumer(cctx, consumer.DefaultStream, consumer.DefaultDurable)
 	if err != nil {
 		return p, err
 	}

@@ -49,7 +49,7 @@ func (p *companyPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 				Accounts []ledger.Account `json:"accounts"`
 				Series   []string         `json:"series"`
 			}{company, ledger.StandardChart(), ledger.StandardSeries()},
-			Events: []ledger.Event{{Type: "company.created", Data: company}},
+			Events: []ledger.Event{{Type: ledger.EventCompanyCreated, Data: company}},
 		}
 	}
 	if len(created) > 0 {

@@ -92,7 +92,7 @@ func (p *creditNotePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, erro
 		if mv, ok := cn.Movement(); ok {
 			moved.add(company, mv)
 		}
-		return done("credit_note.created", view)
+		return done(ledger.EventCreditNoteCreated, view)
 	})
 	if err == nil && len(notes) > 0 {
 		p.numbers.write(w)

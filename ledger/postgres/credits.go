@@ -331,7 +331,7 @@ func (p *customerCreditPlan) apply(at int, company string, c *ledger.ApplyCustom
 	}
 	view := a.View()
 	a.Record()
-	return exec.Result{Outcome: outcome("customer_credit.applied", view)}, entry, a.Movement()
+	return exec.Result{Outcome: outcome(ledger.EventCustomerCreditApplied, view)}, entry, a.Movement()
 }
 
 func (p *customerCreditPlan) refund(company string, c *ledger.RefundCustomerCredit) (exec.Result, *ledger.JournalEntry, ledger.CreditMovement) {
@@ -358,5 +358,5 @@ func (p *customerCreditPlan) refund(company string, c *ledger.RefundCustomerCred
 	view := rf.View()
 	rf.Refund.Take()
 	p.refunds[key] = found{rf.ID, c.RefundRef}
-	return exec.Result{Outcome: outcome("customer_credit.refunded", view)}, entry, rf.Movement()
+	return exec.Result{Outcome: outcome(ledger.EventCustomerCreditRefunded, view)}, entry, rf.Movement()
 }

@@ -89,7 +89,7 @@ func (p *settlementPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, erro
 		p.payouts[key] = found{st.ID, c.Provider + " " + c.PayoutID}
 		settled, companies, entries = append(settled, st), append(companies, company), append(entries, entry)
 		moved.add(company, st.Movements(newID)...)
-		return done("settlement.recorded", st.View())
+		return done(ledger.EventSettlementRecorded, st.View())
 	})
 	if err == nil && len(settled) > 0 {
 		queueEntries(w, entries)
@@ -216,7 +216,7 @@ func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error)
 		}
 		p.documents[key] = recorded{found{pi.ID, c.DocumentNumber}, p.items[at].Key}
 		booked, companies, keys, entries = append(booked, pi), append(companies, company), append(keys, p.items[at].Key), append(entries, entry)
-		return done("purchase_invoice.recorded", pi.View())
+		return done(ledger.EventPurchaseInvoiceRecorded, pi.View())
 	})
 	if err == nil && len(booked) > 0 {
 		queueEntries(w, entries)
@@ -280,7 +280,7 @@ func (p *assetPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
 		}
 		p.refs[key] = found{a.ID, a.Ref}
 		registered, companies = append(registered, a), append(companies, company)
-		return done("asset.registered", a.View())
+		return done(ledger.EventAssetRegistered, a.View())
 	})
 	if err == nil && len(registered) > 0 {
 		queueAssets(w, companies, registered)
@@ -361,7 +361,7 @@ func (p *depreciationPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, er
 		}
 		p.runs[key] = found{run.ID, period.String()}
 		runs, companies, entries = append(runs, run), append(companies, company), append(entries, entry)
-		return done("depreciation.posted", run.View())
+		return done(ledger.EventDepreciationPosted, run.View())
 	})
 	if err == nil && len(runs) > 0 {
 		queueEntries(w, entries)

@@ -92,7 +92,7 @@ func (p *fxRatePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
 		r := &ledger.FXRate{ID: newID(), Currency: cur, Date: c.Date, Rate: c.Rate.Decimal, Source: c.Source}
 		p.recorded[key] = found{r.ID, c.Currency + " " + c.Date.String()}
 		rates, companies = append(rates, r), append(companies, company)
-		return done("fx_rate.recorded", r.View())
+		return done(ledger.EventFXRateRecorded, r.View())
 	})
 	if err == nil && len(rates) > 0 {
 		var ids [][16]byte

@@ -76,7 +76,7 @@ func (p *invoicePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 		}
 		p.orders[order] = found{inv.ID, inv.Number}
 		invs, entries = append(invs, inv), append(entries, entry)
-		return done("invoice.created", inv.View())
+		return done(ledger.EventInvoiceCreated, inv.View())
 	})
 	if err == nil && len(invs) > 0 {
 		p.numbers.write(w)

@@ -96,7 +96,7 @@ func (p *paymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 		if mv, ok := pay.Movement(); ok {
 			moved.add(company, mv)
 		}
-		return done("payment.recorded", view)
+		return done(ledger.EventPaymentRecorded, view)
 	})
 	if err == nil && len(paid) > 0 {
 		queueEntries(w, entries)

@@ -99,7 +99,7 @@ func (p *periodClosePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, err
 		books.ClosedThrough = period
 		p.last[company] = found{pc.ID, period.String()}
 		closes = append(closes, pc)
-		return done("period.closed", pc.View())
+		return done(ledger.EventPeriodClosed, pc.View())
 	})
 	if err == nil && len(closes) > 0 {
 		queuePeriodCloses(w, closes)

@@ -20,6 +20,7 @@ import (
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/testkeys"
+	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -116,7 +117,7 @@ func Build(t testing.TB, pool *pgxpool.Pool) Books {
 	do("acme", "invoice.create", "inv-2", invoice("o-2", "100.00"), true)
 	do("acme", "invoice.create", "inv-3", invoice("o-3", "50.00"), true)
 	do("acme", "webhook_endpoint.create", "hook-invoices",
-		map[string]any{"url": "https://hooks.example.com/invoices", "event_types": []string{"invoice.created"}}, true)
+		map[string]any{"url": "https://hooks.example.com/invoices", "event_types": []string{ledger.EventInvoiceCreated}}, true)
 	do("acme", "invoice.create", "inv-4", invoice("o-4", "10.00"), true)
 	do("acme", "credit_note.create", "cn-1", map[string]any{
 		"invoice_number": "INV-2026-000001", "series": "CN", "issue_date": "2026-12-03", "reason": "returned", "full": true}, true)
