@@ -486,7 +486,7 @@ func (s *Server) testWebhookEndpoint(w http.ResponseWriter, r *http.Request, com
 	}
 }
 
-// trialBalance answers GET /v1/books/trial-balance?date=YYYY-MM-DD.
+// trialBalance answers GET /v1/books/trial-balance?date=YYYY-MM-DD&currency=company|document.
 func (s *Server) trialBalance(w http.ResponseWriter, r *http.Request, company string) {
 	day, _ := ledger.ParseDate(time.Now().UTC().Format("2006-01-02"))
 	if v := r.URL.Query().Get("date"); v != "" {
@@ -497,8 +497,17 @@ func (s *Server) trialBalance(w http.ResponseWriter, r *http.Request, company st
 		}
 		day = d
 	}
+	in := ledger.InCompanyCurrency
+	if v := r.URL.Query().Get("currency"); v != "" {
+		b, err := ledger.ParseBasis(v)
+		if err != nil {
+			writeProblem(w, codeInvalidRequest, "currency: "+err.Error(), map[string]any{"parameter": "currency"})
+			return
+		}
+		in = b
+	}
 	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
-		tb, err := postgres.TrialBalance(ctx, tx, company, day)
+		tb, err := postgres.TrialBalance(ctx, tx, company, day, in)
 		if err != nil {
 			return nil, err
 		}

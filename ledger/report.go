@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/google/uuid"
@@ -25,7 +26,28 @@ type CurrencyAmount struct {
 type TrialBalance struct {
 	Company string
 	AsOf    Date // zero: everything posted
+	Basis   Basis
 	Rows    []TrialBalanceRow
+}
+
+// Basis is which of a journal line's two amounts a report sums.
+type Basis string
+
+const (
+	// InCompanyCurrency sums the amounts in the company's currency: the
+	// books as they are filed, one currency.
+	InCompanyCurrency Basis = "company"
+	// InDocumentCurrency sums the lines' own amounts, each currency apart.
+	InDocumentCurrency Basis = "document"
+)
+
+// ParseBasis reads "company" or "document".
+func ParseBasis(s string) (Basis, error) {
+	switch b := Basis(s); b {
+	case InCompanyCurrency, InDocumentCurrency:
+		return b, nil
+	}
+	return "", fmt.Errorf("%q is neither %q nor %q", s, InCompanyCurrency, InDocumentCurrency)
 }
 
 // TrialBalanceRow is one account in one currency.
@@ -96,8 +118,11 @@ func (tb *TrialBalance) Balanced() bool {
 
 // TrialBalanceView is a trial balance as reports show it.
 type TrialBalanceView struct {
-	Company  string                  `json:"company"`
-	AsOf     string                  `json:"as_of,omitempty"`
+	Company string `json:"company"`
+	AsOf    string `json:"as_of,omitempty"`
+	// Currency is "company" (the books in the company's currency) or
+	// "document" (each currency apart).
+	Currency Basis                   `json:"currency"`
 	Accounts []TrialBalanceRowView   `json:"accounts"`
 	Totals   []TrialBalanceTotalView `json:"totals"`
 	Balanced bool                    `json:"balanced"`
@@ -125,7 +150,7 @@ type TrialBalanceTotalView struct {
 // View renders the trial balance.
 func (tb *TrialBalance) View() TrialBalanceView {
 	v := TrialBalanceView{
-		Company: tb.Company, AsOf: tb.AsOf.String(), Balanced: tb.Balanced(),
+		Company: tb.Company, AsOf: tb.AsOf.String(), Balanced: tb.Balanced(), Currency: tb.Basis,
 		Accounts: []TrialBalanceRowView{}, Totals: []TrialBalanceTotalView{},
 	}
 	for _, r := range tb.Rows {

@@ -62,10 +62,12 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		formats = []string{"csv", "xml", "json"}
 	}
 	format := fs.String("format", formats[0], "output format: "+strings.Join(formats, ", "))
-	var day, from, to, account, invoice, period *string
+	var day, from, to, account, invoice, period, basis *string
 	switch name {
 	case "trial-balance":
 		day = fs.String("date", time.Now().Format("2006-01-02"), "include entries dated up to this day (YYYY-MM-DD)")
+		basis = fs.String("currency", string(ledger.InCompanyCurrency),
+			"company: every line in the company's currency (the books as filed); document: each document currency apart")
 	case "account":
 		account = fs.String("account", "", "account code, e.g. 1200 (required)")
 		from = fs.String("from", "", "first day (YYYY-MM-DD); earlier entries make the opening balance (default: from the start)")
@@ -96,6 +98,14 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &usageError{"-invoice is required"}
 	case period != nil && *period == "":
 		return &usageError{"-period is required (YYYY-MM)"}
+	}
+	var in ledger.Basis
+	if basis != nil {
+		b, err := ledger.ParseBasis(*basis)
+		if err != nil {
+			return &usageError{fmt.Sprintf("-currency: %v", err)}
+		}
+		in = b
 	}
 	dates := map[string]*ledger.Date{}
 	parseDate := func(flagName string, s *string) error {
@@ -161,7 +171,7 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var text func(io.Writer) error
 	switch name {
 	case "trial-balance":
-		tb, err := postgres.TrialBalance(ctx, tx, *company, at("date"))
+		tb, err := postgres.TrialBalance(ctx, tx, *company, at("date"), in)
 		if err != nil {
 			return bookError(err)
 		}
@@ -282,7 +292,11 @@ func writeTrialBalance(w io.Writer, v ledger.TrialBalanceView) error {
 	if asOf == "" {
 		asOf = "everything posted"
 	}
-	fmt.Fprintf(w, "Trial balance of %s as of %s\n\n", v.Company, asOf)
+	in := "in the company's currency"
+	if v.Currency == ledger.InDocumentCurrency {
+		in = "per document currency"
+	}
+	fmt.Fprintf(w, "Trial balance of %s as of %s, %s\n\n", v.Company, asOf, in)
 	t := newTable(4, 5, 6)
 	t.add("ACCOUNT", "NAME", "TYPE", "CURRENCY", "DEBITS", "CREDITS", "BALANCE")
 	for _, r := range v.Accounts {

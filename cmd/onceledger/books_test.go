@@ -104,7 +104,11 @@ func TestBooks(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		// Receivables 419.00 − 121.00 − 100.00; all debits 1245.00 = all credits.
-		requireOut(t, out, "Trial balance of acme as of 2026-12-31", "Accounts receivable", "198.00", "Total", "1245.00", "-605.00")
+		requireOut(t, out, "Trial balance of acme as of 2026-12-31, in the company's currency", "Accounts receivable", "198.00", "Total", "1245.00", "-605.00")
+		code, out, _ = books("trial-balance", "-company", "acme", "-date", "2026-12-31", "-currency", "document")
+		if code != 0 || !strings.Contains(out, "per document currency") || !strings.Contains(out, "1245.00") {
+			t.Fatalf("per document currency: exit %d:\n%s", code, out)
+		}
 
 		code, out, _ = books("trial-balance", "-company", "acme", "-date", "2026-12-31", "-format", "json")
 		var v ledger.TrialBalanceView
@@ -229,6 +233,7 @@ func TestBooks(t *testing.T) {
 			{[]string{"trial-balance"}, 2, "-company is required"},
 			{[]string{"trial-balance", "-company", "acme", "-date", "31.12.2026"}, 2, `-date: "31.12.2026" is not a date`},
 			{[]string{"trial-balance", "-company", "acme", "-format", "csv"}, 2, `-format "csv": trial-balance takes text, json`},
+			{[]string{"trial-balance", "-company", "acme", "-currency", "USD"}, 2, `-currency: "USD" is neither "company" nor "document"`},
 			{[]string{"account", "-company", "acme"}, 2, "-account is required"},
 			{[]string{"account", "-company", "acme", "-account", "1200", "-from", "2026-12-31", "-to", "2026-12-01"}, 2, "-to is before -from"},
 			{[]string{"invoice", "-company", "acme"}, 2, "-invoice is required"},

@@ -62,21 +62,30 @@ func civilDate(t time.Time) ledger.Date {
 	return ledger.Date{Time: time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)}
 }
 
-// TrialBalance sums every account's journal lines per currency, for entries
-// dated up to and including asOf (everything when asOf is zero).
-func TrialBalance(ctx context.Context, q Querier, company string, asOf ledger.Date) (*ledger.TrialBalance, error) {
-	if _, err := loadCompany(ctx, q, company); err != nil {
+// TrialBalance sums every account's journal lines, for entries dated up
+// to and including asOf (everything when asOf is zero): in the company's
+// currency, the books as they are filed, or per document currency (the
+// lines' own amounts, each currency apart).
+func TrialBalance(ctx context.Context, q Querier, company string, asOf ledger.Date, basis ledger.Basis) (*ledger.TrialBalance, error) {
+	c, err := loadCompany(ctx, q, company)
+	if err != nil {
 		return nil, err
 	}
+	// A line without company amounts counts its own (see migration 00020).
+	sums, args := `l.currency::text, sum(l.debit)::text, sum(l.credit)::text`, []any{company, dateArg(asOf)}
+	if basis == ledger.InCompanyCurrency {
+		sums = `$3::text, sum(coalesce(l.debit_company, l.debit))::text, sum(coalesce(l.credit_company, l.credit))::text`
+		args = append(args, c.Currency)
+	}
 	rows, err := q.Query(ctx, `
-		SELECT a.code, a.name, a.type, l.currency, sum(l.debit)::text, sum(l.credit)::text
+		SELECT a.code, a.name, a.type, `+sums+`
 		  FROM journal_lines l
 		  JOIN journal_entries e ON e.id = l.entry_id
 		  JOIN accounts a ON a.company_id = l.company_id AND a.code = l.account_code
 		 WHERE l.company_id = $1 AND e.company_id = $1
 		   AND ($2::date IS NULL OR e.entry_date <= $2::date)
-		 GROUP BY a.code, a.name, a.type, l.currency
-		 ORDER BY a.code, l.currency`, company, dateArg(asOf))
+		 GROUP BY 1, 2, 3, 4
+		 ORDER BY 1, 4`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("trial balance: %w", err)
 	}
@@ -94,7 +103,9 @@ func TrialBalance(ctx context.Context, q Querier, company string, asOf ledger.Da
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("trial balance: %w", err)
 	}
-	return ledger.NewTrialBalance(company, asOf, out), nil
+	tb := ledger.NewTrialBalance(company, asOf, out)
+	tb.Basis = basis
+	return tb, nil
 }
 
 // AccountLedger lists the journal lines on one account dated from..to

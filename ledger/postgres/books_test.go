@@ -145,7 +145,7 @@ func TestBooks(t *testing.T) {
 	})
 
 	t.Run("trial balance", func(t *testing.T) {
-		tb, err := postgres.TrialBalance(ctx, db, "acme", mustDate(t, "2026-12-31"))
+		tb, err := postgres.TrialBalance(ctx, db, "acme", mustDate(t, "2026-12-31"), ledger.InDocumentCurrency)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +183,7 @@ func TestBooks(t *testing.T) {
 		}
 
 		// Everything, January included.
-		all, err := postgres.TrialBalance(ctx, db, "acme", ledger.Date{})
+		all, err := postgres.TrialBalance(ctx, db, "acme", ledger.Date{}, ledger.InCompanyCurrency)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func TestBooks(t *testing.T) {
 		}
 
 		// Before the first entry: nothing.
-		empty, err := postgres.TrialBalance(ctx, db, "acme", mustDate(t, "2026-12-01"))
+		empty, err := postgres.TrialBalance(ctx, db, "acme", mustDate(t, "2026-12-01"), ledger.InDocumentCurrency)
 		if err != nil || len(empty.Rows) != 0 || !empty.Balanced() {
 			t.Fatalf("before any entry: %v %+v", err, empty)
 		}
@@ -374,7 +374,7 @@ func TestBooks(t *testing.T) {
 	t.Run("unknown company", func(t *testing.T) {
 		p := ledger.Period{Year: 2026, Month: 12}
 		for name, call := range map[string]func() error{
-			"trial balance": func() error { _, err := postgres.TrialBalance(ctx, db, "ghost", ledger.Date{}); return err },
+			"trial balance": func() error { _, err := postgres.TrialBalance(ctx, db, "ghost", ledger.Date{}, ledger.InCompanyCurrency); return err },
 			"account ledger": func() error {
 				_, err := postgres.AccountLedger(ctx, db, "ghost", "1200", ledger.Date{}, ledger.Date{})
 				return err

@@ -199,6 +199,39 @@ func TestPaymentsAtAnotherRateRealiseExchangeDifferences(t *testing.T) {
 	}
 	requireBooksBalance(t, db)
 	requireBalancedInCompanyCurrency(t, db)
+
+	// The trial balance in the company's currency is one currency, EUR,
+	// and nets to zero; per document currency JPY is apart, and the
+	// exchange differences have no amount in it.
+	tb, err := postgres.TrialBalance(testContext(t), db, "acme", ledger.Date{}, ledger.InCompanyCurrency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := tb.View()
+	balances := map[string]string{}
+	for _, a := range v.Accounts {
+		if a.Currency != "EUR" {
+			t.Fatalf("a company-currency trial balance row in %s: %+v", a.Currency, a)
+		}
+		balances[a.Code] = a.Balance
+	}
+	if !v.Balanced || v.Currency != ledger.InCompanyCurrency || len(v.Totals) != 1 ||
+		balances["1200"] != "0.00" || balances["6900"] != "0.56" || balances["4900"] != "-0.95" || balances["1100"] != "74.85" {
+		t.Fatalf("company trial balance %+v", v)
+	}
+	tb, err = postgres.TrialBalance(testContext(t), db, "acme", ledger.Date{}, ledger.InDocumentCurrency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v = tb.View()
+	for _, a := range v.Accounts {
+		if a.Code == "1100" && (a.Currency != "JPY" || a.Balance != "12100") || a.Code == "6900" && a.Balance != "0" {
+			t.Fatalf("document trial balance row %+v", a)
+		}
+	}
+	if !v.Balanced || len(v.Totals) != 1 || v.Totals[0].Currency != "JPY" {
+		t.Fatalf("document trial balance %+v", v)
+	}
 }
 
 // A credit note of a paid foreign invoice gives the customer credit at
