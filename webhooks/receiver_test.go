@@ -32,11 +32,11 @@ type receiverEnv struct {
 	secret webhooks.Secret
 	calls  atomic.Int32
 	// hook runs in the handler after its insert, with the call number.
-	hook func(n int32) error
+	hook func(ctx context.Context, tx pgx.Tx, n int32) error
 	logs syncBuffer
 }
 
-func newReceiverEnv(t *testing.T, cfg webhooks.ReceiverConfig, hook func(n int32) error) *receiverEnv {
+func newReceiverEnv(t *testing.T, cfg webhooks.ReceiverConfig, hook func(ctx context.Context, tx pgx.Tx, n int32) error) *receiverEnv {
 	t.Helper()
 	env := &receiverEnv{hook: hook, pool: openPool(t)}
 	if err := webhooks.MigrateReceiver(t.Context(), env.pool); err != nil {
@@ -66,7 +66,7 @@ func (env *receiverEnv) handle(ctx context.Context, tx pgx.Tx, ev webhooks.Event
 		return err
 	}
 	if env.hook != nil {
-		return env.hook(n)
+		return env.hook(ctx, tx, n)
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ func count(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
 
 func testEvent() webhooks.Event {
 	return webhooks.Event{
-		ID:        uuid.Must(uuid.NewV7()),
+		ID:        webhooks.EventID(uuid.Must(uuid.NewV7())),
 		Type:      "invoice.created",
 		Company:   "acme",
 		Sequence:  7,
@@ -215,16 +215,49 @@ func TestReceiverAppliesEventOnce(t *testing.T) {
 
 func TestReceiverConcurrentDuplicates(t *testing.T) {
 	t.Parallel()
-	// The sleep keeps the first transaction open while the others arrive,
-	// so they really wait on the receipt's key.
-	env := newReceiverEnv(t, webhooks.ReceiverConfig{}, func(int32) error {
-		time.Sleep(200 * time.Millisecond)
-		return nil
+	const deliveries = 8
+	// The handler that got the receipt holds its transaction open until
+	// every other delivery is waiting on that receipt's key, blocked by
+	// this very transaction: proof that they ran concurrently with it.
+	// Run one after the other, or without the receipt, they never wait,
+	// and the bounded wait fails the delivery.
+	// One deadline for every call, so a broken receiver fails in bounded
+	// time however many calls wait in turn.
+	deadline := time.Now().Add(20 * time.Second)
+	var waited atomic.Int32
+	var env *receiverEnv
+	env = newReceiverEnv(t, webhooks.ReceiverConfig{}, func(ctx context.Context, tx pgx.Tx, n int32) error {
+		var pid int32
+		if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var blocked int32
+			err := env.pool.QueryRow(ctx, `
+				SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND $1 = ANY (pg_blocking_pids(pid))
+				  AND query LIKE '%INSERT INTO onceledger_webhook_receipts%'`, pid).Scan(&blocked)
+			if err != nil {
+				return fmt.Errorf("call %d: %d of %d deliveries waited on the receipt: %w", n, waited.Load(), deliveries-1, err)
+			}
+			waited.Store(blocked)
+			if blocked == deliveries-1 {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("call %d: %d of %d deliveries waited on the receipt: %w", n, blocked, deliveries-1, ctx.Err())
+			case <-tick.C:
+			}
+		}
 	})
 	ev := testEvent()
 	body := eventBody(t, ev)
 
-	const deliveries = 8
 	start := make(chan struct{})
 	codes := make([]int, deliveries)
 	errs := make([]error, deliveries)
@@ -238,20 +271,26 @@ func TestReceiverConcurrentDuplicates(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
+	if got := waited.Load(); got != deliveries-1 {
+		t.Errorf("%d deliveries waited on the first one's receipt, want %d", got, deliveries-1)
+	}
+	// The first is applied, every other one is a duplicate: all answered
+	// 204, so the sender stops retrying, and the handler's effect is there
+	// once.
 	for i, code := range codes {
-		if errs[i] != nil || !is2xx(code) {
-			t.Errorf("delivery %d: status %d, %v", i, code, errs[i])
+		if errs[i] != nil || code != http.StatusNoContent {
+			t.Errorf("delivery %d: status %d, %v; want 204", i, code, errs[i])
 		}
 	}
 	env.requireCounts(t, 1, 1, 1)
 	if got := strings.Count(env.logs.String(), "duplicate delivery"); got != deliveries-1 {
-		t.Errorf("%d duplicates logged, want %d", got, deliveries-1)
+		t.Errorf("%d duplicates logged, want %d:\n%s", got, deliveries-1, env.logs.String())
 	}
 }
 
 func TestReceiverHandlerErrorIsRetried(t *testing.T) {
 	t.Parallel()
-	env := newReceiverEnv(t, webhooks.ReceiverConfig{}, func(n int32) error {
+	env := newReceiverEnv(t, webhooks.ReceiverConfig{}, func(_ context.Context, _ pgx.Tx, n int32) error {
 		if n == 1 {
 			return errors.New("downstream unavailable")
 		}
@@ -279,7 +318,7 @@ func TestReceiverHandlerErrorIsRetried(t *testing.T) {
 
 func TestReceiverRecoversFromPanic(t *testing.T) {
 	t.Parallel()
-	env := newReceiverEnv(t, webhooks.ReceiverConfig{}, func(n int32) error {
+	env := newReceiverEnv(t, webhooks.ReceiverConfig{}, func(_ context.Context, _ pgx.Tx, n int32) error {
 		if n == 1 {
 			panic("handler bug")
 		}
@@ -351,7 +390,7 @@ func TestReceiverRefusesBadRequests(t *testing.T) {
 	bigBody := eventBody(t, big)
 
 	other := ev
-	other.ID = uuid.Must(uuid.NewV7())
+	other.ID = webhooks.EventID(uuid.Must(uuid.NewV7()))
 	noType := ev
 	noType.Type = ""
 	noTypeBody := eventBody(t, noType)
