@@ -341,20 +341,58 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 	}
 }
 
-// An endpoint failing for longer than DisableAfter is disabled.
+// An endpoint failing for longer than DisableAfter is disabled, not at its
+// first failure, and the company hears of it.
 func TestSustainedFailureDisablesTheEndpoint(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	rc := newReceiver(t, func(n int32, rw http.ResponseWriter, r *http.Request) { rw.WriteHeader(http.StatusInternalServerError) })
 	w.endpoint(rc.srv.URL, "")
-	w.event("invoice.created")
-	d := w.dispatcher(webhooks.DispatcherConfig{DisableAfter: 30 * time.Millisecond,
+	event := w.event("invoice.created")
+	const disableAfter = 30 * time.Millisecond
+	d := w.dispatcher(webhooks.DispatcherConfig{DisableAfter: disableAfter,
 		Schedule: []time.Duration{60 * time.Millisecond, 60 * time.Millisecond, 60 * time.Millisecond}})
-	w.drain(d, func() bool {
+	endpointStatus := func() string {
+		t.Helper()
 		var status string
-		w.pool.QueryRow(context.Background(), `SELECT status FROM webhook_endpoints`).Scan(&status)
-		return status == "disabled"
-	})
+		if err := w.pool.QueryRow(context.Background(), `SELECT status FROM webhook_endpoints`).Scan(&status); err != nil {
+			t.Fatal(err)
+		}
+		return status
+	}
+
+	if n, err := d.DispatchOnce(context.Background()); err != nil || n != 1 {
+		t.Fatalf("first dispatch: %d attempts, %v; want 1", n, err)
+	}
+	if got := endpointStatus(); got != "enabled" || rc.n.Load() != 1 {
+		t.Fatalf("after one failed attempt the endpoint is %s (%d requests); want enabled", got, rc.n.Load())
+	}
+
+	w.drain(d, func() bool { return endpointStatus() == "disabled" })
+	var reason string
+	var failedFor time.Duration
+	if err := w.pool.QueryRow(context.Background(), `
+		SELECT disabled_reason, updated_at - failing_since FROM webhook_endpoints`).Scan(&reason, &failedFor); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(reason, "no successful delivery for ") || failedFor < disableAfter {
+		t.Errorf("disabled with reason %q after failing for %s; want it after at least %s", reason, failedFor, disableAfter)
+	}
+	if rc.n.Load() < 2 {
+		t.Errorf("disabled after %d requests, want at least 2", rc.n.Load())
+	}
+	if got := w.deliveryStatus(event); got == "delivered" {
+		t.Errorf("delivery %s to an endpoint that only answered 500", got)
+	}
+	var events int
+	if err := w.pool.QueryRow(context.Background(), `
+		SELECT count(*) FROM outbox_events
+		 WHERE type = 'webhook_endpoint.disabled' AND body->'data'->>'disabled_reason' = $1`, reason).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	if events != 1 {
+		t.Errorf("%d webhook_endpoint.disabled events with the reason, want 1", events)
+	}
 }
 
 // A dispatcher that dies mid-attempt loses nothing: once its lease ends the

@@ -1,0 +1,9 @@
+package receive_test
+
+import (
+	"testing"
+
+	"github.com/onceledger/onceledger/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
