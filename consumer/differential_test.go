@@ -237,7 +237,7 @@ func genSequence(t *rapid.T) sequence {
 			body := map[string]any{
 				"payment_ref": fmt.Sprintf("fxp%d", rapid.IntRange(1, 6).Draw(t, "ref")), "customer_id": "c1",
 				"received_on": date(t, "received"), "currency": "JPY",
-				"amount": fmt.Sprint(paid + rapid.IntRange(0, 1).Draw(t, "unapplied")*rapid.IntRange(1, 5000).Draw(t, "yen extra")),
+				"amount":      fmt.Sprint(paid + rapid.IntRange(0, 1).Draw(t, "unapplied")*rapid.IntRange(1, 5000).Draw(t, "yen extra")),
 				"allocations": []any{map[string]any{"invoice_number": number(t, c), "amount": fmt.Sprint(paid)}},
 			}
 			if rapid.Bool().Draw(t, "no allocation") {

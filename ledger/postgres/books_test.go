@@ -374,7 +374,10 @@ func TestBooks(t *testing.T) {
 	t.Run("unknown company", func(t *testing.T) {
 		p := ledger.Period{Year: 2026, Month: 12}
 		for name, call := range map[string]func() error{
-			"trial balance": func() error { _, err := postgres.TrialBalance(ctx, db, "ghost", ledger.Date{}, ledger.InCompanyCurrency); return err },
+			"trial balance": func() error {
+				_, err := postgres.TrialBalance(ctx, db, "ghost", ledger.Date{}, ledger.InCompanyCurrency)
+				return err
+			},
 			"account ledger": func() error {
 				_, err := postgres.AccountLedger(ctx, db, "ghost", "1200", ledger.Date{}, ledger.Date{})
 				return err
