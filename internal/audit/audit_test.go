@@ -92,10 +92,14 @@ func TestBooksBuiltThroughTheInboxAuditClean(t *testing.T) {
 		audit.CheckTrialBalance:   4, // acme EUR, beta EUR, each also in its company's currency
 		audit.CheckJournalEntries: count(t, pool, `SELECT count(*) FROM journal_entries`),
 		audit.CheckNumberSeries:   4, // INV and CN of each company
+		// Each currency, and each company's total in its own currency.
 		audit.CheckReceivables: count(t, pool, `SELECT count(*) FROM (SELECT company_id, currency FROM journal_lines WHERE account_code = '1200'
-		                                         UNION SELECT company_id, currency FROM invoices) x`),
+		                                         UNION SELECT company_id, currency FROM invoices
+		                                         UNION SELECT company_id, 'total' FROM journal_lines WHERE account_code = '1200'
+		                                         UNION SELECT company_id, 'total' FROM invoices) x`),
 		audit.CheckCustomerCredits: count(t, pool, `SELECT count(*) FROM (SELECT company_id, currency FROM journal_lines WHERE account_code = '2200'
-		                                             UNION SELECT company_id, currency FROM customer_credits) x`),
+		                                             UNION SELECT company_id, currency FROM customer_credits
+		                                             UNION SELECT company_id, 'total' FROM journal_lines WHERE account_code = '2200') x`),
 		audit.CheckDocumentTotals: count(t, pool, `SELECT (SELECT count(*) FROM invoices) + (SELECT count(*) FROM credit_notes)
 		                                             + (SELECT count(*) FROM purchase_invoices)`),
 		audit.CheckCreditNotes: count(t, pool, `SELECT count(DISTINCT invoice_id) FROM credit_notes`),
@@ -251,6 +255,14 @@ func TestForgedStatesAreCaught(t *testing.T) {
 				t.Errorf("violation %+v", v)
 			}
 		},
+	}, {
+		name: "a payment's relief of a receivable in euro forged",
+		forge: []string{
+			`UPDATE payment_allocations SET amount_company = amount_company + 0.01
+			  WHERE payment_id = (SELECT id FROM payments WHERE company_id = 'acme' ORDER BY id LIMIT 1)`,
+		},
+		want:    []string{audit.CheckReceivables},
+		wantRef: "company currency EUR",
 	}, {
 		name: "a refund posted to receivables, against no invoice",
 		forge: []string{

@@ -158,11 +158,36 @@ open AS (
 	           + coalesce((SELECT sum(m.amount) FROM customer_credit_movements m WHERE m.invoice_id = i.id), 0)) AS amount
 	  FROM invoices i WHERE ($1::text = '' OR i.company_id = $1)
 	 GROUP BY 1, 2),
+-- In the company's currency: an invoice's gross there (its converted
+-- lines' for one in another currency) less what settlements relieved it
+-- by; rows without company amounts count their own.
+open_company AS (
+	SELECT i.company_id, 'company currency ' || min(c.currency) AS currency,
+	       sum(CASE WHEN i.exchange_rate IS NULL THEN i.gross
+	                ELSE (SELECT sum(l.net_company + l.vat_company) FROM invoice_lines l WHERE l.invoice_id = i.id) END
+	           - coalesce((SELECT sum(coalesce(n.receivable_company,
+	                                           n.gross - coalesce((SELECT sum(m.amount) FROM customer_credit_movements m
+	                                                                WHERE m.kind = 'credit_note' AND m.source_id = n.id), 0)))
+	                         FROM credit_notes n WHERE n.invoice_id = i.id), 0)
+	           - coalesce((SELECT sum(coalesce(a.amount_company, a.amount)) FROM payment_allocations a WHERE a.invoice_id = i.id), 0)
+	           - coalesce((SELECT sum(coalesce(m.invoice_company, -m.amount)) FROM customer_credit_movements m
+	                        WHERE m.invoice_id = i.id AND m.kind = 'application'), 0)) AS amount
+	  FROM invoices i JOIN companies c ON c.id = i.company_id WHERE ($1::text = '' OR i.company_id = $1)
+	 GROUP BY 1),
+account_company AS (
+	SELECT l.company_id, 'company currency ' || min(c.currency) AS currency,
+	       sum(coalesce(l.debit_company, l.debit) - coalesce(l.credit_company, l.credit)) AS amount
+	  FROM journal_lines l JOIN companies c ON c.id = l.company_id
+	 WHERE l.account_code = '1200' AND ($1::text = '' OR l.company_id = $1)
+	 GROUP BY 1),
 totals AS (
 	SELECT coalesce(a.company_id, o.company_id) AS company_id, coalesce(a.currency, o.currency) AS currency,
 	       coalesce(a.amount, 0) AS account, coalesce(o.amount, 0) AS open
 	  FROM (SELECT company_id, currency, sum(amount) AS amount FROM posted GROUP BY 1, 2) a
-	  FULL JOIN open o ON o.company_id = a.company_id AND o.currency = a.currency),
+	  FULL JOIN open o ON o.company_id = a.company_id AND o.currency = a.currency
+	UNION ALL
+	SELECT coalesce(a.company_id, o.company_id), coalesce(a.currency, o.currency), coalesce(a.amount, 0), coalesce(o.amount, 0)
+	  FROM account_company a FULL JOIN open_company o ON o.company_id = a.company_id),
 counted AS (SELECT count(*) AS n, '' AS note FROM totals),
 flagged AS (
 	SELECT t.company_id, t.currency AS ref,
@@ -207,18 +232,33 @@ customers AS (
 	  FULL JOIN (SELECT company_id, currency::text AS currency, customer_id, sum(amount) AS amount FROM customer_credit_movements
 	              WHERE ($1::text = '' OR company_id = $1) GROUP BY 1, 2, 3) m
 	    ON m.company_id = b.company_id AND m.currency = b.currency AND m.customer_id = b.customer_id),
+-- In the company's currency: 2200 there holds what the credits' balances
+-- and movements hold there (rows without company amounts count their own).
+company_totals AS (
+	SELECT a.company_id, 'company currency ' || a.currency AS currency, a.amount AS account, b.amount AS credits, m.amount AS moved
+	  FROM (SELECT l.company_id, min(c.currency) AS currency, sum(coalesce(l.credit_company, l.credit) - coalesce(l.debit_company, l.debit)) AS amount
+	          FROM journal_lines l JOIN companies c ON c.id = l.company_id
+	         WHERE l.account_code = '2200' AND ($1::text = '' OR l.company_id = $1) GROUP BY 1) a
+	  LEFT JOIN (SELECT company_id, sum(coalesce(balance_company, balance)) AS amount FROM customer_credits
+	              WHERE ($1::text = '' OR company_id = $1) GROUP BY 1) b ON b.company_id = a.company_id
+	  LEFT JOIN (SELECT company_id, sum(coalesce(amount_company, amount)) AS amount FROM customer_credit_movements
+	              WHERE ($1::text = '' OR company_id = $1) GROUP BY 1) m ON m.company_id = a.company_id),
 totals AS (
 	SELECT coalesce(a.company_id, c.company_id) AS company_id, coalesce(a.currency, c.currency) AS currency,
-	       coalesce(a.amount, 0) AS account, coalesce(c.amount, 0) AS credits
+	       coalesce(a.amount, 0) AS account, coalesce(c.amount, 0) AS credits, coalesce(c.amount, 0) AS moved
 	  FROM (SELECT company_id, currency, sum(amount) AS amount FROM posted GROUP BY 1, 2) a
 	  FULL JOIN (SELECT company_id, currency, sum(balance) AS amount FROM customers GROUP BY 1, 2) c
-	    ON c.company_id = a.company_id AND c.currency = a.currency),
+	    ON c.company_id = a.company_id AND c.currency = a.currency
+	UNION ALL
+	SELECT company_id, currency, account, coalesce(credits, 0), coalesce(moved, 0) FROM company_totals),
 counted AS (SELECT count(*) AS n, '' AS note FROM totals),
 flagged AS (
 	SELECT t.company_id, t.currency AS ref,
 	       concat_ws('; ',
 	           CASE WHEN t.account <> t.credits THEN format('account 2200 holds %s but the customers'' credits sum to %s (difference %s)',
 	                                                       trim_scale(t.account), trim_scale(t.credits), trim_scale(t.account - t.credits)) END,
+	           CASE WHEN t.moved <> t.credits THEN format('the customers'' credits sum to %s but their movements to %s',
+	                                                     trim_scale(t.credits), trim_scale(t.moved)) END,
 	           CASE WHEN d.source_id IS NOT NULL THEN format('first difference: %s %s of %s posted %s to 2200 where its credit movements say %s',
 	                                                          d.source_type, d.source_id, d.day, trim_scale(d.posted), trim_scale(d.said)) END,
 	           CASE WHEN c.customer_id IS NOT NULL THEN format('customer %s has a credit of %s but its movements sum to %s',
@@ -228,4 +268,4 @@ flagged AS (
 	                      ORDER BY d.day, d.source_type, d.source_id LIMIT 1) d ON true
 	  LEFT JOIN LATERAL (SELECT * FROM customers c WHERE c.company_id = t.company_id AND c.currency = t.currency AND c.balance <> c.moved
 	                      ORDER BY c.customer_id LIMIT 1) c ON true
-	 WHERE t.account <> t.credits OR d.source_id IS NOT NULL OR c.customer_id IS NOT NULL)`
+	 WHERE t.account <> t.credits OR t.moved <> t.credits OR d.source_id IS NOT NULL OR c.customer_id IS NOT NULL)`
