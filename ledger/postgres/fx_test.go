@@ -111,6 +111,21 @@ func TestConversionIsPerLine(t *testing.T) {
 	if x := inv.Exchange; x == nil || x.Net != "0.03" || x.VAT != "0.00" || x.Gross != "0.03" {
 		t.Fatalf("exchange %+v", inv.Exchange)
 	}
+	// The receivable is the converted lines' total, 0.03, not 3 JPY
+	// converted at once: the rounding difference is on it.
+	if got := companyBalance(t, db, "acme", "1200"); got != "0.03" {
+		t.Fatalf("1200 at %s EUR, want 0.03", got)
+	}
+	// 1 JPY at 300 is 0.0033 EUR: a line that converts to nothing keeps
+	// its yen, and the entry still balances in both.
+	b = jpyInvoice("o-2", "2026-12-02", "300")
+	b["lines"] = []any{map[string]any{"description": "a", "quantity": "1", "unit_price": "1", "vat_rate": "0"}}
+	inv = run[ledger.InvoiceView](t, db, "acme", "invoice.create", b)
+	if x := inv.Exchange; x == nil || x.Gross != "0.00" {
+		t.Fatalf("exchange %+v", inv.Exchange)
+	}
+	requireBooksBalance(t, db)
+	requireBalancedInCompanyCurrency(t, db)
 }
 
 func vatReturnOf(t *testing.T, db *pgxpool.Pool, p ledger.Period) ledger.VATReturnView {
