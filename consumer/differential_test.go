@@ -248,6 +248,18 @@ func genSequence(t *rapid.T) sequence {
 			}
 			add(delivery{company: c, command: "payment.record", key: fresh("pay"), body: body})
 		},
+		"foreign payout": func(t *rapid.T) {
+			c := company(t)
+			gross, fees := rapid.IntRange(1, 30000).Draw(t, "yen gross"), rapid.IntRange(0, 99).Draw(t, "yen fees")
+			body := map[string]any{
+				"provider": "stripe", "payout_id": fmt.Sprintf("fxpo%d", rapid.IntRange(1, 4).Draw(t, "payout")), "payout_date": date(t, "paid out"),
+				"currency": "JPY", "gross": fmt.Sprint(gross), "fees": fmt.Sprint(fees), "refunds": "0", "net": fmt.Sprint(gross - fees),
+			}
+			if rapid.Bool().Draw(t, "own rate") {
+				body["exchange_rate"] = fmt.Sprintf("%d.%d", rapid.IntRange(150, 170).Draw(t, "own yen"), rapid.IntRange(0, 9).Draw(t, "own sen"))
+			}
+			add(delivery{company: c, command: "settlement.record", key: fresh("st"), body: body})
+		},
 		"foreign refund": func(t *rapid.T) {
 			c := company(t)
 			body := map[string]any{
@@ -419,7 +431,7 @@ func genSequence(t *rapid.T) sequence {
 	for len(s.deliveries) < n {
 		name := rapid.SampledFrom([]string{"invoice", "invoice", "invoice", "credit", "credit", "payment", "payment", "payment",
 			"settlement", "purchase", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
-			"apply credit", "refund credit", "credit use burst", "close period", "fx rate", "foreign invoice", "foreign payment", "foreign refund"}).Draw(t, "action")
+			"apply credit", "refund credit", "credit use burst", "close period", "fx rate", "foreign invoice", "foreign payment", "foreign refund", "foreign payout"}).Draw(t, "action")
 		if name == "endpoint change" && len(endpoints) == 0 || slices.Contains([]string{"retry", "reuse", "held"}, name) && len(s.deliveries) == 0 {
 			continue
 		}

@@ -173,6 +173,35 @@ func ConversionFor(company Currency, docCur Currency, day Date, given *Decimal, 
 // relieves; the difference is a realised exchange gain or loss
 // (ExchangeDifference).
 
+// Pooled is an account's open balance in one currency that is no
+// document's: a payment provider's clearing account, which payments fill
+// at their rates and payouts empty.
+type Pooled struct {
+	Open, OpenCompany decimal.Decimal
+}
+
+// Settle is what settling amount relieves the pool by in the company's
+// currency, and takes it: in proportion to what is open (Relieve); beyond
+// what is open, at the settlement's rate, at. In the company's currency
+// (at nil) it is amount, and no pool is kept.
+func (p *Pooled) Settle(amount decimal.Decimal, at *Conversion) decimal.Decimal {
+	var relief decimal.Decimal
+	switch {
+	case at == nil:
+		return amount
+	case p == nil:
+		return at.Convert(amount)
+	case !p.Open.IsPositive() || !p.OpenCompany.IsPositive():
+		relief = at.Convert(amount)
+	case amount.GreaterThan(p.Open):
+		relief = p.OpenCompany.Add(at.Convert(amount.Sub(p.Open)))
+	default:
+		relief = Relieve(at.To, amount, p.Open, p.OpenCompany)
+	}
+	p.Open, p.OpenCompany = p.Open.Sub(amount), p.OpenCompany.Sub(relief)
+	return relief
+}
+
 // Relieve is what settling amount of an open item relieves it by in the
 // company's currency to.
 func Relieve(to Currency, amount, open, openCompany decimal.Decimal) decimal.Decimal {

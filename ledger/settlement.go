@@ -111,10 +111,11 @@ type Settlement struct {
 // credits (refunds paid back to customers) / Cr provider clearing (gross).
 // refunds are the command's RefundItems checked against the customers'
 // credits and payments (CheckRefund), in order. In another currency than
-// the company's the payout, its fees and the clearing it settles are at
-// its rate, conv, the credits refunded are relieved as open items are, and
+// the company's the payout and its fees are at its rate, conv; the
+// clearing it settles (the provider's pooled balance in the currency,
+// clearing) and the credits it refunds are relieved as open items are, and
 // the difference is a realised exchange gain or loss.
-func SettleProvider(company string, c *RecordSettlement, refunds []Refund, conv *Conversion, id, entryID uuid.UUID) (*Settlement, *JournalEntry) {
+func SettleProvider(company string, c *RecordSettlement, refunds []Refund, conv *Conversion, clearing *Pooled, id, entryID uuid.UUID) (*Settlement, *JournalEntry) {
 	cur, _ := LookupCurrency(c.Currency)
 	var refunded decimal.Decimal
 	for _, r := range refunds {
@@ -128,7 +129,7 @@ func SettleProvider(company string, c *RecordSettlement, refunds []Refund, conv 
 	}
 	lines = appendNonZero(lines, debit(AccountProviderFees, cur.Code, c.Fees.Decimal).at(conv.Convert(c.Fees.Decimal)))
 	lines = appendNonZero(lines, debit(AccountCustomerCredits, cur.Code, c.Refunds.Decimal).at(refunded))
-	lines = appendNonZero(lines, credit(AccountProviderClearing, cur.Code, c.Gross.Decimal).at(conv.Convert(c.Gross.Decimal)))
+	lines = appendNonZero(lines, credit(AccountProviderClearing, cur.Code, c.Gross.Decimal).at(clearing.Settle(c.Gross.Decimal, conv)))
 	lines = balanceExchange(lines, cur.Code)
 	return &Settlement{ID: id, Command: c, Currency: cur, Refunds: refunds, JournalEntryID: entryID, Conversion: conv, Exchange: exchangeOf(lines)}, &JournalEntry{
 		ID: entryID, Company: company, Date: c.PayoutDate,

@@ -42,6 +42,26 @@ func (kind settlements) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 		}
 	}
 	p.rates = p.fxLookup(reads, fx)
+	// Settlements are few: one statement reads the clearing balance of
+	// each company and currency a payout in a foreign currency settles.
+	p.clearing = map[fxKey]*ledger.Pooled{}
+	cs, curs := make([]string, len(items)), make([]string, len(items))
+	for i, c := range p.cmds {
+		cs[i], curs[i] = items[i].Company, c.Currency
+	}
+	var k fxKey
+	var open, openCo string
+	p.query(reads, "provider clearing", []any{&k.company, &k.currency, &open, &openCo}, func() {
+		p.clearing[k] = &ledger.Pooled{Open: dec(open), OpenCompany: dec(openCo)}
+	}, `
+		SELECT r.company_id, r.currency, x.open::text, x.open_company::text
+		  FROM (SELECT DISTINCT r.company_id, r.currency FROM unnest($1::text[], $2::text[]) AS r(company_id, currency)
+		          JOIN companies c ON c.id = r.company_id AND c.currency <> r.currency) r
+		 CROSS JOIN LATERAL (
+		       SELECT coalesce(sum(l.debit - l.credit), 0) AS open,
+		              coalesce(sum(coalesce(l.debit_company, l.debit) - coalesce(l.credit_company, l.credit)), 0) AS open_company
+		         FROM journal_lines l
+		        WHERE l.company_id = r.company_id AND l.account_code = '1250' AND l.currency = r.currency) x`, cs, curs)
 	if len(customers)+len(payments) > 0 {
 		p.credits = p.plan.credits(reads, customers, payments)
 	}
@@ -59,6 +79,10 @@ type settlementPlan struct {
 	payouts map[docKey]found // by (company, provider, payout)
 	credits *creditStates    // nil when no settlement refunds anything
 	rates   map[fxKey]*ledger.FXRate
+	// clearing is the provider clearing balance per company and
+	// currency (day unset), for payouts in another currency than the
+	// company's.
+	clearing map[fxKey]*ledger.Pooled
 }
 
 func (p *settlementPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
@@ -82,7 +106,11 @@ func (p *settlementPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, erro
 		if rerr != nil {
 			return refused(rerr)
 		}
-		st, entry := ledger.SettleProvider(company, c, refunds, conv, newID(), newID())
+		k := fxKey{company: company, currency: c.Currency}
+		if conv != nil && p.clearing[k] == nil {
+			p.clearing[k] = &ledger.Pooled{}
+		}
+		st, entry := ledger.SettleProvider(company, c, refunds, conv, p.clearing[k], newID(), newID())
 		if err := entry.Check(); err != nil {
 			return exec.Result{}, fmt.Errorf("post settlement %s: %w", c.PayoutID, err)
 		}

@@ -305,3 +305,46 @@ func requireBalancedInCompanyCurrency(t *testing.T, db *pgxpool.Pool) {
 		t.Fatalf("%d entries do not balance in the company's currency", n)
 	}
 }
+
+// A payout in yen: the bank and fees at the payout's rate; the clearing
+// it empties and the customer's credit it refunds relieved at what they
+// were booked at; the difference is an exchange difference, and the
+// clearing is left with nothing in either currency.
+func TestForeignPayoutsAtTheirRate(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	createCompany(t, db, "acme")
+	// 20,000 JPY at the provider, all of it left as credit, at 160: 125.00
+	// EUR in clearing and on the customer's credit.
+	run[ledger.PaymentView](t, db, "acme", "payment.record", map[string]any{
+		"payment_ref": "p-1", "customer_id": "cust-42", "received_on": "2026-12-03", "currency": "JPY", "amount": "20000",
+		"method": "provider", "exchange_rate": "160"})
+	if got := companyBalance(t, db, "acme", "2200"); got != "-125.00" {
+		t.Fatalf("2200 at %s EUR", got)
+	}
+	// The payout at 150: gross 20,000 empties the clearing (125.00), fees
+	// 300 are 2.00, the refund of 5,000 of the credit relieves 31.25, the
+	// net 14,700 is 98.00. Debits 98.00 + 2.00 + 31.25 = 131.25 against
+	// 125.00: a gain of 6.25 (the yen rose while the provider held it).
+	st := run[ledger.SettlementView](t, db, "acme", "settlement.record", map[string]any{
+		"provider": "stripe", "payout_id": "po-1", "payout_date": "2026-12-08", "currency": "JPY", "exchange_rate": "150",
+		"gross": "20000", "fees": "300", "refunds": "5000", "net": "14700",
+		"refund_items": []any{map[string]any{"customer_id": "cust-42", "amount": "5000"}}})
+	if x := st.Exchange; x == nil || x.Amount != "98.00" || x.Difference != "6.25" {
+		t.Fatalf("payout exchange %+v", st.Exchange)
+	}
+	for acct, want := range map[string]string{"2200": "-93.75", "1100": "98.00", "6100": "2.00", "1250": "0.00", "4900": "-6.25"} {
+		if got := companyBalance(t, db, "acme", acct); got != want {
+			t.Errorf("%s at %s EUR, want %s", acct, got, want)
+		}
+	}
+	// Without a rate for its day, a payout in yen is refused.
+	e := runErr(t, db, "acme", "settlement.record", map[string]any{
+		"provider": "stripe", "payout_id": "po-2", "payout_date": "2026-12-09", "currency": "JPY",
+		"gross": "100", "fees": "0", "refunds": "0", "net": "100"}, ledger.CodeInvalidCommand)
+	if e.Details["currency"] != "JPY" {
+		t.Fatalf("refusal %+v", e)
+	}
+	requireBooksBalance(t, db)
+	requireBalancedInCompanyCurrency(t, db)
+}
