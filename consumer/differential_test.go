@@ -236,7 +236,7 @@ func genSequence(t *rapid.T) sequence {
 			paid := rapid.IntRange(1, 30000).Draw(t, "yen paid")
 			body := map[string]any{
 				"payment_ref": fmt.Sprintf("fxp%d", rapid.IntRange(1, 6).Draw(t, "ref")), "customer_id": "c1",
-				"received_on": date(t, "received"), "currency": "JPY",
+				"received_on": date(t, "received"), "currency": "JPY", "method": rapid.SampledFrom([]string{"bank", "provider"}).Draw(t, "method"),
 				"amount":      fmt.Sprint(paid + rapid.IntRange(0, 1).Draw(t, "unapplied")*rapid.IntRange(1, 5000).Draw(t, "yen extra")),
 				"allocations": []any{map[string]any{"invoice_number": number(t, c), "amount": fmt.Sprint(paid)}},
 			}
