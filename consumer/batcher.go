@@ -143,7 +143,7 @@ type batcher struct {
 	once    sync.Once
 }
 
-var errBatcherClosed = errors.New("inbox: worker is shutting down")
+var errBatcherClosed = errors.New("consumer: worker is shutting down")
 
 func newBatcher(pool *pgxpool.Pool, kinds *exec.Kinds, cfg BatchConfig, commitTimeout time.Duration, afterCommit func(*Delivery), logger *slog.Logger, metrics *Metrics, tracer trace.Tracer) *batcher {
 	b := &batcher{
@@ -225,7 +225,7 @@ func (b *batcher) run(batch []*submission) {
 	conn, err := b.pool.Acquire(ctx)
 	if err != nil {
 		for _, s := range batch {
-			s.Err = fmt.Errorf("inbox: begin: %w", err)
+			s.Err = fmt.Errorf("consumer: begin: %w", err)
 		}
 		return
 	}

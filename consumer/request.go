@@ -117,7 +117,7 @@ func decide(req *Request, locked bool, row *inbox.Row) (a Answer, done bool) {
 func storedResult(row *inbox.Row) (protocol.Result, error) {
 	var res protocol.Result
 	if err := json.Unmarshal(row.Result, &res); err != nil {
-		return protocol.Result{}, fmt.Errorf("inbox: stored result of %s/%s is unreadable: %w", row.Company, row.Key, err)
+		return protocol.Result{}, fmt.Errorf("consumer: stored result of %s/%s is unreadable: %w", row.Company, row.Key, err)
 	}
 	res.Replayed = true
 	return res, nil

@@ -1,5 +1,16 @@
-// Package webhooks signs onceledger's webhook deliveries and gives the
-// services that receive them a verifier and a dedupe store.
+// Package webhooks is the sending side of onceledger's webhooks: endpoints,
+// the fan-out of outbox events to deliveries, the dispatcher that signs and
+// sends them at least once, replay and retention.
+//
+// The receiving side (signing, verification, dedupe by event ID) is package
+// webhooks/receive, the receiver kit, which needs nothing of onceledger but
+// itself; a service that receives webhooks imports that package. The
+// dispatcher signs with it too ([Headers] calls receive.Headers). The
+// receiver names in this package (Verifier, NewVerifier, Receiver,
+// NewReceiver, Sign, Headers, Secret, PurgeReceipts, …) are aliases of
+// receive's, kept for compatibility: type aliases, the very same error
+// values (errors.Is matches either name), and functions that only call
+// receive's.
 //
 // # Wire format
 //
@@ -34,36 +45,6 @@
 //   - No ordering across events: attempts of different events may arrive in
 //     any order. The per-company sequence in the body lets a receiver detect
 //     order and gaps if it needs to.
-//
-// # What Verify guarantees
-//
-// A nil error from [Verifier.Verify] means that someone holding one of the
-// verifier's secrets produced exactly this webhook-id, webhook-timestamp and
-// body, and that the timestamp is within ±Tolerance (default 5 minutes) of
-// the receiver's clock. Timestamp errors are reported only for correctly
-// signed requests, so they point at clock skew or a replay, never at a
-// forgery.
-//
-// Verify does not guarantee uniqueness: within the replay window anyone who
-// captured a delivery can send it again and it still verifies, and the sender
-// itself repeats deliveries. Deduplication by event ID is what turns that
-// into exactly-once effects, and is what [Receiver] does. Verify provides no
-// confidentiality either (use HTTPS).
-//
-// # What Receiver guarantees
-//
-// [Receiver] verifies a delivery, then in one transaction of the receiving
-// service's database records a receipt keyed by event ID and runs the
-// service's [Handler]. Because the receipt and the handler's writes commit or
-// roll back together:
-//
-//   - the handler's effects are applied exactly once per event ID, however
-//     often and however concurrently the event is delivered: a concurrent
-//     duplicate waits on the receipt's unique index and then sees it;
-//   - a delivery whose handler fails or panics leaves nothing behind and is
-//     answered 500, so the sender retries and the handler runs again;
-//   - a duplicate is answered 2xx without calling the handler, so the sender
-//     stops retrying.
 //
 // # Sending
 //
@@ -110,11 +91,8 @@
 // like any other non-2xx, and its Location is never requested, so a
 // receiver cannot point deliveries inside the network.
 //
-// Effects outside the transaction (sending an e-mail, calling an API) are
-// not covered: they can happen more than once and must be idempotent on
-// their own, keyed by the event ID.
-//
-// Receipts are the memory of the dedupe: once purged (see [PurgeReceipts])
-// an event delivered again, for instance a manual replay, runs the handler
-// again. Keep them longer than the sender's retry and replay horizon.
+// What a verified delivery proves, and what the receiver kit's dedupe
+// guarantees (exactly-once effects per event ID inside the receiving
+// service's transaction, nothing for effects outside it), is documented in
+// package webhooks/receive.
 package webhooks

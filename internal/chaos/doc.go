@@ -22,8 +22,9 @@
 //     sharing the durable consumer, each restarted by a supervisor shortly
 //     after it ends, whoever ended it;
 //   - in this process: the webhook receiver of every company (an HTTP
-//     server verifying each attempt with webhooks.Verifier, failing some on
-//     purpose) and the producers.
+//     server verifying each attempt with receive.Verifier of
+//     webhooks/receive, the receiver kit, failing some on purpose) and the
+//     producers.
 //
 // # What it does
 //

@@ -15,12 +15,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/onceledger/onceledger/webhooks"
+	"github.com/onceledger/onceledger/webhooks/receive"
 )
 
 // receiver is the webhook endpoint of every company: a real HTTP server on
-// 127.0.0.1 that verifies each attempt with the webhooks receiver kit, fails
-// some on purpose, can be paused, and records every delivery it accepted.
+// 127.0.0.1 that verifies each attempt with the receiver kit's verifier
+// (webhooks/receive), as a receiving service would, fails some on purpose,
+// can be paused, and records every delivery it accepted.
 type receiver struct {
 	srv  *http.Server
 	ln   net.Listener
@@ -29,7 +30,7 @@ type receiver struct {
 	mu        sync.Mutex
 	rng       *rand.Rand
 	failure   float64
-	verifiers map[string]*webhooks.Verifier
+	verifiers map[string]*receive.Verifier
 	accepted  map[receiptKey]*receipt
 	refusals  []string
 	pausedCh  chan struct{} // closed when not paused
@@ -60,7 +61,7 @@ func newReceiver(seed uint64, failure float64) (*receiver, error) {
 		base:      "http://" + ln.Addr().String() + "/hooks/",
 		rng:       rand.New(rand.NewPCG(seed, 0x7265636569766572)),
 		failure:   failure,
-		verifiers: map[string]*webhooks.Verifier{},
+		verifiers: map[string]*receive.Verifier{},
 		accepted:  map[receiptKey]*receipt{},
 		pausedCh:  closedChan(),
 	}
@@ -78,7 +79,7 @@ func closedChan() chan struct{} {
 func (r *receiver) url(company string) string { return r.base + company }
 
 func (r *receiver) setSecret(company, secret string) error {
-	v, err := webhooks.NewVerifier(secret)
+	v, err := receive.NewVerifier(secret)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,10 @@
 // else and picked up by the next round. Age is judged by the database's
 // clock, never the caller's, so clock skew between hosts cannot purge fresh
 // rows.
+//
+// The webhook receiver kit (webhooks/receive, PurgeReceipts) has a loop of
+// the same shape that does not use this package: the receiver kit keeps its
+// own copy so it needs nothing of onceledger.
 package purge
 
 import (

@@ -52,6 +52,9 @@ func PurgeReceipts(ctx context.Context, db *pgxpool.Pool, olderThan time.Duratio
 	if olderThan <= 0 {
 		return 0, errors.New("webhooks: purge receipts: olderThan must be positive")
 	}
+	// The loop has the shape of internal/purge's and is a copy on purpose:
+	// a service that imports this package gets nothing of onceledger but
+	// this package (TestDependsOnStandardLibraryAndPgxOnly).
 	var total int64
 	for {
 		// The database's clock, like received_at's default, so skew between
