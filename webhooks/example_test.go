@@ -1,17 +1,11 @@
 package webhooks_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log"
-	"log/slog"
 	"net/http"
-	"os"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/webhooks"
 )
@@ -83,37 +77,4 @@ func ExampleVerifier_Verify() {
 	// 019b7a3c-5e2f-7d10-8a3b-2c4d5e6f7081 <nil>
 	// true
 	// true
-}
-
-// A service that receives onceledger webhooks applies each event in a
-// transaction of its own database, exactly once per event ID.
-func ExampleNewReceiver() {
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer pool.Close()
-	if err := webhooks.MigrateReceiver(ctx, pool); err != nil {
-		log.Fatal(err)
-	}
-	v, err := webhooks.NewVerifier(os.Getenv("ONCELEDGER_WEBHOOK_SECRET"))
-	if err != nil {
-		log.Fatal(err)
-	}
-
-	handle := func(ctx context.Context, tx pgx.Tx, ev webhooks.Event) error {
-		if ev.Type != "invoice.created" {
-			return nil // not interesting here, but received: no retry
-		}
-		// Written in the same transaction as the event's receipt.
-		_, err := tx.Exec(ctx, `INSERT INTO invoices_seen (event_id, company, data) VALUES ($1, $2, $3)`,
-			ev.ID, ev.Company, ev.Data)
-		return err // an error rolls back and asks onceledger to retry
-	}
-
-	http.Handle("POST /webhooks/onceledger", webhooks.NewReceiver(pool, v, handle, webhooks.ReceiverConfig{
-		Logger: slog.Default(),
-	}))
-	log.Fatal(http.ListenAndServe(":8080", nil))
 }
