@@ -12,16 +12,20 @@
 //     (a pgx pool, connection or transaction; a jetstream.JetStream); ops
 //     opens none, holds none between calls, and keeps no state.
 //   - Operations return values: structs and slices whose JSON tags are the
-//     JSON the CLI prints. Nothing here writes to an io.Writer. The domain
+//     JSON the CLI prints. Nothing here writes to an io.Writer (the
+//     audit's progress lines go where audit.Options.Progress says, if
+//     anywhere); rendering is the caller's. The domain
 //     packages stay the authority: book reports are ledger/postgres's,
 //     the audit is internal/audit's, deliveries are webhooks'; ops adds
 //     the refusals and the one place to call them from.
 //   - Errors are of two kinds. An *Error is a refusal with a Code
 //     (CodeNotFound, CodeInvalid, CodeConflict; errors.Is matches
-//     ErrNotFound, ErrInvalid, ErrConflict): asking again unchanged gets
-//     the same answer. Any other error is operational (a lost connection,
-//     a timeout, a server refusing) and may pass on a retry. An *Error's
-//     message is complete for an operator; the CLI prints it as it stands.
+//     ErrNotFound, ErrInvalid, ErrConflict): the database or server was
+//     reached, and what was asked for is missing, malformed, or forbidden
+//     by its state, so retrying alone does not help. Any other error is
+//     operational (a lost connection, a timeout, a server refusing) and
+//     may pass on a retry. An *Error's message is complete for an
+//     operator; the CLI prints it as it stands.
 //   - Reads write nothing. The book reports read one snapshot when run
 //     inside Snapshot; the audit always reads one snapshot.
 //   - Replays are safe to repeat, and that is why they are offered: a

@@ -44,7 +44,9 @@ func SendTest(ctx context.Context, pool *pgxpool.Pool, company string, endpoint 
 
 // ReplayDelivery makes one delivery due again now, whatever its status,
 // with a fresh retry schedule. An unknown delivery is an *Error with
-// CodeNotFound.
+// CodeNotFound. One being attempted right now is refused with a plain
+// error (webhooks gives that case no sentinel): replay it once the
+// attempt ends.
 func ReplayDelivery(ctx context.Context, pool *pgxpool.Pool, delivery uuid.UUID) error {
 	return classifyWebhooks(webhooks.ReplayDelivery(ctx, pool, delivery))
 }
