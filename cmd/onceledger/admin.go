@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -17,11 +16,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/onceledger/onceledger/consumer"
-	"github.com/onceledger/onceledger/consumer/inbox"
-	"github.com/onceledger/onceledger/protocol"
+
+	"github.com/onceledger/onceledger/internal/ops"
 )
 
 const adminUsage = `Usage: onceledger admin <verb> [flags]
@@ -48,7 +45,13 @@ succeed is dead-lettered again.
 `
 
 // deadLetterStream is the dead-letter stream's name.
-const deadLetterStream = consumer.DefaultDeadLetterStream
+const deadLetterStream = ops.DeadLetterStream
+
+// keyView and deadLetterView are what admin key and admin dlq print.
+type (
+	keyView        = ops.Key
+	deadLetterView = ops.DeadLetter
+)
 
 func cmdAdmin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -87,18 +90,6 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// keyView is an inbox row as admin key shows it.
-type keyView struct {
-	Company        string          `json:"company"`
-	IdempotencyKey string          `json:"idempotency_key"`
-	Command        string          `json:"command"`
-	Status         string          `json:"status"`
-	Fingerprint    string          `json:"fingerprint"`
-	StreamSequence *int64          `json:"stream_sequence"`
-	CreatedAt      time.Time       `json:"created_at"`
-	Result         json.RawMessage `json:"result"`
-}
-
 func adminKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("admin key", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -121,31 +112,20 @@ func adminKey(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case *dsn == "":
 		return &usageError{"DATABASE_URL (or -database-url) is required"}
 	}
-	// The key as producers write it: "order-1041" names order-1041.
-	named, kerr := protocol.ParseKey(*key)
-	if kerr != nil {
-		return &usageError{"-key: " + kerr.Message}
+	ref := ops.KeyRef{Company: *company, Key: *key}
+	if err := ref.Validate(); err != nil {
+		return &usageError{"-key: " + err.Error()}
 	}
-	*key = named
 	conn, err := pgx.Connect(ctx, *dsn)
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 
-	row, err := inbox.Get(ctx, conn, inbox.Key{Company: *company, Key: *key})
-	if errors.Is(err, inbox.ErrNotFound) {
-		return fmt.Errorf("no result is stored for key %q of company %q: the command never committed, is still in flight, or the key was purged after the inbox retention", *key, *company)
-	}
+	v, err := ops.InspectKey(ctx, conn, ref)
 	if err != nil {
-		return fmt.Errorf("read the inbox: %w", err)
+		return err
 	}
-	v := keyView{Company: row.Company, IdempotencyKey: row.Key, Command: row.Command, Status: row.Status,
-		Fingerprint: hex.EncodeToString(row.Fingerprint), CreatedAt: row.CreatedAt, Result: json.RawMessage(row.Result)}
-	if row.StreamSequence != 0 {
-		v.StreamSequence = &row.StreamSequence
-	}
-	result := string(row.Result)
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -167,7 +147,7 @@ func adminKey(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintln(stdout, "result:")
-	_, err = fmt.Fprintln(stdout, prettyJSON([]byte(result)))
+	_, err = fmt.Fprintln(stdout, prettyJSON(v.Result))
 	return err
 }
 
@@ -179,40 +159,6 @@ func prettyJSON(b []byte) string {
 		return string(b)
 	}
 	return out.String()
-}
-
-// deadLetterView is a dead letter as admin dlq shows it.
-type deadLetterView struct {
-	Sequence         uint64              `json:"sequence"`
-	StoredAt         time.Time           `json:"stored_at"`
-	Subject          string              `json:"subject"`
-	OriginalSubject  string              `json:"original_subject"`
-	OriginalSequence string              `json:"original_sequence,omitempty"`
-	Code             string              `json:"code"`
-	Reason           string              `json:"reason"`
-	Deliveries       string              `json:"deliveries,omitempty"`
-	DeadLetteredAt   string              `json:"dead_lettered_at,omitempty"`
-	IdempotencyKey   string              `json:"idempotency_key,omitempty"`
-	Headers          map[string][]string `json:"headers,omitempty"`
-	Body             string              `json:"body,omitempty"`
-}
-
-func viewDeadLetter(m *jetstream.RawStreamMsg, full bool) deadLetterView {
-	h := m.Header
-	v := deadLetterView{
-		Sequence: m.Sequence, StoredAt: m.Time, Subject: m.Subject,
-		OriginalSubject:  h.Get(protocol.HeaderOriginalSubject),
-		OriginalSequence: h.Get(protocol.HeaderOriginalSequence),
-		Code:             h.Get(protocol.HeaderDeadLetterCode),
-		Reason:           h.Get(protocol.HeaderDeadLetterReason),
-		Deliveries:       h.Get(protocol.HeaderDeliveries),
-		DeadLetteredAt:   h.Get(protocol.HeaderDeadLetteredAt),
-		IdempotencyKey:   h.Get(protocol.HeaderIdempotencyKey),
-	}
-	if full {
-		v.Headers, v.Body = h, string(m.Data)
-	}
-	return v
 }
 
 func adminDLQ(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
@@ -267,84 +213,52 @@ func adminDLQ(ctx context.Context, verb string, args []string, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	stream, err := js.Stream(ctx, deadLetterStream)
-	if err != nil {
-		return fmt.Errorf("open stream %s: %w", deadLetterStream, err)
-	}
+	dlq := ops.DeadLetters{JS: js, Stream: deadLetterStream}
 
 	switch {
 	case verb == "list":
-		return listDeadLetters(ctx, stream, *limit, *format, stdout)
-	case verb == "show":
-		m, err := getDeadLetter(ctx, stream, seq)
+		page, err := dlq.List(ctx, *limit)
 		if err != nil {
 			return err
 		}
-		return showDeadLetter(viewDeadLetter(m, true), *format, stdout)
+		return writeDeadLetters(stdout, page, *format)
+	case verb == "show":
+		d, err := dlq.Get(ctx, seq)
+		if err != nil {
+			return err
+		}
+		return showDeadLetter(d, *format, stdout)
 	case *all:
-		return replayAll(ctx, js, stream, stdout)
+		res, err := dlq.ReplayAll(ctx, func(r ops.Replayed, done int, total uint64) {
+			// Each line as it happens: a long replay shows its progress.
+			fmt.Fprintf(stdout, "[%d/%d] %s\n", done, total, r)
+		})
+		if err != nil {
+			if res.StoppedAt != 0 {
+				fmt.Fprintf(stdout, "replayed %d of %d dead letters, then stopped\n", len(res.Replayed), res.Total)
+			}
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "replayed %d dead letters\n", len(res.Replayed))
+		return err
 	}
-	m, err := getDeadLetter(ctx, stream, seq)
+	r, err := dlq.Replay(ctx, seq)
 	if err != nil {
 		return err
 	}
-	line, err := replayDeadLetter(ctx, js, stream, m)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(stdout, line)
+	_, err = fmt.Fprintln(stdout, r)
 	return err
 }
 
-func getDeadLetter(ctx context.Context, stream jetstream.Stream, seq uint64) (*jetstream.RawStreamMsg, error) {
-	m, err := stream.GetMsg(ctx, seq)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, fmt.Errorf("no dead letter %d in %s (replayed, deleted, or never there)", seq, deadLetterStream)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read dead letter %d: %w", seq, err)
-	}
-	return m, nil
-}
-
-// nextDeadLetter returns the first dead letter at or after seq, skipping
-// the holes replays leave, or nil when there is none.
-func nextDeadLetter(ctx context.Context, stream jetstream.Stream, seq uint64) (*jetstream.RawStreamMsg, error) {
-	m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(protocol.DeadLetterPrefix+">"))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read dead letters from %d: %w", seq, err)
-	}
-	return m, nil
-}
-
-func listDeadLetters(ctx context.Context, stream jetstream.Stream, limit int, format string, stdout io.Writer) error {
-	info, err := stream.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", deadLetterStream, err)
-	}
-	list := []deadLetterView{}
-	for seq := info.State.FirstSeq; len(list) < limit && info.State.Msgs > 0 && seq <= info.State.LastSeq; {
-		m, err := nextDeadLetter(ctx, stream, seq)
-		if err != nil {
-			return err
-		}
-		if m == nil {
-			break
-		}
-		list = append(list, viewDeadLetter(m, false))
-		seq = m.Sequence + 1
-	}
+func writeDeadLetters(stdout io.Writer, page ops.DeadLetterPage, format string) error {
 	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(list)
+		return enc.Encode(page.Letters)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tDEAD-LETTERED\tORIGINAL SUBJECT\tKEY\tCODE\tDELIVERIES\tREASON")
-	for _, d := range list {
+	for _, d := range page.Letters {
 		when := d.DeadLetteredAt
 		if t, err := time.Parse(time.RFC3339Nano, when); err == nil {
 			when = t.UTC().Format(time.RFC3339)
@@ -355,7 +269,7 @@ func listDeadLetters(ctx context.Context, stream jetstream.Stream, limit int, fo
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "%d of %d dead letters in %s\n", len(list), info.State.Msgs, deadLetterStream)
+	_, err := fmt.Fprintf(stdout, "%d of %d dead letters in %s\n", len(page.Letters), page.Total, deadLetterStream)
 	return err
 }
 
@@ -377,83 +291,5 @@ func showDeadLetter(v deadLetterView, format string, stdout io.Writer) error {
 		}
 	}
 	_, err := fmt.Fprintf(stdout, "\n%s\n", prettyJSON([]byte(v.Body)))
-	return err
-}
-
-// deadLetterHeaders are the headers the dead-lettering adds; a replay
-// leaves them off so the command arrives as it was first sent.
-var deadLetterHeaders = []string{
-	protocol.HeaderDeadLetterCode, protocol.HeaderDeadLetterReason, protocol.HeaderOriginalSubject,
-	protocol.HeaderOriginalSequence, protocol.HeaderDeliveries, protocol.HeaderDeadLetteredAt,
-}
-
-// replayDeadLetter publishes m's original message to its original subject
-// and, once JetStream has stored it, deletes m from the dead-letter stream.
-// It returns a line saying what it did. If the delete fails, the command is
-// replayed and the dead letter stays: replaying it again is harmless.
-func replayDeadLetter(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, m *jetstream.RawStreamMsg) (string, error) {
-	subject := m.Header.Get(protocol.HeaderOriginalSubject)
-	if !strings.HasPrefix(subject, protocol.CommandSubjectPrefix) {
-		// Only commands go back, and only where onceledger says they came
-		// from: a replay must not become a way to publish anywhere.
-		return "", fmt.Errorf("dead letter %d has no %s header naming a %s… subject (it has %q); not replayed",
-			m.Sequence, protocol.HeaderOriginalSubject, protocol.CommandSubjectPrefix, subject)
-	}
-	msg := nats.NewMsg(subject)
-	msg.Data = m.Data
-	for k, v := range m.Header {
-		// JetStream's own headers (Nats-Msg-Id, Nats-Expected-…) would
-		// change how the replay is stored; a fresh message ID is set below.
-		if strings.HasPrefix(strings.ToLower(k), "nats-") ||
-			slices.ContainsFunc(deadLetterHeaders, func(h string) bool { return strings.EqualFold(h, k) }) {
-			continue
-		}
-		msg.Header[k] = append([]string(nil), v...)
-	}
-	// Unique per attempt, so JetStream's duplicate window never swallows a
-	// deliberate second replay; the inbox dedupes by key instead.
-	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("replay-%d-%d", m.Sequence, time.Now().UnixNano()))
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	ack, err := js.PublishMsg(pctx, msg)
-	if err != nil {
-		return "", fmt.Errorf("replay dead letter %d to %s: %w (it stays in %s)", m.Sequence, subject, err, deadLetterStream)
-	}
-	if err := stream.DeleteMsg(ctx, m.Sequence); err != nil {
-		return "", fmt.Errorf("dead letter %d was replayed to %s (%s sequence %d) but could not be deleted from %s: %w; replaying it again is harmless",
-			m.Sequence, subject, ack.Stream, ack.Sequence, deadLetterStream, err)
-	}
-	return fmt.Sprintf("replayed dead letter %d to %s (%s sequence %d)", m.Sequence, subject, ack.Stream, ack.Sequence), nil
-}
-
-// replayAll replays the dead letters present when it starts, oldest first,
-// and stops at the first failure. Messages dead-lettered again while it
-// runs (a replayed command that still cannot succeed) come after the last
-// sequence it saw and are left for the operator.
-func replayAll(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, stdout io.Writer) error {
-	info, err := stream.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", deadLetterStream, err)
-	}
-	total, last := info.State.Msgs, info.State.LastSeq
-	var done uint64
-	for seq := info.State.FirstSeq; total > 0 && seq <= last; {
-		m, err := nextDeadLetter(ctx, stream, seq)
-		if err != nil {
-			return err
-		}
-		if m == nil || m.Sequence > last {
-			break
-		}
-		line, err := replayDeadLetter(ctx, js, stream, m)
-		if err != nil {
-			fmt.Fprintf(stdout, "replayed %d of %d dead letters, then stopped\n", done, total)
-			return err
-		}
-		done++
-		fmt.Fprintf(stdout, "[%d/%d] %s\n", done, total, line)
-		seq = m.Sequence + 1
-	}
-	_, err = fmt.Fprintf(stdout, "replayed %d dead letters\n", done)
 	return err
 }

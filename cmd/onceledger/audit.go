@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/internal/audit"
+	"github.com/onceledger/onceledger/internal/ops"
 	"github.com/onceledger/onceledger/migrations"
 )
 
@@ -87,8 +88,8 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !*quiet {
 		opts.Progress = stderr
 	}
-	report, err := audit.Run(ctx, conn, opts)
-	if errors.Is(err, audit.ErrUnknownCompany) {
+	report, err := ops.Audit(ctx, conn, opts)
+	if errors.Is(err, ops.ErrNotFound) {
 		return &usageError{fmt.Sprintf("-company %q: no such company", *company)}
 	}
 	if err != nil {

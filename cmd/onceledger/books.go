@@ -15,8 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/onceledger/onceledger/internal/ops"
 	"github.com/onceledger/onceledger/ledger"
-	"github.com/onceledger/onceledger/ledger/postgres"
 	"github.com/onceledger/onceledger/migrations"
 )
 
@@ -161,62 +161,47 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	// One snapshot for all of a report's queries.
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-
 	var view any
 	var text func(io.Writer) error
-	switch name {
-	case "trial-balance":
-		tb, err := postgres.TrialBalance(ctx, tx, *company, at("date"), in)
-		if err != nil {
-			return bookError(err)
+	err = ops.Snapshot(ctx, conn, func(tx pgx.Tx) error {
+		switch name {
+		case "trial-balance":
+			v, err := ops.TrialBalance(ctx, tx, *company, at("date"), in)
+			view, text = v, func(w io.Writer) error { return writeTrialBalance(w, v) }
+			return err
+		case "account":
+			v, err := ops.AccountLedger(ctx, tx, *company, *account, at("from"), at("to"))
+			view, text = v, func(w io.Writer) error { return writeAccountLedger(w, v) }
+			return err
+		case "invoice":
+			v, err := ops.Invoice(ctx, tx, *company, *invoice)
+			view, text = v, func(w io.Writer) error { return writeInvoice(w, v) }
+			return err
+		case "vat-return":
+			v, err := ops.VATReturn(ctx, tx, *company, month)
+			view, text = v, func(w io.Writer) error { return writeVATReturn(w, v) }
+			return err
+		case "periods":
+			v, err := ops.Periods(ctx, tx, *company)
+			view, text = v, func(w io.Writer) error { return writePeriods(w, v) }
+			return err
 		}
-		v := tb.View()
-		view, text = v, func(w io.Writer) error { return writeTrialBalance(w, v) }
-	case "account":
-		al, err := postgres.AccountLedger(ctx, tx, *company, *account, at("from"), at("to"))
+		r, err := ops.Register(ctx, tx, *company, month)
 		if err != nil {
-			return bookError(err)
-		}
-		v := al.View()
-		view, text = v, func(w io.Writer) error { return writeAccountLedger(w, v) }
-	case "invoice":
-		d, err := postgres.Invoice(ctx, tx, *company, *invoice)
-		if err != nil {
-			return bookError(err)
-		}
-		v := d.View()
-		view, text = v, func(w io.Writer) error { return writeInvoice(w, v) }
-	case "vat-return":
-		vr, err := postgres.VATReturn(ctx, tx, *company, month)
-		if err != nil {
-			return bookError(err)
-		}
-		v := vr.View()
-		view, text = v, func(w io.Writer) error { return writeVATReturn(w, v) }
-	case "periods":
-		months, err := postgres.Periods(ctx, tx, *company)
-		if err != nil {
-			return bookError(err)
-		}
-		v := ledger.PeriodsOf(*company, months)
-		view, text = v, func(w io.Writer) error { return writePeriods(w, v) }
-	case "register":
-		r, err := postgres.Register(ctx, tx, *company, month)
-		if err != nil {
-			return bookError(err)
+			return err
 		}
 		switch *format {
 		case "csv":
-			return r.WriteCSV(stdout)
+			text = r.WriteCSV
 		case "xml":
-			return r.WriteISAF(stdout, time.Now())
+			text = func(w io.Writer) error { return r.WriteISAF(w, time.Now()) }
+		default:
+			view = r.View()
 		}
-		view = r.View()
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if *format == "json" {
 		out, err := json.MarshalIndent(view, "", "  ")
@@ -227,16 +212,6 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	return text(stdout)
-}
-
-// bookError turns a business error into its message: "company "x" has no
-// invoice "y"" says enough without the code.
-func bookError(err error) error {
-	var e *ledger.Error
-	if errors.As(err, &e) {
-		return errors.New(e.Message)
-	}
-	return err
 }
 
 // table writes aligned columns; the cells of numeric columns are padded on

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/onceledger/onceledger/internal/ops"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -89,7 +90,7 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if *company == "" {
 			return &usageError{"endpoints needs -company ID"}
 		}
-		list, err := webhooks.ListEndpoints(ctx, pool, *company)
+		list, err := ops.Endpoints(ctx, pool, *company)
 		if err != nil {
 			return err
 		}
@@ -123,7 +124,7 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 			f.Endpoint = id
 		}
-		list, err := webhooks.ListDeliveries(ctx, pool, f)
+		list, err := ops.Deliveries(ctx, pool, f)
 		if err != nil {
 			return err
 		}
@@ -150,7 +151,7 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil {
 			return err
 		}
-		d, err := webhooks.SendTest(ctx, pool, *company, id)
+		d, err := ops.SendTest(ctx, pool, *company, id)
 		if err != nil {
 			return err
 		}
@@ -165,7 +166,7 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil {
 			return err
 		}
-		list, err := webhooks.Attempts(ctx, pool, id)
+		list, err := ops.Attempts(ctx, pool, id)
 		if err != nil {
 			return err
 		}
@@ -198,7 +199,7 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			if err != nil {
 				return err
 			}
-			if err := webhooks.ReplayDelivery(ctx, pool, id); err != nil {
+			if err := ops.ReplayDelivery(ctx, pool, id); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "delivery %s is due again\n", id)
@@ -212,7 +213,7 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			if err != nil {
 				return err
 			}
-			n, err := webhooks.ReplayFailed(ctx, pool, id, from)
+			n, err := ops.ReplayFailed(ctx, pool, id, from)
 			if err != nil {
 				return err
 			}

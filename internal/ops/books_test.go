@@ -1,0 +1,111 @@
+package ops_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/internal/ops"
+	"github.com/onceledger/onceledger/ledger"
+)
+
+func TestBookReports(t *testing.T) {
+	t.Parallel()
+	pool, _ := booksDB(t)
+	ctx := context.Background()
+	december, err := ledger.ParsePeriod("2026-12")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var tb ledger.TrialBalanceView
+	var inv ledger.InvoiceDetailView
+	var periods ledger.PeriodsView
+	var register *ledger.Register
+	err = ops.Snapshot(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		if tb, err = ops.TrialBalance(ctx, tx, "acme", ledger.Date{}, ledger.InCompanyCurrency); err != nil {
+			return err
+		}
+		if inv, err = ops.Invoice(ctx, tx, "acme", "INV-2026-000002"); err != nil {
+			return err
+		}
+		if periods, err = ops.Periods(ctx, tx, "acme"); err != nil {
+			return err
+		}
+		register, err = ops.Register(ctx, tx, "acme", december)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Receivables: invoices of 121.00, 121.00, 60.50 and 12.10, less the
+	// full credit note of the first, the payment of the second and 5.00
+	// of customer credit applied to the third.
+	var receivable string
+	for _, a := range tb.Accounts {
+		if a.Code == "1200" {
+			receivable = a.Balance
+		}
+	}
+	if !tb.Balanced || tb.Company != "acme" || receivable != "67.60" || len(tb.Totals) != 1 || tb.Totals[0].Debits != tb.Totals[0].Credits {
+		t.Fatalf("trial balance: receivable %q, %+v", receivable, tb)
+	}
+	if inv.Invoice.Gross != "121.00" || inv.Paid != "121.00" || inv.Open != "0.00" || inv.Status != ledger.InvoicePaid {
+		t.Fatalf("INV-2026-000002: %+v", inv)
+	}
+	if len(periods.Periods) != 1 || periods.Periods[0].Period != "2026-12" || periods.Periods[0].Status != "open" {
+		t.Fatalf("periods: %+v", periods)
+	}
+	// The register has the credit note, against the invoice it credits.
+	var credited *ledger.RegisterRow
+	for _, r := range register.View().Rows {
+		if r.ReferenceNumber == "INV-2026-000001" {
+			credited = &r
+		}
+	}
+	if credited == nil || credited.TaxableValue != "-100.00" || credited.VATAmount != "-21.00" {
+		t.Fatalf("register: the credit note of INV-2026-000001 is %+v in %+v", credited, register.View().Rows)
+	}
+
+	// Outside a snapshot too, on the pool.
+	al, err := ops.AccountLedger(ctx, pool, "acme", "1200", ledger.Date{}, ledger.Date{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(al.Currencies) != 1 || al.Currencies[0].Closing != receivable {
+		t.Fatalf("account 1200 closes at %+v, the trial balance says %s", al.Currencies, receivable)
+	}
+	vr, err := ops.VATReturn(ctx, pool, "acme", december)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Output VAT 21% of 100.00 + 100.00 + 50.00 + 10.00 less the credit
+	// note's 21.00; input VAT 252.00 on the laptop.
+	if len(vr.Currencies) != 1 || vr.Currencies[0].OutputVAT != "33.60" || vr.Currencies[0].InputVAT != "252.00" {
+		t.Fatalf("VAT return: %+v", vr)
+	}
+
+	for _, c := range []struct {
+		what string
+		err  error
+		code ops.Code
+		msg  string
+	}{
+		{"an unknown invoice", second(ops.Invoice(ctx, pool, "acme", "INV-2026-000099")), ops.CodeNotFound, `company "acme" has no invoice "INV-2026-000099"`},
+		{"an unknown company", second(ops.TrialBalance(ctx, pool, "ghost", ledger.Date{}, ledger.InCompanyCurrency)), ops.CodeNotFound, `company "ghost" does not exist`},
+		{"an unknown account", second(ops.AccountLedger(ctx, pool, "acme", "9999", ledger.Date{}, ledger.Date{})), ops.CodeNotFound, `company "acme" has no account "9999"`},
+		{"no company", second(ops.Periods(ctx, pool, "")), ops.CodeInvalid, "a company is required"},
+		{"no account", second(ops.AccountLedger(ctx, pool, "acme", "", ledger.Date{}, ledger.Date{})), ops.CodeInvalid, "an account is required"},
+	} {
+		var e *ops.Error
+		if !errors.As(c.err, &e) || e.Code != c.code || e.Message != c.msg {
+			t.Errorf("%s: %v, want %s %q", c.what, c.err, c.code, c.msg)
+		}
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
