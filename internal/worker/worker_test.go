@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func TestNewRefusesAnIncompleteConfig(t *testing.T) {
 	cfg := testworker.Config()
 	for name, c := range map[string]worker.Config{
-		"no pool or connection": {Retention: &worker.Retention{}},
+		"no pool or connection":  {Retention: &worker.Retention{}},
 		"consumer without kinds": {Pool: &pgxpool.Pool{}, NATS: &nats.Conn{}, Consumer: &cfg},
 		"nothing to run":         {Pool: &pgxpool.Pool{}, NATS: &nats.Conn{}},
 	} {
