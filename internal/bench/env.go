@@ -7,15 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,6 +22,7 @@ import (
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/natsserver"
 	"github.com/onceledger/onceledger/internal/pgcluster"
+	"github.com/onceledger/onceledger/internal/throwaway"
 	wiring "github.com/onceledger/onceledger/internal/worker"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
@@ -169,56 +167,40 @@ func (e *Env) progress(format string, args ...any) {
 
 // database creates the run's database and returns its URL.
 func (e *Env) database(ctx context.Context) (string, error) {
-	name := "onceledger_bench_" + e.runID + randomHex(3)
-	admin := e.cfg.DatabaseURL
-	if admin != "" {
-		e.machine.PostgresSource = "DATABASE_URL " + redact(admin) + ", database " + name + " (dropped afterwards)"
-	} else {
-		if _, err := pgcluster.Find(); err != nil {
-			return "", fmt.Errorf("no DATABASE_URL, and no PostgreSQL binaries for a throwaway cluster: %w", err)
-		}
-		dir := filepath.Join(e.dir, "pg")
+	name := dbPrefix + e.runID + randomHex(3)
+	cfg := throwaway.Config{URL: e.cfg.DatabaseURL}
+	dir := filepath.Join(e.dir, "pg")
+	if cfg.URL == "" {
 		e.progress("starting a throwaway PostgreSQL cluster in %s", dir)
 		// Not Fast: the figures are meant to be with durable commits.
-		cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: dir, Logger: e.cfg.Logger})
-		if err != nil {
-			return "", err
-		}
+		cfg.Cluster = pgcluster.Config{Dir: dir, Logger: e.cfg.Logger}
+	}
+	srv, err := throwaway.Postgres(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	if srv.Cluster != nil {
 		e.onClose(func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			return cluster.Stop(ctx)
+			return srv.Stop(ctx)
 		})
-		admin = cluster.URL("postgres")
-		e.machine.PostgresSource = "throwaway cluster on 127.0.0.1:" + fmt.Sprint(cluster.Port) + " in " + dir + " (removed afterwards)"
+		e.machine.PostgresSource = "throwaway cluster on 127.0.0.1:" + fmt.Sprint(srv.Cluster.Port) + " in " + dir + " (removed afterwards)"
+	} else {
+		e.machine.PostgresSource = "DATABASE_URL " + throwaway.Redact(srv.AdminURL) + ", database " + name + " (dropped afterwards)"
 	}
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", fmt.Errorf("connect to %s: %w", redact(admin), err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", fmt.Errorf("create database %s: %w", name, err)
+	// Marked, so that a run killed before it could drop its database
+	// (SIGKILL, a test timeout) leaves it for the next run on this host to
+	// find.
+	if err := srv.CreateDatabase(ctx, name, throwaway.OwnerMark()); err != nil {
+		return "", err
 	}
 	e.onClose(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			return fmt.Errorf("drop database %s: %w", name, err)
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			return fmt.Errorf("drop database %s: %w", name, err)
-		}
-		return nil
+		return srv.DropDatabase(ctx, name)
 	})
-	// A run killed before it could drop its database (SIGKILL, a test
-	// timeout) leaves this for the next run on this host to find.
-	if _, err := conn.Exec(ctx, "COMMENT ON DATABASE "+pgx.Identifier{name}.Sanitize()+" IS "+quote(ownerComment())); err != nil {
-		return "", fmt.Errorf("mark database %s: %w", name, err)
-	}
-	return withDatabase(admin, name), nil
+	return srv.URL(name), nil
 }
 
 func (e *Env) describePostgres(ctx context.Context) error {
@@ -472,22 +454,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // never fails: crypto/rand aborts the program instead
 	return hex.EncodeToString(b)
-}
-
-// withDatabase points a URL or keyword/value DSN at dbname.
-func withDatabase(dsn, dbname string) string {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		u.Path = "/" + dbname
-		u.RawPath = ""
-		return u.String()
-	}
-	return strings.TrimSpace(dsn) + " dbname=" + dbname
-}
-
-func redact(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
-		u.RawQuery = ""
-		return u.Redacted()
-	}
-	return "(keyword/value DSN)"
 }
