@@ -3,10 +3,7 @@ package consumer_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +18,8 @@ import (
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/internal/testkeys"
+	"github.com/onceledger/onceledger/internal/testworker"
+	wiring "github.com/onceledger/onceledger/internal/worker"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
@@ -104,57 +103,21 @@ func clientErrors(t testing.TB, reg *prometheus.Registry, code ledger.Code) floa
 }
 
 // testConfig is tuned for fast tests: short ack wait, quick retries.
-func testConfig() consumer.Config {
-	return consumer.Config{
-		Streams: consumer.StreamConfig{
-			AckWait:    3 * time.Second,
-			MaxDeliver: 5,
-		},
-		Subscriber: consumer.SubscriberConfig{
-			Concurrency:     8,
-			FetchWait:       200 * time.Millisecond,
-			InProgressEvery: time.Second,
-			Backoff:         func(uint64) time.Duration { return 50 * time.Millisecond },
-		},
-		InFlightDelay:   100 * time.Millisecond,
-		ShutdownTimeout: 10 * time.Second,
-		Logger:          testLogger(),
-	}
-}
+func testConfig() consumer.Config { return testworker.Config() }
 
-func testLogger() *slog.Logger {
-	level := slog.LevelWarn
-	if os.Getenv("ONCELEDGER_TEST_LOG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-}
+func testLogger() *slog.Logger { return testworker.Logger() }
 
 // worker is a running worker with its own NATS connection.
 type worker struct {
-	nc     *nats.Conn
-	cancel context.CancelFunc
-	done   chan error
-
-	stopOnce sync.Once
-	stopErr  error
+	nc *nats.Conn
+	w  *wiring.Worker
 }
 
 // stop shuts the worker down gracefully and returns Run's error.
-func (w *worker) stop() error {
-	w.stopOnce.Do(func() {
-		w.cancel()
-		select {
-		case w.stopErr = <-w.done:
-		case <-time.After(30 * time.Second):
-			w.stopErr = errors.New("worker did not stop within 30s")
-		}
-	})
-	return w.stopErr
-}
+func (w *worker) stop() error { return w.w.Stop(30 * time.Second) }
 
 // startWorker runs a worker with cfg and k, by default every command's
-// kind.
+// kind, wired as `onceledger run` wires its consumer.
 func (h *harness) startWorker(cfg consumer.Config, k *exec.Kinds) *worker {
 	h.t.Helper()
 	if k == nil {
@@ -164,24 +127,20 @@ func (h *harness) startWorker(cfg consumer.Config, k *exec.Kinds) *worker {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	wk, err := consumer.NewWorker(h.pool, nc, k, cfg)
+	h.t.Cleanup(nc.Close)
+	// New provisions, so publishes right after startWorker find the stream.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	wk, err := wiring.New(ctx, wiring.Config{Pool: h.pool, NATS: nc, Consumer: &cfg, Kinds: k})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{nc: nc, cancel: cancel, done: make(chan error, 1)}
-	// Provision first so publishes right after startWorker find the stream.
-	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer pcancel()
-	if _, err := wk.Provision(pctx); err != nil {
-		h.t.Fatal(err)
-	}
-	go func() { w.done <- wk.Run(ctx) }()
+	w := &worker{nc: nc, w: wk}
+	wk.Start()
 	h.t.Cleanup(func() {
 		if err := w.stop(); err != nil {
 			h.t.Errorf("worker shutdown: %v", err)
 		}
-		nc.Close()
 	})
 	return w
 }
@@ -364,14 +323,7 @@ func invoiceResult(t testing.TB, res protocol.Result) ledger.InvoiceView {
 	return v
 }
 
-func allKinds(t testing.TB) *exec.Kinds {
-	t.Helper()
-	k, err := kinds.All(testkeys.Rules(), testkeys.Clock())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
+func allKinds(t testing.TB) *exec.Kinds { return testworker.Kinds(t) }
 
 // hooked is allKinds with hook on the kind of command.
 func hooked(t testing.TB, command string, hook kinds.Hook) *exec.Kinds {

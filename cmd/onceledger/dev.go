@@ -16,6 +16,7 @@ import (
 
 	"github.com/onceledger/onceledger/internal/natsserver"
 	"github.com/onceledger/onceledger/internal/pgcluster"
+	"github.com/onceledger/onceledger/internal/throwaway"
 	"github.com/onceledger/onceledger/migrations"
 	"github.com/onceledger/onceledger/webhooks"
 )
@@ -105,24 +106,25 @@ when DATABASE_URL is not set.
 	logger := s.logger(os.Stderr)
 
 	dsn := os.Getenv("DATABASE_URL")
-	if dsn == "" {
-		cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: filepath.Join(dir, "postgres"), FirstPort: devPostgresPort, Logger: logger})
-		if err != nil {
-			return fmt.Errorf("no DATABASE_URL, and a local Postgres could not be started: %w", err)
-		}
+	srv, err := throwaway.Postgres(ctx, throwaway.Config{URL: dsn,
+		Cluster: pgcluster.Config{Dir: filepath.Join(dir, "postgres"), FirstPort: devPostgresPort, Logger: logger}})
+	if err != nil {
+		return err
+	}
+	if srv.Cluster != nil {
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := cluster.Stop(sctx); err != nil {
+			if err := srv.Stop(sctx); err != nil {
 				logger.Warn("stopping local Postgres failed", "error", err)
 			}
 		}()
 		// The cluster is dev's own, and has kept this name since before
 		// -database existed.
-		if err := createDatabase(ctx, cluster.URL("postgres"), "onceledger"); err != nil {
+		if err := createDatabase(ctx, srv.AdminURL, "onceledger"); err != nil {
 			return err
 		}
-		dsn = cluster.URL("onceledger")
+		dsn = srv.URL("onceledger")
 	} else {
 		if err := createDatabase(ctx, dsn, *database); err != nil {
 			return err

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/kinds"
+	"github.com/onceledger/onceledger/internal/worker"
 	"github.com/onceledger/onceledger/ledger/postgres"
 	"github.com/onceledger/onceledger/migrations"
 	"github.com/onceledger/onceledger/outbox"
@@ -102,9 +101,6 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	if err != nil {
 		return err
 	}
-	if err := outbox.EnsureStream(ctx, js, outbox.StreamConfig{Replicas: s.StreamReplicas}); err != nil {
-		return err
-	}
 
 	ccfg := s.consumerConfig(logger)
 	obs, err := newObservability(pool, js, ccfg.Streams.WithDefaults(ccfg.InboxRetention))
@@ -112,7 +108,6 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		return fmt.Errorf("metrics: %w", err)
 	}
 	ccfg.Metrics = obs.consumer
-	ccfg.TracerProvider = tracerProvider
 	keys := s.keyring()
 	if n, err := webhooks.SealStored(ctx, pool, keys); err != nil {
 		return fmt.Errorf("webhook signing secrets: %w", err)
@@ -125,19 +120,16 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	if err != nil {
 		return err
 	}
-	worker, err := consumer.NewWorker(pool, nc, k, ccfg)
-	if err != nil {
-		return err
-	}
-	if _, err := worker.Provision(ctx); err != nil {
-		return err
-	}
-	relay, err := outbox.NewRelay(pool, js, outbox.RelayConfig{Logger: logger, TracerProvider: tracerProvider})
-	if err != nil {
-		return err
-	}
-	dispatcher, err := webhooks.NewDispatcher(pool, webhooks.DispatcherConfig{
-		Workers: s.WebhookWorkers, PerEndpoint: s.WebhookPerEndpoint, Policy: policy, Secrets: keys, Logger: logger, Metrics: obs.webhooks, TracerProvider: tracerProvider})
+	wk, err := worker.New(ctx, worker.Config{
+		Pool:      pool,
+		NATS:      nc,
+		Consumer:  &ccfg,
+		Kinds:     k,
+		Outbox:    &worker.Outbox{Stream: outbox.StreamConfig{Replicas: s.StreamReplicas}},
+		Webhooks:  &webhooks.DispatcherConfig{Workers: s.WebhookWorkers, PerEndpoint: s.WebhookPerEndpoint, Policy: policy, Secrets: keys, Metrics: obs.webhooks},
+		Retention: &worker.Retention{Outbox: s.OutboxRetention, DeliveryLog: s.DeliveryLogRetention},
+		Logger:    logger, TracerProvider: tracerProvider,
+	})
 	if err != nil {
 		return err
 	}
@@ -177,52 +169,10 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		logger.Info("HTTP API listening", "addr", ln.Addr().String())
 	}
 
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		if err := worker.Run(runCtx); err != nil {
-			errs <- fmt.Errorf("worker: %w", err)
-			cancel()
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		if err := relay.Run(runCtx); err != nil {
-			errs <- fmt.Errorf("outbox relay: %w", err)
-			cancel()
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		if err := dispatcher.Run(runCtx); err != nil {
-			errs <- fmt.Errorf("webhook dispatcher: %w", err)
-			cancel()
-		}
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		retentionLoop(runCtx, pool, s.OutboxRetention, s.DeliveryLogRetention, logger)
-	}()
 	if ready != nil {
 		ready()
 	}
-	<-runCtx.Done()
-	wg.Wait()
-	close(errs)
-	return errors.Join(collect(errs)...)
-}
-
-func collect(ch <-chan error) []error {
-	var out []error
-	for err := range ch {
-		out = append(out, err)
-	}
-	return out
+	return wk.Run(ctx)
 }
 
 // healthHandler serves /healthz (the process is alive) and /readyz

@@ -7,15 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,10 +22,11 @@ import (
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/natsserver"
 	"github.com/onceledger/onceledger/internal/pgcluster"
+	"github.com/onceledger/onceledger/internal/throwaway"
+	wiring "github.com/onceledger/onceledger/internal/worker"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/migrations"
-	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
 )
@@ -60,10 +58,10 @@ type Env struct {
 	pubErrMu sync.Mutex
 	pubErr   error
 
-	stopBackground context.CancelFunc
-	background     sync.WaitGroup
-	bgErrMu        sync.Mutex
-	bgErr          error
+	// background runs the outbox relay and the webhook dispatcher for the
+	// whole run.
+	background *wiring.Worker
+	bgErr      error
 
 	phases   int // phases started, for unique key prefixes
 	sent     int // invoice.create commands sent
@@ -131,12 +129,12 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 		return nil, err
 	}
 
-	if err := e.startNATS(ctx); err != nil {
+	if err := e.startNATS(); err != nil {
 		return nil, err
 	}
 	e.recv = newReceiver(cfg.Companies)
 	e.onClose(func() error { e.recv.close(); return nil })
-	if err := e.startBackground(); err != nil {
+	if err := e.startBackground(ctx); err != nil {
 		return nil, err
 	}
 	if err := e.setupCompanies(ctx); err != nil {
@@ -148,19 +146,16 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 // Close stops everything Start started, in reverse order, and removes what
 // it created: the database, the cluster, the store directories.
 func (e *Env) Close() error {
-	if e.stopBackground != nil {
-		e.stopBackground()
-		e.background.Wait()
-		e.stopBackground = nil
+	if e.background != nil {
+		e.bgErr = e.background.Stop(time.Minute)
+		e.background = nil
 	}
 	var errs []error
 	for i := len(e.cleanups) - 1; i >= 0; i-- {
 		errs = append(errs, e.cleanups[i]())
 	}
 	e.cleanups = nil
-	e.bgErrMu.Lock()
 	errs = append(errs, e.bgErr)
-	e.bgErrMu.Unlock()
 	return errors.Join(errs...)
 }
 
@@ -172,56 +167,40 @@ func (e *Env) progress(format string, args ...any) {
 
 // database creates the run's database and returns its URL.
 func (e *Env) database(ctx context.Context) (string, error) {
-	name := "onceledger_bench_" + e.runID + randomHex(3)
-	admin := e.cfg.DatabaseURL
-	if admin != "" {
-		e.machine.PostgresSource = "DATABASE_URL " + redact(admin) + ", database " + name + " (dropped afterwards)"
-	} else {
-		if _, err := pgcluster.Find(); err != nil {
-			return "", fmt.Errorf("no DATABASE_URL, and no PostgreSQL binaries for a throwaway cluster: %w", err)
-		}
-		dir := filepath.Join(e.dir, "pg")
+	name := dbPrefix + e.runID + randomHex(3)
+	cfg := throwaway.Config{URL: e.cfg.DatabaseURL}
+	dir := filepath.Join(e.dir, "pg")
+	if cfg.URL == "" {
 		e.progress("starting a throwaway PostgreSQL cluster in %s", dir)
 		// Not Fast: the figures are meant to be with durable commits.
-		cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: dir, Logger: e.cfg.Logger})
-		if err != nil {
-			return "", err
-		}
+		cfg.Cluster = pgcluster.Config{Dir: dir, Logger: e.cfg.Logger}
+	}
+	srv, err := throwaway.Postgres(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	if srv.Cluster != nil {
 		e.onClose(func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			return cluster.Stop(ctx)
+			return srv.Stop(ctx)
 		})
-		admin = cluster.URL("postgres")
-		e.machine.PostgresSource = "throwaway cluster on 127.0.0.1:" + fmt.Sprint(cluster.Port) + " in " + dir + " (removed afterwards)"
+		e.machine.PostgresSource = "throwaway cluster on 127.0.0.1:" + fmt.Sprint(srv.Cluster.Port) + " in " + dir + " (removed afterwards)"
+	} else {
+		e.machine.PostgresSource = "DATABASE_URL " + throwaway.Redact(srv.AdminURL) + ", database " + name + " (dropped afterwards)"
 	}
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", fmt.Errorf("connect to %s: %w", redact(admin), err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", fmt.Errorf("create database %s: %w", name, err)
+	// Marked, so that a run killed before it could drop its database
+	// (SIGKILL, a test timeout) leaves it for the next run on this host to
+	// find.
+	if err := srv.CreateDatabase(ctx, name, throwaway.OwnerMark()); err != nil {
+		return "", err
 	}
 	e.onClose(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			return fmt.Errorf("drop database %s: %w", name, err)
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			return fmt.Errorf("drop database %s: %w", name, err)
-		}
-		return nil
+		return srv.DropDatabase(ctx, name)
 	})
-	// A run killed before it could drop its database (SIGKILL, a test
-	// timeout) leaves this for the next run on this host to find.
-	if _, err := conn.Exec(ctx, "COMMENT ON DATABASE "+pgx.Identifier{name}.Sanitize()+" IS "+quote(ownerComment())); err != nil {
-		return "", fmt.Errorf("mark database %s: %w", name, err)
-	}
-	return withDatabase(admin, name), nil
+	return srv.URL(name), nil
 }
 
 func (e *Env) describePostgres(ctx context.Context) error {
@@ -235,7 +214,7 @@ func (e *Env) describePostgres(ctx context.Context) error {
 	return nil
 }
 
-func (e *Env) startNATS(ctx context.Context) error {
+func (e *Env) startNATS() error {
 	dir := filepath.Join(e.dir, "nats")
 	ns, err := natsserver.Start(natsserver.Config{StoreDir: dir, ServerName: "onceledger-bench", SyncAlways: e.cfg.NATSSyncAlways})
 	if err != nil {
@@ -264,19 +243,12 @@ func (e *Env) startNATS(ctx context.Context) error {
 		}
 		e.pubErrMu.Unlock()
 	}))
-	if err != nil {
-		return err
-	}
-	wjs, err := jetstream.New(e.wnc)
-	if err != nil {
-		return err
-	}
-	return outbox.EnsureStream(ctx, wjs, outbox.StreamConfig{})
+	return err
 }
 
 // startBackground runs the outbox relay and the webhook dispatcher for the
 // whole run, as `onceledger run` does next to the consumer.
-func (e *Env) startBackground() error {
+func (e *Env) startBackground(ctx context.Context) error {
 	// The run's own key: its database is thrown away after it.
 	keys, err := webhooks.ParseKeyring(webhooks.NewKey())
 	if err != nil {
@@ -291,38 +263,28 @@ func (e *Env) startBackground() error {
 		return err
 	}
 	e.kinds = k
-	wjs, err := jetstream.New(e.wnc)
+	w, err := wiring.New(ctx, wiring.Config{
+		Pool:     e.pool,
+		NATS:     e.wnc,
+		Outbox:   &wiring.Outbox{},
+		Webhooks: &webhooks.DispatcherConfig{Policy: policy, Secrets: keys},
+		Logger:   e.cfg.Logger,
+	})
 	if err != nil {
 		return err
 	}
-	relay, err := outbox.NewRelay(e.pool, wjs, outbox.RelayConfig{Logger: e.cfg.Logger})
-	if err != nil {
-		return err
-	}
-	dispatcher, err := webhooks.NewDispatcher(e.pool, webhooks.DispatcherConfig{Policy: policy, Secrets: keys, Logger: e.cfg.Logger})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.stopBackground = cancel
-	for name, run := range map[string]func(context.Context) error{"outbox relay": relay.Run, "webhook dispatcher": dispatcher.Run} {
-		e.background.Add(1)
-		go func() {
-			defer e.background.Done()
-			if err := run(ctx); err != nil {
-				e.bgErrMu.Lock()
-				e.bgErr = errors.Join(e.bgErr, fmt.Errorf("%s: %w", name, err))
-				e.bgErrMu.Unlock()
-			}
-		}()
-	}
+	w.Start()
+	e.background = w
 	return nil
 }
 
+// backgroundErr is the error the relay or the dispatcher failed with, if
+// one did.
 func (e *Env) backgroundErr() error {
-	e.bgErrMu.Lock()
-	defer e.bgErrMu.Unlock()
-	return e.bgErr
+	if e.background == nil {
+		return nil
+	}
+	return e.background.Err()
 }
 
 func (e *Env) publishErr() error {
@@ -399,13 +361,11 @@ func (e *Env) request(ctx context.Context, company, command, key string, body an
 	}
 }
 
-// worker is a consumer worker running in one mode.
+// worker is a consumer worker running in one mode, with metrics of its
+// own.
 type worker struct {
-	cancel context.CancelFunc
-	done   chan error
-	reg    *prometheus.Registry
-	once   sync.Once
-	err    error
+	w   *wiring.Worker
+	reg *prometheus.Registry
 }
 
 func (e *Env) startWorker(ctx context.Context, mode Mode) (*worker, error) {
@@ -414,37 +374,27 @@ func (e *Env) startWorker(ctx context.Context, mode Mode) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	wk, err := consumer.NewWorker(e.pool, e.wnc, e.kinds, consumer.Config{
-		Subscriber: consumer.SubscriberConfig{Concurrency: e.cfg.Concurrency, AckMode: mode.Ack},
-		Batch:      mode.Batch,
-		Logger:     e.cfg.Logger,
-		Metrics:    metrics,
+	wk, err := wiring.New(ctx, wiring.Config{
+		Pool: e.pool,
+		NATS: e.wnc,
+		Consumer: &consumer.Config{
+			Subscriber: consumer.SubscriberConfig{Concurrency: e.cfg.Concurrency, AckMode: mode.Ack},
+			Batch:      mode.Batch,
+			Metrics:    metrics,
+		},
+		Kinds:  e.kinds,
+		Logger: e.cfg.Logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := wk.Provision(ctx); err != nil {
-		return nil, err
-	}
 	// Stopped by stop, not by ctx: the phase decides when it is done.
-	wctx, cancel := context.WithCancel(context.Background())
-	w := &worker{cancel: cancel, done: make(chan error, 1), reg: reg}
-	go func() { w.done <- wk.Run(wctx) }()
-	return w, nil
+	wk.Start()
+	return &worker{w: wk, reg: reg}, nil
 }
 
 // stop shuts the worker down gracefully and returns Run's error.
-func (w *worker) stop() error {
-	w.once.Do(func() {
-		w.cancel()
-		select {
-		case w.err = <-w.done:
-		case <-time.After(time.Minute):
-			w.err = errors.New("worker did not stop within a minute")
-		}
-	})
-	return w.err
-}
+func (w *worker) stop() error { return w.w.Stop(time.Minute) }
 
 // BatchStats describes the transactions of a phase, from the worker's
 // metrics.
@@ -504,22 +454,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // never fails: crypto/rand aborts the program instead
 	return hex.EncodeToString(b)
-}
-
-// withDatabase points a URL or keyword/value DSN at dbname.
-func withDatabase(dsn, dbname string) string {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		u.Path = "/" + dbname
-		u.RawPath = ""
-		return u.String()
-	}
-	return strings.TrimSpace(dsn) + " dbname=" + dbname
-}
-
-func redact(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
-		u.RawQuery = ""
-		return u.Redacted()
-	}
-	return "(keyword/value DSN)"
 }

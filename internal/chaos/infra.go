@@ -19,9 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/onceledger/onceledger/internal/pgcluster"
+	"github.com/onceledger/onceledger/internal/throwaway"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -277,53 +276,49 @@ func (w *workerSet) close(grace time.Duration) {
 // and restart.
 type database struct {
 	url string
-
-	adminURL, name string // on DatabaseURL's server: dropped at close
+	srv *throwaway.Server
+	// name is the suite's database on DatabaseURL's server, dropped at
+	// close; empty with a throwaway cluster.
+	name string
 
 	dir     string // throwaway cluster
 	cluster *pgcluster.Cluster
 	logger  *slog.Logger
 }
 
+// chaosDBPrefix names the suite's databases on DatabaseURL's server.
+const chaosDBPrefix = "onceledger_chaos_"
+
 func openDatabase(ctx context.Context, serverURL, workDir string, logger *slog.Logger) (*database, error) {
-	if serverURL != "" {
-		name := "onceledger_chaos_" + randomHex(6)
-		d := &database{adminURL: serverURL, name: name, url: withDatabase(serverURL, name), logger: logger}
-		if err := d.admin(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+	d := &database{logger: logger}
+	cfg := throwaway.Config{URL: serverURL}
+	if serverURL == "" {
+		d.dir = filepath.Join(workDir, "pg")
+		// Not Fast: the suite crashes this server, and a result may only be sent
+		// once its commit is durable (synchronous_commit = on), as in production.
+		cfg.Cluster = pgcluster.Config{Dir: d.dir, Logger: logger}
+	}
+	srv, err := throwaway.Postgres(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.srv, d.cluster = srv, srv.Cluster
+	if d.cluster == nil {
+		throwaway.ReapDatabases(ctx, serverURL, chaosDBPrefix, logger)
+		d.name = chaosDBPrefix + randomHex(6)
+		// Marked, for the next run to drop should this one be killed.
+		if err := srv.CreateDatabase(ctx, d.name, throwaway.OwnerMark()); err != nil {
 			return nil, err
 		}
+		d.url = srv.URL(d.name)
 		return d, nil
 	}
-	if _, err := pgcluster.Find(); err != nil {
-		return nil, fmt.Errorf("no DATABASE_URL and no PostgreSQL server binaries for a throwaway cluster: %w", err)
-	}
-	d := &database{dir: filepath.Join(workDir, "pg"), logger: logger}
-	// Not Fast: the suite crashes this server, and a result may only be sent
-	// once its commit is durable (synchronous_commit = on), as in production.
-	c, err := pgcluster.Start(ctx, pgcluster.Config{Dir: d.dir, Logger: logger})
-	if err != nil {
+	if err := srv.CreateDatabase(ctx, "onceledger", ""); err != nil {
+		_ = srv.Stop(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	d.cluster = c
-	d.adminURL = c.URL("postgres")
-	if err := d.admin(ctx, "CREATE DATABASE onceledger"); err != nil {
-		_ = c.Stop(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	d.url = c.URL("onceledger")
+	d.url = srv.URL("onceledger")
 	return d, nil
-}
-
-func (d *database) admin(ctx context.Context, sql string) error {
-	conn, err := pgx.Connect(ctx, d.adminURL)
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", redact(d.adminURL), err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		return fmt.Errorf("%s: %w", sql, err)
-	}
-	return nil
 }
 
 func (d *database) canRestart() bool { return d.cluster != nil }
@@ -366,23 +361,7 @@ func (d *database) close(ctx context.Context) error {
 	if d.cluster != nil {
 		return d.cluster.Stop(ctx)
 	}
-	return d.admin(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.name}.Sanitize()+" WITH (FORCE)")
-}
-
-// withDatabase points a URL or keyword/value DSN at dbname.
-func withDatabase(dsn, dbname string) string {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		u.Path, u.RawPath = "/"+dbname, ""
-		return u.String()
-	}
-	return strings.TrimSpace(dsn) + " dbname=" + dbname
-}
-
-func redact(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
-		return u.Redacted()
-	}
-	return "(keyword/value DSN)"
+	return d.srv.DropDatabase(ctx, d.name)
 }
 
 func randomHex(n int) string {
@@ -391,47 +370,14 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-const (
-	workDirPrefix = "onceledger-chaos-"
-	ownerFile     = "owner.pid"
-)
+// workDirPrefix names the suite's work directories.
+const workDirPrefix = "onceledger-chaos-"
 
 // newWorkDir creates a temporary work directory owned by this process.
 // Children die with the suite (Pdeathsig), but a throwaway Postgres is a
 // daemon: directories whose owner died without cleaning up are reaped
 // first, their cluster stopped.
 func newWorkDir(ctx context.Context, logger *slog.Logger) (string, error) {
-	reapOrphans(ctx, logger)
-	dir, err := pgcluster.MkdirTemp(workDirPrefix)
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return "", err
-	}
-	return dir, nil
-}
-
-func reapOrphans(ctx context.Context, logger *slog.Logger) {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), workDirPrefix+"*"))
-	for _, dir := range dirs {
-		data, err := os.ReadFile(filepath.Join(dir, ownerFile))
-		if err != nil {
-			continue // not a work dir, or one being created
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err != nil || pid <= 0 || pid == os.Getpid() || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-			continue
-		}
-		pg := filepath.Join(dir, "pg")
-		if _, err := os.Stat(filepath.Join(pg, "postmaster.pid")); err == nil {
-			// Start adopts the running server, which gives a handle to stop it.
-			if c, err := pgcluster.Start(ctx, pgcluster.Config{Dir: pg}); err == nil {
-				_ = c.Stop(ctx)
-			}
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			logger.Warn("chaos: could not remove an orphaned work dir", "dir", dir, "error", err)
-		}
-	}
+	throwaway.ReapDirs(ctx, workDirPrefix, logger.With("from", "chaos"))
+	return throwaway.MkdirOwned(workDirPrefix)
 }

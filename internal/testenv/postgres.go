@@ -6,11 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/onceledger/onceledger/internal/pgcluster"
+	"github.com/onceledger/onceledger/internal/throwaway"
 )
 
 const (
@@ -40,7 +39,7 @@ type pgServer struct {
 }
 
 func (s *pgServer) dsn(dbname string) string {
-	return withDatabase(s.baseDSN, dbname)
+	return throwaway.WithDatabase(s.baseDSN, dbname)
 }
 
 // Process-wide state: one server, at most one template, per test binary.
@@ -111,45 +110,40 @@ func server(t testing.TB) *pgServer {
 	return pgSrv
 }
 
-func openServer(ctx context.Context) (*pgServer, error) {
-	if dsn := os.Getenv("DATABASE_URL"); dsn != "" {
-		if err := ping(ctx, dsn); err != nil {
-			return nil, fmt.Errorf("DATABASE_URL=%s is set but unusable: %w", redact(dsn), err)
-		}
-		return &pgServer{adminDSN: dsn, baseDSN: dsn}, nil
-	}
+// clusterDirPrefix names the work directories of throwaway clusters, which
+// the next test binary reaps if this one dies before Main's teardown.
+const clusterDirPrefix = "onceledger-testenv-pg-"
 
-	if _, err := pgcluster.Find(); err != nil {
+func openServer(ctx context.Context) (*pgServer, error) {
+	cfg := throwaway.Config{URL: os.Getenv("DATABASE_URL")}
+	if cfg.URL == "" {
+		throwaway.ReapDirs(ctx, clusterDirPrefix, slog.New(slog.NewTextHandler(os.Stderr, nil)).With("from", "testenv"))
+		// Marked as this binary's before the cluster is started in it.
+		dir, err := throwaway.MkdirOwned(clusterDirPrefix)
+		if err != nil {
+			return nil, fmt.Errorf("create dir for throwaway cluster: %w", err)
+		}
+		onTeardown(func(context.Context) error {
+			if err := os.RemoveAll(dir); err != nil {
+				return fmt.Errorf("remove %s: %w", dir, err)
+			}
+			return nil
+		})
+		cfg.Cluster = pgcluster.Config{Dir: filepath.Join(dir, "data"), Fast: true}
+	}
+	srv, err := throwaway.Postgres(ctx, cfg)
+	if err != nil {
 		return nil, err
 	}
-	reapStale(ctx)
-	dir, err := pgcluster.MkdirTemp(clusterDirPrefix)
-	if err != nil {
-		return nil, fmt.Errorf("create dir for throwaway cluster: %w", err)
+	if srv.Cluster != nil {
+		onTeardown(func(ctx context.Context) error {
+			if err := srv.Stop(ctx); err != nil {
+				return fmt.Errorf("stop throwaway cluster: %w", err)
+			}
+			return nil
+		})
 	}
-	onTeardown(func(context.Context) error {
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("remove %s: %w", dir, err)
-		}
-		return nil
-	})
-	// Recorded first, so a later binary can tell this cluster is orphaned if
-	// this one dies before Main's teardown runs.
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-		return nil, fmt.Errorf("record owner of throwaway cluster: %w", err)
-	}
-	cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: filepath.Join(dir, "data"), Fast: true})
-	if err != nil {
-		return nil, fmt.Errorf("start throwaway cluster: %w", err)
-	}
-	onTeardown(func(ctx context.Context) error {
-		if err := cluster.Stop(ctx); err != nil {
-			return fmt.Errorf("stop throwaway cluster: %w", err)
-		}
-		return nil
-	})
-	admin := cluster.URL("postgres")
-	return &pgServer{adminDSN: admin, baseDSN: admin}, nil
+	return &pgServer{adminDSN: srv.AdminURL, baseDSN: srv.AdminURL}, nil
 }
 
 func template(t testing.TB, srv *pgServer, prepare func(ctx context.Context, dsn string) error) string {
@@ -239,40 +233,10 @@ func dropDatabase(ctx context.Context, srv *pgServer, name string) error {
 func withAdmin(ctx context.Context, srv *pgServer, fn func(*pgx.Conn) error) error {
 	conn, err := pgx.Connect(ctx, srv.adminDSN)
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", redact(srv.adminDSN), err)
+		return fmt.Errorf("connect to %s: %w", throwaway.Redact(srv.adminDSN), err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	return fn(conn)
-}
-
-func ping(ctx context.Context, dsn string) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	return conn.Ping(ctx)
-}
-
-// withDatabase points dsn at dbname. URLs get their path replaced; for the
-// keyword/value form, a trailing dbname wins over an earlier one.
-func withDatabase(dsn, dbname string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		if u, err := url.Parse(dsn); err == nil {
-			u.Path = "/" + dbname
-			u.RawPath = ""
-			return u.String()
-		}
-	}
-	return strings.TrimSpace(dsn) + " dbname=" + dbname
-}
-
-// redact keeps passwords out of test output.
-func redact(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
-		return u.Redacted()
-	}
-	return "(keyword/value DSN)"
 }
 
 func ident(name string) string {

@@ -5,7 +5,6 @@ package testworker
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/testkeys"
+	"github.com/onceledger/onceledger/internal/worker"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 )
@@ -60,12 +60,7 @@ func Kinds(t testing.TB) *exec.Kinds {
 }
 
 // Worker is a running worker.
-type Worker struct {
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-	err    error
-}
+type Worker struct{ w *worker.Worker }
 
 // Provision creates the streams and the durable consumer without running a
 // worker, so commands can be published and wait in the stream.
@@ -74,15 +69,7 @@ func Provision(t testing.TB, dsn, natsURL string) {
 	pool, nc := connect(t, dsn, natsURL)
 	defer pool.Close()
 	defer nc.Close()
-	wk, err := consumer.NewWorker(pool, nc, Kinds(t), Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := wk.Provision(ctx); err != nil {
-		t.Fatal(err)
-	}
+	newWorker(t, pool, nc, Kinds(t))
 }
 
 // Start provisions the streams and runs a worker until the test ends (or
@@ -93,19 +80,8 @@ func Start(t testing.TB, dsn, natsURL string, k *exec.Kinds) *Worker {
 		k = Kinds(t)
 	}
 	pool, nc := connect(t, dsn, natsURL)
-	wk, err := consumer.NewWorker(pool, nc, k, Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer pcancel()
-	if _, err := wk.Provision(pctx); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	w := &Worker{cancel: cancel, done: make(chan error, 1)}
-	go func() { w.done <- wk.Run(ctx) }()
+	w := &Worker{newWorker(t, pool, nc, k)}
+	w.w.Start()
 	t.Cleanup(func() {
 		if err := w.Stop(); err != nil {
 			t.Errorf("worker shutdown: %v", err)
@@ -116,18 +92,24 @@ func Start(t testing.TB, dsn, natsURL string, k *exec.Kinds) *Worker {
 	return w
 }
 
-// Stop shuts the worker down gracefully and returns Run's error.
-func (w *Worker) Stop() error {
-	w.once.Do(func() {
-		w.cancel()
-		select {
-		case w.err = <-w.done:
-		case <-time.After(30 * time.Second):
-			w.err = errors.New("worker did not stop within 30s")
-		}
-	})
-	return w.err
+// newWorker wires the command consumer with the test Config and k, its
+// streams provisioned.
+func newWorker(t testing.TB, pool *pgxpool.Pool, nc *nats.Conn, k *exec.Kinds) *worker.Worker {
+	t.Helper()
+	cfg := Config()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w, err := worker.New(ctx, worker.Config{Pool: pool, NATS: nc, Consumer: &cfg, Kinds: k})
+	if err != nil {
+		nc.Close()
+		pool.Close()
+		t.Fatal(err)
+	}
+	return w
 }
+
+// Stop shuts the worker down gracefully and returns Run's error.
+func (w *Worker) Stop() error { return w.w.Stop(30 * time.Second) }
 
 func connect(t testing.TB, dsn, natsURL string) (*pgxpool.Pool, *nats.Conn) {
 	t.Helper()

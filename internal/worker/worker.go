@@ -1,0 +1,248 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/ledger/exec"
+	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/webhooks"
+)
+
+// Config says which parts a worker runs and how. A nil part is not run:
+// the benchmark, for one, runs the relay and the dispatcher for a whole run
+// and a consumer per phase, as two workers.
+type Config struct {
+	// Pool and NATS are required; the caller closes them after Run.
+	Pool *pgxpool.Pool
+	NATS *nats.Conn
+
+	// Consumer, when set, consumes commands and executes them with Kinds
+	// (required then).
+	Consumer *consumer.Config
+	Kinds    *exec.Kinds
+
+	// Outbox, when set, creates or updates the events stream and relays
+	// committed events to it.
+	Outbox *Outbox
+
+	// Webhooks, when set, delivers webhooks.
+	Webhooks *webhooks.DispatcherConfig
+
+	// Retention, when set, purges what outlived its retention.
+	Retention *Retention
+
+	// Logger is the parts' logger where their own config has none.
+	// Defaults to slog.Default().
+	Logger *slog.Logger
+	// TracerProvider is the parts' where their own config has none.
+	TracerProvider trace.TracerProvider
+}
+
+// Outbox configures the outbox relay and the stream it publishes to.
+type Outbox struct {
+	Stream outbox.StreamConfig
+	Relay  outbox.RelayConfig
+}
+
+// Retention is how long settled outbox events (with their deliveries) and
+// webhook attempt logs are kept. Idempotency keys are the consumer's to
+// purge (consumer.Config.InboxRetention).
+type Retention struct {
+	Outbox      time.Duration
+	DeliveryLog time.Duration
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.Pool == nil {
+		errs = append(errs, errors.New("no Postgres pool"))
+	}
+	if c.NATS == nil {
+		errs = append(errs, errors.New("no NATS connection"))
+	}
+	if c.Consumer != nil && c.Kinds == nil {
+		errs = append(errs, errors.New("a consumer needs Kinds"))
+	}
+	if c.Consumer == nil && c.Outbox == nil && c.Webhooks == nil && c.Retention == nil {
+		errs = append(errs, errors.New("nothing to run"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("worker config: %w", err)
+	}
+	return nil
+}
+
+// Worker is a wired worker, ready to Run.
+type Worker struct {
+	parts []part
+
+	// Set by Start.
+	cancel  context.CancelFunc
+	stopped chan struct{} // closed when Run returned, runErr set
+	runErr  error
+	once    sync.Once
+	stopErr error
+}
+
+// part is one long-running piece; its name prefixes its error.
+type part struct {
+	name string
+	run  func(context.Context) error
+}
+
+// New wires a worker and provisions its streams. Nothing runs until Run.
+func New(ctx context.Context, cfg Config) (*Worker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	w := &Worker{}
+	if cfg.Outbox != nil {
+		js, err := jetstream.New(cfg.NATS)
+		if err != nil {
+			return nil, err
+		}
+		if err := outbox.EnsureStream(ctx, js, cfg.Outbox.Stream); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Consumer != nil {
+		ccfg := *cfg.Consumer
+		if ccfg.Logger == nil {
+			ccfg.Logger = cfg.Logger
+		}
+		if ccfg.TracerProvider == nil {
+			ccfg.TracerProvider = cfg.TracerProvider
+		}
+		c, err := consumer.NewWorker(cfg.Pool, cfg.NATS, cfg.Kinds, ccfg)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.Provision(ctx); err != nil {
+			return nil, err
+		}
+		w.parts = append(w.parts, part{"worker", c.Run})
+	}
+	if cfg.Outbox != nil {
+		rcfg := cfg.Outbox.Relay
+		if rcfg.Logger == nil {
+			rcfg.Logger = cfg.Logger
+		}
+		if rcfg.TracerProvider == nil {
+			rcfg.TracerProvider = cfg.TracerProvider
+		}
+		js, err := jetstream.New(cfg.NATS)
+		if err != nil {
+			return nil, err
+		}
+		r, err := outbox.NewRelay(cfg.Pool, js, rcfg)
+		if err != nil {
+			return nil, err
+		}
+		w.parts = append(w.parts, part{"outbox relay", r.Run})
+	}
+	if cfg.Webhooks != nil {
+		dcfg := *cfg.Webhooks
+		if dcfg.Logger == nil {
+			dcfg.Logger = cfg.Logger
+		}
+		if dcfg.TracerProvider == nil {
+			dcfg.TracerProvider = cfg.TracerProvider
+		}
+		d, err := webhooks.NewDispatcher(cfg.Pool, dcfg)
+		if err != nil {
+			return nil, err
+		}
+		w.parts = append(w.parts, part{"webhook dispatcher", d.Run})
+	}
+	if r := cfg.Retention; r != nil {
+		pool, logger := cfg.Pool, cfg.Logger
+		w.parts = append(w.parts, part{"retention", func(ctx context.Context) error {
+			retentionLoop(ctx, pool, r.Outbox, r.DeliveryLog, logger)
+			return nil
+		}})
+	}
+	return w, nil
+}
+
+// Run runs the worker's parts until ctx ends or one of them fails, which
+// stops the others, and returns once all have stopped: nil after a clean
+// shutdown, else each failed part's error prefixed with its name.
+func (w *Worker) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(w.parts))
+	for _, p := range w.parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.run(ctx); err != nil {
+				errs <- fmt.Errorf("%s: %w", p.name, err)
+				cancel()
+			}
+		}()
+	}
+	<-ctx.Done()
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// Start runs the worker in the background until Stop, for those that start
+// and stop workers while they go on: the tests and the benchmark.
+func (w *Worker) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	w.stopped = make(chan struct{})
+	go func() {
+		w.runErr = w.Run(ctx)
+		close(w.stopped)
+	}()
+}
+
+// Err returns the error a started worker stopped with by itself, a part
+// having failed; nil while it runs.
+func (w *Worker) Err() error {
+	select {
+	case <-w.stopped:
+		return w.runErr
+	default:
+		return nil
+	}
+}
+
+// Stop shuts a started worker down gracefully, waiting at most timeout,
+// and returns Run's error. Later calls return the same.
+func (w *Worker) Stop(timeout time.Duration) error {
+	w.once.Do(func() {
+		if w.cancel == nil {
+			return
+		}
+		w.cancel()
+		select {
+		case <-w.stopped:
+			w.stopErr = w.runErr
+		case <-time.After(timeout):
+			w.stopErr = fmt.Errorf("worker did not stop within %s", timeout)
+		}
+	})
+	return w.stopErr
+}

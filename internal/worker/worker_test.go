@@ -1,0 +1,113 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/client"
+	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/testkeys"
+	"github.com/onceledger/onceledger/internal/testworker"
+	"github.com/onceledger/onceledger/internal/worker"
+	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/protocol"
+	"github.com/onceledger/onceledger/webhooks"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func TestNewRefusesAnIncompleteConfig(t *testing.T) {
+	cfg := testworker.Config()
+	for name, c := range map[string]worker.Config{
+		"no pool or connection":  {Retention: &worker.Retention{}},
+		"consumer without kinds": {Pool: &pgxpool.Pool{}, NATS: &nats.Conn{}, Consumer: &cfg},
+		"nothing to run":         {Pool: &pgxpool.Pool{}, NATS: &nats.Conn{}},
+	} {
+		if _, err := worker.New(context.Background(), c); err == nil || !strings.HasPrefix(err.Error(), "worker config: ") {
+			t.Errorf("%s: New = %v, want a worker config error", name, err)
+		}
+	}
+}
+
+// TestRunsEveryPart runs what `onceledger run` runs: a command is answered
+// and its event reaches the events stream, and Stop shuts down cleanly.
+func TestRunsEveryPart(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, testenv.Migrated(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	nc, err := nats.Connect(testenv.NATS(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+
+	cfg := testworker.Config()
+	w, err := worker.New(ctx, worker.Config{
+		Pool:      pool,
+		NATS:      nc,
+		Consumer:  &cfg,
+		Kinds:     testworker.Kinds(t),
+		Outbox:    &worker.Outbox{},
+		Webhooks:  &webhooks.DispatcherConfig{Secrets: testkeys.Rules().Secrets},
+		Retention: &worker.Retention{Outbox: time.Hour, DeliveryLog: time.Hour},
+		Logger:    testworker.Logger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// New created the events stream and provisioned the command stream.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := js.Stream(ctx, outbox.StreamName)
+	if err != nil {
+		t.Fatalf("events stream after New: %v", err)
+	}
+
+	w.Start()
+	c, err := client.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"})
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	res, err := c.Publish(rctx, "acme", "company.create", "acme-setup", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != protocol.StatusOK {
+		t.Fatalf("company.create: %+v", res.Error)
+	}
+	for {
+		info, err := events.Info(rctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs > 0 {
+			break
+		}
+		select {
+		case <-rctx.Done():
+			t.Fatal("the relay published no event")
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+	if err := w.Err(); err != nil {
+		t.Fatalf("Err while running = %v", err)
+	}
+	if err := w.Stop(30 * time.Second); err != nil {
+		t.Fatalf("Stop = %v", err)
+	}
+}
