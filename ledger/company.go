@@ -7,6 +7,11 @@ type CreateCompany struct {
 	Country  string `json:"country"`
 	Currency string `json:"currency"`
 	VATID    string `json:"vat_id"`
+	// RegistrationNumber is the company's registration code (in Lithuania
+	// the juridinio asmens kodas), digits only: the i.SAF register names
+	// the company by it. Optional, but a company without one gets no
+	// i.SAF file. It is set at creation only.
+	RegistrationNumber string `json:"registration_number,omitempty"`
 }
 
 func (*CreateCompany) CommandName() string { return "company.create" }
@@ -18,7 +23,34 @@ func (c *CreateCompany) validate() *Error {
 		companyCountry("country", c.Country),
 		curErr,
 		maxLen("vat_id", c.VATID, 32),
+		registrationNumber("registration_number", c.Country, c.RegistrationNumber),
 	)
+}
+
+// registrationNumber checks a company's registration code: digits only,
+// 7 to 9 of them for a Lithuanian company (the register's codes are 9
+// digits; companies registered before 2004 may keep a 7-digit one), at
+// most 11 elsewhere (what the i.SAF header holds).
+func registrationNumber(field, country, v string) *Error {
+	if v == "" {
+		return nil
+	}
+	for _, r := range v {
+		if r < '0' || r > '9' {
+			return invalid(field, "must be digits only (the company code, not the VAT id)")
+		}
+	}
+	min, max := 1, 11
+	if country == "LT" {
+		min, max = 7, 9
+	}
+	if len(v) < min || len(v) > max {
+		if min == max {
+			return invalid(field, "must be %d digits", min)
+		}
+		return invalid(field, "must be %d to %d digits", min, max)
+	}
+	return nil
 }
 
 func maxLen(field, v string, max int) *Error {
@@ -35,6 +67,8 @@ type Company struct {
 	Country  string `json:"country"`
 	Currency string `json:"currency"`
 	VATID    string `json:"vat_id"`
+	// RegistrationNumber is the company code, "" when not given.
+	RegistrationNumber string `json:"registration_number"`
 }
 
 // AccountType classifies an account for the trial balance and statements.

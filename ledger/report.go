@@ -485,10 +485,20 @@ type RegisterDocument struct {
 	Number       string // for a purchase invoice, the supplier's number
 	Date         Date
 	Counterparty Party // customer or supplier
-	Currency     Currency
-	Reference    *DocumentReference // a credit note's invoice
-	Rates        []RateTotal
+	// CounterpartyCode is the counterparty's registration code when the
+	// document gives it (a supplier's code), else "".
+	CounterpartyCode string
+	// Recorded is the day a purchase invoice was booked (recorded in the
+	// books), in Lithuanian time; zero for sales documents.
+	Recorded  Date
+	Currency  Currency
+	Reference *DocumentReference // a credit note's invoice
+	Rates     []RateTotal
 }
+
+// RegisterTimeZone is the zone a purchase invoice's booking day
+// (RegisterDocument.Recorded) is taken in: the register is Lithuania's.
+const RegisterTimeZone = "Europe/Vilnius"
 
 // DocumentReference names the document a correction refers to.
 type DocumentReference struct {

@@ -36,7 +36,7 @@ func booksDatabase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ name, body string }{
-		{"company.create", `{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"}`},
+		{"company.create", `{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"}`},
 		{"invoice.create", `{"order_id": "o-1", "customer": {"id": "cust-42", "name": "UAB Pavyzdys", "vat_id": "LT100000000010", "country": "LT"},
 			"currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16",
 			"lines": [{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"},
@@ -209,7 +209,7 @@ func TestBooks(t *testing.T) {
 		}
 		sales := f.SourceDocuments.SalesInvoices.Invoices
 		if len(sales) != 2 || sales[1].InvoiceType != "KS" || sales[1].References.References[0].ReferenceNo != "INV-2026-000001" ||
-			f.Header.FileDescription.RegistrationNumber != "LT100000000010" {
+			f.Header.FileDescription.RegistrationNumber != "100000001" {
 			t.Fatalf("xml:\n%s", out)
 		}
 

@@ -27,8 +27,8 @@ type Querier interface {
 // loadCompany returns the company or unknown_company.
 func loadCompany(ctx context.Context, q Querier, id string) (ledger.Company, error) {
 	c := ledger.Company{ID: id}
-	err := q.QueryRow(ctx, `SELECT name, country, currency, vat_id FROM companies WHERE id = $1`, id).
-		Scan(&c.Name, &c.Country, &c.Currency, &c.VATID)
+	err := q.QueryRow(ctx, `SELECT name, country, currency, vat_id, registration_number FROM companies WHERE id = $1`, id).
+		Scan(&c.Name, &c.Country, &c.Currency, &c.VATID, &c.RegistrationNumber)
 	if errors.Is(err, pgx.ErrNoRows) {
 		e := ledger.Errorf(ledger.CodeUnknownCompany, "company %q does not exist", id)
 		e.Details = map[string]any{"company": id}
@@ -306,26 +306,28 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 	// by the document's primary key lets its other columns be selected.
 	// Amounts are in the company's currency ($4), which VAT is declared
 	// in; documents posted before lines kept that (all NULL) are shown in
-	// their own.
+	// their own. A purchase invoice's booking day is the day it was
+	// recorded, in the register's time zone ($5).
 	rows, err := q.Query(ctx, `
 		SELECT 'invoice', i.id, i.number, i.issue_date, i.customer_id, i.customer_vat_id, i.customer_country,
-		       i.customer_name, `+inCompanyCurrency("i.currency", "''", "NULL::date")+`
+		       i.customer_name, '', NULL::date, `+inCompanyCurrency("i.currency", "''", "NULL::date")+`
 		  FROM invoices i JOIN invoice_lines l ON l.invoice_id = i.id
 		 WHERE i.company_id = $1 AND i.issue_date BETWEEN $2 AND $3
 		 GROUP BY i.id, l.vat_rate
 		UNION ALL
 		SELECT 'credit_note', c.id, c.number, c.issue_date, i.customer_id, i.customer_vat_id, i.customer_country,
-		       i.customer_name, `+inCompanyCurrency("c.currency", "i.number", "i.issue_date")+`
+		       i.customer_name, '', NULL::date, `+inCompanyCurrency("c.currency", "i.number", "i.issue_date")+`
 		  FROM credit_notes c JOIN invoices i ON i.id = c.invoice_id
 		  JOIN credit_note_lines l ON l.credit_note_id = c.id
 		 WHERE c.company_id = $1 AND c.issue_date BETWEEN $2 AND $3
 		 GROUP BY c.id, i.id, l.vat_rate
 		UNION ALL
 		SELECT 'purchase_invoice', p.id, p.document_number, p.issue_date, p.supplier_id, p.supplier_vat_id,
-		       p.supplier_country, p.supplier_name, `+inCompanyCurrency("p.currency", "''", "NULL::date")+`
+		       p.supplier_country, p.supplier_name, p.supplier_code, (p.created_at AT TIME ZONE $5)::date,
+		       `+inCompanyCurrency("p.currency", "''", "NULL::date")+`
 		  FROM purchase_invoices p JOIN purchase_invoice_lines l ON l.purchase_invoice_id = p.id
 		 WHERE p.company_id = $1 AND p.issue_date BETWEEN $2 AND $3
-		 GROUP BY p.id, l.vat_rate`, company, p.First().Time, p.Last().Time, c.Currency)
+		 GROUP BY p.id, l.vat_rate`, company, p.First().Time, p.Last().Time, c.Currency, ledger.RegisterTimeZone)
 	if err != nil {
 		return nil, fmt.Errorf("invoice register: %w", err)
 	}
@@ -339,10 +341,11 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 			day      time.Time
 			refNo    string
 			refDate  *time.Time
+			recorded *time.Time
 			rate     ledger.RateTotal
 		)
 		if err := rows.Scan(&typ, &id, &d.Number, &day, &d.Counterparty.ID, &d.Counterparty.VATID, &d.Counterparty.Country,
-			&d.Counterparty.Name, &cur, &refNo, &refDate, &rate.Rate, &rate.Net, &rate.VAT); err != nil {
+			&d.Counterparty.Name, &d.CounterpartyCode, &recorded, &cur, &refNo, &refDate, &rate.Rate, &rate.Net, &rate.VAT); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("invoice register: %w", err)
 		}
@@ -351,6 +354,9 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 			d.Type, d.Date, d.Currency = ledger.DocumentType(typ), civilDate(day), currencyOf(cur)
 			if refNo != "" && refDate != nil {
 				d.Reference = &ledger.DocumentReference{Number: refNo, Date: civilDate(*refDate)}
+			}
+			if recorded != nil {
+				d.Recorded = civilDate(*recorded)
 			}
 			i = len(docs)
 			index[id] = i

@@ -3,7 +3,9 @@ package postgres_test
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"encoding/xml"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -62,7 +64,9 @@ func TestBooks(t *testing.T) {
 	t.Parallel()
 	db := newDB(t, 4)
 	ctx := testContext(t)
-	createCompany(t, db, "acme")
+	// With its company code, which the i.SAF register names it by.
+	post(t, db, "company.create", map[string]any{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010",
+		"registration_number": "100000001"})
 
 	customer := map[string]any{"id": "cust-42", "name": "UAB Pavyzdys", "vat_id": "LT100000000010", "country": "LT"}
 	post(t, db, "invoice.create", map[string]any{
@@ -74,7 +78,7 @@ func TestBooks(t *testing.T) {
 	})
 	requireInvoiceState(t, db, "INV-2026-000001", ledger.InvoiceOpen, "419.00")
 	post(t, db, "purchase_invoice.record", map[string]any{
-		"supplier":        map[string]any{"id": "sup-1", "name": "Tiekėjas UAB", "vat_id": "LT100000000020", "country": "LT"},
+		"supplier":        map[string]any{"id": "sup-1", "name": "Tiekėjas UAB", "vat_id": "LT100000000020", "country": "LT", "code": "300000003"},
 		"document_number": "TK-0042", "issue_date": "2026-12-03", "due_date": "2026-12-31", "currency": "EUR",
 		"lines": []any{
 			map[string]any{"description": "Office rent", "quantity": "1", "unit_price": "500.00", "vat_rate": "21"},
@@ -325,7 +329,8 @@ func TestBooks(t *testing.T) {
 		}
 		fd := f.Header.FileDescription
 		if fd.FileVersion != "iSAF1.2" || fd.FileDateCreated != "2027-01-10T09:30:00" || fd.DataType != "F" ||
-			fd.RegistrationNumber != "LT100000000010" || fd.NumberOfParts != 1 || fd.PartNumber != "1" ||
+			fd.SoftwareVersion == "" || fd.SoftwareVersion != ledger.SoftwareVersion ||
+			fd.RegistrationNumber != "100000001" || fd.NumberOfParts.Value != "1" || fd.PartNumber != "1" ||
 			fd.SelectionCriteria != (ledger.ISAFSelectionCriteria{SelectionStartDate: "2026-12-01", SelectionEndDate: "2026-12-31"}) {
 			t.Fatalf("file description: %+v", fd)
 		}
@@ -333,31 +338,41 @@ func TestBooks(t *testing.T) {
 			f.SourceDocuments.SalesInvoices == nil || len(f.SourceDocuments.SalesInvoices.Invoices) != 3 {
 			t.Fatalf("source documents: %+v", f.SourceDocuments)
 		}
+		// The purchase is booked on the day it was recorded, in Vilnius.
+		var recordedAt time.Time
+		if err := db.QueryRow(ctx, `SELECT created_at FROM purchase_invoices WHERE document_number = 'TK-0042'`).Scan(&recordedAt); err != nil {
+			t.Fatal(err)
+		}
+		vilnius, err := time.LoadLocation("Europe/Vilnius")
+		if err != nil {
+			t.Fatal(err)
+		}
 		pi := f.SourceDocuments.PurchaseInvoices.Invoices[0]
 		if pi.InvoiceNo != "TK-0042" || pi.SupplierInfo == nil || pi.CustomerInfo != nil || pi.SupplierInfo.SupplierID != "sup-1" ||
-			pi.SupplierInfo.VATRegistrationNumber != "LT100000000020" || pi.SupplierInfo.RegistrationNumber != "ND" ||
-			pi.InvoiceType != "SF" || pi.RegistrationAccountDate != "2026-12-03" ||
-			len(pi.DocumentTotals.Totals) != 1 ||
-			pi.DocumentTotals.Totals[0] != (ledger.ISAFDocumentTotal{TaxableValue: "1700.00", TaxCode: "PVM1", TaxPercentage: "21", Amount: "357.00"}) {
+			pi.SupplierInfo.VATRegistrationNumber != "LT100000000020" || pi.SupplierInfo.RegistrationNumber != "300000003" ||
+			pi.InvoiceType != "SF" || pi.RegistrationAccountDate == nil ||
+			pi.RegistrationAccountDate.Value != recordedAt.In(vilnius).Format(time.DateOnly) ||
+			len(pi.DocumentTotals.Totals) != 1 || isafTotal(pi.DocumentTotals.Totals[0]) != "1700.00 PVM1 21 357.00 -" {
 			t.Fatalf("purchase invoice: %+v", pi)
 		}
 		sales := f.SourceDocuments.SalesInvoices.Invoices
 		inv, cn, lv := sales[0], sales[1], sales[2]
 		if inv.InvoiceNo != "INV-2026-000001" || inv.InvoiceType != "SF" || inv.CustomerInfo == nil || inv.CustomerInfo.CustomerID != "cust-42" ||
 			len(inv.References.References) != 0 || len(inv.DocumentTotals.Totals) != 2 ||
-			inv.DocumentTotals.Totals[0] != (ledger.ISAFDocumentTotal{TaxableValue: "50.00", TaxCode: "PVM2", TaxPercentage: "12", Amount: "6.00"}) ||
-			inv.DocumentTotals.Totals[1] != (ledger.ISAFDocumentTotal{TaxableValue: "300.00", TaxCode: "PVM1", TaxPercentage: "21", Amount: "63.00"}) {
+			isafTotal(inv.DocumentTotals.Totals[0]) != "50.00 PVM2 12 6.00 2026-12-02" ||
+			isafTotal(inv.DocumentTotals.Totals[1]) != "300.00 PVM1 21 63.00 2026-12-02" {
 			t.Fatalf("invoice: %+v", inv)
 		}
-		if cn.InvoiceNo != "CN-2026-000001" || cn.InvoiceType != "KS" || cn.InvoiceDate != "2026-12-10" || cn.VATPointDate != "2026-12-10" ||
+		if cn.InvoiceNo != "CN-2026-000001" || cn.InvoiceType != "KS" || cn.InvoiceDate != "2026-12-10" || cn.VATPointDate.Value != "2026-12-10" ||
 			len(cn.References.References) != 1 ||
 			cn.References.References[0] != (ledger.ISAFReference{ReferenceNo: "INV-2026-000001", ReferenceDate: "2026-12-02"}) ||
 			len(cn.DocumentTotals.Totals) != 1 ||
-			cn.DocumentTotals.Totals[0] != (ledger.ISAFDocumentTotal{TaxableValue: "-100.00", TaxCode: "PVM1", TaxPercentage: "21", Amount: "-21.00"}) {
+			isafTotal(cn.DocumentTotals.Totals[0]) != "-100.00 PVM1 21 -21.00 2026-12-10" {
 			t.Fatalf("credit note: %+v", cn)
 		}
-		if lv.InvoiceNo != "INV-2026-000002" || lv.CustomerInfo.VATRegistrationNumber != "ND" || lv.CustomerInfo.Country != "LV" ||
-			lv.CustomerInfo.Name != "SIA Piemērs" || lv.DocumentTotals.Totals[0].TaxCode != "PVM5" {
+		if lv.InvoiceNo != "INV-2026-000002" || lv.CustomerInfo.VATRegistrationNumber != "ND" || lv.CustomerInfo.Country.Value != "LV" ||
+			lv.CustomerInfo.RegistrationNumber != "ND" ||
+			lv.CustomerInfo.Name != "SIA Piemērs" || lv.DocumentTotals.Totals[0].TaxCode.Value != "PVM5" {
 			t.Fatalf("zero-rated invoice: %+v", lv)
 		}
 
@@ -391,4 +406,80 @@ func TestBooks(t *testing.T) {
 	})
 	requireBooksBalance(t, db)
 	requireListingAgrees(t, db, "acme")
+}
+
+// isafTotal is a DocumentTotal as "value code percentage amount
+// VATPointDate2", nil as "nil" and a missing VATPointDate2 as "-".
+func isafTotal(t ledger.ISAFDocumentTotal) string {
+	v := func(n ledger.ISAFNillable) string {
+		if n.Nil {
+			return "nil"
+		}
+		return n.Value
+	}
+	vp := "-"
+	if t.VATPointDate2 != nil {
+		vp = v(*t.VATPointDate2)
+	}
+	return strings.Join([]string{t.TaxableValue, v(t.TaxCode), v(t.TaxPercentage), v(t.Amount), vp}, " ")
+}
+
+// company.create keeps the company code (digits, 7 to 9 of them in
+// Lithuania) and shows it; the register of a company without one is
+// refused as an i.SAF file, and says how to set it.
+func TestRegisterCompanyCode(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	ctx := testContext(t)
+	body := func(code string) map[string]any {
+		return map[string]any{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": code}
+	}
+	for code, want := range map[string]string{
+		"LT100000000010": "registration_number: must be digits only (the company code, not the VAT id)",
+		"123456":         "registration_number: must be 7 to 9 digits",
+		"1234567890":     "registration_number: must be 7 to 9 digits",
+		"12 345 678":     "registration_number: must be digits only (the company code, not the VAT id)",
+	} {
+		b, _ := json.Marshal(body(code))
+		if _, err := ledger.Decode("company.create", b); ledger.ErrorCode(err) != ledger.CodeInvalidCommand || !strings.Contains(err.Error(), want) {
+			t.Errorf("code %q: %v, want %q", code, err, want)
+		}
+	}
+
+	c := run[ledger.Company](t, db, "acme", "company.create", body("1234567"))
+	if c.RegistrationNumber != "1234567" {
+		t.Fatalf("result: %+v", c)
+	}
+	createCompany(t, db, "beta") // without one
+	p := ledger.Period{Year: 2026, Month: 12}
+	for company, want := range map[string]string{"acme": "1234567", "beta": ""} {
+		r, err := postgres.Register(ctx, db, company, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Company.RegistrationNumber != want {
+			t.Fatalf("%s: registration number %q, want %q", company, r.Company.RegistrationNumber, want)
+		}
+		var buf bytes.Buffer
+		err = r.WriteISAF(&buf, time.Date(2027, 1, 10, 9, 30, 0, 0, time.UTC))
+		if want == "" {
+			e := requireError(t, err, ledger.CodeConflict)
+			if !strings.Contains(e.Message, `company "beta" has no registration number`) {
+				t.Fatalf("beta: %q", e.Message)
+			}
+			continue
+		}
+		var f ledger.ISAFFile
+		if err != nil || xml.Unmarshal(buf.Bytes(), &f) != nil || f.Header.FileDescription.RegistrationNumber != want {
+			t.Fatalf("%s: %v\n%s", company, err, buf.String())
+		}
+	}
+	// CSV and JSON need no code.
+	r, err := postgres.Register(ctx, db, "beta", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteCSV(io.Discard); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -41,7 +41,8 @@ func (p *companyPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 			continue
 		}
 		p.known[id] = &companyBooks{country: c.Country}
-		company := ledger.Company{ID: id, Name: c.Name, Country: c.Country, Currency: c.Currency, VATID: c.VATID}
+		company := ledger.Company{ID: id, Name: c.Name, Country: c.Country, Currency: c.Currency, VATID: c.VATID,
+			RegistrationNumber: c.RegistrationNumber}
 		created = append(created, company)
 		results[i].Outcome = ledger.Outcome{
 			Result: struct {

@@ -143,11 +143,12 @@ func conversionColumns(c *ledger.Conversion) (rate, source, day string) {
 // queueCompanies queues the companies with their standard chart of
 // accounts and number series.
 func queueCompanies(batch *pgx.Batch, cs []ledger.Company) {
-	var ids, names, countries, currencies, vatIDs []string
+	var ids, names, countries, currencies, vatIDs, regNumbers []string
 	var accCompanies, codes, accNames, types []string
 	var seriesCompanies, series []string
 	for _, c := range cs {
 		ids, names, countries, currencies, vatIDs = append(ids, c.ID), append(names, c.Name), append(countries, c.Country), append(currencies, c.Currency), append(vatIDs, c.VATID)
+		regNumbers = append(regNumbers, c.RegistrationNumber)
 		for _, a := range ledger.StandardChart() {
 			accCompanies, codes, accNames, types = append(accCompanies, c.ID), append(codes, a.Code), append(accNames, a.Name), append(types, string(a.Type))
 		}
@@ -156,9 +157,9 @@ func queueCompanies(batch *pgx.Batch, cs []ledger.Company) {
 		}
 	}
 	batch.Queue(`
-		INSERT INTO companies (id, name, country, currency, vat_id)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])`,
-		ids, names, countries, currencies, vatIDs)
+		INSERT INTO companies (id, name, country, currency, vat_id, registration_number)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])`,
+		ids, names, countries, currencies, vatIDs, regNumbers)
 	batch.Queue(`
 		INSERT INTO accounts (company_id, code, name, type)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])`,
