@@ -63,6 +63,7 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	format := fs.String("format", formats[0], "output format: "+strings.Join(formats, ", "))
 	var day, from, to, account, invoice, period, basis *string
+	var part *int
 	switch name {
 	case "trial-balance":
 		day = fs.String("date", time.Now().Format("2006-01-02"), "include entries dated up to this day (YYYY-MM-DD)")
@@ -76,6 +77,9 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		invoice = fs.String("invoice", "", "invoice number (INV-2026-000001) or id (required)")
 	case "vat-return", "register":
 		period = fs.String("period", "", "month, YYYY-MM (required)")
+	}
+	if name == "register" {
+		part = fs.Int("part", 0, "with -format xml: the part of an i.SAF file split into parts (1, 2, …); a month of more documents than one part holds needs it")
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "%s\nFlags of %s:\n", booksUsage, name)
@@ -98,6 +102,10 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &usageError{"-invoice is required"}
 	case period != nil && *period == "":
 		return &usageError{"-period is required (YYYY-MM)"}
+	case part != nil && *part < 0:
+		return &usageError{"-part must be 1 or more"}
+	case part != nil && *part > 0 && *format != "xml":
+		return &usageError{"-part is for -format xml"}
 	}
 	var in ledger.Basis
 	if basis != nil {
@@ -194,7 +202,11 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		case "csv":
 			text = r.WriteCSV
 		case "xml":
-			text = func(w io.Writer) error { return r.WriteISAF(w, time.Now()) }
+			if *part > 0 {
+				text = func(w io.Writer) error { return r.WriteISAFPart(w, time.Now(), *part) }
+			} else {
+				text = func(w io.Writer) error { return r.WriteISAF(w, time.Now()) }
+			}
 		default:
 			view = r.View()
 		}

@@ -212,6 +212,13 @@ func TestBooks(t *testing.T) {
 			f.Header.FileDescription.RegistrationNumber != "100000001" {
 			t.Fatalf("xml:\n%s", out)
 		}
+		// A month of one part: part 1 is the whole file, there is no part 2.
+		if code, one, _ := books("register", "-company", "acme", "-period", "2026-12", "-format", "xml", "-part", "1"); code != 0 || one[strings.Index(one, "<Source"):] != out[strings.Index(out, "<Source"):] {
+			t.Fatalf("part 1: exit %d:\n%s", code, one)
+		}
+		if code, _, errOut := books("register", "-company", "acme", "-period", "2026-12", "-format", "xml", "-part", "2"); code != 1 || !strings.Contains(errOut, "part 2 does not exist") {
+			t.Fatalf("part 2: exit %d: %s", code, errOut)
+		}
 
 		code, out, _ = books("register", "-company", "acme", "-period", "2026-12", "-format", "json")
 		var v ledger.RegisterView
@@ -240,6 +247,7 @@ func TestBooks(t *testing.T) {
 			{[]string{"vat-return", "-company", "acme", "-period", "2026-13"}, 2, `-period: "2026-13" is not a month`},
 			{[]string{"register", "-company", "acme"}, 2, "-period is required"},
 			{[]string{"register", "-company", "acme", "-period", "2026-12", "-format", "text"}, 2, "register takes csv, xml, json"},
+			{[]string{"register", "-company", "acme", "-period", "2026-12", "-part", "1"}, 2, "-part is for -format xml"},
 		} {
 			code, _, errOut := books(c.args...)
 			if code != c.code || !strings.Contains(errOut, c.want) {

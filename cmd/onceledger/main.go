@@ -23,6 +23,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/onceledger/onceledger/ledger"
 )
 
 // usageError marks bad invocations: exit code 2.
@@ -31,6 +33,8 @@ type usageError struct{ msg string }
 func (e *usageError) Error() string { return e.msg }
 
 func main() {
+	// i.SAF files name the version of the software that made them.
+	ledger.SoftwareVersion = buildVersion()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
