@@ -280,7 +280,7 @@ func isafError(format string, args ...any) *Error {
 // is the file's creation time, as given (i.SAF times carry no zone).
 func (r *Register) ISAF(created time.Time) (ISAFFile, error) {
 	if n := r.ISAFParts(); n > 1 {
-		return ISAFFile{}, isafError("the register of %s has %d documents, more than one part holds (%d): render its %d parts with ISAFPart",
+		return ISAFFile{}, isafError("the register of %s has %d documents, more than one part holds (%d): file it in its %d parts, each on its own (onceledger books register -part N)",
 			r.Period, len(r.Documents), ISAFPartDocuments, n)
 	}
 	return r.ISAFPart(created, 1)
