@@ -231,7 +231,7 @@ func TestRegisterISAFParts(t *testing.T) {
 		t.Fatalf("%d parts", n)
 	}
 	var e *ledger.Error
-	if err := r.WriteISAF(io.Discard, created); !errors.As(err, &e) || !strings.Contains(e.Message, "render its 2 parts") {
+	if err := r.WriteISAF(io.Discard, created); !errors.As(err, &e) || !strings.Contains(e.Message, "file it in its 2 parts") {
 		t.Fatalf("whole file of 2 parts: %v", err)
 	}
 	var parts [][]byte
