@@ -87,6 +87,19 @@ type DispatcherConfig struct {
 	// DisableAfter disables an endpoint that has failed without a single
 	// success for this long. Defaults to 5 days.
 	DisableAfter time.Duration
+	// The circuit breaker of each endpoint, shared by every dispatcher:
+	// when at least BreakerMinAttempts attempts to an endpoint within
+	// BreakerWindow and BreakerFailureRate of them failed, the breaker
+	// opens for BreakerCooldown: the endpoint's deliveries wait, neither
+	// attempted nor counted as attempts. Then it is half-open: one delivery
+	// at a time probes the endpoint; a success closes the breaker, a
+	// failure opens it for another BreakerCooldown. Defaults: 10 attempts,
+	// 5 minutes, 0.7 (as Convoy's), 30 seconds. A negative
+	// BreakerMinAttempts turns the breaker off.
+	BreakerMinAttempts int
+	BreakerWindow      time.Duration
+	BreakerFailureRate float64
+	BreakerCooldown    time.Duration
 	// Policy decides which addresses may be dialled. The zero policy allows
 	// public addresses only.
 	Policy AddressPolicy
@@ -128,6 +141,18 @@ func (c *DispatcherConfig) setDefaults() {
 	if c.DisableAfter == 0 {
 		c.DisableAfter = 5 * 24 * time.Hour
 	}
+	if c.BreakerMinAttempts == 0 {
+		c.BreakerMinAttempts = 10
+	}
+	if c.BreakerWindow == 0 {
+		c.BreakerWindow = 5 * time.Minute
+	}
+	if c.BreakerFailureRate == 0 {
+		c.BreakerFailureRate = 0.7
+	}
+	if c.BreakerCooldown == 0 {
+		c.BreakerCooldown = 30 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -148,6 +173,10 @@ func (c *DispatcherConfig) validate() error {
 		return fmt.Errorf("webhooks dispatcher: PollInterval %s is below 10ms", c.PollInterval)
 	case len(c.Schedule) == 0:
 		return fmt.Errorf("webhooks dispatcher: Schedule is empty")
+	case c.BreakerFailureRate <= 0 || c.BreakerFailureRate > 1:
+		return fmt.Errorf("webhooks dispatcher: BreakerFailureRate %g out of range (0, 1]", c.BreakerFailureRate)
+	case c.BreakerWindow < time.Millisecond || c.BreakerCooldown < time.Millisecond:
+		return fmt.Errorf("webhooks dispatcher: BreakerWindow and BreakerCooldown must be at least 1ms")
 	case c.Secrets == nil:
 		return fmt.Errorf("webhooks dispatcher: Secrets is required to open the endpoints' signing secrets")
 	}
@@ -314,7 +343,8 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 }
 
 // claimSQL leases up to $1 due deliveries of enabled endpoints, at most $2
-// in flight per endpoint across all dispatchers, for $3 milliseconds. Due
+// in flight per endpoint across all dispatchers (none while the endpoint's
+// breaker is open, one while it is half-open), for $3 milliseconds. Due
 // means pending and past next_attempt_at, or delivering with an expired
 // lease; in flight means delivering under a lease that has not expired.
 //
@@ -350,13 +380,15 @@ const claimSQL = `
 		   AND EXISTS (SELECT FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.status = 'enabled')
 		 ORDER BY d.claimed_until LIMIT $1),
 	open AS (
-		SELECT q.endpoint_id AS id, $2 - f.n AS room
+		SELECT q.endpoint_id AS id, e.cap - f.n AS room
 		  FROM (SELECT endpoint_id FROM queued WHERE first_due <= now() UNION SELECT endpoint_id FROM expired) q
+		 CROSS JOIN LATERAL (
+			SELECT CASE WHEN e.breaker_until IS NULL THEN $2 WHEN e.breaker_until <= now() THEN 1 ELSE 0 END AS cap
+			  FROM webhook_endpoints e WHERE e.id = q.endpoint_id AND e.status = 'enabled') e
 		 CROSS JOIN LATERAL (
 			SELECT count(*) FILTER (WHERE i.claimed_until > now()) AS n FROM webhook_deliveries i
 			 WHERE i.endpoint_id = q.endpoint_id AND i.status = 'delivering') f
-		 WHERE (SELECT e.status FROM webhook_endpoints e WHERE e.id = q.endpoint_id) = 'enabled'
-		   AND f.n < $2),
+		 WHERE f.n < e.cap),
 	candidates AS (
 		SELECT c.id, o.id AS endpoint_id, c.due, o.room
 		  FROM open o CROSS JOIN LATERAL (

@@ -727,3 +727,105 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 		t.Fatalf("delivery %s, last status %v; want not delivered, 302", status, lastStatus)
 	}
 }
+
+// An endpoint that fails most attempts opens its breaker: its deliveries
+// wait, neither attempted nor failed, until the cooldown ends; then one
+// delivery at a time probes it, and once it answers again the breaker
+// closes and the rest are delivered.
+func TestBreakerHoldsAFailingEndpointAndProbesIt(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	var healthy atomic.Bool
+	rc := newReceiver(t, func(n int32, rw http.ResponseWriter, r *http.Request) {
+		if healthy.Load() {
+			time.Sleep(20 * time.Millisecond) // long enough to see whether probes overlap
+			rw.WriteHeader(http.StatusNoContent)
+			return
+		}
+		rw.WriteHeader(http.StatusServiceUnavailable)
+	})
+	w.endpoint(rc.srv.URL, "")
+	for range 12 {
+		w.event("invoice.created")
+	}
+	const cooldown = 400 * time.Millisecond
+	d := w.dispatcher(webhooks.DispatcherConfig{Workers: 16, PerEndpoint: 4, BreakerMinAttempts: 10, BreakerCooldown: cooldown,
+		Schedule: []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond}})
+	breaker := func() (open bool, attempts, failures int) {
+		t.Helper()
+		if err := w.pool.QueryRow(context.Background(), `
+			SELECT breaker_until IS NOT NULL, window_attempts, window_failures FROM webhook_endpoints`).Scan(&open, &attempts, &failures); err != nil {
+			t.Fatal(err)
+		}
+		return open, attempts, failures
+	}
+	deliveries := func() (pending, failed int) {
+		t.Helper()
+		if err := w.pool.QueryRow(context.Background(), `
+			SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'failed') FROM webhook_deliveries`).Scan(&pending, &failed); err != nil {
+			t.Fatal(err)
+		}
+		return pending, failed
+	}
+
+	// Fail until the breaker opens: at least 10 attempts, all failed.
+	w.drain(d, func() bool { open, _, _ := breaker(); return open })
+	opened := time.Now()
+	if _, attempts, failures := breaker(); attempts < 10 || failures != attempts {
+		t.Fatalf("the breaker opened after %d attempts, %d failed", attempts, failures)
+	}
+	requests := rc.n.Load()
+	// Open: nothing is attempted however due the deliveries are, and none
+	// is failed for it.
+	for time.Since(opened) < cooldown/2 {
+		if n, err := d.DispatchOnce(context.Background()); err != nil || n != 0 {
+			t.Fatalf("while open: %d attempts, %v", n, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if rc.n.Load() != requests {
+		t.Fatalf("%d requests while the breaker was open", rc.n.Load()-requests)
+	}
+	if pending, failed := deliveries(); pending+failed != 12 || failed != 0 {
+		t.Fatalf("while open: %d pending, %d failed of 12; want all pending", pending, failed)
+	}
+
+	// Half-open, still failing: one probe, and the breaker opens again.
+	time.Sleep(time.Until(opened.Add(cooldown)) + 20*time.Millisecond)
+	if n, err := d.DispatchOnce(context.Background()); err != nil || n != 1 {
+		t.Fatalf("half-open: %d attempts, %v; want one probe", n, err)
+	}
+	if open, _, _ := breaker(); !open {
+		t.Fatal("a failed probe closed the breaker")
+	}
+
+	// The receiver recovers: the next probe closes the breaker and every
+	// delivery goes out, one probe at a time before.
+	healthy.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	rc.maxIn.Store(0)
+	go func() { _ = d.Run(ctx); close(done) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var delivered int
+		if err := w.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE status = 'delivered'`).Scan(&delivered); err != nil {
+			t.Fatal(err)
+		}
+		if delivered == 12 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 12 delivered after the receiver recovered", delivered)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if open, _, _ := breaker(); open {
+		t.Fatal("the breaker is still open after deliveries succeeded")
+	}
+	if _, failed := deliveries(); failed != 0 {
+		t.Fatalf("%d deliveries failed", failed)
+	}
+}

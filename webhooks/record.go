@@ -146,7 +146,11 @@ func (d *Dispatcher) step(c claimed, r result) (status string, next time.Time) {
 // logs them all, moves on each delivery whose lease the attempt still
 // holds, and keeps the endpoints' health: an endpoint answering 2xx is not
 // failing; one that only failed is failing since now unless it already
-// was. It returns each moved delivery, whether it was delivered, and for
+// was. It also keeps each endpoint's circuit breaker ($10 the window, $11
+// the least attempts, $12 the failure rate, $13 the cooldown, in
+// milliseconds; see DispatcherConfig): a window opens with a failure and
+// counts every attempt recorded within it; an endpoint that answers
+// nothing but 2xx outside a window costs no write. It returns each moved delivery, whether it was delivered, and for
 // how long its endpoint had been failing. The deliveries are found by ID:
 // the lease check is a CASE, which the partial index of leased deliveries
 // does not match.
@@ -166,15 +170,35 @@ const recordManySQL = `
 		 WHERE d.id = done.id AND d.attempts = done.attempt
 		   AND CASE d.status WHEN 'delivering' THEN true ELSE false END
 		RETURNING d.id, d.endpoint_id, done.status = 'delivered' AS ok),
-	healthy AS (
-		UPDATE webhook_endpoints e SET failing_since = NULL
-		 WHERE e.id IN (SELECT endpoint_id FROM moved WHERE ok) AND e.failing_since IS NOT NULL),
-	failing AS (
-		UPDATE webhook_endpoints e SET failing_since = now()
-		 WHERE e.id IN (SELECT endpoint_id FROM moved WHERE NOT ok)
-		   AND e.id NOT IN (SELECT endpoint_id FROM moved WHERE ok)
-		   AND e.failing_since IS NULL)
-	SELECT m.id, m.ok, coalesce((SELECT now() - e.failing_since FROM webhook_endpoints e WHERE e.id = m.endpoint_id), interval '0')
+	counted AS (
+		SELECT endpoint_id, count(*) AS n, count(*) FILTER (WHERE NOT ok) AS failed, bool_or(ok) AS any_ok
+		  FROM moved GROUP BY endpoint_id),
+	health AS (
+		UPDATE webhook_endpoints e
+		   SET failing_since = CASE WHEN c.any_ok THEN NULL ELSE coalesce(e.failing_since, now()) END,
+		       window_start = CASE WHEN e.breaker_until IS NOT NULL AND c.any_ok THEN NULL
+		                           WHEN e.window_start > now() - $10 * interval '1 millisecond' THEN e.window_start
+		                           WHEN c.failed > 0 THEN now() END,
+		       window_attempts = CASE WHEN e.breaker_until IS NOT NULL AND c.any_ok THEN 0
+		                              WHEN e.window_start > now() - $10 * interval '1 millisecond' THEN e.window_attempts + c.n
+		                              WHEN c.failed > 0 THEN c.n ELSE 0 END,
+		       window_failures = CASE WHEN e.breaker_until IS NOT NULL AND c.any_ok THEN 0
+		                              WHEN e.window_start > now() - $10 * interval '1 millisecond' THEN e.window_failures + c.failed
+		                              ELSE c.failed END,
+		       breaker_until = CASE
+		           WHEN e.breaker_until IS NOT NULL AND c.any_ok THEN NULL
+		           WHEN e.breaker_until IS NOT NULL THEN now() + $13 * interval '1 millisecond'
+		           WHEN $11 > 0
+		            AND (CASE WHEN e.window_start > now() - $10 * interval '1 millisecond' THEN e.window_attempts + c.n ELSE c.n END) >= $11
+		            AND (CASE WHEN e.window_start > now() - $10 * interval '1 millisecond' THEN e.window_failures + c.failed ELSE c.failed END)
+		                >= $12 * (CASE WHEN e.window_start > now() - $10 * interval '1 millisecond' THEN e.window_attempts + c.n ELSE c.n END)
+		           THEN now() + $13 * interval '1 millisecond' END
+		  FROM counted c
+		 WHERE e.id = c.endpoint_id
+		   AND (c.failed > 0 OR e.failing_since IS NOT NULL OR e.breaker_until IS NOT NULL
+		        OR e.window_start > now() - $10 * interval '1 millisecond')
+		RETURNING e.id, e.failing_since)
+	SELECT m.id, m.ok, coalesce((SELECT now() - h.failing_since FROM health h WHERE h.id = m.endpoint_id), interval '0')
 	  FROM moved m`
 
 // recordMany records attempts other than 410 answers with one statement
@@ -220,7 +244,8 @@ func (d *Dispatcher) recordMany(ctx context.Context, many []finished) error {
 			moved[i], failingFor[i] = true, failing
 		}
 		return nil
-	}, recordManySQL, ids, attempts, ats, codes, latencies, errs, snippets, statuses, nexts)
+	}, recordManySQL, ids, attempts, ats, codes, latencies, errs, snippets, statuses, nexts,
+		d.cfg.BreakerWindow.Milliseconds(), d.cfg.BreakerMinAttempts, d.cfg.BreakerFailureRate, d.cfg.BreakerCooldown.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("record attempts: %w", err)
 	}
