@@ -66,13 +66,35 @@ type CreateWebhookEndpoint struct {
 	// SealedSecret is a secret of the caller's choosing, sealed with the
 	// worker's secrets key ("onceledger secrets seal").
 	SealedSecret string `json:"sealed_secret,omitempty"`
+	// RateLimit bounds the attempts to the endpoint per second, across
+	// every worker (nil: no bound but the in-flight one).
+	RateLimit *int `json:"rate_limit,omitempty"`
 }
 
 func (*CreateWebhookEndpoint) CommandName() string { return "webhook_endpoint.create" }
 
 func (c *CreateWebhookEndpoint) validate() *Error {
 	return firstError(endpointURL("url", c.URL), maxLen("description", c.Description, 500),
-		eventTypes(c.EventTypes), secretFields(c.Secret, c.SealedSecret))
+		eventTypes(c.EventTypes), secretFields(c.Secret, c.SealedSecret), rateLimit(c.RateLimit, false))
+}
+
+// MaxRateLimit is the highest rate limit an endpoint may have.
+const MaxRateLimit = 10000
+
+// rateLimit checks an endpoint's rate limit; on an update 0 removes it.
+func rateLimit(r *int, update bool) *Error {
+	switch {
+	case r == nil:
+		return nil
+	case update && *r == 0:
+		return nil
+	case *r < 1 || *r > MaxRateLimit:
+		if update {
+			return invalid("rate_limit", "must be attempts per second from 1 to %d, or 0 to remove the limit", MaxRateLimit)
+		}
+		return invalid("rate_limit", "must be attempts per second from 1 to %d", MaxRateLimit)
+	}
+	return nil
 }
 
 // UpdateWebhookEndpoint is the body of webhook_endpoint.update: the fields
@@ -83,6 +105,8 @@ type UpdateWebhookEndpoint struct {
 	Description *string   `json:"description,omitempty"`
 	EventTypes  *[]string `json:"event_types,omitempty"`
 	Enable      bool      `json:"enable,omitempty"`
+	// RateLimit replaces the endpoint's; 0 removes it.
+	RateLimit *int `json:"rate_limit,omitempty"`
 }
 
 func (*UpdateWebhookEndpoint) CommandName() string { return "webhook_endpoint.update" }
@@ -91,8 +115,11 @@ func (c *UpdateWebhookEndpoint) validate() *Error {
 	if err := endpointID(c.EndpointID); err != nil {
 		return err
 	}
-	if c.URL == nil && c.Description == nil && c.EventTypes == nil && !c.Enable {
-		return invalid("endpoint_id", "nothing to update: give url, description, event_types or enable")
+	if c.URL == nil && c.Description == nil && c.EventTypes == nil && !c.Enable && c.RateLimit == nil {
+		return invalid("endpoint_id", "nothing to update: give url, description, event_types, rate_limit or enable")
+	}
+	if err := rateLimit(c.RateLimit, true); err != nil {
+		return err
 	}
 	if c.URL != nil {
 		if err := endpointURL("url", *c.URL); err != nil {

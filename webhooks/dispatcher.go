@@ -344,7 +344,11 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 
 // claimSQL leases up to $1 due deliveries of enabled endpoints, at most $2
 // in flight per endpoint across all dispatchers (none while the endpoint's
-// breaker is open, one while it is half-open), for $3 milliseconds. Due
+// breaker is open, one while it is half-open), for $3 milliseconds. An
+// endpoint with a rate limit gets no more than its bucket holds, and the
+// claim takes them out of it (spent): a bucket refills at rate_limit per
+// second up to rate_limit; concurrent claims may take it below zero, and
+// the next wait until it has refilled. Due
 // means pending and past next_attempt_at, or delivering with an expired
 // lease; in flight means delivering under a lease that has not expired.
 //
@@ -380,15 +384,18 @@ const claimSQL = `
 		   AND EXISTS (SELECT FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.status = 'enabled')
 		 ORDER BY d.claimed_until LIMIT $1),
 	open AS (
-		SELECT q.endpoint_id AS id, e.cap - f.n AS room
+		SELECT q.endpoint_id AS id, least(e.cap - f.n, e.tokens) AS room
 		  FROM (SELECT endpoint_id FROM queued WHERE first_due <= now() UNION SELECT endpoint_id FROM expired) q
 		 CROSS JOIN LATERAL (
-			SELECT CASE WHEN e.breaker_until IS NULL THEN $2 WHEN e.breaker_until <= now() THEN 1 ELSE 0 END AS cap
+			SELECT CASE WHEN e.breaker_until IS NULL THEN $2 WHEN e.breaker_until <= now() THEN 1 ELSE 0 END AS cap,
+			       CASE WHEN e.rate_limit IS NULL THEN $2
+			            ELSE floor(least(e.rate_limit, coalesce(e.rate_tokens, e.rate_limit)
+			                       + e.rate_limit * extract(epoch FROM now() - coalesce(e.rate_at, now()))))::int END AS tokens
 			  FROM webhook_endpoints e WHERE e.id = q.endpoint_id AND e.status = 'enabled') e
 		 CROSS JOIN LATERAL (
 			SELECT count(*) FILTER (WHERE i.claimed_until > now()) AS n FROM webhook_deliveries i
 			 WHERE i.endpoint_id = q.endpoint_id AND i.status = 'delivering') f
-		 WHERE f.n < e.cap),
+		 WHERE f.n < e.cap AND e.tokens >= 1),
 	candidates AS (
 		SELECT c.id, o.id AS endpoint_id, c.due, o.room
 		  FROM open o CROSS JOIN LATERAL (
@@ -407,7 +414,14 @@ const claimSQL = `
 		 WHERE d.id = ANY (ARRAY (SELECT id FROM picked))
 		   AND CASE d.status WHEN 'pending' THEN d.next_attempt_at <= now()
 		                     WHEN 'delivering' THEN d.claimed_until <= now() END
-		   FOR UPDATE SKIP LOCKED)
+		   FOR UPDATE SKIP LOCKED),
+	spent AS (
+		UPDATE webhook_endpoints e
+		   SET rate_tokens = least(e.rate_limit, coalesce(e.rate_tokens, e.rate_limit)
+		                     + e.rate_limit * extract(epoch FROM now() - coalesce(e.rate_at, now()))) - s.n,
+		       rate_at = now()
+		  FROM (SELECT x.endpoint_id, count(*) AS n FROM webhook_deliveries x WHERE x.id IN (SELECT id FROM due) GROUP BY 1) s
+		 WHERE e.id = s.endpoint_id AND e.rate_limit IS NOT NULL)
 	UPDATE webhook_deliveries d
 	   SET status = 'delivering', attempts = d.attempts + 1,
 	       claimed_until = now() + $3 * interval '1 millisecond'

@@ -829,3 +829,66 @@ func TestBreakerHoldsAFailingEndpointAndProbesIt(t *testing.T) {
 		t.Fatalf("%d deliveries failed", failed)
 	}
 }
+
+// An endpoint's rate limit bounds its attempts per second across
+// dispatchers: a burst of the limit, then the limit per second; nothing is
+// lost, the rest waits its turn.
+func TestRateLimitBoundsAttemptsPerSecond(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	var mu sync.Mutex
+	var at []time.Time
+	rc := newReceiver(t, func(n int32, rw http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+		rw.WriteHeader(http.StatusNoContent)
+	})
+	e := answered(w.run("webhook_endpoint.create", `{"url":"`+rc.srv.URL+`","rate_limit":5}`))
+	if e.RateLimit == nil || *e.RateLimit != 5 {
+		t.Fatalf("endpoint %+v", e)
+	}
+	for range 15 {
+		w.event("invoice.created")
+	}
+	// Two dispatchers draw from one bucket.
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 2 {
+		d := w.dispatcher(webhooks.DispatcherConfig{Workers: 16, PerEndpoint: 16, PollInterval: 20 * time.Millisecond})
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = d.Run(ctx) }()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for rc.n.Load() < 15 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	if rc.n.Load() != 15 {
+		t.Fatalf("%d of 15 delivered", rc.n.Load())
+	}
+	// 5 at once, then 5 per second: the 15th no sooner than 2 s after the
+	// first, and never more than 5 + 5 per second in any span.
+	mu.Lock()
+	defer mu.Unlock()
+	if span := at[14].Sub(at[0]); span < 1800*time.Millisecond {
+		t.Fatalf("15 attempts within %s at 5 per second", span)
+	}
+	for i := range at {
+		for j := i + 1; j < len(at); j++ {
+			if d := at[j].Sub(at[i]); j-i+1 > 5+int(5*d.Seconds())+1 {
+				t.Fatalf("%d attempts within %s", j-i+1, d)
+			}
+		}
+	}
+
+	// The limit is changed, and removed, by an update; 0 removes it.
+	up := answered(w.run("webhook_endpoint.update", `{"endpoint_id":"`+e.EndpointID+`","rate_limit":0}`))
+	if up.RateLimit != nil {
+		t.Fatalf("after removing the limit: %+v", up)
+	}
+	if _, err := ledger.Decode("webhook_endpoint.create", []byte(`{"url":"https://example.com/h","rate_limit":0}`)); err == nil {
+		t.Fatal("a rate limit of 0 on create was accepted")
+	}
+}

@@ -53,7 +53,7 @@ func (k endpoints) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	}
 	reads.Queue(`SELECT id FROM companies WHERE id = ANY($1)`, companies)
 	reads.Queue(`
-		SELECT e.company_id, e.id, e.url, e.description, e.event_types, e.secrets, e.status, e.disabled_reason
+		SELECT e.company_id, e.id, e.url, e.description, e.event_types, e.secrets, e.status, e.disabled_reason, coalesce(e.rate_limit, 0)
 		  FROM webhook_endpoints e
 		  JOIN unnest($1::text[], $2::text[]) AS r(company_id, id) ON e.company_id = r.company_id AND e.id = nullif(r.id, '')::uuid
 		 ORDER BY e.id
@@ -101,7 +101,7 @@ func (p *endpointPlan) Read(br pgx.BatchResults) error {
 	var e endpointRow
 	var secrets []byte
 	rows, _ = br.Query()
-	_, err := pgx.ForEachRow(rows, []any{&company, &e.id, &e.url, &e.desc, &e.types, &secrets, &e.status, &e.reason}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&company, &e.id, &e.url, &e.desc, &e.types, &secrets, &e.status, &e.reason, &e.rateLimit}, func() error {
 		row := e
 		row.company = company
 		if err := json.Unmarshal(secrets, &row.secrets); err != nil {
@@ -184,6 +184,9 @@ func (p *endpointPlan) create(company string, cmd *ledger.CreateWebhookEndpoint)
 		company: company, id: uuid.Must(uuid.NewV7()), url: cmd.URL, desc: cmd.Description, types: types,
 		secrets: []storedSecret{{Sealed: sealed}}, status: "enabled",
 	}}
+	if cmd.RateLimit != nil {
+		n.row.rateLimit = *cmd.RateLimit
+	}
 	p.rows[[2]string{company, n.row.id.String()}] = &n.row
 	now := p.now()
 	return n, shownOnce(n.row.view(now), generated, now), nil
@@ -246,6 +249,9 @@ func (p *endpointPlan) change(e *endpointRow, cmd ledger.Command) (ledger.Outcom
 		if cmd.Enable {
 			e.status, e.reason = "enabled", ""
 		}
+		if cmd.RateLimit != nil {
+			e.rateLimit = *cmd.RateLimit
+		}
 		return ledger.Outcome{Result: e.view(p.now())}, nil
 	case *ledger.DisableWebhookEndpoint:
 		e.status, e.reason = "disabled", cmd.Reason
@@ -282,6 +288,7 @@ func (p *endpointPlan) change(e *endpointRow, cmd ledger.Command) (ledger.Outcom
 func queueEndpoints(w *pgx.Batch, created []newEndpoint, changed []*endpointRow) error {
 	if len(created) > 0 {
 		var ids [][16]byte
+		var limits []int32
 		var companies, urls, descs, types, secrets []string
 		for _, n := range created {
 			raw, err := json.Marshal(n.row.secrets)
@@ -293,17 +300,18 @@ func queueEndpoints(w *pgx.Batch, created []newEndpoint, changed []*endpointRow)
 				return err
 			}
 			ids, companies, urls, descs = append(ids, n.row.id), append(companies, n.company), append(urls, n.row.url), append(descs, n.row.desc)
-			types, secrets = append(types, string(t)), append(secrets, string(raw))
+			types, secrets, limits = append(types, string(t)), append(secrets, string(raw)), append(limits, int32(n.row.rateLimit))
 		}
 		w.Queue(`
-			INSERT INTO webhook_endpoints (id, company_id, url, description, event_types, secrets)
-			SELECT id, company_id, url, description, ARRAY(SELECT json_array_elements_text(types::json)), secrets::jsonb
-			  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-			       AS t(id, company_id, url, description, types, secrets)`,
-			ids, companies, urls, descs, types, secrets)
+			INSERT INTO webhook_endpoints (id, company_id, url, description, event_types, secrets, rate_limit)
+			SELECT id, company_id, url, description, ARRAY(SELECT json_array_elements_text(types::json)), secrets::jsonb, nullif(rate_limit, 0)
+			  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[])
+			       AS t(id, company_id, url, description, types, secrets, rate_limit)`,
+			ids, companies, urls, descs, types, secrets, limits)
 	}
 	if len(changed) > 0 {
 		var ids [][16]byte
+		var limits []int32
 		var urls, descs, types, secrets, statuses, reasons []string
 		for _, e := range changed {
 			raw, err := json.Marshal(e.secrets)
@@ -316,6 +324,7 @@ func queueEndpoints(w *pgx.Batch, created []newEndpoint, changed []*endpointRow)
 			}
 			ids, urls, descs, types = append(ids, e.id), append(urls, e.url), append(descs, e.desc), append(types, string(t))
 			secrets, statuses, reasons = append(secrets, string(raw)), append(statuses, e.status), append(reasons, e.reason)
+			limits = append(limits, int32(e.rateLimit))
 		}
 		w.Queue(`
 			UPDATE webhook_endpoints e
@@ -323,11 +332,13 @@ func queueEndpoints(w *pgx.Batch, created []newEndpoint, changed []*endpointRow)
 			       event_types = ARRAY(SELECT json_array_elements_text(u.types::json)),
 			       secrets = u.secrets::jsonb, status = u.status, disabled_reason = u.reason,
 			       failing_since = CASE WHEN u.status = 'enabled' AND e.status = 'disabled' THEN NULL ELSE e.failing_since END,
+			       rate_limit = nullif(u.rate_limit, 0),
+			       rate_tokens = CASE WHEN nullif(u.rate_limit, 0) IS DISTINCT FROM e.rate_limit THEN NULL ELSE e.rate_tokens END,
 			       updated_at = now()
-			  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
-			       AS u(id, url, description, types, secrets, status, reason)
+			  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[])
+			       AS u(id, url, description, types, secrets, status, reason, rate_limit)
 			 WHERE e.id = u.id`,
-			ids, urls, descs, types, secrets, statuses, reasons)
+			ids, urls, descs, types, secrets, statuses, reasons, limits)
 	}
 	return nil
 }
@@ -385,6 +396,9 @@ type EndpointView struct {
 	SecretShown    *time.Time `json:"secret_shown,omitempty"`
 	SecretNote     string     `json:"secret_note,omitempty"`
 	SecretsActive  int        `json:"secrets_active"`
+	// RateLimit is the endpoint's bound on attempts per second, when it
+	// has one.
+	RateLimit *int `json:"rate_limit,omitempty"`
 }
 
 // MarshalJSON writes "secret": null in a result whose secret was shown
@@ -409,6 +423,7 @@ type endpointRow struct {
 	types          []string
 	secrets        []storedSecret
 	status, reason string
+	rateLimit      int // attempts per second; 0: none
 }
 
 func (e *endpointRow) view(now time.Time) EndpointView {
@@ -418,8 +433,13 @@ func (e *endpointRow) view(now time.Time) EndpointView {
 			active++
 		}
 	}
-	return EndpointView{
+	v := EndpointView{
 		EndpointID: e.id.String(), URL: e.url, Description: e.desc, EventTypes: e.types,
 		Status: e.status, DisabledReason: e.reason, SecretsActive: active,
 	}
+	if e.rateLimit > 0 {
+		limit := e.rateLimit
+		v.RateLimit = &limit
+	}
+	return v
 }

@@ -27,15 +27,20 @@ type Endpoint struct {
 	DisabledReason string     `json:"disabled_reason,omitempty"`
 	SecretsActive  int        `json:"secrets_active"`
 	FailingSince   *time.Time `json:"failing_since,omitempty"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
+	// RateLimit is the endpoint's bound on attempts per second, if any;
+	// BreakerUntil is when its open circuit breaker lets a probe through
+	// (in the past: half-open), absent while the breaker is closed.
+	RateLimit    *int       `json:"rate_limit,omitempty"`
+	BreakerUntil *time.Time `json:"breaker_until,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
 }
 
 // ListEndpoints returns the company's endpoints, enabled and disabled,
 // oldest first.
 func ListEndpoints(ctx context.Context, q Querier, company string) ([]Endpoint, error) {
 	rows, err := q.Query(ctx, `
-		SELECT id, url, description, event_types, secrets, status, disabled_reason, failing_since, created_at, updated_at
+		SELECT id, url, description, event_types, secrets, status, disabled_reason, failing_since, rate_limit, breaker_until, created_at, updated_at
 		  FROM webhook_endpoints WHERE company_id = $1 ORDER BY created_at, id`, company)
 	if err != nil {
 		return nil, fmt.Errorf("list webhook endpoints: %w", err)
@@ -46,7 +51,7 @@ func ListEndpoints(ctx context.Context, q Querier, company string) ([]Endpoint, 
 		var id uuid.UUID
 		var secrets []byte
 		if err := r.Scan(&id, &e.URL, &e.Description, &e.EventTypes, &secrets, &e.Status, &e.DisabledReason,
-			&e.FailingSince, &e.CreatedAt, &e.UpdatedAt); err != nil {
+			&e.FailingSince, &e.RateLimit, &e.BreakerUntil, &e.CreatedAt, &e.UpdatedAt); err != nil {
 			return e, err
 		}
 		e.EndpointID = id.String()
