@@ -54,6 +54,9 @@ type Phase struct {
 	// SettleSeconds is how long after the last result the last webhook of
 	// the phase was delivered.
 	SettleSeconds float64 `json:"settle_seconds"`
+	// Cost is what a command cost, from the phase's start until its last
+	// webhook was delivered (paced phases).
+	Cost *Cost `json:"cost,omitempty"`
 	// Rounds are the soak phase's rounds, in order; the phase's figures are
 	// their totals (Seconds and SettleSeconds summed, CPU over the rounds'
 	// timed windows).
@@ -192,6 +195,7 @@ func (e *Env) Paced(ctx context.Context, name string, rate float64, d time.Durat
 	interval := float64(time.Second) / rate
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	costStart := e.readCost(ctx)
 	s := e.begin(ctx)
 	t, sub, err := e.newTracker(n, e.invoices())
 	if err != nil {
@@ -241,6 +245,7 @@ func (e *Env) Paced(ctx context.Context, name string, rate float64, d time.Durat
 		return p, fmt.Errorf("%s: %w", name, err)
 	}
 	p.SettleSeconds = time.Since(settling).Seconds()
+	p.Cost = e.costBetween(costStart, e.readCost(ctx), n)
 	e.finish(&p, s)
 	e.progress("%s: publish→result p99 %.1f ms, commit→webhook p99 %.1f ms", name, p.Latency.P99, p.Webhook.P99)
 	return p, nil

@@ -138,6 +138,12 @@ func processCPU(pid int) (time.Duration, bool) {
 	if err != nil || !strings.HasPrefix(string(comm), "postgres") {
 		return 0, false
 	}
+	return pidCPU(pid)
+}
+
+// pidCPU is the CPU time, user and system, of local process pid so far, or
+// false when it cannot be read.
+func pidCPU(pid int) (time.Duration, bool) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, false
