@@ -46,7 +46,6 @@ type Cost struct {
 // costSample is a reading of the counters a Cost is the difference of.
 type costSample struct {
 	cpu        cpuSample
-	nats       time.Duration
 	xacts      int64
 	roundTrips int64
 	wMsgs      uint64
@@ -68,9 +67,6 @@ func (e *Env) readCost(ctx context.Context) costSample {
 	s.roundTrips = e.trips.n.Load()
 	ws, ps := e.wnc.Stats(), e.pnc.Stats()
 	s.wMsgs, s.pMsgs = ws.InMsgs+ws.OutMsgs, ps.InMsgs+ps.OutMsgs
-	if e.natsProc != nil {
-		s.nats, _ = pidCPU(e.natsProc.pid())
-	}
 	s.cpu = e.readCPU(ctx)
 	return s
 }
@@ -88,17 +84,12 @@ func (e *Env) costBetween(a, b costSample, commands int) *Cost {
 		pg += end - a.cpu.backends[pid]
 	}
 	c.PostgresCPUMs = ms(pg)
-	c.NATSCPUMs = ms(b.nats - a.nats)
+	c.NATSCPUMs = ms(b.cpu.nats - a.cpu.nats)
 	c.Transactions = float64(b.xacts-a.xacts) / n
 	c.RoundTrips = float64(b.roundTrips-a.roundTrips) / n
 	c.WorkerMessages = float64(b.wMsgs-a.wMsgs) / n
 	c.ProducerMessages = float64(b.pMsgs-a.pMsgs) / n
-	cpu := cpuBetween(a.cpu, b.cpu)
-	// The NATS process is part of the machine's busy time, not other work.
-	if c.Seconds > 0 {
-		cpu.OtherCores = max(0, cpu.OtherCores-(b.nats-a.nats).Seconds()/c.Seconds)
-	}
-	c.OtherCores = cpu.OtherCores
+	c.OtherCores = cpuBetween(a.cpu, b.cpu).OtherCores
 	return c
 }
 

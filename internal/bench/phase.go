@@ -115,7 +115,11 @@ func (e *Env) readCPU(ctx context.Context) cpuSample {
 		}
 		rows.Close()
 	}
-	return readCPU(pids)
+	s := readCPU(pids)
+	if e.natsProc != nil {
+		s.nats, _ = pidCPU(e.natsProc.pid())
+	}
+	return s
 }
 
 func (e *Env) finish(p *Phase, s phaseStart) {

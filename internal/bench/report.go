@@ -465,15 +465,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	tw.Flush()
 
-	fmt.Fprintf(&b, "\nPhases (CPU in cores: this process, the run's Postgres backends, everything else; of %d)\n", m.CPUs)
+	fmt.Fprintf(&b, "\nPhases (CPU in cores: this process, the run's Postgres backends, the NATS server when it runs apart, everything else; of %d)\n", m.CPUs)
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  phase\tinbox keys\tcommands\tseconds\tcommands/s\ttransactions\tper tx\texecute ms\tcommit ms\tCPU process/pg/other\tCPU ms per command process+pg\tiowait\tRSS MiB start/end/max\tsettle s\twebhooks/s\n")
+	fmt.Fprintf(tw, "  phase\tinbox keys\tcommands\tseconds\tcommands/s\ttransactions\tper tx\texecute ms\tcommit ms\tCPU process/pg/nats/other\tCPU ms per command process+pg\tiowait\tRSS MiB start/end/max\tsettle s\twebhooks/s\n")
 	for _, p := range r.Phases {
 		perCmd := func(cores float64) float64 { return 1000 * cores / p.Rate }
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%.1f\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.2f/%.2f/%.2f\t%.2f+%.2f\t%.0f%%\t%.0f/%.0f/%.0f\t%.1f\t%s\n",
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%.1f\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.2f/%.2f/%.2f/%.2f\t%.2f+%.2f\t%.0f%%\t%.0f/%.0f/%.0f\t%.1f\t%s\n",
 			p.Name, thousands(float64(p.InboxKeys)), thousands(float64(p.Commands)), p.Seconds, thousands(p.Rate),
 			p.Batches.Transactions, p.Batches.MeanCommands, p.Batches.MeanExecuteMs, p.Batches.MeanCommitMs,
-			p.CPU.ProcessCores, p.CPU.PostgresCores, p.CPU.OtherCores, perCmd(p.CPU.ProcessCores), perCmd(p.CPU.PostgresCores),
+			p.CPU.ProcessCores, p.CPU.PostgresCores, p.CPU.NATSCores, p.CPU.OtherCores, perCmd(p.CPU.ProcessCores), perCmd(p.CPU.PostgresCores),
 			100*p.CPU.MachineIOWait, mib(p.RSS.Start), mib(p.RSS.End), mib(p.RSS.Max), p.SettleSeconds,
 			thousands(p.sustained()))
 	}
