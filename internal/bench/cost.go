@@ -9,9 +9,10 @@ import (
 )
 
 // Cost is what the commands of a phase cost, per command, over the window
-// from the phase's start (its worker running, the machine quiet) until its
-// last webhook was delivered: the outbox relay's and the webhook
-// dispatcher's share is included.
+// from the phase's start (its worker running, the machine quiet) until a
+// second after its last webhook was delivered (the time Postgres backends
+// take to report their transactions): the outbox relay's and the webhook
+// dispatcher's share is included, and so is their polling while idle.
 type Cost struct {
 	// Seconds is the window's length.
 	Seconds float64 `json:"seconds"`

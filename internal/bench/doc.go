@@ -41,8 +41,9 @@
 //     transaction executes, so slightly before the commit, with the arrival
 //     of its first delivery at the receiver: it slightly overstates the delay.
 //   - A sweep row's costs are per command over the window from the rate's
-//     start until its last webhook was delivered, so the outbox relay's
-//     and the dispatcher's work, and their polling while idle, count.
+//     start until a second after its last webhook was delivered, so the
+//     outbox relay's and the dispatcher's work, and their polling while
+//     idle, count.
 //     "Worker" CPU is this process: the worker, but also the load generator
 //     and the webhook receiver (and the NATS server when it is embedded).
 //     Postgres transactions come from pg_stat_database, read after a pause

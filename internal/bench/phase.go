@@ -54,8 +54,8 @@ type Phase struct {
 	// SettleSeconds is how long after the last result the last webhook of
 	// the phase was delivered.
 	SettleSeconds float64 `json:"settle_seconds"`
-	// Cost is what a command cost, from the phase's start until its last
-	// webhook was delivered (paced phases).
+	// Cost is what a command cost, from the phase's start until a second
+	// after its last webhook was delivered (paced phases).
 	Cost *Cost `json:"cost,omitempty"`
 	// Rounds are the soak phase's rounds, in order; the phase's figures are
 	// their totals (Seconds and SettleSeconds summed, CPU over the rounds'

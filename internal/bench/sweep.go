@@ -163,7 +163,7 @@ func (r *Report) CompareWith(prev *Report) {
 func writeSweep(b *strings.Builder, sw *Sweep) {
 	fmt.Fprintf(b, "\nRate sweep: group commit, %s per rate, each with a worker of its own; the shares are of the %s/s peak\n",
 		time.Duration(sw.SecondsPerRate*float64(time.Second)).String(), thousands(sw.PeakRate))
-	fmt.Fprintf(b, "  Per command, from each rate's start until its last webhook was delivered. NATS server: %s.\n", sw.NATS)
+	fmt.Fprintf(b, "  Per command, from each rate's start until a second after its last webhook was delivered. NATS server: %s.\n", sw.NATS)
 	if sw.ComparedWith != "" {
 		fmt.Fprintf(b, "  Each row is followed by the same rate's row of the run of %s.\n", sw.ComparedWith)
 	}
