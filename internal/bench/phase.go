@@ -101,8 +101,8 @@ func (e *Env) begin(ctx context.Context) phaseStart {
 	return phaseStart{rss: e.rss.reset(), cpu: e.readCPU(ctx)}
 }
 
-// readCPU samples the machine, this process and the run's Postgres
-// backends.
+// readCPU samples the machine, this process, the NATS process (when NATS
+// runs as one) and the run's Postgres backends.
 func (e *Env) readCPU(ctx context.Context) cpuSample {
 	var pids []int
 	rows, err := e.pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
