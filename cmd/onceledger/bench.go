@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,6 +35,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	batchMax := fs.Int("batch-max", consumer.DefaultBatchMax, "group commit: most commands per transaction")
 	batchParallel := fs.Int("batch-parallel", consumer.DefaultBatchParallel, "group commit: transactions at once")
 	natsSync := fs.String("nats-sync", "default", "JetStream fsync: default (every 2 minutes) or always")
+	sweep := fs.String("sweep", bench.DefaultSweep, "rates of the rate sweep, after the latency phase: commands/s, or a percentage of the group-commit peak (50%); 0 or empty skips it")
+	sweepDuration := fs.Duration("sweep-duration", 20*time.Second, "how long each rate of the sweep publishes")
+	compare := fs.String("compare", "", "a previous run's JSON report: print its sweep figures beside this run's, rate by rate")
 	stall := fs.Duration("stall", time.Minute, "fail a phase that makes no progress for this long")
 	format := fs.String("format", "text", "report format: text or json")
 	logLevel := fs.String("log-level", "warn", "the worker's log level (logs go to stderr)")
@@ -53,14 +57,19 @@ Phases: peak throughput with group commit; peak throughput through the
 reference path (one transaction and one synchronous ack per command);
 peak throughput of payments with group commit;
 publish→result and commit→webhook latency at half the group-commit peak;
+a rate sweep (-sweep): a paced run at each rate, with what a command
+costs there: CPU of the worker process, of Postgres and of NATS (which
+then runs as a process of its own), Postgres transactions and round
+trips, NATS messages, and its latencies;
 with -prefill, peak throughput just before and after writing that many
 keys to the inbox; with -soak, last, that many commands through a single
 worker in -soak-rounds rounds, each drained of its webhooks before the
 process's RSS, Go heap and goroutines are read, to see whether memory
 stays flat (every other phase starts a worker of its own, so a leak would
 be freed between them).
-Each figure is printed next to its target. The defaults take 2–3 minutes
-on a 2-core machine; -full 11–20 minutes, most of it the soak (8–10).
+Each figure is printed next to its target. The defaults take 4–5 minutes
+on a 2-core machine, about 2 of them the sweep; -full 13–22 minutes, most
+of it the soak (8–10).
 
 `)
 		fs.PrintDefaults()
@@ -102,6 +111,31 @@ on a 2-core machine; -full 11–20 minutes, most of it the soak (8–10).
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
 		return &usageError{fmt.Sprintf("-log-level %q: use debug, info, warn or error", *logLevel)}
 	}
+	rates, err := bench.ParseSweep(*sweep)
+	if err != nil {
+		return &usageError{"-sweep: " + err.Error()}
+	}
+	var previous *bench.Report
+	if *compare != "" {
+		data, err := os.ReadFile(*compare)
+		if err != nil {
+			return &usageError{fmt.Sprintf("-compare: %v", err)}
+		}
+		previous = &bench.Report{}
+		if err := json.Unmarshal(data, previous); err != nil {
+			return &usageError{fmt.Sprintf("-compare %s: not a JSON report of onceledger bench: %v", *compare, err)}
+		}
+	}
+	var natsCommand []string
+	if len(rates) > 0 {
+		// NATS in a process of its own, so that its CPU is counted apart
+		// from the worker's: this binary, as bench-nats.
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find this binary to run NATS apart: %w", err)
+		}
+		natsCommand = []string{exe, "bench-nats"}
+	}
 	if *paced == 0 {
 		*paced = -1 // bench.Config: negative skips, zero means the default
 	}
@@ -121,6 +155,9 @@ on a 2-core machine; -full 11–20 minutes, most of it the soak (8–10).
 		SoakRounds:        *soakRounds,
 		Concurrency:       *concurrency,
 		NATSSyncAlways:    *natsSync == "always",
+		Sweep:             rates,
+		SweepDuration:     *sweepDuration,
+		NATSCommand:       natsCommand,
 		Stall:             *stall,
 		Logger:            slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})),
 		Progress:          stderr,
@@ -151,6 +188,7 @@ on a 2-core machine; -full 11–20 minutes, most of it the soak (8–10).
 	rep, err := bench.Run(ctx, cfg)
 	if rep != nil {
 		rep.Invocation = benchInvocation(args)
+		rep.CompareWith(previous)
 		var werr error
 		if *format == "json" {
 			werr = rep.WriteJSON(stdout)
@@ -185,4 +223,10 @@ func benchInvocation(args []string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// cmdBenchNATS runs the NATS server of a bench run as a process of its own
+// until it is killed; bench starts it (see bench.ServeNATS).
+func cmdBenchNATS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return bench.ServeNATS(ctx, args, stdout, stderr)
 }

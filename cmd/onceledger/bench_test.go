@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestBenchUsageErrors(t *testing.T) {
@@ -22,13 +27,17 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bench", "-soak", "5", "-soak-rounds", "10"},
 		{"bench", "-commands", "10", "-payments", "21"}, // more than the 20 invoices to pay
 		{"bench", "extra"},
+		{"bench", "-sweep", "100,fast"},
+		{"bench", "-sweep", "-50%"},
+		{"bench", "-sweep", "100", "-sweep-duration", "10ms"},
+		{"bench", "-compare", "/nonexistent/before.json"},
 	} {
 		if code, _, errOut := invoke(ctx, "", args...); code != 2 || !strings.HasPrefix(errOut, "onceledger bench: ") {
 			t.Errorf("%v: exit %d, want 2: %s", args, code, errOut)
 		}
 	}
 	code, out, errOut := invoke(ctx, "", "bench", "-h")
-	if code != 0 || out != "" || !strings.Contains(errOut, "-prefill") || !strings.Contains(errOut, "-soak") {
+	if code != 0 || out != "" || !strings.Contains(errOut, "-prefill") || !strings.Contains(errOut, "-soak") || !strings.Contains(errOut, "-sweep") || strings.Contains(errOut, "bench-nats") {
 		t.Errorf("bench -h: exit %d: %s", code, errOut)
 	}
 	// bench -h and the performance doc give the same run times.
@@ -36,7 +45,7 @@ func TestBenchUsageErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, runTime := range []string{"2–3 minutes", "11–20 minutes, most of it the soak (8–10)"} {
+	for _, runTime := range []string{"4–5 minutes", "about 2 of them the sweep", "13–22 minutes, most of it the soak (8–10)"} {
 		if !strings.Contains(strings.Join(strings.Fields(errOut), " "), runTime) || !strings.Contains(string(doc), runTime) {
 			t.Errorf("bench -h and docs/performance.md do not both say %q", runTime)
 		}
@@ -49,7 +58,8 @@ func TestBenchReportsJSON(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	args := []string{"bench", "-commands", "100", "-paced", "1s", "-format", "json", "-quiet"}
+	// No sweep: it would run NATS as this binary, which here is the tests.
+	args := []string{"bench", "-commands", "100", "-paced", "1s", "-sweep", "0", "-format", "json", "-quiet"}
 	if dsn := os.Getenv("DATABASE_URL"); dsn != "" {
 		args = append(args, "-database-url", dsn)
 	}
@@ -88,5 +98,53 @@ func TestBenchReportsJSON(t *testing.T) {
 	}
 	if !strings.HasPrefix(rep.Invocation, "onceledger bench -commands 100") {
 		t.Errorf("invocation %q", rep.Invocation)
+	}
+}
+
+// bench-nats, the NATS process of a sweep, serves JetStream on the URL it
+// prints until it is stopped, and is not listed among the commands.
+func TestBenchNATSServesUntilStopped(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, w := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		defer w.Close()
+		done <- run(ctx, []string{"bench-nats", "-store", t.TempDir()}, strings.NewReader(""), w, io.Discard)
+	}()
+	url, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("bench-nats printed no URL: %v", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	nc, err := nats.Connect(strings.TrimSpace(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infoCtx, infoCancel := context.WithTimeout(ctx, 10*time.Second)
+	defer infoCancel()
+	if _, err := js.AccountInfo(infoCtx); err != nil {
+		t.Fatalf("JetStream on %s: %v", url, err)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("bench-nats exited %d when stopped", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("bench-nats still running 30s after it was stopped")
+	}
+	if code, _, errOut := invoke(context.Background(), "", "bench-nats"); code == 0 {
+		t.Errorf("bench-nats without -store: exit 0 %s", errOut)
+	}
+	if _, out, _ := invoke(context.Background(), "", "-h"); strings.Contains(out, "bench-nats") {
+		t.Errorf("usage lists bench-nats:\n%s", out)
 	}
 }

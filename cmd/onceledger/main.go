@@ -98,6 +98,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdSecrets(ctx, args[1:], stdin, stdout, stderr)
 	case "bench":
 		err = cmdBench(ctx, args[1:], stdout, stderr)
+	case "bench-nats": // started by bench; not for people
+		err = cmdBenchNATS(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		err = cmdVersion(args[1:], stdout, stderr)
 	case "-h", "--help", "help":

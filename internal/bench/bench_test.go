@@ -4,14 +4,110 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/bench"
 )
+
+// TestMain lets the test binary be the NATS process of a sweep: started
+// with "bench-nats", it serves NATS as `onceledger bench-nats` does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "bench-nats" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := bench.ServeNATS(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestSweepMeasuresWhatACommandCosts runs a tiny sweep of two rates with
+// NATS in a process of its own, and checks that every row has its costs
+// and latencies, and that the NATS process is gone afterwards.
+func TestSweepMeasuresWhatACommandCosts(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := bench.Run(ctx, bench.Config{
+		DatabaseURL:       os.Getenv("DATABASE_URL"),
+		Commands:          200,
+		ReferenceCommands: 50,
+		Payments:          -1,
+		Paced:             -1,
+		Sweep:             []bench.SweepRate{{PerSecond: 40}, {OfPeak: 0.1}},
+		SweepDuration:     2 * time.Second,
+		NATSCommand:       []string{os.Args[0], "bench-nats"},
+		Stall:             30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := rep.Sweep
+	if sw == nil || len(sw.Rows) != 2 || sw.Rows[0].Label != "40/s" || sw.Rows[1].Label != "10%" {
+		t.Fatalf("sweep %+v", sw)
+	}
+	sent := 0
+	for _, p := range rep.Phases {
+		sent += p.Commands
+	}
+	for _, row := range sw.Rows {
+		p, c := row.Phase, row.Phase.Cost
+		sent += p.Commands
+		if p.TargetRate <= 0 || p.Rate <= 0 || p.Commands != max(1, int(p.TargetRate*2)) {
+			t.Errorf("%s: %d commands at %g/s, target %g/s", row.Label, p.Commands, p.Rate, p.TargetRate)
+		}
+		if c == nil || !c.NATSSeparate || c.WorkerCPUMs <= 0 || c.PostgresCPUMs <= 0 || c.NATSCPUMs <= 0 {
+			t.Errorf("%s: CPU per command %+v", row.Label, c)
+			continue
+		}
+		// A command takes at least one transaction and a round trip each
+		// for its batch's BEGIN, work and COMMIT, shared by the batch, and
+		// its webhook one more; NATS carries it, its ack and its result.
+		if c.Transactions < 1 || c.RoundTrips < 2 || c.WorkerMessages < 2 || c.ProducerMessages < 2 || c.Seconds < 2 {
+			t.Errorf("%s: cost %+v", row.Label, c)
+		}
+		if l := p.Latency; l == nil || l.Count == 0 || l.P50 <= 0 || l.P99 < l.P50 {
+			t.Errorf("%s: publish→result %+v", row.Label, l)
+		}
+		if l := p.Webhook; l == nil || l.Count == 0 || l.P50 <= 0 || l.P99 < l.P50 {
+			t.Errorf("%s: commit→webhook %+v", row.Label, l)
+		}
+	}
+	if want := 0.1 * rep.Phase(bench.PhaseGroupCommit).Rate; sw.Rows[1].Phase.TargetRate != want {
+		t.Errorf("10%% of the peak paced at %g/s, want %g/s", sw.Rows[1].Phase.TargetRate, want)
+	}
+	if rep.CommandsSent != sent || rep.Invoices != int64(sent) {
+		t.Errorf("%d commands in the phases and the sweep, %d sent, %d invoices: want all equal", sent, rep.CommandsSent, rep.Invoices)
+	}
+	var pid int
+	if _, err := fmt.Sscanf(rep.Machine.NATS[strings.Index(rep.Machine.NATS, "(pid ")+1:], "pid %d)", &pid); err != nil || pid <= 0 {
+		t.Fatalf("no NATS process id in %q: %v", rep.Machine.NATS, err)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !os.IsNotExist(err) {
+		t.Errorf("NATS process %d still there after the run: %v", pid, err)
+	}
+
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Rate sweep", "40/s", "10%", "a process of its own", "CPU ms worker/pg/nats"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+}
 
 // TestRunProducesAReport runs every phase with tiny sizes. It checks that
 // the code path works and the report is whole, not how fast anything is:

@@ -58,6 +58,20 @@ type Config struct {
 	// NATSSyncAlways makes JetStream fsync every write before acknowledging
 	// it. Defaults to the server's default: a sync every two minutes.
 	NATSSyncAlways bool
+	// Sweep is the rates of the rate sweep: a paced phase at each, after
+	// the latency phase, measuring what a command costs (CPU of the worker,
+	// Postgres and NATS; transactions, round trips, NATS messages) and its
+	// latency. Empty skips the sweep.
+	Sweep []SweepRate
+	// SweepDuration is how long each rate of the sweep publishes. Defaults
+	// to 20s.
+	SweepDuration time.Duration
+	// NATSCommand, when set, is the command line (argv) of a process that
+	// runs the NATS server, so that its CPU time is counted apart: ServeNATS
+	// with the arguments "-port 0 -store DIR [-sync-always]" appended.
+	// Empty embeds the server in this process, whose CPU time then includes
+	// it.
+	NATSCommand []string
 	// Stall is how long a phase may go without progress (a result, a
 	// webhook) before the run fails. Defaults to 60s.
 	Stall time.Duration
@@ -126,6 +140,9 @@ func (c *Config) setDefaults() {
 	if c.Paced == 0 {
 		c.Paced = 30 * time.Second
 	}
+	if c.SweepDuration == 0 {
+		c.SweepDuration = 20 * time.Second
+	}
 	if c.SoakRounds == 0 {
 		c.SoakRounds = 10
 	}
@@ -160,6 +177,14 @@ func (c *Config) validate() error {
 	}
 	if c.PacedRate < 0 {
 		errs = append(errs, fmt.Errorf("paced rate %g: must not be negative", c.PacedRate))
+	}
+	for _, r := range c.Sweep {
+		if !r.valid() {
+			errs = append(errs, fmt.Errorf("sweep rate %s: a rate above 0, or a share of the peak in (0%%, 1000%%]", r.Label()))
+		}
+	}
+	if len(c.Sweep) > 0 && c.SweepDuration < time.Second {
+		errs = append(errs, fmt.Errorf("sweep duration %s: at least 1s", c.SweepDuration))
 	}
 	if c.Prefill < 0 {
 		errs = append(errs, fmt.Errorf("prefill %d: must not be negative", c.Prefill))

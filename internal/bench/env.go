@@ -51,6 +51,9 @@ type Env struct {
 	recv  *receiver
 	rss   *rssSampler
 
+	natsProc *natsProcess // the NATS server, when it runs as a process of its own
+	trips    roundTrips   // the pool's round trips to Postgres
+
 	machine    Machine
 	durability Durability
 
@@ -121,6 +124,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	// relay, the dispatcher, lookups and purges; the reference path runs
 	// more transactions at once than group commit.
 	poolCfg.MaxConns = int32(max(cfg.GroupCommit.Parallel, Reference.Batch.Parallel) + 12)
+	poolCfg.ConnConfig.Tracer = &e.trips
 	if e.pool, err = pgxpool.NewWithConfig(ctx, poolCfg); err != nil {
 		return nil, fmt.Errorf("connect to Postgres: %w", err)
 	}
@@ -216,25 +220,38 @@ func (e *Env) describePostgres(ctx context.Context) error {
 
 func (e *Env) startNATS() error {
 	dir := filepath.Join(e.dir, "nats")
-	ns, err := natsserver.Start(natsserver.Config{StoreDir: dir, ServerName: "onceledger-bench", SyncAlways: e.cfg.NATSSyncAlways})
-	if err != nil {
-		return err
+	var url, where string
+	if argv := e.cfg.NATSCommand; len(argv) > 0 {
+		p, err := startNATSProcess(argv, dir, e.cfg.NATSSyncAlways)
+		if err != nil {
+			return err
+		}
+		e.natsProc = p
+		e.onClose(p.stop)
+		url, where = p.url, fmt.Sprintf("a process of its own (pid %d)", p.pid())
+	} else {
+		ns, err := natsserver.Start(natsserver.Config{StoreDir: dir, ServerName: "onceledger-bench", SyncAlways: e.cfg.NATSSyncAlways})
+		if err != nil {
+			return err
+		}
+		e.onClose(func() error { ns.Shutdown(); return nil })
+		url, where = ns.ClientURL(), "embedded in this process"
 	}
-	e.onClose(func() error { ns.Shutdown(); return nil })
 	e.durability.JetStreamSync = "every 2 minutes (server default): a publish is acknowledged before it is on disk"
 	if e.cfg.NATSSyncAlways {
 		e.durability.JetStreamSync = "always: every write is fsynced before it is acknowledged"
 	}
 
-	if e.wnc, err = nats.Connect(ns.ClientURL(), nats.Name("onceledger bench worker")); err != nil {
+	var err error
+	if e.wnc, err = nats.Connect(url, nats.Name("onceledger bench worker")); err != nil {
 		return fmt.Errorf("connect to NATS: %w", err)
 	}
 	e.onClose(func() error { e.wnc.Close(); return nil })
-	if e.pnc, err = nats.Connect(ns.ClientURL(), nats.Name("onceledger bench producer")); err != nil {
+	if e.pnc, err = nats.Connect(url, nats.Name("onceledger bench producer")); err != nil {
 		return fmt.Errorf("connect to NATS: %w", err)
 	}
 	e.onClose(func() error { e.pnc.Close(); return nil })
-	e.machine.NATS = "nats-server " + e.pnc.ConnectedServerVersion() + ", embedded in this process, store " + dir
+	e.machine.NATS = "nats-server " + e.pnc.ConnectedServerVersion() + ", " + where + ", store " + dir
 	e.pjs, err = jetstream.New(e.pnc, jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
 		e.pubErrs.Add(1)
 		e.pubErrMu.Lock()

@@ -54,6 +54,9 @@ type Phase struct {
 	// SettleSeconds is how long after the last result the last webhook of
 	// the phase was delivered.
 	SettleSeconds float64 `json:"settle_seconds"`
+	// Cost is what a command cost, from the phase's start until a second
+	// after its last webhook was delivered (paced phases).
+	Cost *Cost `json:"cost,omitempty"`
 	// Rounds are the soak phase's rounds, in order; the phase's figures are
 	// their totals (Seconds and SettleSeconds summed, CPU over the rounds'
 	// timed windows).
@@ -98,8 +101,8 @@ func (e *Env) begin(ctx context.Context) phaseStart {
 	return phaseStart{rss: e.rss.reset(), cpu: e.readCPU(ctx)}
 }
 
-// readCPU samples the machine, this process and the run's Postgres
-// backends.
+// readCPU samples the machine, this process, the NATS process (when NATS
+// runs as one) and the run's Postgres backends.
 func (e *Env) readCPU(ctx context.Context) cpuSample {
 	var pids []int
 	rows, err := e.pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
@@ -112,7 +115,11 @@ func (e *Env) readCPU(ctx context.Context) cpuSample {
 		}
 		rows.Close()
 	}
-	return readCPU(pids)
+	s := readCPU(pids)
+	if e.natsProc != nil {
+		s.nats, _ = pidCPU(e.natsProc.pid())
+	}
+	return s
 }
 
 func (e *Env) finish(p *Phase, s phaseStart) {
@@ -192,6 +199,7 @@ func (e *Env) Paced(ctx context.Context, name string, rate float64, d time.Durat
 	interval := float64(time.Second) / rate
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	costStart := e.readCost(ctx)
 	s := e.begin(ctx)
 	t, sub, err := e.newTracker(n, e.invoices())
 	if err != nil {
@@ -241,6 +249,7 @@ func (e *Env) Paced(ctx context.Context, name string, rate float64, d time.Durat
 		return p, fmt.Errorf("%s: %w", name, err)
 	}
 	p.SettleSeconds = time.Since(settling).Seconds()
+	p.Cost = e.costBetween(costStart, e.readCost(ctx), n)
 	e.finish(&p, s)
 	e.progress("%s: publish→result p99 %.1f ms, commit→webhook p99 %.1f ms", name, p.Latency.P99, p.Webhook.P99)
 	return p, nil

@@ -26,7 +26,9 @@ type Report struct {
 	Worker     string     `json:"worker"`
 	Phases     []Phase    `json:"phases"`
 	Prefilled  *Prefilled `json:"prefilled,omitempty"`
-	Figures    []Figure   `json:"figures"`
+	// Sweep is the rate sweep, when the run made one.
+	Sweep   *Sweep   `json:"sweep,omitempty"`
+	Figures []Figure `json:"figures"`
 	// CommandsSent is every invoice.create the run published; Invoices is
 	// how many invoices the database holds at the end. They are equal when
 	// every command took effect exactly once.
@@ -98,12 +100,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 func (e *Env) run(ctx context.Context) (*Report, error) {
 	cfg := e.cfg
+	alsoHeld := "the embedded NATS server, the load generator and the webhook receiver"
+	if e.natsProc != nil {
+		alsoHeld = "the load generator and the webhook receiver (the NATS server runs as a process of its own)"
+	}
 	rep := &Report{
 		Machine:    e.machine,
 		Durability: e.durability,
 		Workload:   fmt.Sprintf("invoice.create, 3 lines, %d companies round robin, unique keys; payment.record, each paying one of those invoices in full", cfg.Companies),
 		Worker: fmt.Sprintf("consumer (concurrency %d), outbox relay and webhook dispatcher (defaults) as goroutines of this process; "+
-			"RSS is this process's VmRSS, which also holds the embedded NATS server, the load generator and the webhook receiver", cfg.Concurrency),
+			"RSS is this process's VmRSS, which also holds %s", cfg.Concurrency, alsoHeld),
 	}
 	fail := func(p Phase, err error) (*Report, error) {
 		if p.Name != "" {
@@ -139,6 +145,13 @@ func (e *Env) run(ctx context.Context) (*Report, error) {
 			return fail(paced, err)
 		}
 		rep.Phases = append(rep.Phases, paced)
+	}
+	if len(cfg.Sweep) > 0 {
+		sw, err := e.sweep(ctx, group.Rate)
+		rep.Sweep = sw
+		if err != nil {
+			return fail(Phase{}, err)
+		}
 	}
 	if cfg.Prefill > 0 {
 		base, err := e.Peak(ctx, PhaseBaseline, cfg.groupMode(), cfg.Commands)
@@ -363,7 +376,13 @@ func warnings(r *Report) []string {
 	if p := r.Phase(PhaseSoak); p != nil && len(p.Rounds) == 1 {
 		out = append(out, "The soak ran in one round: there is no later round to compare its memory with.")
 	}
-	for _, p := range r.Phases {
+	phases := r.Phases
+	if r.Sweep != nil {
+		for _, row := range r.Sweep.Rows {
+			phases = append(phases[:len(phases):len(phases)], row.Phase)
+		}
+	}
+	for _, p := range phases {
 		if share := p.CPU.OtherCores / float64(r.Machine.CPUs); share > busyOther {
 			out = append(out, fmt.Sprintf("Other work used %.2f of %d cores during %s (%.0f%% of the machine): that phase's figures are lower, and comparisons between phases less exact, than on a quiet machine.",
 				p.CPU.OtherCores, r.Machine.CPUs, p.Name, 100*share))
@@ -446,15 +465,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	tw.Flush()
 
-	fmt.Fprintf(&b, "\nPhases (CPU in cores: this process, the run's Postgres backends, everything else; of %d)\n", m.CPUs)
+	fmt.Fprintf(&b, "\nPhases (CPU in cores: this process, the run's Postgres backends, the NATS server when it runs apart, everything else; of %d)\n", m.CPUs)
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  phase\tinbox keys\tcommands\tseconds\tcommands/s\ttransactions\tper tx\texecute ms\tcommit ms\tCPU process/pg/other\tCPU ms per command process+pg\tiowait\tRSS MiB start/end/max\tsettle s\twebhooks/s\n")
+	fmt.Fprintf(tw, "  phase\tinbox keys\tcommands\tseconds\tcommands/s\ttransactions\tper tx\texecute ms\tcommit ms\tCPU process/pg/nats/other\tCPU ms per command process+pg\tiowait\tRSS MiB start/end/max\tsettle s\twebhooks/s\n")
 	for _, p := range r.Phases {
 		perCmd := func(cores float64) float64 { return 1000 * cores / p.Rate }
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%.1f\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.2f/%.2f/%.2f\t%.2f+%.2f\t%.0f%%\t%.0f/%.0f/%.0f\t%.1f\t%s\n",
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%.1f\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.2f/%.2f/%.2f/%.2f\t%.2f+%.2f\t%.0f%%\t%.0f/%.0f/%.0f\t%.1f\t%s\n",
 			p.Name, thousands(float64(p.InboxKeys)), thousands(float64(p.Commands)), p.Seconds, thousands(p.Rate),
 			p.Batches.Transactions, p.Batches.MeanCommands, p.Batches.MeanExecuteMs, p.Batches.MeanCommitMs,
-			p.CPU.ProcessCores, p.CPU.PostgresCores, p.CPU.OtherCores, perCmd(p.CPU.ProcessCores), perCmd(p.CPU.PostgresCores),
+			p.CPU.ProcessCores, p.CPU.PostgresCores, p.CPU.NATSCores, p.CPU.OtherCores, perCmd(p.CPU.ProcessCores), perCmd(p.CPU.PostgresCores),
 			100*p.CPU.MachineIOWait, mib(p.RSS.Start), mib(p.RSS.End), mib(p.RSS.Max), p.SettleSeconds,
 			thousands(p.sustained()))
 	}
@@ -480,6 +499,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if pf := r.Prefilled; pf != nil {
 		fmt.Fprintf(&b, "  prefill: %s synthetic keys of %d other companies inserted in %.1f s, VACUUM ANALYZE %.1f s, inbox now %.0f MiB with indexes\n",
 			thousands(float64(pf.Keys)), pf.Companies, pf.InsertSeconds, pf.VacuumSeconds, mib(pf.InboxBytes))
+	}
+	if r.Sweep != nil {
+		writeSweep(&b, r.Sweep)
 	}
 	if p := r.Phase(PhaseSoak); p != nil && len(p.Rounds) > 0 {
 		writeSoak(&b, p)

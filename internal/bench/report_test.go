@@ -1,7 +1,11 @@
 package bench
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -181,5 +185,121 @@ func TestSoakConfigIsValidated(t *testing.T) {
 	cfg.setDefaults()
 	if cfg.SoakRounds != 10 {
 		t.Errorf("default soak rounds %d, want 10", cfg.SoakRounds)
+	}
+}
+
+func TestParseSweep(t *testing.T) {
+	got, err := ParseSweep(" 100, 300,1000/s,50%,7.5% ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SweepRate{{PerSecond: 100}, {PerSecond: 300}, {PerSecond: 1000}, {OfPeak: 0.5}, {OfPeak: 0.075}}
+	if len(got) != len(want) {
+		t.Fatalf("ParseSweep: %+v, want %+v", got, want)
+	}
+	labels := []string{"100/s", "300/s", "1000/s", "50%", "7.5%"}
+	for i := range want {
+		if got[i] != want[i] || got[i].Label() != labels[i] {
+			t.Errorf("rate %d: %+v labelled %q, want %+v labelled %q", i, got[i], got[i].Label(), want[i], labels[i])
+		}
+	}
+	if rates, _ := ParseSweep(DefaultSweep); len(rates) != 5 {
+		t.Errorf("default sweep %q: %+v", DefaultSweep, rates)
+	}
+	for _, none := range []string{"", " ", "0"} {
+		if rates, err := ParseSweep(none); rates != nil || err != nil {
+			t.Errorf("ParseSweep(%q) = %+v, %v; want no sweep", none, rates, err)
+		}
+	}
+	for _, bad := range []string{"100,,300", "-5", "0%", "fast", "2000%", "100,0"} {
+		if _, err := ParseSweep(bad); err == nil {
+			t.Errorf("ParseSweep(%q) accepted", bad)
+		}
+	}
+}
+
+// sweepRow is a row as a run makes it, with figures distinct enough to
+// be found in the text.
+func sweepRow(r SweepRate, target, workerMs float64) SweepRow {
+	return SweepRow{Label: r.Label(), Phase: Phase{Name: "sweep-" + r.Label(), TargetRate: target, Rate: target, Commands: int(15 * target),
+		Latency: &Latency{P50: 2.25, P99: 9.75}, Webhook: &Latency{P50: 3.25, P99: 12.75},
+		Cost: &Cost{WorkerCPUMs: workerMs, PostgresCPUMs: 0.66, NATSCPUMs: 0.33, NATSSeparate: true, Transactions: 1.5, RoundTrips: 8.5, WorkerMessages: 5.5, ProducerMessages: 3}}}
+}
+
+func TestSweepIsComparedWithAnEarlierReport(t *testing.T) {
+	data, err := os.ReadFile("testdata/sweep-before.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before Report
+	if err := json.Unmarshal(data, &before); err != nil {
+		t.Fatal(err)
+	}
+	r := &Report{Sweep: &Sweep{SecondsPerRate: 15, PeakRate: 900, NATS: "a process of its own: its CPU is counted apart", Rows: []SweepRow{
+		sweepRow(SweepRate{PerSecond: 100}, 100, 3.91),
+		sweepRow(SweepRate{PerSecond: 300}, 300, 2.92),
+		// Not the same label as the earlier 120/s, but the same rate.
+		sweepRow(SweepRate{OfPeak: 0.125}, 120, 3.77),
+		// The same share of a different peak.
+		sweepRow(SweepRate{OfPeak: 0.5}, 450, 1.44),
+	}}}
+	r.CompareWith(&before)
+	prevWorker := func(i int) float64 {
+		if p := r.Sweep.Rows[i].Previous; p != nil && p.Phase.Cost != nil {
+			return p.Phase.Cost.WorkerCPUMs
+		}
+		return -1
+	}
+	for i, want := range []float64{5.43, -1, 4.87, 1.62} {
+		if got := prevWorker(i); got != want {
+			t.Errorf("row %s compared with a row of %g ms worker CPU, want %g", r.Sweep.Rows[i].Label, got, want)
+		}
+	}
+
+	var b strings.Builder
+	writeSweep(&b, r.Sweep)
+	text := b.String()
+	lines := strings.Split(text, "\n")
+	// Each row, then the earlier run's row at the same rate.
+	pairs := [][2]string{
+		{"100/s", "5.43/2.11/1.37"},
+		{"300/s", "(no such rate)"},
+		{"12.5%", "4.87/1.93/1.21"},
+		{"50%", "1.62/0.81/0.44"},
+	}
+	for _, pair := range pairs {
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), pair[0]+" ") })
+		if i < 0 || i+1 >= len(lines) {
+			t.Errorf("no row %s:\n%s", pair[0], text)
+			continue
+		}
+		if next := lines[i+1]; !strings.Contains(next, "before") || !strings.Contains(next, pair[1]) {
+			t.Errorf("row %s is followed by %q, want the earlier %q:\n%s", pair[0], next, pair[1], text)
+		}
+	}
+	for _, want := range []string{"2026-12-01 10:00:00 UTC (onceledger bench -sweep 100,120,50%)", "3.91/0.66/0.33", "4.2/19.5", "12.5/77.5", "21.2", "1.5"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("sweep table lacks %q:\n%s", want, text)
+		}
+	}
+
+	// The comparison is in the JSON report too.
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if p := back.Sweep.Rows[0].Previous; p == nil || p.Phase.Cost.RoundTrips != 21.25 || back.Sweep.ComparedWith == "" {
+		t.Errorf("JSON report's first row compared with %+v", p)
+	}
+	// Embedded NATS: its CPU is in the worker's, the table says so.
+	r.Sweep.Rows[0].Phase.Cost.NATSSeparate = false
+	b.Reset()
+	writeSweep(&b, r.Sweep)
+	if !strings.Contains(b.String(), "3.91/0.66/incl.") {
+		t.Errorf("embedded NATS not shown as included:\n%s", b.String())
 	}
 }

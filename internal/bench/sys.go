@@ -54,6 +54,8 @@ type cpuSample struct {
 	// backends is the CPU time of each local Postgres backend of the run's
 	// database, by pid.
 	backends map[int]time.Duration
+	// nats is the NATS server process's CPU time, when it runs as one.
+	nats time.Duration
 }
 
 func readCPU(backends []int) cpuSample {
@@ -103,6 +105,9 @@ type CPU struct {
 	// PostgresCores is the same for the Postgres backends serving the
 	// run's database (0 when Postgres is not on this machine).
 	PostgresCores float64 `json:"postgres_cores"`
+	// NATSCores is the same for the NATS server when it runs as a process
+	// of its own (when it is embedded, ProcessCores includes it).
+	NATSCores float64 `json:"nats_cores,omitempty"`
 	// OtherCores is the rest of the machine's busy time: other Postgres
 	// processes (WAL writer, checkpointer, other databases) and anything
 	// else running, per wall-clock second.
@@ -122,7 +127,8 @@ func cpuBetween(a, b cpuSample) CPU {
 			pg += end - a.backends[pid] // a backend that started meanwhile counts whole
 		}
 		c.PostgresCores = float64(pg) / float64(wall)
-		c.OtherCores = max(0, c.MachineBusy*float64(runtime.NumCPU())-c.ProcessCores-c.PostgresCores)
+		c.NATSCores = float64(b.nats-a.nats) / float64(wall)
+		c.OtherCores = max(0, c.MachineBusy*float64(runtime.NumCPU())-c.ProcessCores-c.PostgresCores-c.NATSCores)
 	}
 	return c
 }
@@ -138,6 +144,12 @@ func processCPU(pid int) (time.Duration, bool) {
 	if err != nil || !strings.HasPrefix(string(comm), "postgres") {
 		return 0, false
 	}
+	return pidCPU(pid)
+}
+
+// pidCPU is the CPU time, user and system, of local process pid so far, or
+// false when it cannot be read.
+func pidCPU(pid int) (time.Duration, bool) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, false
