@@ -734,12 +734,30 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 // closes and the rest are delivered.
 func TestBreakerHoldsAFailingEndpointAndProbesIt(t *testing.T) {
 	t.Parallel()
+	// A receiver that answers 503, and one that hangs past the request
+	// timeout.
+	for _, hangs := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fails", true: "hangs"}[hangs], func(t *testing.T) {
+			t.Parallel()
+			breakerHoldsAndProbes(t, hangs)
+		})
+	}
+}
+
+func breakerHoldsAndProbes(t *testing.T, hangs bool) {
 	w := newWorld(t)
 	var healthy atomic.Bool
 	rc := newReceiver(t, func(n int32, rw http.ResponseWriter, r *http.Request) {
 		if healthy.Load() {
 			time.Sleep(20 * time.Millisecond) // long enough to see whether probes overlap
 			rw.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if hangs {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
 			return
 		}
 		rw.WriteHeader(http.StatusServiceUnavailable)
@@ -750,7 +768,8 @@ func TestBreakerHoldsAFailingEndpointAndProbesIt(t *testing.T) {
 	}
 	const cooldown = 400 * time.Millisecond
 	d := w.dispatcher(webhooks.DispatcherConfig{Workers: 16, PerEndpoint: 4, BreakerMinAttempts: 10, BreakerCooldown: cooldown,
-		Schedule: []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond}})
+		RequestTimeout: 150 * time.Millisecond,
+		Schedule:       []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond}})
 	breaker := func() (open bool, attempts, failures int) {
 		t.Helper()
 		if err := w.pool.QueryRow(context.Background(), `
