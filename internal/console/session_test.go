@@ -125,6 +125,17 @@ func TestSessions(t *testing.T) {
 		t.Fatal("the overview shows the operator token")
 	}
 	csrf := field(t, csrfRe, page)
+	// The fragment the overview polls.
+	if resp, frag := get(t, c, e.URL+"/console/stats"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(strings.TrimSpace(frag), `<dl class="stats">`) || strings.Contains(frag, "<html") {
+		t.Fatalf("stats fragment: %s\n%s", resp.Status, frag)
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.URL+"/console/stats", nil)
+	req.Header.Set("HX-Request", "true")
+	if resp, err := browser(t).Do(req); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("HX-Redirect") != "/console/signin" {
+		t.Fatalf("stats fragment without a session: %s, HX-Redirect %q", resp.Status, resp.Header.Get("HX-Redirect"))
+	}
 
 	if resp, _ := post(t, c, e.URL+"/console/signout", url.Values{"csrf": {"forged"}}); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("sign-out with a forged CSRF token: %s, want 403", resp.Status)
