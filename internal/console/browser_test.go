@@ -100,6 +100,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	e.createCompany(t, "acme-setup")
+	e.command(t, "webhook_endpoint.create", "hook-1", `{"url": "http://127.0.0.1:9/hooks", "event_types": ["invoice.created"]}`)
+	e.command(t, "invoice.create", "order-1041-invoice", `{"order_id": "order-1041", "series": "INV",
+		"customer": {"id": "cust-42", "name": "UAB Pavyzdys", "country": "LT"}, "currency": "EUR",
+		"issue_date": "2026-12-02", "due_date": "2026-12-16",
+		"lines": [{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"}]}`)
 	seq := e.deadLetter(t, "nonsense-7")
 	ctx := chrome(t)
 	shots := os.Getenv("ONCELEDGER_CONSOLE_SCREENSHOTS")
@@ -128,7 +133,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("token"), e.Token),
 		chromedp.Click(chromedp.ID("signin")),
 		chromedp.WaitVisible(chromedp.CSS(".stat")))
-	stats := text("overview", "#stats")
+	stats := value(t, ctx, "overview", chromedp.Evaluate[string](`document.getElementById("stats").innerText`))
 	if loc := location(); loc != e.URL+"/console/" || !strings.Contains(stats, "Command backlog") || !strings.Contains(stats, "Unpublished events") {
 		t.Fatalf("after sign-in at %s:\n%s", loc, stats)
 	}
@@ -136,8 +141,23 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !value(t, ctx, "htmx", chromedp.Evaluate[bool](`typeof htmx === "object" && htmx.version.startsWith("2.")`)) {
 		t.Fatal("htmx did not load on the overview")
 	}
-	if dead := text("dead-letter count", ".stat:last-child .value"); dead != "1" {
+	// The figures are replaced every 200ms: read them in the page, where
+	// no replacement comes between finding a node and reading it.
+	deadLetters := `document.querySelector(".stat:last-child .value").textContent`
+	if dead := value(t, ctx, "dead-letter count", chromedp.Evaluate[string](deadLetters)); dead != "1" {
 		t.Fatalf("overview shows %q dead letters, want 1:\n%s", dead, stats)
+	}
+	// The figures refresh in place: a second dead letter shows up on the
+	// page without a reload (the mark set on the page survives).
+	do(t, ctx, "mark the page", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded = true`))
+		return err
+	}))
+	other := e.deadLetter(t, "nonsense-8")
+	if !value(t, ctx, "the overview refreshes", chromedp.Poll[bool](
+		deadLetters+` === "2" && window.notReloaded === true`,
+		chromedp.WithPollingTimeout(stepTimeout))) {
+		t.Fatal("the overview did not show the second dead letter")
 	}
 	screenshot(t, ctx, shots, "overview")
 
@@ -196,11 +216,23 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	// Still an unknown command: dead-lettered again, under a new sequence.
 	e.waitDeadLetter(t, "nonsense-7", seq)
+	if _, err := dlq.Get(context.Background(), other); err != nil {
+		t.Fatalf("dead letter %d, not replayed: %v", other, err)
+	}
 
 	do(t, ctx, "webhook deliveries",
 		chromedp.Navigate(e.URL+"/console/webhooks?company=acme"),
 		chromedp.WaitVisible(chromedp.ID("deliveries")))
+	if list := text("deliveries", "#deliveries"); !strings.Contains(list, "invoice.created") || !strings.Contains(list, "pending") {
+		t.Fatalf("deliveries:\n%s", list)
+	}
 	screenshot(t, ctx, shots, "webhooks")
+	do(t, ctx, "replay a delivery",
+		chromedp.Click(chromedp.CSS(`form[action="/console/webhooks/replay"] button`)),
+		chromedp.WaitVisible(chromedp.ID("outcome")))
+	if outcome := text("outcome", "#outcome"); !strings.Contains(outcome, "is due again now") {
+		t.Fatalf("delivery replay: %s", outcome)
+	}
 	do(t, ctx, "books",
 		chromedp.Navigate(e.URL+"/console/books?company=acme&month="+time.Now().UTC().Format("2006-01")),
 		chromedp.WaitVisible(chromedp.ID("trial-balance")))
@@ -210,7 +242,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	screenshot(t, ctx, shots, "books")
 
 	do(t, ctx, "a phone's width",
-		chromedp.EmulateViewport(390, 844),
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
 		chromedp.Navigate(e.URL+"/console/"),
 		chromedp.WaitVisible(chromedp.CSS(".stat")))
 	screenshot(t, ctx, shots, "overview-phone")

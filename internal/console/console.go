@@ -50,6 +50,9 @@ type Config struct {
 	DeadLetterStream string
 	// SessionTTL is how long a session lasts from sign-in. Defaults to 12h.
 	SessionTTL time.Duration
+	// RefreshEvery is how often the overview reads its figures again.
+	// Defaults to 5s.
+	RefreshEvery time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -62,6 +65,8 @@ func (c *Config) validate() error {
 		return errors.New("console: Config.JS is required")
 	case c.SessionTTL < 0:
 		return fmt.Errorf("console: SessionTTL %s is negative", c.SessionTTL)
+	case c.RefreshEvery != 0 && c.RefreshEvery < 100*time.Millisecond:
+		return fmt.Errorf("console: RefreshEvery %s: use 100ms or more", c.RefreshEvery)
 	}
 	return nil
 }
@@ -78,6 +83,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.SessionTTL == 0 {
 		c.SessionTTL = 12 * time.Hour
+	}
+	if c.RefreshEvery == 0 {
+		c.RefreshEvery = 5 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

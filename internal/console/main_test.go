@@ -48,7 +48,7 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := console.New(console.Config{Pool: pool, JS: js, Logger: testworker.Logger()})
+	c, err := console.New(console.Config{Pool: pool, JS: js, Logger: testworker.Logger(), RefreshEvery: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +63,15 @@ func start(t *testing.T) *env {
 	return &env{URL: srv.URL, Token: token, Pool: pool, NC: nc, JS: js}
 }
 
-// createCompany runs company.create for acme under key and waits for its
-// result.
+// createCompany runs company.create for acme under key.
 func (e *env) createCompany(t *testing.T, key string) {
+	t.Helper()
+	e.command(t, "company.create", key, `{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"}`)
+}
+
+// command runs a command of acme under key and waits for its result,
+// which must be a success.
+func (e *env) command(t *testing.T, command, key, body string) {
 	t.Helper()
 	cl, err := client.New(e.NC)
 	if err != nil {
@@ -73,13 +79,12 @@ func (e *env) createCompany(t *testing.T, key string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := cl.Publish(ctx, "acme", "company.create", key,
-		[]byte(`{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"}`))
+	res, err := cl.Publish(ctx, "acme", command, key, []byte(body))
 	if err != nil {
-		t.Fatalf("company.create: %v", err)
+		t.Fatalf("%s: %v", command, err)
 	}
 	if res.Status != "ok" {
-		t.Fatalf("company.create: %+v", res)
+		t.Fatalf("%s: %+v", command, res)
 	}
 }
 

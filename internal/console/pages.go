@@ -129,7 +129,11 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
-	c.render(w, r, http.StatusOK, "overview", s, c.readStats(r.Context()))
+	c.render(w, r, http.StatusOK, "overview", s, struct {
+		Stats          []stat
+		RefreshMillis  int64
+		RefreshSeconds string
+	}{c.readStats(r.Context()), c.cfg.RefreshEvery.Milliseconds(), strconv.FormatFloat(c.cfg.RefreshEvery.Seconds(), 'f', -1, 64)})
 }
 
 func (c *Console) stats(w http.ResponseWriter, r *http.Request, s *session) {
