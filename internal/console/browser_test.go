@@ -234,10 +234,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("delivery replay: %s", outcome)
 	}
 	do(t, ctx, "books",
-		chromedp.Navigate(e.URL+"/console/books?company=acme&month="+time.Now().UTC().Format("2006-01")),
+		chromedp.Navigate(e.URL+"/console/books?company=acme&month=2026-12"),
 		chromedp.WaitVisible(chromedp.ID("trial-balance")))
-	if tb := text("trial balance", "#trial-balance"); !strings.Contains(tb, `"company": "acme"`) {
+	// The invoice: 300.00 net, 63.00 VAT at 21 %, 363.00 receivable.
+	if tb := text("trial balance", "#trial-balance"); !strings.Contains(tb, "1200") || !strings.Contains(tb, "363.00") {
 		t.Fatalf("trial balance:\n%s", tb)
+	}
+	if vat := text("VAT return", "#vat-return"); !strings.Contains(vat, "300.00") || !strings.Contains(vat, "63.00") {
+		t.Fatalf("VAT return:\n%s", vat)
 	}
 	screenshot(t, ctx, shots, "books")
 

@@ -26,9 +26,9 @@
 //     even two replays of one dead letter execute it at most once (the
 //     inbox answers the second from the stored result).
 //   - Secrets are not rendered: tokens are shown once by the CLI only,
-//     stored results hold no signing secrets (migration 00012), and fields
-//     of a dead letter's body whose names say secret, password or token
-//     are masked.
+//     stored results hold no signing secrets (migration 00012), and the
+//     fields of a dead letter's body and its headers whose names say
+//     secret, password, token or authorization are masked.
 //
 // What it does not do: it has no roles (every operator token may do
 // everything the console offers), it does not create tokens (the CLI

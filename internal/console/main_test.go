@@ -98,6 +98,7 @@ func (e *env) deadLetter(t *testing.T, key string) uint64 {
 	msg := nats.NewMsg(protocol.CommandSubjectPrefix + "acme.nonsense.create")
 	msg.Data = []byte(`{"what": "nothing", "secret": "s3cr3t-value"}`)
 	msg.Header.Set(protocol.HeaderIdempotencyKey, key)
+	msg.Header.Set("X-Api-Token", "h3ader-s3cr3t")
 	if _, err := e.JS.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}

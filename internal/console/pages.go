@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,13 +57,35 @@ func prettyJSON(raw any) string {
 	return string(out)
 }
 
+// secretName says whether a field or header of that name holds a secret.
+func secretName(name string) bool {
+	n := strings.ToLower(name)
+	for _, s := range []string{"secret", "password", "token", "authorization"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// maskHeaders returns h with the values of secretName headers hidden.
+func maskHeaders(h map[string][]string) map[string][]string {
+	out := make(map[string][]string, len(h))
+	for k, v := range h {
+		if secretName(k) {
+			v = []string{"(hidden)"}
+		}
+		out[k] = v
+	}
+	return out
+}
+
 // mask replaces the values of fields whose names say they hold a secret.
 func mask(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, x := range v {
-			lk := strings.ToLower(k)
-			if strings.Contains(lk, "secret") || strings.Contains(lk, "password") || strings.Contains(lk, "token") {
+			if secretName(k) {
 				v[k] = "(hidden)"
 				continue
 			}
@@ -254,6 +275,7 @@ func (c *Console) deadLetter(w http.ResponseWriter, r *http.Request, s *session)
 		c.fail(w, r, s, err)
 		return
 	}
+	d.Headers = maskHeaders(d.Headers)
 	action, err := randomString(18)
 	if err != nil {
 		c.fail(w, r, s, err)
@@ -387,8 +409,8 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	data := struct {
 		Company, Month string
-		TrialBalance   string
-		VATReturn      string
+		TrialBalance   *ledger.TrialBalanceView
+		VATReturn      *ledger.VATReturnView
 		Message        string
 	}{Company: q.Get("company"), Month: q.Get("month")}
 	if data.Company != "" {
@@ -410,7 +432,7 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 			if err != nil {
 				return err
 			}
-			data.TrialBalance, data.VATReturn = indent(tb), indent(vat)
+			data.TrialBalance, data.VATReturn = &tb, &vat
 			return nil
 		})
 		if ops.ErrorCode(err) != "" {
@@ -421,12 +443,4 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	c.render(w, r, http.StatusOK, "books", s, data)
-}
-
-func indent(v any) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-	return b.String()
 }

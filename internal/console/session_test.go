@@ -187,8 +187,11 @@ func TestReplayOnce(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("dead letter page: %s\n%s", resp.Status, page)
 	}
-	if strings.Contains(page, "s3cr3t-value") {
-		t.Fatal("the dead letter page shows a secret of the body")
+	if strings.Contains(page, "s3cr3t") {
+		t.Fatal("the dead letter page shows a secret of the body or headers")
+	}
+	if !strings.Contains(page, "X-Api-Token") {
+		t.Fatal("the dead letter page leaves a header out")
 	}
 	form := url.Values{"csrf": {field(t, csrfRe, page)}, "action": {field(t, actionRe, page)}}
 	var outcomes []string
