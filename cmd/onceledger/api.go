@@ -10,8 +10,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/httpapi"
+	"github.com/onceledger/onceledger/internal/console"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -72,5 +75,22 @@ func mountAPI(mux *http.ServeMux, pool *pgxpool.Pool, nc *nats.Conn, a apiSettin
 		return errors.Join(errors.New("HTTP API"), err)
 	}
 	mux.Handle("/v1/", api)
+	return nil
+}
+
+// mountConsole serves the operator console under /console/ on mux.
+func mountConsole(mux *http.ServeMux, pool *pgxpool.Pool, js jetstream.JetStream, streams consumer.StreamConfig, logger *slog.Logger) error {
+	c, err := console.New(console.Config{
+		Pool:             pool,
+		JS:               js,
+		CommandStream:    streams.Stream,
+		Durable:          streams.Durable,
+		DeadLetterStream: streams.DeadLetterStream,
+		Logger:           logger.With("component", "console"),
+	})
+	if err != nil {
+		return errors.Join(errors.New("operator console"), err)
+	}
+	mux.Handle("/console/", c)
 	return nil
 }

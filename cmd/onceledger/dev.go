@@ -279,6 +279,7 @@ onceledger dev %s is running.
   Postgres  %s
   health    http://%s/healthz  (also /readyz, /metrics)
   HTTP API  http://%s/v1/  (OpenAPI: /v1/openapi.json)
+  console   http://%s/console/
   data      %s
 
 %s
@@ -297,8 +298,12 @@ Or over HTTP, with an API token of the company (printed once):
   curl -i http://%s/v1/sales/invoices/create -H "Authorization: Bearer $TOKEN" \
        -H 'Idempotency-Key: order-1041-invoice' --data-binary @examples/invoice.json
 
+Sign in to the console with an operator token (printed once):
+
+  go run ./cmd/onceledger tokens create -operator -name you
+
 Stop with Ctrl-C (in-flight commands finish first).
-`, buildVersion(), s.NATS.URL, postgres, healthAddr(s), s.HTTPAddr, dataDir, cli, s.NATS.URL, s.HTTPAddr, s.HTTPAddr)
+`, buildVersion(), s.NATS.URL, postgres, healthAddr(s), s.HTTPAddr, s.HTTPAddr, dataDir, cli, s.NATS.URL, s.HTTPAddr, s.HTTPAddr)
 }
 
 // healthAddr is where the health endpoints are: on their own address, or

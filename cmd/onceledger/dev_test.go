@@ -172,7 +172,7 @@ func TestDevUsesADatabaseOfItsOwn(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Fatalf("dev exited %d: %s", code, devErr)
 	}
-	for _, want := range []string{"/v1/companies/create", "DATABASE_URL's database is not touched", buildVersion()} {
+	for _, want := range []string{"/v1/companies/create", "DATABASE_URL's database is not touched", buildVersion(), "/console/", "tokens create -operator"} {
 		if !strings.Contains(banner, want) {
 			t.Errorf("banner does not say %q:\n%s", want, banner)
 		}

@@ -16,20 +16,25 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/httpapi"
+	"github.com/onceledger/onceledger/internal/console"
 	"github.com/onceledger/onceledger/migrations"
 )
 
 const tokensUsage = `Usage: onceledger tokens <create|list|revoke> [flags]
 
-Manages the API tokens of the HTTP API. A token acts for exactly one
-company: every request made with it reads and writes that company's books
-and no other. Only a SHA-256 of a token is stored; create prints the token
-once.
+Manages the API tokens of the HTTP API and the operator tokens of the
+console. An API token acts for exactly one company: every request made with
+it reads and writes that company's books and no other. An operator token
+signs in to the console (/console/) and sees every company. Only a SHA-256
+of a token is stored; create prints the token once.
 
-  create -company ID -name NAME   create a token (the company may not exist yet:
+  create -company ID -name NAME   create an API token (the company may not exist yet:
                                   POST /v1/companies/create with the token opens it)
-  list   [-company ID]            list tokens, revoked ones included
-  revoke -id TOKEN-ID             revoke a token; requests with it are refused at once
+  create -operator -name NAME     create an operator token for the console
+  list   [-company ID]            list tokens, revoked ones included (operator
+                                  tokens show company "(operator)")
+  revoke -id TOKEN-ID             revoke a token; requests and console sessions
+                                  with it are refused at once
 
 ` + databaseNote
 
@@ -49,9 +54,11 @@ func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	dsn := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
 	var company, name, id, format *string
+	var operator *bool
 	switch verb {
 	case "create":
-		company = fs.String("company", "", "company id the token acts for (required)")
+		company = fs.String("company", "", "company id the token acts for (required without -operator)")
+		operator = fs.Bool("operator", false, "create an operator token for the console, which acts for no one company")
 		name = fs.String("name", "", "who or what uses the token, e.g. billing-service (required)")
 	case "list":
 		company = fs.String("company", "", "only this company's tokens")
@@ -72,8 +79,10 @@ func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	case *dsn == "":
 		return &usageError{"DATABASE_URL (or -database-url) is required"}
-	case verb == "create" && *company == "":
-		return &usageError{"-company is required"}
+	case verb == "create" && *operator && *company != "":
+		return &usageError{"-operator and -company exclude each other: an operator token acts for no one company"}
+	case verb == "create" && !*operator && *company == "":
+		return &usageError{"-company is required (or -operator for a console token)"}
 	case verb == "create" && *name == "":
 		return &usageError{"-name is required: say who or what uses the token"}
 	case verb == "revoke" && *id == "":
@@ -95,8 +104,16 @@ func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 
-	switch verb {
-	case "create":
+	switch {
+	case verb == "create" && *operator:
+		t, token, err := console.CreateToken(ctx, conn, *name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, token)
+		fmt.Fprintf(stderr, "Created operator token %s (%s). It is shown only now: store it as a secret. Sign in at /console/ of the worker's HTTP address.\n", t.ID, t.Name)
+		return nil
+	case verb == "create":
 		t, token, err := httpapi.CreateToken(ctx, conn, *company, *name)
 		if err != nil {
 			return err
@@ -111,12 +128,22 @@ func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stderr, "Company %s does not exist yet: POST /v1/companies/create with this token opens it.\n", t.Company)
 		}
 		return nil
-	case "revoke":
+	case verb == "revoke":
 		tid, err := uuid.Parse(*id)
 		if err != nil {
 			return &usageError{fmt.Sprintf("-id %q is not a token ID (a UUID)", *id)}
 		}
 		t, err := httpapi.RevokeToken(ctx, conn, tid)
+		if errors.Is(err, httpapi.ErrTokenNotFound) {
+			ot, oerr := console.RevokeToken(ctx, conn, tid)
+			if oerr == nil {
+				fmt.Fprintf(stdout, "revoked %s (%s, operator) at %s\n", ot.ID, ot.Name, ot.RevokedAt.Format(time.RFC3339))
+				return nil
+			}
+			if !errors.Is(oerr, console.ErrTokenNotFound) {
+				return oerr
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -127,8 +154,26 @@ func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	var operators []console.Token
+	if *company == "" {
+		if operators, err = console.ListTokens(ctx, conn); err != nil {
+			return err
+		}
+	}
 	if *format == "json" {
-		out, _ := json.MarshalIndent(tokens, "", "  ")
+		// One array as before; operator tokens, which have no company,
+		// say "operator": true instead.
+		all := make([]any, 0, len(tokens)+len(operators))
+		for _, t := range tokens {
+			all = append(all, t)
+		}
+		for _, t := range operators {
+			all = append(all, struct {
+				Operator bool `json:"operator"`
+				console.Token
+			}{true, t})
+		}
+		out, _ := json.MarshalIndent(all, "", "  ")
 		fmt.Fprintln(stdout, string(out))
 		return nil
 	}
@@ -142,6 +187,9 @@ func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	for _, t := range tokens {
 		fmt.Fprintln(tw, strings.Join([]string{t.ID.String(), t.Company, t.Name, t.Prefix + "…", when(&t.CreatedAt), when(t.LastUsedAt), when(t.RevokedAt)}, "\t"))
+	}
+	for _, t := range operators {
+		fmt.Fprintln(tw, strings.Join([]string{t.ID.String(), "(operator)", t.Name, t.Prefix + "…", when(&t.CreatedAt), when(t.LastUsedAt), when(t.RevokedAt)}, "\t"))
 	}
 	return tw.Flush()
 }

@@ -283,3 +283,106 @@ func (d DeadLetters) replay(ctx context.Context, stream jetstream.Stream, m *jet
 	}
 	return Replayed{DeadLetter: m.Sequence, Subject: subject, Stream: ack.Stream, Sequence: ack.Sequence}, nil
 }
+
+// DeadLetterQuery selects a page of dead letters for Page: those after a
+// sequence, of a company and command, with a code.
+type DeadLetterQuery struct {
+	// After is the last sequence of the page before; 0 starts at the
+	// oldest.
+	After uint64
+	// Limit is the most dead letters on the page, at least 1.
+	Limit int
+	// Company and Command, when set, keep the dead letters of that
+	// company (and command); Command needs Company, as the subject names
+	// them in that order.
+	Company string
+	Command string
+	// Code, when set, keeps the dead letters with that code.
+	Code string
+}
+
+// maxScanned bounds how many dead letters one Page reads to find a page of
+// those with a Code: a stream of other codes is not read whole per page.
+const maxScanned = 1000
+
+// DeadLetterKeysetPage is what Page returns.
+type DeadLetterKeysetPage struct {
+	Letters []DeadLetter `json:"dead_letters"`
+	// Total is how many the stream holds, whatever the query.
+	Total uint64 `json:"total"`
+	// Next is the After of the next page; 0 on the last page.
+	Next uint64 `json:"next,omitempty"`
+}
+
+// Page returns the dead letters q selects, oldest first, without their
+// headers and bodies. Sequences only grow, so a page's Next stays valid
+// while dead letters are added and replayed.
+func (d DeadLetters) Page(ctx context.Context, q DeadLetterQuery) (DeadLetterKeysetPage, error) {
+	if q.Limit < 1 {
+		return DeadLetterKeysetPage{}, refuse(CodeInvalid, "limit", nil, "the limit must be at least 1")
+	}
+	filter := protocol.DeadLetterPrefix + ">"
+	switch {
+	case q.Command != "" && q.Company == "":
+		return DeadLetterKeysetPage{}, refuse(CodeInvalid, "command", nil, "a command filter needs a company")
+	case q.Company != "" && !validToken(q.Company):
+		return DeadLetterKeysetPage{}, refuse(CodeInvalid, "company", nil, "company %q is not a subject token", q.Company)
+	case q.Command != "" && !validSubjectPart(q.Command):
+		return DeadLetterKeysetPage{}, refuse(CodeInvalid, "command", nil, "command %q is not a command name", q.Command)
+	case q.Command != "":
+		filter = protocol.DeadLetterPrefix + "cmd." + q.Company + "." + q.Command
+	case q.Company != "":
+		filter = protocol.DeadLetterPrefix + "cmd." + q.Company + ".>"
+	}
+	stream, err := d.open(ctx)
+	if err != nil {
+		return DeadLetterKeysetPage{}, err
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return DeadLetterKeysetPage{}, fmt.Errorf("stream %s: %w", d.name(), err)
+	}
+	page := DeadLetterKeysetPage{Letters: []DeadLetter{}, Total: info.State.Msgs}
+	seq := max(q.After+1, info.State.FirstSeq)
+	for scanned := 0; info.State.Msgs > 0 && seq <= info.State.LastSeq && scanned < maxScanned; scanned++ {
+		m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return page, nil
+		}
+		if err != nil {
+			return DeadLetterKeysetPage{}, fmt.Errorf("read dead letters from %d: %w", seq, err)
+		}
+		seq = m.Sequence + 1
+		if q.Code != "" && m.Header.Get(protocol.HeaderDeadLetterCode) != q.Code {
+			continue
+		}
+		if len(page.Letters) == q.Limit {
+			// There is one more: the page ends at the one before.
+			page.Next = page.Letters[len(page.Letters)-1].Sequence
+			return page, nil
+		}
+		page.Letters = append(page.Letters, deadLetterOf(m, false))
+	}
+	if seq <= info.State.LastSeq {
+		// The scan stopped early: the next page goes on from there.
+		page.Next = seq - 1
+	}
+	return page, nil
+}
+
+// validToken is a single NATS subject token: no wildcard, separator or
+// space.
+func validToken(s string) bool {
+	return s != "" && !strings.ContainsAny(s, ".*> \t\r\n")
+}
+
+// validSubjectPart is one or more tokens joined with dots, as a command
+// name (invoice.create) is.
+func validSubjectPart(s string) bool {
+	for part := range strings.SplitSeq(s, ".") {
+		if !validToken(part) {
+			return false
+		}
+	}
+	return true
+}

@@ -163,3 +163,62 @@ func commandAt(t *testing.T, js jetstream.JetStream, seq uint64) *jetstream.RawS
 	}
 	return m
 }
+
+func TestDeadLetterPages(t *testing.T) {
+	t.Parallel()
+	js := deadLetterStreams(t)
+	ctx := context.Background()
+	const subject = protocol.CommandSubjectPrefix + "acme.invoice.create"
+	var seqs []uint64
+	for i := range 5 {
+		seqs = append(seqs, deadLetter(t, js, fmt.Sprintf("page-%d", i), subject, `{}`))
+	}
+	other := nats.NewMsg(protocol.DeadLetterPrefix + "cmd.globex.payment.record")
+	other.Header.Set(protocol.HeaderDeadLetterCode, "invalid_command")
+	if _, err := js.PublishMsg(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	dlq := ops.DeadLetters{JS: js}
+
+	var got []uint64
+	q := ops.DeadLetterQuery{Limit: 2, Company: "acme", Command: "invoice.create"}
+	for pages := 0; ; pages++ {
+		if pages > 3 {
+			t.Fatalf("more than 3 pages of 2 for 5 dead letters: %v", got)
+		}
+		page, err := dlq.Page(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.Total != 6 {
+			t.Errorf("total %d, want 6", page.Total)
+		}
+		for _, d := range page.Letters {
+			got = append(got, d.Sequence)
+		}
+		if page.Next == 0 {
+			break
+		}
+		q.After = page.Next
+	}
+	if fmt.Sprint(got) != fmt.Sprint(seqs) {
+		t.Fatalf("paged through %v, want %v", got, seqs)
+	}
+
+	page, err := dlq.Page(ctx, ops.DeadLetterQuery{Limit: 10, Code: "invalid_command"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Letters) != 1 || page.Letters[0].Subject != protocol.DeadLetterPrefix+"cmd.globex.payment.record" {
+		t.Fatalf("code filter: %+v", page.Letters)
+	}
+	page, err = dlq.Page(ctx, ops.DeadLetterQuery{Limit: 10, Company: "globex"})
+	if err != nil || len(page.Letters) != 1 {
+		t.Fatalf("company filter: %+v %v", page.Letters, err)
+	}
+	for _, q := range []ops.DeadLetterQuery{{Limit: 0}, {Limit: 1, Command: "invoice.create"}, {Limit: 1, Company: "a.>"}} {
+		if _, err := dlq.Page(ctx, q); !errors.Is(err, ops.ErrInvalid) {
+			t.Errorf("Page(%+v): %v, want ErrInvalid", q, err)
+		}
+	}
+}

@@ -1,0 +1,253 @@
+package console_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/onceledger/onceledger/internal/ops"
+)
+
+// chromium is where Debian's chromium package puts the browser.
+const chromium = "/usr/bin/chromium"
+
+// chrome starts a headless Chromium of the test's own (its own profile
+// directory), closed when the test ends. Without Chromium the test fails
+// saying how to install it: the console's pages are not tested otherwise.
+func chrome(t *testing.T) context.Context {
+	t.Helper()
+	path := chromium
+	if _, err := os.Stat(path); err != nil {
+		p, lerr := exec.LookPath("chromium")
+		if lerr != nil {
+			t.Fatalf("the console's browser tests need Chromium at %s or on PATH: install it (Debian: apt-get install chromium; .ci/run does)", chromium)
+		}
+		path = p
+	}
+	// Made before the browser's cleanup is registered, so it is removed
+	// after the browser has exited.
+	profile := t.TempDir()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1280, 900),
+	)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+	})
+	// The first action starts the browser, which lives as long as its
+	// context: that one gets no timeout, the later ones do (do, value).
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start Chromium (%s): %v", path, err)
+	}
+	return ctx
+}
+
+// stepTimeout bounds one step of a browser test.
+const stepTimeout = 30 * time.Second
+
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// screenshot saves the page as name.png in $ONCELEDGER_CONSOLE_SCREENSHOTS
+// (docs/console is where the documentation's come from), or in a
+// temporary directory.
+func screenshot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	if len(png) < 1000 {
+		t.Fatalf("screenshot %s: %d bytes", name, len(png))
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.createCompany(t, "acme-setup")
+	e.command(t, "webhook_endpoint.create", "hook-1", `{"url": "http://127.0.0.1:9/hooks", "event_types": ["invoice.created"]}`)
+	e.command(t, "invoice.create", "order-1041-invoice", `{"order_id": "order-1041", "series": "INV",
+		"customer": {"id": "cust-42", "name": "UAB Pavyzdys", "country": "LT"}, "currency": "EUR",
+		"issue_date": "2026-12-02", "due_date": "2026-12-16",
+		"lines": [{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"}]}`)
+	seq := e.deadLetter(t, "nonsense-7")
+	ctx := chrome(t)
+	shots := os.Getenv("ONCELEDGER_CONSOLE_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	text := func(what string, sel chromedp.CSS) string {
+		t.Helper()
+		return value(t, ctx, what, chromedp.Text(sel))
+	}
+	location := func() string {
+		t.Helper()
+		return value(t, ctx, "location", chromedp.Location())
+	}
+
+	// Without a session every page sends the browser to the sign-in form.
+	do(t, ctx, "open a page without a session",
+		chromedp.Navigate(e.URL+"/console/dead-letters"),
+		chromedp.WaitVisible(chromedp.ID("token")))
+	if loc := location(); loc != e.URL+"/console/signin" {
+		t.Fatalf("without a session the browser is at %s, want the sign-in form", loc)
+	}
+	screenshot(t, ctx, shots, "signin")
+
+	do(t, ctx, "sign in",
+		chromedp.SendKeys(chromedp.ID("token"), e.Token),
+		chromedp.Click(chromedp.ID("signin")),
+		chromedp.WaitVisible(chromedp.CSS(".stat")))
+	stats := value(t, ctx, "overview", chromedp.Evaluate[string](`document.getElementById("stats").innerText`))
+	if loc := location(); loc != e.URL+"/console/" || !strings.Contains(stats, "Command backlog") || !strings.Contains(stats, "Unpublished events") {
+		t.Fatalf("after sign-in at %s:\n%s", loc, stats)
+	}
+	// The CSP lets the embedded htmx run: the overview refreshes.
+	if !value(t, ctx, "htmx", chromedp.Evaluate[bool](`typeof htmx === "object" && htmx.version.startsWith("2.")`)) {
+		t.Fatal("htmx did not load on the overview")
+	}
+	// The figures are replaced every 200ms: read them in the page, where
+	// no replacement comes between finding a node and reading it.
+	deadLetters := `document.querySelector(".stat:last-child .value").textContent`
+	if dead := value(t, ctx, "dead-letter count", chromedp.Evaluate[string](deadLetters)); dead != "1" {
+		t.Fatalf("overview shows %q dead letters, want 1:\n%s", dead, stats)
+	}
+	// The figures refresh in place: a second dead letter shows up on the
+	// page without a reload (the mark set on the page survives).
+	do(t, ctx, "mark the page", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded = true`))
+		return err
+	}))
+	other := e.deadLetter(t, "nonsense-8")
+	if !value(t, ctx, "the overview refreshes", chromedp.Poll[bool](
+		deadLetters+` === "2" && window.notReloaded === true`,
+		chromedp.WithPollingTimeout(stepTimeout))) {
+		t.Fatal("the overview did not show the second dead letter")
+	}
+	screenshot(t, ctx, shots, "overview")
+
+	do(t, ctx, "look up a command",
+		chromedp.Navigate(e.URL+"/console/commands"),
+		chromedp.SendKeys(chromedp.ID("company"), "acme"),
+		chromedp.SendKeys(chromedp.ID("key"), "acme-setup"),
+		chromedp.Click(chromedp.ID("lookup")),
+		chromedp.WaitVisible(chromedp.ID("found")))
+	if found := text("the key's row", "#found"); !strings.Contains(found, "company.create") || !strings.Contains(found, "ok") {
+		t.Fatalf("the key's row:\n%s", found)
+	}
+	screenshot(t, ctx, shots, "commands")
+	do(t, ctx, "look up an unknown key", chromedp.Navigate(e.URL+"/console/commands?company=acme&key=never-sent"))
+	if msg := text("unknown key", "#message"); !strings.Contains(msg, "no result is stored") {
+		t.Fatalf("an unknown key: %s", msg)
+	}
+
+	letter := e.URL + "/console/dead-letters/" + itoa(seq)
+	do(t, ctx, "list dead letters", chromedp.Navigate(e.URL+"/console/dead-letters?company=acme"))
+	if list := text("dead letters", "#dead-letters"); !strings.Contains(list, "nonsense-7") || !strings.Contains(list, "invalid_command") {
+		t.Fatalf("dead letters:\n%s", list)
+	}
+	screenshot(t, ctx, shots, "dead-letters")
+	do(t, ctx, "open a dead letter",
+		chromedp.Click(chromedp.CSS(`a[href="/console/dead-letters/`+itoa(seq)+`"]`)),
+		chromedp.WaitVisible(chromedp.ID("body")))
+	if loc, body := location(), text("body", "#body"); loc != letter || !strings.Contains(body, `"what": "nothing"`) || strings.Contains(body, "s3cr3t") {
+		t.Fatalf("dead letter at %s, body:\n%s", loc, body)
+	}
+	screenshot(t, ctx, shots, "dead-letter")
+
+	// A forged CSRF token is refused, and nothing is replayed.
+	do(t, ctx, "replay with a forged CSRF token",
+		chromedp.SetValue(chromedp.CSS(`form[action$="/replay"] input[name="csrf"]`), "forged"),
+		chromedp.Click(chromedp.ID("replay")),
+		chromedp.WaitVisible(chromedp.ID("message")))
+	if page := text("refusal", "main"); !strings.Contains(page, "Forbidden") || !strings.Contains(page, "CSRF") {
+		t.Fatalf("replay with a forged CSRF token:\n%s", page)
+	}
+	dlq := ops.DeadLetters{JS: e.JS}
+	if _, err := dlq.Get(context.Background(), seq); err != nil {
+		t.Fatalf("dead letter %d after a forged replay: %v, want it still there", seq, err)
+	}
+
+	do(t, ctx, "replay",
+		chromedp.Navigate(letter),
+		chromedp.Click(chromedp.ID("replay")),
+		chromedp.WaitVisible(chromedp.ID("outcome")))
+	if outcome := text("outcome", "#outcome"); !strings.Contains(outcome, "replayed dead letter "+itoa(seq)+" to ledger.cmd.acme.nonsense.create") {
+		t.Fatalf("replay outcome: %s", outcome)
+	}
+	screenshot(t, ctx, shots, "replayed")
+	if _, err := dlq.Get(context.Background(), seq); !errors.Is(err, ops.ErrNotFound) {
+		t.Fatalf("dead letter %d after its replay: %v, want it gone", seq, err)
+	}
+	// Still an unknown command: dead-lettered again, under a new sequence.
+	e.waitDeadLetter(t, "nonsense-7", seq)
+	if _, err := dlq.Get(context.Background(), other); err != nil {
+		t.Fatalf("dead letter %d, not replayed: %v", other, err)
+	}
+
+	do(t, ctx, "webhook deliveries",
+		chromedp.Navigate(e.URL+"/console/webhooks?company=acme"),
+		chromedp.WaitVisible(chromedp.ID("deliveries")))
+	if list := text("deliveries", "#deliveries"); !strings.Contains(list, "invoice.created") || !strings.Contains(list, "pending") {
+		t.Fatalf("deliveries:\n%s", list)
+	}
+	screenshot(t, ctx, shots, "webhooks")
+	do(t, ctx, "replay a delivery",
+		chromedp.Click(chromedp.CSS(`form[action="/console/webhooks/replay"] button`)),
+		chromedp.WaitVisible(chromedp.ID("outcome")))
+	if outcome := text("outcome", "#outcome"); !strings.Contains(outcome, "is due again now") {
+		t.Fatalf("delivery replay: %s", outcome)
+	}
+	do(t, ctx, "books",
+		chromedp.Navigate(e.URL+"/console/books?company=acme&month=2026-12"),
+		chromedp.WaitVisible(chromedp.ID("trial-balance")))
+	// The invoice: 300.00 net, 63.00 VAT at 21 %, 363.00 receivable.
+	if tb := text("trial balance", "#trial-balance"); !strings.Contains(tb, "1200") || !strings.Contains(tb, "363.00") {
+		t.Fatalf("trial balance:\n%s", tb)
+	}
+	if vat := text("VAT return", "#vat-return"); !strings.Contains(vat, "300.00") || !strings.Contains(vat, "63.00") {
+		t.Fatalf("VAT return:\n%s", vat)
+	}
+	screenshot(t, ctx, shots, "books")
+
+	do(t, ctx, "a phone's width",
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+		chromedp.Navigate(e.URL+"/console/"),
+		chromedp.WaitVisible(chromedp.CSS(".stat")))
+	screenshot(t, ctx, shots, "overview-phone")
+}

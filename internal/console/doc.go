@@ -1,0 +1,37 @@
+// Package console is the operator console: a few server-rendered pages,
+// served by the worker under /console/, for what an operator otherwise
+// does with the CLI: watch the backlog, look a command up by its key, read
+// and replay dead letters, read webhook deliveries and the books. It holds
+// no operation of its own: every page renders what internal/ops returns,
+// the values the CLI prints.
+//
+// Guarantees:
+//
+//   - Only an operator token signs in (tokens create -operator). Like API
+//     tokens only its SHA-256 is stored. A session is a random 32-byte
+//     cookie value (HttpOnly, SameSite=Strict, Secure over TLS) of which
+//     only the SHA-256 is stored, in console_sessions; it expires after
+//     Config.SessionTTL, ends at sign-out, and ends at once when its token
+//     is revoked.
+//   - Every POST carries the session's CSRF token and is refused with 403
+//     without it; a request without a session is sent to the sign-in
+//     page.
+//   - Every answer forbids inline script and style, framing, sniffing and
+//     cross-origin referrers (Content-Security-Policy, nosniff,
+//     Referrer-Policy). The assets, htmx included, are embedded: nothing
+//     is fetched from elsewhere at run time.
+//   - A replay form carries a key of its own, stored with the outcome in
+//     console_actions: submitting it twice replays once and shows the
+//     first outcome. The replayed command keeps its Idempotency-Key, so
+//     even two replays of one dead letter execute it at most once (the
+//     inbox answers the second from the stored result).
+//   - Secrets are not rendered: tokens are shown once by the CLI only,
+//     stored results hold no signing secrets (migration 00012), and the
+//     fields of a dead letter's body and its headers whose names say
+//     secret, password, token or authorization are masked.
+//
+// What it does not do: it has no roles (every operator token may do
+// everything the console offers), it does not create tokens (the CLI
+// does), and it keeps no history of what operators did beyond
+// console_actions, which is purged after a day.
+package console

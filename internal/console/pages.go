@@ -1,0 +1,446 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceledger/onceledger/internal/ops"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/webhooks"
+)
+
+var funcs = template.FuncMap{
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"pretty": prettyJSON,
+	"deref": func(p *int64) string {
+		if p == nil {
+			return "-"
+		}
+		return strconv.FormatInt(*p, 10)
+	},
+}
+
+// prettyJSON indents a JSON document with its secrets masked; what is not
+// JSON is shown as it is.
+func prettyJSON(raw any) string {
+	var b []byte
+	switch v := raw.(type) {
+	case json.RawMessage:
+		b = v
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	default:
+		out, _ := json.MarshalIndent(v, "", "  ")
+		return string(out)
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return string(b)
+	}
+	out, _ := json.MarshalIndent(mask(doc), "", "  ")
+	return string(out)
+}
+
+// secretName says whether a field or header of that name holds a secret.
+func secretName(name string) bool {
+	n := strings.ToLower(name)
+	for _, s := range []string{"secret", "password", "token", "authorization"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// maskHeaders returns h with the values of secretName headers hidden.
+func maskHeaders(h map[string][]string) map[string][]string {
+	out := make(map[string][]string, len(h))
+	for k, v := range h {
+		if secretName(k) {
+			v = []string{"(hidden)"}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// mask replaces the values of fields whose names say they hold a secret.
+func mask(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if secretName(k) {
+				v[k] = "(hidden)"
+				continue
+			}
+			v[k] = mask(x)
+		}
+	case []any:
+		for i := range v {
+			v[i] = mask(v[i])
+		}
+	}
+	return v
+}
+
+func (c *Console) signinForm(w http.ResponseWriter, r *http.Request) {
+	c.signinPage(w, r, http.StatusOK, "")
+}
+
+func (c *Console) signinPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	csrf, err := randomString(32)
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	c.setCookie(w, r, signinCookie, csrf, 600)
+	w.Header().Set("Cache-Control", "no-store")
+	c.render(w, r, status, "signin", nil, struct{ CSRF, Message string }{csrf, msg})
+}
+
+func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
+	ck, err := r.Cookie(signinCookie)
+	if err != nil || !sameToken(r.PostFormValue(csrfField), ck.Value) {
+		c.render(w, r, http.StatusForbidden, "error", nil, errorPage{Title: "Forbidden", Message: "The sign-in form expired or was not this console's: reload it and sign in again."})
+		return
+	}
+	tok, err := authenticate(r.Context(), c.cfg.Pool, r.PostFormValue("token"))
+	if errors.Is(err, errBadToken) {
+		c.signinPage(w, r, http.StatusUnauthorized, "That is not a valid operator token (onceledger tokens create -operator makes one).")
+		return
+	}
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	id, err := c.startSession(r.Context(), tok)
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	c.setCookie(w, r, signinCookie, "", -1)
+	c.setCookie(w, r, sessionCookie, id, int(c.cfg.SessionTTL/time.Second))
+	c.cfg.Logger.Info("console sign-in", "token_id", tok.ID, "token_name", tok.Name)
+	http.Redirect(w, r, basePath+"/", http.StatusSeeOther)
+}
+
+func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *session) {
+	if err := c.endSession(r.Context(), s); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.setCookie(w, r, sessionCookie, "", -1)
+	http.Redirect(w, r, basePath+"/signin", http.StatusSeeOther)
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
+	c.render(w, r, http.StatusOK, "overview", s, struct {
+		Stats          []stat
+		RefreshMillis  int64
+		RefreshSeconds string
+	}{c.readStats(r.Context()), c.cfg.RefreshEvery.Milliseconds(), strconv.FormatFloat(c.cfg.RefreshEvery.Seconds(), 'f', -1, 64)})
+}
+
+func (c *Console) stats(w http.ResponseWriter, r *http.Request, s *session) {
+	c.render(w, r, http.StatusOK, "stats", s, c.readStats(r.Context()))
+}
+
+// stat is one figure of the overview: its value, or why it is missing.
+type stat struct {
+	Label, Value, Note, Error string
+}
+
+// readStats reads the overview's figures, each with a query or a stream
+// info call: cheap enough to poll.
+func (c *Console) readStats(ctx context.Context) []stat {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var out []stat
+	count := func(label, note, sql string) {
+		var n int64
+		if err := c.cfg.Pool.QueryRow(ctx, sql).Scan(&n); err != nil {
+			c.cfg.Logger.Warn("console: read figure", "figure", label, "error", err)
+			out = append(out, stat{Label: label, Error: "unavailable"})
+			return
+		}
+		out = append(out, stat{Label: label, Value: strconv.FormatInt(n, 10), Note: note})
+	}
+	var perMinute int64
+	if err := c.cfg.Pool.QueryRow(ctx, `SELECT count(*) FROM inbox WHERE created_at > now() - interval '1 minute'`).Scan(&perMinute); err != nil {
+		out = append(out, stat{Label: "Commands/s", Error: "unavailable"})
+	} else {
+		out = append(out, stat{Label: "Commands/s", Value: strconv.FormatFloat(float64(perMinute)/60, 'f', 2, 64), Note: "keys stored in the last minute"})
+	}
+	if cons, err := c.cfg.JS.Consumer(ctx, c.cfg.CommandStream, c.cfg.Durable); err != nil {
+		out = append(out, stat{Label: "Command backlog", Error: "unavailable: " + err.Error()})
+	} else if info, err := cons.Info(ctx); err != nil {
+		out = append(out, stat{Label: "Command backlog", Error: "unavailable: " + err.Error()})
+	} else {
+		out = append(out, stat{Label: "Command backlog", Value: strconv.FormatUint(info.NumPending, 10),
+			Note: strconv.Itoa(info.NumAckPending) + " being processed, in " + c.cfg.CommandStream})
+	}
+	count("Unpublished events", "in the outbox", `SELECT count(*) FROM outbox_pending`)
+	count("Undelivered webhooks", "pending or being attempted", `SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'delivering')`)
+	if st, err := c.cfg.JS.Stream(ctx, c.cfg.DeadLetterStream); err != nil {
+		out = append(out, stat{Label: "Dead letters", Error: "unavailable: " + err.Error()})
+	} else if info, err := st.Info(ctx); err != nil {
+		out = append(out, stat{Label: "Dead letters", Error: "unavailable: " + err.Error()})
+	} else {
+		out = append(out, stat{Label: "Dead letters", Value: strconv.FormatUint(info.State.Msgs, 10), Note: "in " + c.cfg.DeadLetterStream})
+	}
+	return out
+}
+
+func (c *Console) commands(w http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query()
+	data := struct {
+		Company, Key string
+		Found        *ops.Key
+		Message      string
+	}{Company: q.Get("company"), Key: q.Get("key")}
+	status := http.StatusOK
+	if data.Company != "" || data.Key != "" {
+		k, err := ops.InspectKey(r.Context(), c.cfg.Pool, ops.KeyRef{Company: data.Company, Key: data.Key})
+		switch ops.ErrorCode(err) {
+		case "":
+			if err != nil {
+				c.fail(w, r, s, err)
+				return
+			}
+			data.Found = &k
+		case ops.CodeNotFound:
+			data.Message, status = err.Error(), http.StatusNotFound
+		default:
+			data.Message, status = err.Error(), http.StatusBadRequest
+		}
+	}
+	c.render(w, r, status, "commands", s, data)
+}
+
+const pageSize = 25
+
+func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query()
+	query := ops.DeadLetterQuery{Limit: pageSize, Company: q.Get("company"), Command: q.Get("command"), Code: q.Get("code")}
+	if a := q.Get("after"); a != "" {
+		n, err := strconv.ParseUint(a, 10, 64)
+		if err != nil {
+			c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "after", Message: "after must be a stream sequence"})
+			return
+		}
+		query.After = n
+	}
+	page, err := c.dlq.Page(r.Context(), query)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	next := ""
+	if page.Next != 0 {
+		v := r.URL.Query()
+		v.Set("after", strconv.FormatUint(page.Next, 10))
+		next = basePath + "/dead-letters?" + v.Encode()
+	}
+	c.render(w, r, http.StatusOK, "deadletters", s, struct {
+		Query ops.DeadLetterQuery
+		Page  ops.DeadLetterKeysetPage
+		Next  string
+	}{query, page, next})
+}
+
+func (c *Console) deadLetter(w http.ResponseWriter, r *http.Request, s *session) {
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil {
+		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "sequence", Message: "not a stream sequence"})
+		return
+	}
+	d, err := c.dlq.Get(r.Context(), seq)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	d.Headers = maskHeaders(d.Headers)
+	action, err := randomString(18)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "deadletter", s, struct {
+		Letter ops.DeadLetter
+		Action string
+	}{d, action})
+}
+
+// once runs act under the form's action key: the first submission runs it
+// and stores its outcome, a repeat finds the key and runs nothing. Either
+// way the browser is sent to the outcome.
+func (c *Console) once(w http.ResponseWriter, r *http.Request, s *session, act func(ctx context.Context) (string, error)) {
+	key := r.PostFormValue("action")
+	if len(key) < 16 || len(key) > 64 {
+		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "action", Message: "the form carries no action key: reload it"})
+		return
+	}
+	tag, err := c.cfg.Pool.Exec(r.Context(), `INSERT INTO console_actions (action_key, token_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, key, s.TokenID)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	if tag.RowsAffected() == 1 {
+		// The outcome is stored whatever the request's fate: the action
+		// has happened (or not) by now.
+		ctx := context.WithoutCancel(r.Context())
+		outcome, err := act(ctx)
+		if err != nil {
+			outcome = "failed: " + err.Error()
+			if ops.ErrorCode(err) == "" {
+				c.cfg.Logger.Warn("console action failed", "path", r.URL.Path, "error", err)
+			}
+		}
+		if _, err := c.cfg.Pool.Exec(ctx, `UPDATE console_actions SET outcome = $2 WHERE action_key = $1`, key, outcome); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		c.cfg.Logger.Info("console action", "token_id", s.TokenID, "path", r.URL.Path, "outcome", outcome)
+	}
+	http.Redirect(w, r, basePath+"/actions/"+key, http.StatusSeeOther)
+}
+
+func (c *Console) replayDeadLetter(w http.ResponseWriter, r *http.Request, s *session) {
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil {
+		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "sequence", Message: "not a stream sequence"})
+		return
+	}
+	c.once(w, r, s, func(ctx context.Context) (string, error) {
+		rep, err := c.dlq.Replay(ctx, seq)
+		if err != nil {
+			return "", err
+		}
+		return rep.String(), nil
+	})
+}
+
+func (c *Console) action(w http.ResponseWriter, r *http.Request, s *session) {
+	var outcome *string
+	err := c.cfg.Pool.QueryRow(r.Context(), `SELECT outcome FROM console_actions WHERE action_key = $1 AND token_id = $2`,
+		r.PathValue("key"), s.TokenID).Scan(&outcome)
+	if errors.Is(err, pgx.ErrNoRows) {
+		c.fail(w, r, s, &ops.Error{Code: ops.CodeNotFound, Message: "no such action of yours (actions are kept for a day)"})
+		return
+	}
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	text := "still running: reload in a moment"
+	if outcome != nil {
+		text = *outcome
+	}
+	c.render(w, r, http.StatusOK, "action", s, text)
+}
+
+// delivery is a webhook delivery with its attempts and a replay form key.
+type delivery struct {
+	webhooks.Delivery
+	Log    []webhooks.Attempt
+	Action string
+}
+
+func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
+	company := r.URL.Query().Get("company")
+	data := struct {
+		Company    string
+		Deliveries []delivery
+	}{Company: company}
+	if company != "" {
+		ds, err := ops.Deliveries(r.Context(), c.cfg.Pool, webhooks.DeliveryFilter{Company: company, Status: r.URL.Query().Get("status"), Limit: pageSize})
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		for _, d := range ds {
+			log, err := ops.Attempts(r.Context(), c.cfg.Pool, d.ID)
+			if err != nil {
+				c.fail(w, r, s, err)
+				return
+			}
+			action, err := randomString(18)
+			if err != nil {
+				c.fail(w, r, s, err)
+				return
+			}
+			data.Deliveries = append(data.Deliveries, delivery{Delivery: d, Log: log, Action: action})
+		}
+	}
+	c.render(w, r, http.StatusOK, "webhooks", s, data)
+}
+
+func (c *Console) replayDelivery(w http.ResponseWriter, r *http.Request, s *session) {
+	id, err := uuid.Parse(r.PostFormValue("delivery"))
+	if err != nil {
+		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "delivery", Message: "not a delivery ID"})
+		return
+	}
+	c.once(w, r, s, func(ctx context.Context) (string, error) {
+		if err := ops.ReplayDelivery(ctx, c.cfg.Pool, id); err != nil {
+			return "", err
+		}
+		return "delivery " + id.String() + " is due again now", nil
+	})
+}
+
+func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query()
+	data := struct {
+		Company, Month string
+		TrialBalance   *ledger.TrialBalanceView
+		VATReturn      *ledger.VATReturnView
+		Message        string
+	}{Company: q.Get("company"), Month: q.Get("month")}
+	if data.Company != "" {
+		if data.Month == "" {
+			data.Month = time.Now().UTC().Format("2006-01")
+		}
+		month, err := ledger.ParsePeriod(data.Month)
+		if err != nil {
+			data.Message = "month: " + err.Error()
+			c.render(w, r, http.StatusBadRequest, "books", s, data)
+			return
+		}
+		err = ops.Snapshot(r.Context(), c.cfg.Pool, func(tx pgx.Tx) error {
+			tb, err := ops.TrialBalance(r.Context(), tx, data.Company, month.Last(), ledger.InCompanyCurrency)
+			if err != nil {
+				return err
+			}
+			vat, err := ops.VATReturn(r.Context(), tx, data.Company, month)
+			if err != nil {
+				return err
+			}
+			data.TrialBalance, data.VATReturn = &tb, &vat
+			return nil
+		})
+		if ops.ErrorCode(err) != "" {
+			data.Message = err.Error()
+		} else if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+	}
+	c.render(w, r, http.StatusOK, "books", s, data)
+}
