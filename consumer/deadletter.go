@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/codes"
@@ -82,58 +81,53 @@ func (dl *DeadLetters) Publish(ctx context.Context, d *Delivery, code ledger.Cod
 	return nil
 }
 
-// deadLetterMiddleware routes failures: a *PermanentError is dead-lettered at
-// once; any other error is retried (NAK with backoff) until the message has
-// been delivered maxDeliver times, then dead-lettered. A message is
-// terminated only after its copy is stored; if storing fails, the message is
-// NAKed and retried, so it is never lost. Each dead letter is logged to
-// logger; failures to write one, which repeat while NATS is away, to quiet.
-func deadLetterMiddleware(dl *DeadLetters, maxDeliver int, logger, quiet *slog.Logger, metrics *Metrics) message.HandlerMiddleware {
-	return func(h message.HandlerFunc) message.HandlerFunc {
-		return func(msg *message.Message) ([]*message.Message, error) {
-			produced, err := h(msg)
-			if err == nil {
-				return produced, nil
-			}
-			d, ok := DeliveryFrom(msg)
-			if !ok {
-				return nil, err
-			}
-			code, reason, detail := ledger.CodeInternal, err.Error(), ""
-			var perm *PermanentError
-			switch {
-			case errors.As(err, &perm):
-				code, reason, detail = perm.Code, perm.Reason, perm.Detail
-			case maxDeliver > 0 && d.NumDelivered >= uint64(maxDeliver):
-				code = ledger.ErrorCode(err)
-				reason = fmt.Sprintf("still failing after %d deliveries: %v", d.NumDelivered, err)
-				if _, _, _, reply := d.state(); reply == nil {
-					d.SetReply(mustJSON(errorResultFor(d, ledger.Errorf(ledger.CodeInternal,
-						"The command could not be processed after %d attempts; it was moved to the dead-letter stream for an operator.", d.NumDelivered))))
-				}
-			default:
-				return nil, err
-			}
-			if pubErr := dl.Publish(msg.Context(), d, code, reason); pubErr != nil {
-				quiet.Error("dead-lettering failed; the message will be retried", "stream_seq", d.StreamSeq, "error", pubErr)
-				return nil, fmt.Errorf("%w (and dead-lettering failed: %v)", err, pubErr)
-			}
-			attrs := []any{"stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
-				"deliveries", d.NumDelivered, "code", code, "reason", reason,
-				"idempotency_key", d.Msg.Headers().Get(protocol.HeaderIdempotencyKey)}
-			if detail != "" {
-				attrs = append(attrs, "detail", detail)
-			}
-			logger.Warn("message dead-lettered", attrs...)
-			_, command, _ := parseSubjectLoose(d.Msg.Subject())
-			metrics.count(command, outcomeDeadLettered)
-			// The code only: a reason can quote the command's body.
-			span := trace.SpanFromContext(msg.Context())
-			span.SetAttributes(attrOutcome.String(outcomeDeadLettered))
-			span.SetStatus(codes.Error, string(code))
-			d.Terminate(string(code) + ": " + truncate(reason, 200))
-			return nil, nil
+// deadLetterPolicy is the worker's FailurePolicy: a *PermanentError is
+// dead-lettered at once; any other failure is retried (NAK with the delay
+// it asks for, or with backoff) until the message has been delivered
+// maxDeliver times, then dead-lettered. A message is terminated only after
+// its copy is stored; if storing fails, the message is NAKed and retried,
+// so it is never lost. Each dead letter is logged to logger; failures to
+// write one, which repeat while NATS is away, to quiet.
+func deadLetterPolicy(dl *DeadLetters, maxDeliver int, backoff func(uint64) time.Duration, logger, quiet *slog.Logger, metrics *Metrics) FailurePolicy {
+	return func(ctx context.Context, d *Delivery, proposed Settlement, err error) Settlement {
+		retry := proposed
+		if retry.Action != ActNak {
+			retry = Nak(backoff(d.NumDelivered), proposed.Reply)
 		}
+		code, reason, detail := ledger.CodeInternal, err.Error(), ""
+		reply := proposed.Reply
+		var perm *PermanentError
+		switch {
+		case errors.As(err, &perm):
+			code, reason, detail = perm.Code, perm.Reason, perm.Detail
+		case maxDeliver > 0 && d.NumDelivered >= uint64(maxDeliver):
+			code = ledger.ErrorCode(err)
+			reason = fmt.Sprintf("still failing after %d deliveries: %v", d.NumDelivered, err)
+			if reply == nil {
+				reply = mustJSON(errorResultFor(d, ledger.Errorf(ledger.CodeInternal,
+					"The command could not be processed after %d attempts; it was moved to the dead-letter stream for an operator.", d.NumDelivered)))
+			}
+		default:
+			return retry
+		}
+		if pubErr := dl.Publish(ctx, d, code, reason); pubErr != nil {
+			quiet.Error("dead-lettering failed; the message will be retried", "stream_seq", d.StreamSeq, "error", pubErr)
+			return retry
+		}
+		attrs := []any{"stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
+			"deliveries", d.NumDelivered, "code", code, "reason", reason,
+			"idempotency_key", d.Msg.Headers().Get(protocol.HeaderIdempotencyKey)}
+		if detail != "" {
+			attrs = append(attrs, "detail", detail)
+		}
+		logger.Warn("message dead-lettered", attrs...)
+		_, command, _ := parseSubjectLoose(d.Msg.Subject())
+		metrics.count(command, outcomeDeadLettered)
+		// The code only: a reason can quote the command's body.
+		span := trace.SpanFromContext(ctx)
+		span.SetAttributes(attrOutcome.String(outcomeDeadLettered))
+		span.SetStatus(codes.Error, string(code))
+		return Term(string(code)+": "+truncate(reason, 200), reply)
 	}
 }
 

@@ -2,25 +2,70 @@ package consumer
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// settlement is how a delivery ends at JetStream.
-type settlement int
+// Action is how a delivery ends at JetStream.
+type Action int
 
 const (
-	settleDefault settlement = iota // ack if the handler succeeded, NAK with backoff if not
-	settleNak                       // NAK with an explicit delay
-	settleTerm                      // terminate: the message was dead-lettered
+	// ActAck acknowledges: the command is done (executed, replayed, or
+	// answered with a refusal).
+	ActAck Action = iota
+	// ActNak asks for redelivery after the settlement's Delay.
+	ActNak
+	// ActTerm terminates: the message was copied to the dead-letter stream.
+	ActTerm
 )
 
-// Delivery is the JetStream side of one Watermill message: the raw message,
-// how it must be settled, and the reply to send once it is. Middlewares
-// reach it with DeliveryFrom.
+func (a Action) String() string {
+	switch a {
+	case ActAck:
+		return "ack"
+	case ActNak:
+		return "nak"
+	case ActTerm:
+		return "term"
+	}
+	return "unknown"
+}
+
+// Settlement is the one decision of how a delivery ends: the action at
+// JetStream and the reply to send to its Reply-To after it. It is a value:
+// the handler path returns it, the router's handler hands it to the
+// subscriber, and Subscriber.settle carries it out, the action first and
+// the reply second.
+type Settlement struct {
+	Action Action
+	// Delay is how long JetStream waits before it redelivers, for ActNak.
+	Delay time.Duration
+	// Reason is the terminate's reason, for ActTerm.
+	Reason string
+	// Reply is the result to send to the message's Reply-To, or nil.
+	Reply []byte
+}
+
+// Ack is the settlement of a command that is done, answered with reply.
+func Ack(reply []byte) Settlement { return Settlement{Action: ActAck, Reply: reply} }
+
+// Nak is the settlement of a command to be redelivered after delay,
+// answered meanwhile with reply (nil for none).
+func Nak(delay time.Duration, reply []byte) Settlement {
+	return Settlement{Action: ActNak, Delay: delay, Reply: reply}
+}
+
+// Term is the settlement of a dead-lettered command, answered with reply
+// (nil for none).
+func Term(reason string, reply []byte) Settlement {
+	return Settlement{Action: ActTerm, Reason: reason, Reply: reply}
+}
+
+// Delivery is one JetStream message as the handler path sees it: the raw
+// message and its metadata. It holds no state of its own; what becomes of
+// the message is the Settlement the handler path returns.
 type Delivery struct {
 	Msg          jetstream.Msg
 	StreamSeq    uint64
@@ -28,11 +73,10 @@ type Delivery struct {
 	// Published is when the message was stored in the stream.
 	Published time.Time
 
-	mu         sync.Mutex
-	settle     settlement
-	nakDelay   time.Duration
-	termReason string
-	reply      []byte
+	// decided carries the delivery's settlement from the router's handler
+	// to the subscriber's goroutine of the message: written once, by
+	// routerHandler, read once, by Subscriber.handle.
+	decided chan Settlement
 }
 
 type deliveryKey struct{}
@@ -45,34 +89,4 @@ func DeliveryFrom(msg *message.Message) (*Delivery, bool) {
 
 func withDelivery(ctx context.Context, d *Delivery) context.Context {
 	return context.WithValue(ctx, deliveryKey{}, d)
-}
-
-// SetReply records the result to send to the message's Reply-To subject
-// after the message is settled.
-func (d *Delivery) SetReply(b []byte) {
-	d.mu.Lock()
-	d.reply = b
-	d.mu.Unlock()
-}
-
-// NakWithDelay asks for redelivery after delay instead of the default
-// backoff when the handler fails.
-func (d *Delivery) NakWithDelay(delay time.Duration) {
-	d.mu.Lock()
-	d.settle, d.nakDelay = settleNak, delay
-	d.mu.Unlock()
-}
-
-// Terminate ends the message at JetStream with reason; used once it is in
-// the dead-letter stream.
-func (d *Delivery) Terminate(reason string) {
-	d.mu.Lock()
-	d.settle, d.termReason = settleTerm, reason
-	d.mu.Unlock()
-}
-
-func (d *Delivery) state() (settlement, time.Duration, string, []byte) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.settle, d.nakDelay, d.termReason, d.reply
 }

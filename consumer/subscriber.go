@@ -246,7 +246,7 @@ func release(slots chan struct{}, n int) {
 }
 
 func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *message.Message) {
-	d := &Delivery{Msg: jm}
+	d := &Delivery{Msg: jm, decided: make(chan Settlement, 1)}
 	if md, err := jm.Metadata(); err == nil {
 		d.StreamSeq, d.NumDelivered, d.Published = md.Sequence.Stream, md.NumDelivered, md.Timestamp
 	}
@@ -278,52 +278,53 @@ func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *m
 	for {
 		select {
 		case <-msg.Acked():
-			s.settle(ctx, d, true)
-			return
 		case <-msg.Nacked():
-			s.settle(ctx, d, false)
-			return
 		case <-tick.C:
 			if err := jm.InProgress(); err != nil {
 				s.cfg.Logger.Warn("InProgress failed", "stream_seq", d.StreamSeq, "error", err)
 			}
+			continue
 		}
+		break
 	}
+	var decision Settlement
+	select {
+	case decision = <-d.decided:
+	default:
+		// The router NAKed a message whose handler handed over nothing
+		// (it panicked past the handler path's Recoverer): retry it.
+		decision = Nak(s.cfg.Backoff(d.NumDelivered), nil)
+	}
+	s.settle(ctx, d, decision)
 }
 
-// settle acknowledges, NAKs or terminates the message, then replies: the
-// reply never precedes the settlement, so a result a producer has seen is
-// always one whose transaction committed. ctx carries the delivery's span,
-// under which the settlement gets an "ack" span.
-func (s *Subscriber) settle(ctx context.Context, d *Delivery, acked bool) {
-	how, delay, reason, reply := d.state()
+// settle carries out a delivery's settlement: it acknowledges, NAKs or
+// terminates the message, then replies. It is the one place a message is
+// settled and answered, and the reply never precedes the settlement, so a
+// result a producer has seen is always one whose transaction committed.
+// ctx carries the delivery's span, under which the settlement gets an
+// "ack" span.
+func (s *Subscriber) settle(ctx context.Context, d *Delivery, decision Settlement) {
 	log := s.cfg.Logger.With("stream_seq", d.StreamSeq, "deliveries", d.NumDelivered)
 	ctx, span := s.tracer.Start(ctx, "ack")
 	var err error
-	var settlement string
+	settlement := decision.Action.String()
 	switch {
-	case how == settleTerm && termWithReason(s.nc.ConnectedServerVersion()):
-		settlement = "term"
-		err = d.Msg.TermWithReason(reason)
-	case how == settleTerm:
+	case decision.Action == ActTerm && termWithReason(s.nc.ConnectedServerVersion()):
+		err = d.Msg.TermWithReason(decision.Reason)
+	case decision.Action == ActTerm:
 		// Before 2.10 the server ignores a terminate with a reason and
 		// redelivers; the dead letter already carries the reason.
-		settlement = "term"
 		err = d.Msg.Term()
-	case how == settleNak:
-		settlement = "nak"
-		err = d.Msg.NakWithDelay(delay)
-	case acked && s.cfg.AckMode == AckDouble:
+	case decision.Action == ActNak:
+		err = d.Msg.NakWithDelay(decision.Delay)
+	case s.cfg.AckMode == AckDouble:
 		settlement = "double_ack"
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err = d.Msg.DoubleAck(actx)
 		cancel()
-	case acked:
-		settlement = "ack"
-		err = d.Msg.Ack()
 	default:
-		settlement = "nak"
-		err = d.Msg.NakWithDelay(s.cfg.Backoff(d.NumDelivered))
+		err = d.Msg.Ack()
 	}
 	span.SetAttributes(attrSettlement.String(settlement))
 	if err != nil {
@@ -335,8 +336,8 @@ func (s *Subscriber) settle(ctx context.Context, d *Delivery, acked bool) {
 	replyTo := d.Msg.Headers().Get(protocol.HeaderReplyTo)
 	if replyTo != "" && !protocol.ReplySubjectAllowed(replyTo) {
 		log.Warn("result not sent: Reply-To is a subject of the server or of onceledger", "reply_to", replyTo)
-	} else if replyTo != "" && reply != nil && s.nc != nil {
-		if err := s.nc.Publish(replyTo, reply); err != nil {
+	} else if replyTo != "" && decision.Reply != nil && s.nc != nil {
+		if err := s.nc.Publish(replyTo, decision.Reply); err != nil {
 			log.Warn("sending result to Reply-To failed; the producer can ask the result lookup", "reply_to", replyTo, "error", err)
 		}
 	}

@@ -198,12 +198,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	batches := newBatcher(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log, w.cfg.Metrics, w.cfg.TracerProvider.Tracer(tracerName))
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.close()
-	router.AddMiddleware(
-		deadLetterMiddleware(dl, w.cfg.Streams.MaxDeliver, log, quiet, w.cfg.Metrics),
-		middleware.Recoverer,
-	)
+	// The router's Recoverer is a backstop: the handler path runs under a
+	// Recoverer of its own (routerHandler), whose failures the dead-letter
+	// policy sees.
+	router.AddMiddleware(middleware.Recoverer)
 	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: quiet, metrics: w.cfg.Metrics, before: w.cfg.beforeHandle}
-	router.AddNoPublisherHandler("commands", w.cfg.Streams.Stream, sub, h.handle)
+	failed := deadLetterPolicy(dl, w.cfg.Streams.MaxDeliver, subCfg.Backoff, log, quiet, w.cfg.Metrics)
+	router.AddNoPublisherHandler("commands", w.cfg.Streams.Stream, sub, routerHandler(h.handle, failed))
 
 	lookup, err := w.serveLookups(ctx, quiet)
 	if err != nil {
