@@ -44,7 +44,7 @@
 // a message that still fails after MaxDeliver attempts, each copied with
 // the reason before it is terminated. Nothing is dropped silently.
 // A terminated message stays terminated on every supported server: the
-// worker refuses nats-server older than MinServerVersion, and before 2.10,
+// worker refuses nats-server older than streams.MinServerVersion, and before 2.10,
 // which ignores a terminate with a reason, it terminates without one.
 //
 // Tracing. With Config.TracerProvider set, each delivery is a consumer span

@@ -13,6 +13,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/protocol"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -310,7 +311,7 @@ func (s *Subscriber) settle(ctx context.Context, d *Delivery, decision Settlemen
 	var err error
 	settlement := decision.Action.String()
 	switch {
-	case decision.Action == ActTerm && termWithReason(s.nc.ConnectedServerVersion()):
+	case decision.Action == ActTerm && streams.TermWithReason(s.nc.ConnectedServerVersion()):
 		err = d.Msg.TermWithReason(decision.Reason)
 	case decision.Action == ActTerm:
 		// Before 2.10 the server ignores a terminate with a reason and

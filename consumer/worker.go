@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/onceledger/onceledger/consumer/inbox"
+	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
@@ -100,7 +101,7 @@ func (c *Config) setDefaults() {
 	if c.Subscriber.TracerProvider == nil {
 		c.Subscriber.TracerProvider = c.TracerProvider
 	}
-	c.Streams.setDefaults(c.InboxRetention)
+	c.Streams.SetDefaults(c.InboxRetention)
 	c.Subscriber.setDefaults()
 	c.Batch.setDefaults()
 }
@@ -119,7 +120,7 @@ func (c *Config) validate() error {
 	if c.Subscriber.InProgressEvery >= c.Streams.AckWait {
 		errs = append(errs, fmt.Errorf("Subscriber.InProgressEvery %s must be below Streams.AckWait %s", c.Subscriber.InProgressEvery, c.Streams.AckWait))
 	}
-	errs = append(errs, c.Streams.validate(c.InboxRetention), c.Subscriber.validate(), c.Batch.validate())
+	errs = append(errs, c.Streams.Validate(c.InboxRetention), c.Subscriber.validate(), c.Batch.validate())
 	return errors.Join(errs...)
 }
 
@@ -153,13 +154,13 @@ func NewWorker(pool *pgxpool.Pool, nc *nats.Conn, kinds *exec.Kinds, cfg Config)
 }
 
 // Provision checks that the connected nats-server is one the worker runs
-// against (see MinServerVersion), then creates or updates the streams and
+// against (see streams.MinServerVersion), then creates or updates the streams and
 // the durable consumer.
 func (w *Worker) Provision(ctx context.Context) (jetstream.Consumer, error) {
-	if err := CheckServerVersion(w.nc.ConnectedServerVersion()); err != nil {
+	if err := streams.CheckServerVersion(w.nc.ConnectedServerVersion()); err != nil {
 		return nil, fmt.Errorf("refusing to start: %w", err)
 	}
-	return provision(ctx, w.js, w.cfg.Streams, w.cfg.InboxRetention)
+	return streams.Provision(ctx, w.js, w.cfg.Streams, w.cfg.InboxRetention)
 }
 
 // Run provisions the streams, then consumes until ctx is cancelled. On
@@ -224,8 +225,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	log.Info("worker consuming", "nats_server", w.nc.ConnectedServerVersion(), "stream", w.cfg.Streams.Stream, "consumer", w.cfg.Streams.Durable,
 		"concurrency", w.cfg.Subscriber.Concurrency, "ack_mode", w.cfg.Subscriber.AckMode,
 		"batch_max", w.cfg.Batch.MaxSize, "batch_parallel", w.cfg.Batch.Parallel)
-	if v := w.nc.ConnectedServerVersion(); !termWithReason(v) {
-		log.Info("nats-server is older than "+termReasonVersion+": dead-lettered commands are terminated without a reason, which the dead letter's headers carry", "nats_server", v)
+	if v := w.nc.ConnectedServerVersion(); !streams.TermWithReason(v) {
+		log.Info("nats-server is older than "+streams.TermReasonVersion+": dead-lettered commands are terminated without a reason, which the dead letter's headers carry", "nats_server", v)
 	}
 
 	select {
