@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/onceledger/onceledger/consumer/transport"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -81,18 +82,18 @@ func (dl *DeadLetters) Publish(ctx context.Context, d *Delivery, code ledger.Cod
 	return nil
 }
 
-// deadLetterPolicy is the worker's FailurePolicy: a *PermanentError is
-// dead-lettered at once; any other failure is retried (NAK with the delay
-// it asks for, or with backoff) until the message has been delivered
-// maxDeliver times, then dead-lettered. A message is terminated only after
+// deadLetterPolicy is the worker's transport.FailurePolicy: a
+// *PermanentError is dead-lettered at once; any other failure is retried
+// (NAK with the delay it asks for, or with backoff) until the message has
+// been delivered maxDeliver times, then dead-lettered. A message is terminated only after
 // its copy is stored; if storing fails, the message is NAKed and retried,
 // so it is never lost. Each dead letter is logged to logger; failures to
 // write one, which repeat while NATS is away, to quiet.
-func deadLetterPolicy(dl *DeadLetters, maxDeliver int, backoff func(uint64) time.Duration, logger, quiet *slog.Logger, metrics *Metrics) FailurePolicy {
-	return func(ctx context.Context, d *Delivery, proposed Settlement, err error) Settlement {
+func deadLetterPolicy(dl *DeadLetters, maxDeliver int, backoff func(uint64) time.Duration, logger, quiet *slog.Logger, metrics *Metrics) transport.FailurePolicy {
+	return func(ctx context.Context, d *Delivery, proposed transport.Settlement, err error) transport.Settlement {
 		retry := proposed
-		if retry.Action != ActNak {
-			retry = Nak(backoff(d.NumDelivered), proposed.Reply)
+		if retry.Action != transport.ActNak {
+			retry = transport.Nak(backoff(d.NumDelivered), proposed.Reply)
 		}
 		code, reason, detail := ledger.CodeInternal, err.Error(), ""
 		reply := proposed.Reply
@@ -121,13 +122,13 @@ func deadLetterPolicy(dl *DeadLetters, maxDeliver int, backoff func(uint64) time
 			attrs = append(attrs, "detail", detail)
 		}
 		logger.Warn("message dead-lettered", attrs...)
-		_, command, _ := parseSubjectLoose(d.Msg.Subject())
+		_, command, _ := transport.SubjectParts(d.Msg.Subject())
 		metrics.count(command, outcomeDeadLettered)
 		// The code only: a reason can quote the command's body.
 		span := trace.SpanFromContext(ctx)
 		span.SetAttributes(attrOutcome.String(outcomeDeadLettered))
 		span.SetStatus(codes.Error, string(code))
-		return Term(string(code)+": "+truncate(reason, 200), reply)
+		return transport.Term(string(code)+": "+truncate(reason, 200), reply)
 	}
 }
 
@@ -142,19 +143,10 @@ func truncate(s string, n int) string {
 // may be malformed: whatever could be read is echoed back, the key as
 // ParseKey reads it when it can.
 func errorResultFor(d *Delivery, e *ledger.Error) protocol.Result {
-	company, command, _ := parseSubjectLoose(d.Msg.Subject())
+	company, command, _ := transport.SubjectParts(d.Msg.Subject())
 	key := d.Msg.Headers().Get(protocol.HeaderIdempotencyKey)
 	if k, kerr := protocol.ParseKey(key); kerr == nil {
 		key = k
 	}
 	return protocol.ErrorResult(company, key, command, e)
-}
-
-func parseSubjectLoose(subject string) (company, command string, ok bool) {
-	rest, ok := strings.CutPrefix(subject, protocol.CommandSubjectPrefix)
-	if !ok {
-		return "", "", false
-	}
-	company, command, ok = strings.Cut(rest, ".")
-	return company, command, ok
 }

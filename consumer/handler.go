@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/onceledger/onceledger/consumer/transport"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -32,7 +33,7 @@ type handler struct {
 	before        func(*Delivery) // Config.beforeHandle
 }
 
-func (h *handler) handle(ctx context.Context, d *Delivery) (Settlement, error) {
+func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement, error) {
 	if h.before != nil {
 		h.before(d)
 	}
@@ -57,12 +58,12 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (Settlement, error) {
 			// producer is told why, and the message is dead-lettered.
 			span.SetStatus(codes.Error, string(perm.Code))
 			log.Warn("command refused by the database; it is dead-lettered", "error", err)
-			return Settlement{Reply: mustJSON(errorResultFor(d, ledger.Errorf(perm.Code, "%s", perm.Reason)))}, err
+			return transport.Settlement{Reply: mustJSON(errorResultFor(d, ledger.Errorf(perm.Code, "%s", perm.Reason)))}, err
 		}
 		count(req.Command, outcomeRetried)
 		span.SetStatus(codes.Error, err.Error())
 		log.Warn("command failed; it will be retried", "error", err)
-		return Settlement{}, err
+		return transport.Settlement{}, err
 	}
 	res := s.Result
 	switch s.Outcome {
@@ -78,7 +79,7 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (Settlement, error) {
 		count(req.Command, outcomeInFlight)
 		delay := inFlightDelay(h.inFlightDelay, d.NumDelivered)
 		log.Info("command in flight elsewhere; retrying later", "retry_in", delay)
-		return Nak(delay, mustJSON(res)), errInFlight
+		return transport.Nak(delay, mustJSON(res)), errInFlight
 	case Reused:
 		count(req.Command, outcomeReused)
 		return h.refuse(d, span, res)
@@ -86,7 +87,7 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (Settlement, error) {
 		count(req.Command, outcomeReplayed)
 		log.Debug("command replayed from the inbox")
 	}
-	return Ack(mustJSON(res)), nil
+	return transport.Ack(mustJSON(res)), nil
 }
 
 // refuse ends a message that can never succeed as sent: a malformed one or
@@ -97,18 +98,18 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (Settlement, error) {
 // (it is not stored under the key, which may be missing, malformed or
 // hold another command's result), so the message is dead-lettered for an
 // operator. Either way the refusal is counted by its code.
-func (h *handler) refuse(d *Delivery, span trace.Span, res protocol.Result) (Settlement, error) {
+func (h *handler) refuse(d *Delivery, span trace.Span, res protocol.Result) (transport.Settlement, error) {
 	code := res.Error.Code
 	h.metrics.clientError(code)
 	reply := mustJSON(res)
 	span.SetStatus(codes.Error, string(code))
 	if d.Msg.Headers().Get(protocol.HeaderReplyTo) == "" {
-		return Settlement{Reply: reply}, &PermanentError{Code: code, Reason: res.Error.Message}
+		return transport.Settlement{Reply: reply}, &PermanentError{Code: code, Reason: res.Error.Message}
 	}
 	span.SetAttributes(attrOutcome.String(outcomeRefused))
 	h.logger.Debug("command refused as sent; answered", "stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
 		"idempotency_key", d.Msg.Headers().Get(protocol.HeaderIdempotencyKey), "code", code)
-	return Ack(reply), nil
+	return transport.Ack(reply), nil
 }
 
 // inFlightDelay grows with each delivery, so a duplicate of a long-running

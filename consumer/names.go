@@ -1,6 +1,9 @@
 package consumer
 
-import "github.com/onceledger/onceledger/consumer/streams"
+import (
+	"github.com/onceledger/onceledger/consumer/streams"
+	"github.com/onceledger/onceledger/consumer/transport"
+)
 
 // The default names of the streams and of the durable consumer (package
 // streams provisions them). Anything that reads the streams of a default
@@ -18,3 +21,27 @@ const (
 // StreamConfig names and shapes the command and dead-letter streams and
 // the durable consumer the workers share; see streams.Config.
 type StreamConfig = streams.Config
+
+// Delivery is one JetStream message as the handler path sees it; see
+// transport.Delivery.
+type Delivery = transport.Delivery
+
+// SubscriberConfig configures how commands are pulled, kept alive and
+// settled; see transport.SubscriberConfig.
+type SubscriberConfig = transport.SubscriberConfig
+
+// AckMode chooses how a processed message is acknowledged; see
+// transport.AckMode.
+type AckMode = transport.AckMode
+
+// The acknowledgement modes.
+const (
+	AckPlain  = transport.AckPlain
+	AckDouble = transport.AckDouble
+)
+
+// SubscriberConfig.Concurrency's default and limit.
+const (
+	DefaultConcurrency = transport.DefaultConcurrency
+	MaxConcurrency     = transport.MaxConcurrency
+)

@@ -9,9 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
-	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/consumer/streams"
+	"github.com/onceledger/onceledger/consumer/transport"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
@@ -102,7 +100,7 @@ func (c *Config) setDefaults() {
 		c.Subscriber.TracerProvider = c.TracerProvider
 	}
 	c.Streams.SetDefaults(c.InboxRetention)
-	c.Subscriber.setDefaults()
+	c.Subscriber.SetDefaults()
 	c.Batch.setDefaults()
 }
 
@@ -120,7 +118,7 @@ func (c *Config) validate() error {
 	if c.Subscriber.InProgressEvery >= c.Streams.AckWait {
 		errs = append(errs, fmt.Errorf("Subscriber.InProgressEvery %s must be below Streams.AckWait %s", c.Subscriber.InProgressEvery, c.Streams.AckWait))
 	}
-	errs = append(errs, c.Streams.Validate(c.InboxRetention), c.Subscriber.validate(), c.Batch.validate())
+	errs = append(errs, c.Streams.Validate(c.InboxRetention), c.Subscriber.Validate(), c.Batch.validate())
 	return errors.Join(errs...)
 }
 
@@ -182,30 +180,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	subCfg := w.cfg.Subscriber
 	subCfg.Logger = quieter(subCfg.Logger, slog.LevelWarn)
 
-	sub, err := NewSubscriber(cons, w.nc, subCfg)
+	sub, err := transport.NewSubscriber(cons, w.nc, subCfg)
 	if err != nil {
 		return err
 	}
-	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: w.cfg.ShutdownTimeout}, watermill.NewSlogLoggerWithLevelMapping(quiet, map[slog.Level]slog.Level{
-		// The router reports every handler error at error level; in-flight
-		// and retried commands are logged by the middlewares instead.
-		slog.LevelError: slog.LevelWarn,
-		slog.LevelInfo:  slog.LevelDebug,
-	}))
-	if err != nil {
-		return fmt.Errorf("router: %w", err)
-	}
 	dl := &DeadLetters{js: w.js}
-	batches := newBatcher(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log, w.cfg.Metrics, w.cfg.TracerProvider.Tracer(tracerName))
+	batches := newBatcher(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log, w.cfg.Metrics, w.cfg.TracerProvider.Tracer(transport.TracerName))
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.close()
-	// The router's Recoverer is a backstop: the handler path runs under a
-	// Recoverer of its own (routerHandler), whose failures the dead-letter
-	// policy sees.
-	router.AddMiddleware(middleware.Recoverer)
 	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: quiet, metrics: w.cfg.Metrics, before: w.cfg.beforeHandle}
 	failed := deadLetterPolicy(dl, w.cfg.Streams.MaxDeliver, subCfg.Backoff, log, quiet, w.cfg.Metrics)
-	router.AddNoPublisherHandler("commands", w.cfg.Streams.Stream, sub, routerHandler(h.handle, failed))
+	router, err := transport.NewRouter(sub, w.cfg.Streams.Stream, h.handle, failed, w.cfg.ShutdownTimeout, quiet)
+	if err != nil {
+		return err
+	}
 
 	lookup, err := w.serveLookups(ctx, quiet)
 	if err != nil {

@@ -1,4 +1,4 @@
-package consumer
+package transport
 
 import (
 	"context"
@@ -59,12 +59,13 @@ type SubscriberConfig struct {
 	Backoff func(numDelivered uint64) time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// TracerProvider records a span per delivery (see Config). Defaults to
+	// TracerProvider records a span per delivery (see consumer.Config). Defaults to
 	// a no-op provider.
 	TracerProvider trace.TracerProvider
 }
 
-func (c *SubscriberConfig) setDefaults() {
+// SetDefaults fills in c's defaults.
+func (c *SubscriberConfig) SetDefaults() {
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
 	}
@@ -91,7 +92,8 @@ func (c *SubscriberConfig) setDefaults() {
 	}
 }
 
-func (c *SubscriberConfig) validate() error {
+// Validate checks c.
+func (c *SubscriberConfig) Validate() error {
 	switch {
 	case c.Concurrency < 1 || c.Concurrency > MaxConcurrency:
 		return fmt.Errorf("subscriber: Concurrency %d out of range 1..%d", c.Concurrency, MaxConcurrency)
@@ -137,11 +139,11 @@ type Subscriber struct {
 
 // NewSubscriber returns a subscriber reading from cons and replying on nc.
 func NewSubscriber(cons jetstream.Consumer, nc *nats.Conn, cfg SubscriberConfig) (*Subscriber, error) {
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Subscriber{cons: cons, nc: nc, cfg: cfg, tracer: cfg.TracerProvider.Tracer(tracerName), closing: make(chan struct{})}, nil
+	return &Subscriber{cons: cons, nc: nc, cfg: cfg, tracer: cfg.TracerProvider.Tracer(TracerName), closing: make(chan struct{})}, nil
 }
 
 // Subscribe starts pulling. The topic is informational: the subscriber is
@@ -267,7 +269,7 @@ func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *m
 	case out <- msg:
 	case <-s.closing:
 		// Not handed to a handler: give it back for another worker now.
-		span.SetAttributes(attrOutcome.String("returned"))
+		span.SetAttributes(AttrOutcome.String("returned"))
 		if err := jm.Nak(); err != nil {
 			s.cfg.Logger.Warn("NAK on shutdown failed; the message is redelivered after AckWait", "stream_seq", d.StreamSeq, "error", err)
 		}

@@ -1,4 +1,4 @@
-package consumer
+package transport
 
 import (
 	"context"
@@ -75,14 +75,14 @@ type Delivery struct {
 
 	// decided carries the delivery's settlement from the router's handler
 	// to the subscriber's goroutine of the message: written once, by
-	// routerHandler, read once, by Subscriber.handle.
+	// RouterHandler, read once, by Subscriber.handle.
 	decided chan Settlement
 }
 
 type deliveryKey struct{}
 
-// DeliveryFrom returns the delivery of a message produced by Subscriber.
-func DeliveryFrom(msg *message.Message) (*Delivery, bool) {
+// deliveryFrom returns the delivery of a message produced by Subscriber.
+func deliveryFrom(msg *message.Message) (*Delivery, bool) {
 	d, ok := msg.Context().Value(deliveryKey{}).(*Delivery)
 	return d, ok
 }
