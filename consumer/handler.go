@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/onceledger/onceledger/consumer/groupcommit"
 	"github.com/onceledger/onceledger/consumer/transport"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
@@ -26,7 +27,7 @@ var errInFlight = errors.New("idempotency key in flight")
 // carries the reply; the subscriber settles the message, then sends the
 // reply.
 type handler struct {
-	batcher       *batcher
+	batcher       *groupcommit.Batcher
 	inFlightDelay time.Duration
 	logger        *slog.Logger
 	metrics       *Metrics
@@ -50,8 +51,8 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement
 		"stream_seq", d.StreamSeq, "deliveries", d.NumDelivered)
 
 	started := time.Now()
-	s := &submission{req: req, delivery: d, span: span, done: make(chan struct{})}
-	if err := h.batcher.submit(s); err != nil {
+	s := groupcommit.NewSubmission(req, d, span)
+	if err := h.batcher.Submit(s); err != nil {
 		var perm *PermanentError
 		if errors.As(err, &perm) {
 			// The same command fails the same way on every delivery: the

@@ -1,38 +1,7 @@
 package consumer
 
-import (
-	"context"
-	"time"
+import "github.com/onceledger/onceledger/consumer/transport"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-
-	"github.com/onceledger/onceledger/consumer/transport"
-)
-
-// Span attributes the consumer adds to the spans the transport starts.
-const (
-	attrOutcome   = transport.AttrOutcome
-	attrBatchSize = attribute.Key("onceledger.batch.commands")
-)
-
-// traceCommit gives every command whose result waits on this commit a
-// "commit" span of its own, all with the same start and end. The batch is
-// shared, but a trace is read one command at a time: a batch span linked
-// to its commands would sit in a trace of its own, which nobody looking at
-// a slow command finds.
-func traceCommit(tracer trace.Tracer, batch []*submission, started, ended time.Time, err error) {
-	for _, s := range batch {
-		if s.Err != nil || s.span == nil {
-			continue // already failed, rolled back to its savepoint: the commit is not its result
-		}
-		_, span := tracer.Start(trace.ContextWithSpan(context.Background(), s.span), "commit",
-			trace.WithTimestamp(started),
-			trace.WithAttributes(attrBatchSize.Int(len(batch))))
-		if err != nil {
-			span.SetStatus(codes.Error, err.Error())
-		}
-		span.End(trace.WithTimestamp(ended))
-	}
-}
+// attrOutcome is what the handler path records on a delivery's span: what
+// became of it, in the words of the onceledger_commands_total outcome label.
+const attrOutcome = transport.AttrOutcome

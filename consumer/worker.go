@@ -15,9 +15,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/onceledger/onceledger/consumer/groupcommit"
 	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/consumer/transport"
+	"github.com/onceledger/onceledger/consumer/txn"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
@@ -101,7 +103,7 @@ func (c *Config) setDefaults() {
 	}
 	c.Streams.SetDefaults(c.InboxRetention)
 	c.Subscriber.SetDefaults()
-	c.Batch.setDefaults()
+	c.Batch.SetDefaults()
 }
 
 func (c *Config) validate() error {
@@ -118,7 +120,7 @@ func (c *Config) validate() error {
 	if c.Subscriber.InProgressEvery >= c.Streams.AckWait {
 		errs = append(errs, fmt.Errorf("Subscriber.InProgressEvery %s must be below Streams.AckWait %s", c.Subscriber.InProgressEvery, c.Streams.AckWait))
 	}
-	errs = append(errs, c.Streams.Validate(c.InboxRetention), c.Subscriber.Validate(), c.Batch.validate())
+	errs = append(errs, c.Streams.Validate(c.InboxRetention), c.Subscriber.Validate(), c.Batch.Validate())
 	return errors.Join(errs...)
 }
 
@@ -185,9 +187,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	dl := &DeadLetters{js: w.js}
-	batches := newBatcher(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log, w.cfg.Metrics, w.cfg.TracerProvider.Tracer(transport.TracerName))
+	batches := groupcommit.New(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log,
+		groupcommit.Metrics{Batch: w.cfg.Metrics.batch, Fallback: w.cfg.Metrics.fallback}, w.cfg.TracerProvider.Tracer(transport.TracerName))
 	// Closed after the router: handlers still waiting for a batch finish first.
-	defer batches.close()
+	defer batches.Close()
 	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: quiet, metrics: w.cfg.Metrics, before: w.cfg.beforeHandle}
 	failed := deadLetterPolicy(dl, w.cfg.Streams.MaxDeliver, subCfg.Backoff, log, quiet, w.cfg.Metrics)
 	router, err := transport.NewRouter(sub, w.cfg.Streams.Stream, h.handle, failed, w.cfg.ShutdownTimeout, quiet)
@@ -302,5 +305,5 @@ func Lookup(ctx context.Context, db inbox.Beginner, company, key string) (protoc
 	case row == nil:
 		return protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeNotFound, "No result is stored for this Idempotency-Key.")), nil
 	}
-	return storedResult(row)
+	return txn.StoredResult(row)
 }
