@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,10 +16,9 @@ import (
 
 	"github.com/onceledger/onceledger/consumer/groupcommit"
 	"github.com/onceledger/onceledger/consumer/inbox"
+	"github.com/onceledger/onceledger/consumer/lookup"
 	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/consumer/transport"
-	"github.com/onceledger/onceledger/consumer/txn"
-	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -198,11 +196,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 
-	lookup, err := w.serveLookups(ctx, quiet)
+	responder, err := lookup.Serve(ctx, w.nc, w.pool, w.cfg.ResultQueue, quiet, log)
 	if err != nil {
 		return err
 	}
-	defer lookup.Drain()
+	defer responder.Drain()
 
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -240,41 +238,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// serveLookups answers ledger.result.<company> requests from the inbox.
-func (w *Worker) serveLookups(ctx context.Context, log *slog.Logger) (*nats.Subscription, error) {
-	sub, err := w.nc.QueueSubscribe(protocol.ResultSubjectPrefix+"*", w.cfg.ResultQueue, func(m *nats.Msg) {
-		company := strings.TrimPrefix(m.Subject, protocol.ResultSubjectPrefix)
-		value := m.Header.Get(protocol.HeaderIdempotencyKey)
-		key, kerr := protocol.ParseKey(value)
-		var res protocol.Result
-		if !ledger.ValidCompanyID(company) {
-			res = protocol.ErrorResult(company, value, "", ledger.Errorf(ledger.CodeInvalidCommand, "subject must be %s<company>", protocol.ResultSubjectPrefix))
-		} else if kerr != nil {
-			res = protocol.ErrorResult(company, value, "", kerr)
-		} else {
-			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			var err error
-			res, err = Lookup(lctx, w.pool, company, key)
-			cancel()
-			if err != nil {
-				log.Warn("result lookup failed", "company", company, "idempotency_key", key, "error", err)
-				res = protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInternal, "The result could not be read; retry shortly."))
-			}
-		}
-		if !protocol.ReplySubjectAllowed(m.Reply) {
-			w.cfg.Logger.Warn("result lookup not answered: its reply subject is the server's or onceledger's", "company", company, "reply", m.Reply)
-			return
-		}
-		if err := m.Respond(mustJSON(res)); err != nil {
-			log.Warn("result lookup reply failed", "error", err)
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("subscribe to result lookups: %w", err)
-	}
-	return sub, nil
-}
-
 func (w *Worker) purgeLoop(ctx context.Context) {
 	t := time.NewTicker(w.cfg.PurgeInterval)
 	defer t.Stop()
@@ -294,16 +257,7 @@ func (w *Worker) purgeLoop(ctx context.Context) {
 }
 
 // Lookup answers the result lookup for (company, key) from the inbox: the
-// stored result (replayed), in flight, or not found.
+// stored result (replayed), in flight, or not found; see lookup.Result.
 func Lookup(ctx context.Context, db inbox.Beginner, company, key string) (protocol.Result, error) {
-	row, inFlight, err := inbox.Lookup(ctx, db, inbox.Key{Company: company, Key: key})
-	switch {
-	case err != nil:
-		return protocol.Result{}, err
-	case inFlight:
-		return protocol.ErrorResult(company, key, "", &ledger.Error{Code: ledger.CodeIdempotencyKeyInFlight, Message: protocol.MessageKeyInFlight}), nil
-	case row == nil:
-		return protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeNotFound, "No result is stored for this Idempotency-Key.")), nil
-	}
-	return txn.StoredResult(row)
+	return lookup.Result(ctx, db, company, key)
 }
