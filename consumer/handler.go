@@ -2,9 +2,7 @@ package consumer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -45,7 +43,7 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement
 	}
 	req, perr := parseRequest(d)
 	if perr != nil {
-		return h.refuse(d, span, errorResultFor(d, perr))
+		return h.refuse(d, span, transport.ErrorResult(d, perr))
 	}
 	log := h.logger.With("company", req.Company, "idempotency_key", req.Key, "command", req.Command,
 		"stream_seq", d.StreamSeq, "deliveries", d.NumDelivered)
@@ -59,7 +57,7 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement
 			// producer is told why, and the message is dead-lettered.
 			span.SetStatus(codes.Error, string(perm.Code))
 			log.Warn("command refused by the database; it is dead-lettered", "error", err)
-			return transport.Settlement{Reply: mustJSON(errorResultFor(d, ledger.Errorf(perm.Code, "%s", perm.Reason)))}, err
+			return transport.Settlement{Reply: transport.ReplyJSON(transport.ErrorResult(d, ledger.Errorf(perm.Code, "%s", perm.Reason)))}, err
 		}
 		count(req.Command, outcomeRetried)
 		span.SetStatus(codes.Error, err.Error())
@@ -80,7 +78,7 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement
 		count(req.Command, outcomeInFlight)
 		delay := inFlightDelay(h.inFlightDelay, d.NumDelivered)
 		log.Info("command in flight elsewhere; retrying later", "retry_in", delay)
-		return transport.Nak(delay, mustJSON(res)), errInFlight
+		return transport.Nak(delay, transport.ReplyJSON(res)), errInFlight
 	case Reused:
 		count(req.Command, outcomeReused)
 		return h.refuse(d, span, res)
@@ -88,7 +86,7 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement
 		count(req.Command, outcomeReplayed)
 		log.Debug("command replayed from the inbox")
 	}
-	return transport.Ack(mustJSON(res)), nil
+	return transport.Ack(transport.ReplyJSON(res)), nil
 }
 
 // refuse ends a message that can never succeed as sent: a malformed one or
@@ -102,7 +100,7 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement
 func (h *handler) refuse(d *Delivery, span trace.Span, res protocol.Result) (transport.Settlement, error) {
 	code := res.Error.Code
 	h.metrics.clientError(code)
-	reply := mustJSON(res)
+	reply := transport.ReplyJSON(res)
 	span.SetStatus(codes.Error, string(code))
 	if d.Msg.Headers().Get(protocol.HeaderReplyTo) == "" {
 		return transport.Settlement{Reply: reply}, &PermanentError{Code: code, Reason: res.Error.Message}
@@ -140,14 +138,4 @@ func parseRequest(d *Delivery) (*Request, *ledger.Error) {
 	}
 	req.StreamSequence = d.StreamSeq
 	return req, nil
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		// Results are plain structs of strings, numbers and raw JSON that
-		// was itself produced by json.Marshal.
-		panic(fmt.Sprintf("encode result: %v", err))
-	}
-	return b
 }

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/onceledger/onceledger/consumer/deadletter"
 	"github.com/onceledger/onceledger/consumer/groupcommit"
 	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/consumer/lookup"
@@ -184,13 +185,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dl := &DeadLetters{js: w.js}
 	batches := groupcommit.New(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log,
 		groupcommit.Metrics{Batch: w.cfg.Metrics.batch, Fallback: w.cfg.Metrics.fallback}, w.cfg.TracerProvider.Tracer(transport.TracerName))
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.Close()
 	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: quiet, metrics: w.cfg.Metrics, before: w.cfg.beforeHandle}
-	failed := deadLetterPolicy(dl, w.cfg.Streams.MaxDeliver, subCfg.Backoff, log, quiet, w.cfg.Metrics)
+	failed := deadletter.Policy(deadletter.NewStream(w.js), w.cfg.Streams.MaxDeliver, subCfg.Backoff, log, quiet, func(ctx context.Context, command string) {
+		w.cfg.Metrics.count(command, outcomeDeadLettered)
+		trace.SpanFromContext(ctx).SetAttributes(attrOutcome.String(outcomeDeadLettered))
+	})
 	router, err := transport.NewRouter(sub, w.cfg.Streams.Stream, h.handle, failed, w.cfg.ShutdownTimeout, quiet)
 	if err != nil {
 		return err

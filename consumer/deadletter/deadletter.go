@@ -1,4 +1,4 @@
-package consumer
+package deadletter
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/consumer/transport"
+	"github.com/onceledger/onceledger/consumer/txn"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -23,16 +24,20 @@ import (
 // header should carry; the log has the whole text.
 const maxReasonLen = 2048
 
-// DeadLetters publishes copies of failed messages to the dead-letter stream.
-type DeadLetters struct {
+// Stream publishes copies of failed messages to the dead-letter stream.
+type Stream struct {
 	js jetstream.JetStream
 }
+
+// NewStream returns the dead-letter stream of js: it publishes to the
+// subjects the stream provisioned by package streams holds.
+func NewStream(js jetstream.JetStream) *Stream { return &Stream{js: js} }
 
 // Publish copies d's message to ledger.dlq.<original subject without
 // "ledger.">, with the reason in headers, and waits for JetStream to store it.
 // The copy's Nats-Msg-Id is derived from the original stream sequence, so
 // dead-lettering the same message twice stores it once.
-func (dl *DeadLetters) Publish(ctx context.Context, d *Delivery, code ledger.Code, reason string) error {
+func (dl *Stream) Publish(ctx context.Context, d *transport.Delivery, code ledger.Code, reason string) error {
 	orig := d.Msg
 	subject := protocol.DeadLetterPrefix + strings.TrimPrefix(orig.Subject(), "ledger.")
 	msg := nats.NewMsg(subject)
@@ -61,22 +66,24 @@ func (dl *DeadLetters) Publish(ctx context.Context, d *Delivery, code ledger.Cod
 	return nil
 }
 
-// deadLetterPolicy is the worker's transport.FailurePolicy: a
-// *PermanentError is dead-lettered at once; any other failure is retried
-// (NAK with the delay it asks for, or with backoff) until the message has
-// been delivered maxDeliver times, then dead-lettered. A message is terminated only after
+// Policy is the worker's transport.FailurePolicy: a *txn.PermanentError
+// is dead-lettered at once; any other failure is retried (NAK with the
+// delay it asks for, or with backoff) until the message has been delivered
+// maxDeliver times, then dead-lettered. A message is terminated only after
 // its copy is stored; if storing fails, the message is NAKed and retried,
-// so it is never lost. Each dead letter is logged to logger; failures to
-// write one, which repeat while NATS is away, to quiet.
-func deadLetterPolicy(dl *DeadLetters, maxDeliver int, backoff func(uint64) time.Duration, logger, quiet *slog.Logger, metrics *Metrics) transport.FailurePolicy {
-	return func(ctx context.Context, d *Delivery, proposed transport.Settlement, err error) transport.Settlement {
+// so it is never lost. Each dead letter is logged to logger and reported
+// to deadLettered (with the delivery's context, which carries its span,
+// and the command its subject names); failures to write one, which repeat
+// while NATS is away, are logged to quiet.
+func Policy(dl *Stream, maxDeliver int, backoff func(uint64) time.Duration, logger, quiet *slog.Logger, deadLettered func(ctx context.Context, command string)) transport.FailurePolicy {
+	return func(ctx context.Context, d *transport.Delivery, proposed transport.Settlement, err error) transport.Settlement {
 		retry := proposed
 		if retry.Action != transport.ActNak {
 			retry = transport.Nak(backoff(d.NumDelivered), proposed.Reply)
 		}
 		code, reason, detail := ledger.CodeInternal, err.Error(), ""
 		reply := proposed.Reply
-		var perm *PermanentError
+		var perm *txn.PermanentError
 		switch {
 		case errors.As(err, &perm):
 			code, reason, detail = perm.Code, perm.Reason, perm.Detail
@@ -84,7 +91,7 @@ func deadLetterPolicy(dl *DeadLetters, maxDeliver int, backoff func(uint64) time
 			code = ledger.ErrorCode(err)
 			reason = fmt.Sprintf("still failing after %d deliveries: %v", d.NumDelivered, err)
 			if reply == nil {
-				reply = mustJSON(errorResultFor(d, ledger.Errorf(ledger.CodeInternal,
+				reply = transport.ReplyJSON(transport.ErrorResult(d, ledger.Errorf(ledger.CodeInternal,
 					"The command could not be processed after %d attempts; it was moved to the dead-letter stream for an operator.", d.NumDelivered)))
 			}
 		default:
@@ -102,11 +109,11 @@ func deadLetterPolicy(dl *DeadLetters, maxDeliver int, backoff func(uint64) time
 		}
 		logger.Warn("message dead-lettered", attrs...)
 		_, command, _ := transport.SubjectParts(d.Msg.Subject())
-		metrics.count(command, outcomeDeadLettered)
+		if deadLettered != nil {
+			deadLettered(ctx, command)
+		}
 		// The code only: a reason can quote the command's body.
-		span := trace.SpanFromContext(ctx)
-		span.SetAttributes(attrOutcome.String(outcomeDeadLettered))
-		span.SetStatus(codes.Error, string(code))
+		trace.SpanFromContext(ctx).SetStatus(codes.Error, string(code))
 		return transport.Term(string(code)+": "+truncate(reason, 200), reply)
 	}
 }
@@ -116,16 +123,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// errorResultFor builds an error result for a delivery whose subject and key
-// may be malformed: whatever could be read is echoed back, the key as
-// ParseKey reads it when it can.
-func errorResultFor(d *Delivery, e *ledger.Error) protocol.Result {
-	company, command, _ := transport.SubjectParts(d.Msg.Subject())
-	key := d.Msg.Headers().Get(protocol.HeaderIdempotencyKey)
-	if k, kerr := protocol.ParseKey(key); kerr == nil {
-		key = k
-	}
-	return protocol.ErrorResult(company, key, command, e)
 }
