@@ -59,8 +59,8 @@ type SubscriberConfig struct {
 	Backoff func(numDelivered uint64) time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// TracerProvider records a span per delivery (see consumer.Config). Defaults to
-	// a no-op provider.
+	// TracerProvider records a span per delivery (see consumer.Config).
+	// Defaults to a no-op provider.
 	TracerProvider trace.TracerProvider
 }
 
@@ -123,8 +123,9 @@ func DefaultBackoff(numDelivered uint64) time.Duration {
 // Subscriber is a Watermill message.Subscriber over one durable JetStream
 // pull consumer. It pulls only as many messages as it has free handlers, so
 // it never holds messages it is not working on; it keeps long-running
-// messages alive with InProgress, settles each message (ack, NAK with delay,
-// or term) after the handler returns, and only then sends the reply.
+// messages alive with InProgress, settles each message as the Settlement
+// the handler path returned says (ack, NAK with delay, or term) once the
+// router is done with it, and only then sends the reply.
 type Subscriber struct {
 	cons   jetstream.Consumer
 	nc     *nats.Conn
