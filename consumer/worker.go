@@ -153,8 +153,8 @@ func NewWorker(pool *pgxpool.Pool, nc *nats.Conn, kinds *exec.Kinds, cfg Config)
 }
 
 // Provision checks that the connected nats-server is one the worker runs
-// against (see streams.MinServerVersion), then creates or updates the streams and
-// the durable consumer.
+// against (see streams.MinServerVersion), then creates or updates the
+// streams and the durable consumer.
 func (w *Worker) Provision(ctx context.Context) (jetstream.Consumer, error) {
 	if err := streams.CheckServerVersion(w.nc.ConnectedServerVersion()); err != nil {
 		return nil, fmt.Errorf("refusing to start: %w", err)

@@ -28,9 +28,11 @@
 //     could not hand out when closing, and Close returns only once every
 //     message handed out was settled.
 //
-// Watermill is used here and nowhere else: for its router (dispatch,
-// middlewares, an orderly Close that waits for running handlers) and its
-// Recoverer. The subscriber is the project's own, over nats.go/jetstream,
-// because the worker needs a durable pull consumer, InProgress,
-// NakWithDelay, TermWithReason and the headers as sent.
+// Watermill is used here and nowhere else: for its router (dispatch, and
+// an orderly Close that waits for running handlers) and its Recoverer. A
+// Watermill message can only be acked or nacked, so the settlement is not
+// carried by it: RouterHandler hands the value over itself. The subscriber
+// is the project's own, over nats.go/jetstream, because the worker needs a
+// durable pull consumer, InProgress, NakWithDelay, TermWithReason and the
+// headers as sent.
 package transport

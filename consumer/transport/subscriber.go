@@ -254,7 +254,7 @@ func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *m
 	if md, err := jm.Metadata(); err == nil {
 		d.StreamSeq, d.NumDelivered, d.Published = md.Sequence.Stream, md.NumDelivered, md.Timestamp
 	}
-	// The span rides in the message's context, so the middlewares record
+	// The span rides in the message's context, so the handler path records
 	// the outcome on it and the events the command writes carry it.
 	ctx, span := startCommandSpan(ctx, s.tracer, d)
 	defer span.End()
