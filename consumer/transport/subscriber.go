@@ -279,24 +279,27 @@ func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *m
 
 	tick := time.NewTicker(s.cfg.InProgressEvery)
 	defer tick.Stop()
+	// The router acks its message once RouterHandler handed the
+	// settlement over, and nacks it only when the handler panicked past
+	// the handler path's Recoverer.
+wait:
 	for {
 		select {
 		case <-msg.Acked():
+			break wait
 		case <-msg.Nacked():
+			break wait
 		case <-tick.C:
 			if err := jm.InProgress(); err != nil {
 				s.cfg.Logger.Warn("InProgress failed", "stream_seq", d.StreamSeq, "error", err)
 			}
-			continue
 		}
-		break
 	}
 	var decision Settlement
 	select {
 	case decision = <-d.decided:
 	default:
-		// The router NAKed a message whose handler handed over nothing
-		// (it panicked past the handler path's Recoverer): retry it.
+		// Nothing was handed over: retry the message.
 		decision = Nak(s.cfg.Backoff(d.NumDelivered), nil)
 	}
 	s.settle(ctx, d, decision)
