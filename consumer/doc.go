@@ -3,11 +3,29 @@
 //
 // A command is a message on ledger.cmd.<company>.<command> with an
 // Idempotency-Key header, read by protocol.ParseKey (a quoted string names
-// the key inside the quotes, as over HTTP). The worker runs a Watermill router over a durable
-// pull consumer; the handler turns each delivery into a Request and hands it
-// to the batcher, which runs whatever queued meanwhile in one Postgres
-// transaction (group commit; Execute is the same path for callers without
-// NATS). The transaction, from BEGIN to COMMIT, is txn.execute:
+// the key inside the quotes, as over HTTP). This package is the worker's
+// public face (Config, NewWorker, Worker.Run, Execute, Lookup, the default
+// names) and its command handler; each other concept is a package of its
+// own, and the path of one message runs through them top to bottom:
+//
+//	streams      provisions the command and dead-letter streams and the
+//	             durable consumer, and checks the nats-server
+//	transport    pulls a message (Subscriber), runs the handler path for
+//	             it under Watermill's router and Recoverer (RouterHandler),
+//	             and settles it (Subscriber.settle)
+//	consumer     the command handler: parses the delivery into a Request,
+//	             submits it, and returns the Settlement (ack with the
+//	             reply, NAK with a delay, or a failure)
+//	groupcommit  queues the submission with whatever arrives meanwhile and
+//	             runs them in one transaction
+//	txn          the transaction, from BEGIN to COMMIT: claims the keys
+//	             (inbox), runs the commands in passes, falls back to halves
+//	deadletter   turns a failure into a retry or, once it can never
+//	             succeed, a dead letter and a terminate
+//	lookup       answers ledger.result.<company> from the inbox
+//	inbox        every statement on the inbox table, the purge included
+//
+// The transaction, from BEGIN to COMMIT (package txn):
 //
 //  1. one round trip begins it, claims every key without waiting (a
 //     transaction-scoped advisory lock on (company, key) and the key's inbox
@@ -26,8 +44,10 @@
 //     to single commands, so only the command at fault is left for
 //     redelivery.
 //
-// Only after the commit are the messages acknowledged and the results sent
-// to Reply-To, in one place (the batcher's release).
+// Only after the commit does the handler return its settlement, and the
+// settlement goes through one place: the subscriber acknowledges (or NAKs,
+// or terminates) the message and then sends the reply to Reply-To
+// (transport.Subscriber.settle).
 //
 // Guarantees. The database, not the acknowledgement, is what makes effects
 // exactly-once: a key has an inbox row if and only if its effects committed,
@@ -44,7 +64,7 @@
 // a message that still fails after MaxDeliver attempts, each copied with
 // the reason before it is terminated. Nothing is dropped silently.
 // A terminated message stays terminated on every supported server: the
-// worker refuses nats-server older than MinServerVersion, and before 2.10,
+// worker refuses nats-server older than streams.MinServerVersion, and before 2.10,
 // which ignores a terminate with a reason, it terminates without one.
 //
 // Tracing. With Config.TracerProvider set, each delivery is a consumer span

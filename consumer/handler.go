@@ -1,16 +1,16 @@
 package consumer
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/onceledger/onceledger/consumer/groupcommit"
+	"github.com/onceledger/onceledger/consumer/transport"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -19,54 +19,50 @@ import (
 // is NAKed with the in-flight delay, not the failure backoff.
 var errInFlight = errors.New("idempotency key in flight")
 
-// handler is the router's handler of commands: it validates a delivery,
-// hands the command to group commit, which runs the idempotency contract
-// and commits, and turns the outcome into the reply and the settlement;
-// the subscriber sends the reply after the message is settled.
+// handler is the command handler of the handler path: it validates a
+// delivery, hands the command to group commit, which runs the idempotency
+// contract and commits, and turns the outcome into the settlement, which
+// carries the reply; the subscriber settles the message, then sends the
+// reply.
 type handler struct {
-	batcher       *batcher
+	batcher       *groupcommit.Batcher
 	inFlightDelay time.Duration
 	logger        *slog.Logger
 	metrics       *Metrics
 	before        func(*Delivery) // Config.beforeHandle
 }
 
-func (h *handler) handle(msg *message.Message) error {
-	d, ok := DeliveryFrom(msg)
-	if !ok {
-		return errors.New("consumer: message did not come from the consumer's subscriber")
-	}
+func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement, error) {
 	if h.before != nil {
 		h.before(d)
 	}
-	span := trace.SpanFromContext(msg.Context())
+	span := trace.SpanFromContext(ctx)
 	count := func(command, outcome string) {
 		h.metrics.count(command, outcome)
 		span.SetAttributes(attrOutcome.String(outcome))
 	}
 	req, perr := parseRequest(d)
 	if perr != nil {
-		return h.refuse(d, span, errorResultFor(d, perr))
+		return h.refuse(d, span, transport.ErrorResult(d, perr))
 	}
 	log := h.logger.With("company", req.Company, "idempotency_key", req.Key, "command", req.Command,
 		"stream_seq", d.StreamSeq, "deliveries", d.NumDelivered)
 
 	started := time.Now()
-	s := &submission{req: req, delivery: d, span: span, done: make(chan struct{})}
-	if err := h.batcher.submit(s); err != nil {
+	s := groupcommit.NewSubmission(req, d, span)
+	if err := h.batcher.Submit(s); err != nil {
 		var perm *PermanentError
 		if errors.As(err, &perm) {
 			// The same command fails the same way on every delivery: the
 			// producer is told why, and the message is dead-lettered.
-			d.SetReply(mustJSON(errorResultFor(d, ledger.Errorf(perm.Code, "%s", perm.Reason))))
 			span.SetStatus(codes.Error, string(perm.Code))
 			log.Warn("command refused by the database; it is dead-lettered", "error", err)
-			return err
+			return transport.Settlement{Reply: transport.ReplyJSON(transport.ErrorResult(d, ledger.Errorf(perm.Code, "%s", perm.Reason)))}, err
 		}
 		count(req.Command, outcomeRetried)
 		span.SetStatus(codes.Error, err.Error())
 		log.Warn("command failed; it will be retried", "error", err)
-		return err
+		return transport.Settlement{}, err
 	}
 	res := s.Result
 	switch s.Outcome {
@@ -80,11 +76,9 @@ func (h *handler) handle(msg *message.Message) error {
 		}
 	case InFlight:
 		count(req.Command, outcomeInFlight)
-		d.SetReply(mustJSON(res))
 		delay := inFlightDelay(h.inFlightDelay, d.NumDelivered)
-		d.NakWithDelay(delay)
 		log.Info("command in flight elsewhere; retrying later", "retry_in", delay)
-		return errInFlight
+		return transport.Nak(delay, transport.ReplyJSON(res)), errInFlight
 	case Reused:
 		count(req.Command, outcomeReused)
 		return h.refuse(d, span, res)
@@ -92,8 +86,7 @@ func (h *handler) handle(msg *message.Message) error {
 		count(req.Command, outcomeReplayed)
 		log.Debug("command replayed from the inbox")
 	}
-	d.SetReply(mustJSON(res))
-	return nil
+	return transport.Ack(transport.ReplyJSON(res)), nil
 }
 
 // refuse ends a message that can never succeed as sent: a malformed one or
@@ -104,18 +97,18 @@ func (h *handler) handle(msg *message.Message) error {
 // (it is not stored under the key, which may be missing, malformed or
 // hold another command's result), so the message is dead-lettered for an
 // operator. Either way the refusal is counted by its code.
-func (h *handler) refuse(d *Delivery, span trace.Span, res protocol.Result) error {
+func (h *handler) refuse(d *Delivery, span trace.Span, res protocol.Result) (transport.Settlement, error) {
 	code := res.Error.Code
 	h.metrics.clientError(code)
-	d.SetReply(mustJSON(res))
+	reply := transport.ReplyJSON(res)
 	span.SetStatus(codes.Error, string(code))
 	if d.Msg.Headers().Get(protocol.HeaderReplyTo) == "" {
-		return &PermanentError{Code: code, Reason: res.Error.Message}
+		return transport.Settlement{Reply: reply}, &PermanentError{Code: code, Reason: res.Error.Message}
 	}
 	span.SetAttributes(attrOutcome.String(outcomeRefused))
 	h.logger.Debug("command refused as sent; answered", "stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
 		"idempotency_key", d.Msg.Headers().Get(protocol.HeaderIdempotencyKey), "code", code)
-	return nil
+	return transport.Ack(reply), nil
 }
 
 // inFlightDelay grows with each delivery, so a duplicate of a long-running
@@ -145,14 +138,4 @@ func parseRequest(d *Delivery) (*Request, *ledger.Error) {
 	}
 	req.StreamSequence = d.StreamSeq
 	return req, nil
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		// Results are plain structs of strings, numbers and raw JSON that
-		// was itself produced by json.Marshal.
-		panic(fmt.Sprintf("encode result: %v", err))
-	}
-	return b
 }

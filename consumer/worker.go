@@ -5,21 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
-	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/onceledger/onceledger/consumer/deadletter"
+	"github.com/onceledger/onceledger/consumer/groupcommit"
 	"github.com/onceledger/onceledger/consumer/inbox"
-	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/consumer/lookup"
+	"github.com/onceledger/onceledger/consumer/streams"
+	"github.com/onceledger/onceledger/consumer/transport"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -100,9 +100,9 @@ func (c *Config) setDefaults() {
 	if c.Subscriber.TracerProvider == nil {
 		c.Subscriber.TracerProvider = c.TracerProvider
 	}
-	c.Streams.setDefaults(c.InboxRetention)
-	c.Subscriber.setDefaults()
-	c.Batch.setDefaults()
+	c.Streams.SetDefaults(c.InboxRetention)
+	c.Subscriber.SetDefaults()
+	c.Batch.SetDefaults()
 }
 
 func (c *Config) validate() error {
@@ -119,7 +119,7 @@ func (c *Config) validate() error {
 	if c.Subscriber.InProgressEvery >= c.Streams.AckWait {
 		errs = append(errs, fmt.Errorf("Subscriber.InProgressEvery %s must be below Streams.AckWait %s", c.Subscriber.InProgressEvery, c.Streams.AckWait))
 	}
-	errs = append(errs, c.Streams.validate(c.InboxRetention), c.Subscriber.validate(), c.Batch.validate())
+	errs = append(errs, c.Streams.Validate(c.InboxRetention), c.Subscriber.Validate(), c.Batch.Validate())
 	return errors.Join(errs...)
 }
 
@@ -153,13 +153,13 @@ func NewWorker(pool *pgxpool.Pool, nc *nats.Conn, kinds *exec.Kinds, cfg Config)
 }
 
 // Provision checks that the connected nats-server is one the worker runs
-// against (see MinServerVersion), then creates or updates the streams and
-// the durable consumer.
+// against (see streams.MinServerVersion), then creates or updates the
+// streams and the durable consumer.
 func (w *Worker) Provision(ctx context.Context) (jetstream.Consumer, error) {
-	if err := CheckServerVersion(w.nc.ConnectedServerVersion()); err != nil {
+	if err := streams.CheckServerVersion(w.nc.ConnectedServerVersion()); err != nil {
 		return nil, fmt.Errorf("refusing to start: %w", err)
 	}
-	return provision(ctx, w.js, w.cfg.Streams, w.cfg.InboxRetention)
+	return streams.Provision(ctx, w.js, w.cfg.Streams, w.cfg.InboxRetention)
 }
 
 // Run provisions the streams, then consumes until ctx is cancelled. On
@@ -181,35 +181,29 @@ func (w *Worker) Run(ctx context.Context) error {
 	subCfg := w.cfg.Subscriber
 	subCfg.Logger = quieter(subCfg.Logger, slog.LevelWarn)
 
-	sub, err := NewSubscriber(cons, w.nc, subCfg)
+	sub, err := transport.NewSubscriber(cons, w.nc, subCfg)
 	if err != nil {
 		return err
 	}
-	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: w.cfg.ShutdownTimeout}, watermill.NewSlogLoggerWithLevelMapping(quiet, map[slog.Level]slog.Level{
-		// The router reports every handler error at error level; in-flight
-		// and retried commands are logged by the middlewares instead.
-		slog.LevelError: slog.LevelWarn,
-		slog.LevelInfo:  slog.LevelDebug,
-	}))
-	if err != nil {
-		return fmt.Errorf("router: %w", err)
-	}
-	dl := &DeadLetters{js: w.js}
-	batches := newBatcher(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log, w.cfg.Metrics, w.cfg.TracerProvider.Tracer(tracerName))
+	batches := groupcommit.New(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log,
+		groupcommit.Metrics{Batch: w.cfg.Metrics.batch, Fallback: w.cfg.Metrics.fallback}, w.cfg.TracerProvider.Tracer(transport.TracerName))
 	// Closed after the router: handlers still waiting for a batch finish first.
-	defer batches.close()
-	router.AddMiddleware(
-		deadLetterMiddleware(dl, w.cfg.Streams.MaxDeliver, log, quiet, w.cfg.Metrics),
-		middleware.Recoverer,
-	)
+	defer batches.Close()
 	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: quiet, metrics: w.cfg.Metrics, before: w.cfg.beforeHandle}
-	router.AddNoPublisherHandler("commands", w.cfg.Streams.Stream, sub, h.handle)
-
-	lookup, err := w.serveLookups(ctx, quiet)
+	failed := deadletter.Policy(deadletter.NewStream(w.js), w.cfg.Streams.MaxDeliver, subCfg.Backoff, log, quiet, func(ctx context.Context, command string) {
+		w.cfg.Metrics.count(command, outcomeDeadLettered)
+		trace.SpanFromContext(ctx).SetAttributes(attrOutcome.String(outcomeDeadLettered))
+	})
+	router, err := transport.NewRouter(sub, w.cfg.Streams.Stream, h.handle, failed, w.cfg.ShutdownTimeout, quiet)
 	if err != nil {
 		return err
 	}
-	defer lookup.Drain()
+
+	responder, err := lookup.Serve(ctx, w.nc, w.pool, w.cfg.ResultQueue, quiet, log)
+	if err != nil {
+		return err
+	}
+	defer responder.Drain()
 
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -223,8 +217,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	log.Info("worker consuming", "nats_server", w.nc.ConnectedServerVersion(), "stream", w.cfg.Streams.Stream, "consumer", w.cfg.Streams.Durable,
 		"concurrency", w.cfg.Subscriber.Concurrency, "ack_mode", w.cfg.Subscriber.AckMode,
 		"batch_max", w.cfg.Batch.MaxSize, "batch_parallel", w.cfg.Batch.Parallel)
-	if v := w.nc.ConnectedServerVersion(); !termWithReason(v) {
-		log.Info("nats-server is older than "+termReasonVersion+": dead-lettered commands are terminated without a reason, which the dead letter's headers carry", "nats_server", v)
+	if v := w.nc.ConnectedServerVersion(); !streams.TermWithReason(v) {
+		log.Info("nats-server is older than "+streams.TermReasonVersion+": dead-lettered commands are terminated without a reason, which the dead letter's headers carry", "nats_server", v)
 	}
 
 	select {
@@ -247,41 +241,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// serveLookups answers ledger.result.<company> requests from the inbox.
-func (w *Worker) serveLookups(ctx context.Context, log *slog.Logger) (*nats.Subscription, error) {
-	sub, err := w.nc.QueueSubscribe(protocol.ResultSubjectPrefix+"*", w.cfg.ResultQueue, func(m *nats.Msg) {
-		company := strings.TrimPrefix(m.Subject, protocol.ResultSubjectPrefix)
-		value := m.Header.Get(protocol.HeaderIdempotencyKey)
-		key, kerr := protocol.ParseKey(value)
-		var res protocol.Result
-		if !ledger.ValidCompanyID(company) {
-			res = protocol.ErrorResult(company, value, "", ledger.Errorf(ledger.CodeInvalidCommand, "subject must be %s<company>", protocol.ResultSubjectPrefix))
-		} else if kerr != nil {
-			res = protocol.ErrorResult(company, value, "", kerr)
-		} else {
-			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			var err error
-			res, err = Lookup(lctx, w.pool, company, key)
-			cancel()
-			if err != nil {
-				log.Warn("result lookup failed", "company", company, "idempotency_key", key, "error", err)
-				res = protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInternal, "The result could not be read; retry shortly."))
-			}
-		}
-		if !protocol.ReplySubjectAllowed(m.Reply) {
-			w.cfg.Logger.Warn("result lookup not answered: its reply subject is the server's or onceledger's", "company", company, "reply", m.Reply)
-			return
-		}
-		if err := m.Respond(mustJSON(res)); err != nil {
-			log.Warn("result lookup reply failed", "error", err)
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("subscribe to result lookups: %w", err)
-	}
-	return sub, nil
-}
-
 func (w *Worker) purgeLoop(ctx context.Context) {
 	t := time.NewTicker(w.cfg.PurgeInterval)
 	defer t.Stop()
@@ -301,16 +260,7 @@ func (w *Worker) purgeLoop(ctx context.Context) {
 }
 
 // Lookup answers the result lookup for (company, key) from the inbox: the
-// stored result (replayed), in flight, or not found.
+// stored result (replayed), in flight, or not found; see lookup.Result.
 func Lookup(ctx context.Context, db inbox.Beginner, company, key string) (protocol.Result, error) {
-	row, inFlight, err := inbox.Lookup(ctx, db, inbox.Key{Company: company, Key: key})
-	switch {
-	case err != nil:
-		return protocol.Result{}, err
-	case inFlight:
-		return protocol.ErrorResult(company, key, "", &ledger.Error{Code: ledger.CodeIdempotencyKeyInFlight, Message: protocol.MessageKeyInFlight}), nil
-	case row == nil:
-		return protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeNotFound, "No result is stored for this Idempotency-Key.")), nil
-	}
-	return storedResult(row)
+	return lookup.Result(ctx, db, company, key)
 }

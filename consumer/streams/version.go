@@ -1,4 +1,4 @@
-package consumer
+package streams
 
 import (
 	"fmt"
@@ -14,11 +14,11 @@ import (
 // the floor.
 const MinServerVersion = "2.9.0"
 
-// termReasonVersion is the first nats-server that honours a terminate with
+// TermReasonVersion is the first nats-server that honours a terminate with
 // a reason ("+TERM <reason>"). An older one ignores it as an unknown ack,
 // and the message comes back every AckWait: answered and dead-lettered
 // again each time.
-const termReasonVersion = "2.10.0"
+const TermReasonVersion = "2.10.0"
 
 // CheckServerVersion returns an error naming both versions when a
 // nats-server reporting version is older than MinServerVersion or reports
@@ -37,12 +37,12 @@ func CheckServerVersion(version string) error {
 	return nil
 }
 
-// termWithReason reports whether a server reporting version honours a
+// TermWithReason reports whether a server reporting version honours a
 // terminate with a reason. An unreadable version counts as old: a plain
 // terminate works on every server, and the dead letter carries the reason.
-func termWithReason(version string) bool {
+func TermWithReason(version string) bool {
 	v, ok := parseVersion(version)
-	want, _ := parseVersion(termReasonVersion)
+	want, _ := parseVersion(TermReasonVersion)
 	return ok && !v.less(want)
 }
 

@@ -1,4 +1,4 @@
-package consumer
+package streams
 
 import (
 	"context"
@@ -23,9 +23,9 @@ const (
 	DefaultDurable = "onceledger"
 )
 
-// StreamConfig names and shapes the command and dead-letter streams and the
+// Config names and shapes the command and dead-letter streams and the
 // durable consumer the workers share.
-type StreamConfig struct {
+type Config struct {
 	// Stream is the command stream. Defaults to DefaultStream, LEDGER_CMD.
 	Stream string
 	// DeadLetterStream defaults to DefaultDeadLetterStream, LEDGER_DLQ.
@@ -49,8 +49,8 @@ type StreamConfig struct {
 	// dead-lettered. Defaults to 20.
 	//
 	// Retries back off through NAK delays that the worker chooses (see
-	// SubscriberConfig.Backoff), not through the consumer's BackOff list:
-	// JetStream offsets a NAK delay from AckWait but expires it against the
+	// transport.SubscriberConfig.Backoff), not through the consumer's
+	// BackOff list: JetStream offsets a NAK delay from AckWait but expires it against the
 	// BackOff entry of the delivery count, so with a BackOff list a 1s NAK
 	// delay on the second delivery turns into a minute.
 	MaxDeliver int
@@ -61,12 +61,13 @@ type StreamConfig struct {
 
 // WithDefaults returns c with its defaults filled in, for an inbox
 // retention of retention.
-func (c StreamConfig) WithDefaults(retention time.Duration) StreamConfig {
-	c.setDefaults(retention)
+func (c Config) WithDefaults(retention time.Duration) Config {
+	c.SetDefaults(retention)
 	return c
 }
 
-func (c *StreamConfig) setDefaults(retention time.Duration) {
+// SetDefaults fills in c's defaults for an inbox retention of retention.
+func (c *Config) SetDefaults(retention time.Duration) {
 	if c.Stream == "" {
 		c.Stream = DefaultStream
 	}
@@ -96,7 +97,10 @@ func (c *StreamConfig) setDefaults(retention time.Duration) {
 	}
 }
 
-func (c *StreamConfig) validate(retention time.Duration) error {
+// Validate checks c against an inbox retention of retention: above all,
+// the command stream must not keep a message longer than the inbox
+// remembers its key.
+func (c *Config) Validate(retention time.Duration) error {
 	switch {
 	case c.MaxAge <= 0:
 		return errors.New("streams: MaxAge must be positive: an unlimited command stream could redeliver messages older than the inbox remembers")
@@ -114,10 +118,10 @@ func (c *StreamConfig) validate(retention time.Duration) error {
 	return nil
 }
 
-// provision creates or updates the streams and the durable consumer, and
+// Provision creates or updates the streams and the durable consumer, and
 // then checks the live stream against the retention guard: an operator may
 // have changed it out of band.
-func provision(ctx context.Context, js jetstream.JetStream, c StreamConfig, retention time.Duration) (jetstream.Consumer, error) {
+func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention time.Duration) (jetstream.Consumer, error) {
 	cmdStream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        c.Stream,
 		Description: "onceledger commands: ledger.cmd.<company>.<command>",

@@ -1,4 +1,4 @@
-package consumer
+package txn
 
 import (
 	"bytes"
@@ -106,15 +106,15 @@ func decide(req *Request, locked bool, row *inbox.Row) (a Answer, done bool) {
 		}
 		return Answer{Outcome: Reused, Result: protocol.ErrorResult(req.Company, req.Key, req.Command, e)}, true
 	}
-	res, err := storedResult(row)
+	res, err := StoredResult(row)
 	if err != nil {
 		return Answer{Err: err}, true
 	}
 	return Answer{Outcome: Replayed, Result: res}, true
 }
 
-// storedResult decodes a stored result as a replay.
-func storedResult(row *inbox.Row) (protocol.Result, error) {
+// StoredResult decodes a stored result as a replay.
+func StoredResult(row *inbox.Row) (protocol.Result, error) {
 	var res protocol.Result
 	if err := json.Unmarshal(row.Result, &res); err != nil {
 		return protocol.Result{}, fmt.Errorf("consumer: stored result of %s/%s is unreadable: %w", row.Company, row.Key, err)

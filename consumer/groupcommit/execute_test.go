@@ -1,4 +1,4 @@
-package consumer
+package groupcommit
 
 import (
 	"context"
@@ -11,17 +11,17 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/onceledger/onceledger/consumer/inbox"
+	"github.com/onceledger/onceledger/consumer/txn"
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/internal/testkeys"
@@ -33,10 +33,13 @@ import (
 // batchWorld drives batches straight into a batcher, so a test decides
 // exactly which commands share a transaction.
 type batchWorld struct {
-	t       *testing.T
-	pool    *pgxpool.Pool
-	metrics *Metrics
-	b       *batcher
+	t    *testing.T
+	pool *pgxpool.Pool
+	// fallbacks counts the batches that fell back to smaller groups, as
+	// the worker's metrics do.
+	fallbacks atomic.Int64
+	metrics   Metrics
+	b         *Batcher
 
 	mu sync.Mutex
 	// executed lists, per execution of an invoice.create plan, the orders
@@ -65,11 +68,8 @@ func newBatchWorld(t *testing.T, opts worldOptions) *batchWorld {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	metrics, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &batchWorld{t: t, pool: pool, metrics: metrics}
+	w := &batchWorld{t: t, pool: pool}
+	w.metrics = Metrics{Fallback: func() { w.fallbacks.Add(1) }}
 	hook := opts.hook
 	record := hook.Execute
 	hook.Execute = func(items []exec.Item, writes *pgx.Batch) error {
@@ -90,15 +90,15 @@ func newBatchWorld(t *testing.T, opts worldOptions) *batchWorld {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w.b = newBatcher(pool, k, BatchConfig{MaxSize: 256, Parallel: 1}, 30*time.Second, nil, logger, metrics, noop.NewTracerProvider().Tracer(""))
-	t.Cleanup(w.b.close)
+	w.b = New(pool, k, Config{MaxSize: 256, Parallel: 1}, 30*time.Second, nil, logger, w.metrics, noop.NewTracerProvider().Tracer(""))
+	t.Cleanup(w.b.Close)
 	w.run(w.company("acme"))
 	return w
 }
 
 // sub is a submission of command with body under key, as parseRequest
 // would make it (the fingerprint is any digest of the payload here).
-func (w *batchWorld) sub(company, command, key string, body any) *submission {
+func (w *batchWorld) sub(company, command, key string, body any) *Submission {
 	w.t.Helper()
 	raw, err := json.Marshal(body)
 	if err != nil {
@@ -109,18 +109,15 @@ func (w *batchWorld) sub(company, command, key string, body any) *submission {
 		w.t.Fatal(err)
 	}
 	fp := sha256.Sum256(raw)
-	return &submission{
-		req:  &Request{Company: company, Command: command, Key: key, Fingerprint: fp[:], Decoded: cmd, StreamSequence: 7},
-		span: trace.SpanFromContext(context.Background()),
-		done: make(chan struct{}),
-	}
+	return NewSubmission(&txn.Request{Company: company, Command: command, Key: key, Fingerprint: fp[:], Decoded: cmd, StreamSequence: 7},
+		nil, trace.SpanFromContext(context.Background()))
 }
 
-func (w *batchWorld) company(id string) *submission {
+func (w *batchWorld) company(id string) *Submission {
 	return w.sub(id, "company.create", "setup", map[string]any{"name": "Acme UAB", "country": "LT", "currency": "EUR"})
 }
 
-func (w *batchWorld) invoice(company, key, order string) *submission {
+func (w *batchWorld) invoice(company, key, order string) *Submission {
 	return w.sub(company, "invoice.create", key, map[string]any{
 		"order_id": order, "series": "INV",
 		"customer": map[string]any{"id": "c1", "name": "UAB Pavyzdys", "country": "LT"},
@@ -132,7 +129,7 @@ func (w *batchWorld) invoice(company, key, order string) *submission {
 	})
 }
 
-func (w *batchWorld) payment(company, key, ref, number, amount string) *submission {
+func (w *batchWorld) payment(company, key, ref, number, amount string) *Submission {
 	return w.sub(company, "payment.record", key, map[string]any{
 		"payment_ref": ref, "customer_id": "c1", "received_on": "2026-12-10", "method": "bank", "currency": "EUR",
 		"amount": amount, "allocations": []any{map[string]any{"invoice_number": number, "amount": amount}},
@@ -140,20 +137,20 @@ func (w *batchWorld) payment(company, key, ref, number, amount string) *submissi
 }
 
 // run runs subs as one batch and fails the test on any command's error.
-func (w *batchWorld) run(subs ...*submission) {
+func (w *batchWorld) run(subs ...*Submission) {
 	w.t.Helper()
 	w.b.run(subs)
 	for _, s := range subs {
 		if s.Err != nil {
-			w.t.Fatalf("%s %s/%s: %v", s.req.Command, s.req.Company, s.req.Key, s.Err)
+			w.t.Fatalf("%s %s/%s: %v", s.Req.Command, s.Req.Company, s.Req.Key, s.Err)
 		}
 	}
 }
 
-func (w *batchWorld) number(s *submission) string {
+func (w *batchWorld) number(s *Submission) string {
 	w.t.Helper()
 	if s.Result.Status != protocol.StatusOK {
-		w.t.Fatalf("%s: %+v, want ok", s.req.Key, s.Result.Error)
+		w.t.Fatalf("%s: %+v, want ok", s.Req.Key, s.Result.Error)
 	}
 	var v ledger.InvoiceView
 	if err := json.Unmarshal(s.Result.Result, &v); err != nil {
@@ -177,30 +174,21 @@ func (w *batchWorld) lastExecuted() []string {
 	return w.executed[len(w.executed)-1]
 }
 
-func wantOutcome(t *testing.T, s *submission, o Outcome, code ledger.Code) {
+func wantOutcome(t *testing.T, s *Submission, o txn.Outcome, code ledger.Code) {
 	t.Helper()
 	if s.Err != nil {
-		t.Fatalf("%s: %v, want outcome %s", s.req.Key, s.Err, o)
+		t.Fatalf("%s: %v, want outcome %s", s.Req.Key, s.Err, o)
 	}
 	if s.Outcome != o {
-		t.Fatalf("%s: outcome %s, want %s", s.req.Key, s.Outcome, o)
+		t.Fatalf("%s: outcome %s, want %s", s.Req.Key, s.Outcome, o)
 	}
 	var got ledger.Code
 	if s.Result.Error != nil {
 		got = s.Result.Error.Code
 	}
 	if got != code {
-		t.Fatalf("%s: error code %q, want %q (%+v)", s.req.Key, got, code, s.Result.Error)
+		t.Fatalf("%s: error code %q, want %q (%+v)", s.Req.Key, got, code, s.Result.Error)
 	}
-}
-
-func counterValue(t *testing.T, c prometheus.Counter) float64 {
-	t.Helper()
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
 }
 
 func TestOneBatchAnswersEveryOutcome(t *testing.T) {
@@ -239,30 +227,30 @@ func TestOneBatchAnswersEveryOutcome(t *testing.T) {
 	if got := w.lastExecuted(); !slices.Equal(got, []string{"o1", "o1", "o0", "o6", "o9"}) {
 		t.Fatalf("the plan executed orders %v, want o1 o1 o0 o6 o9", got)
 	}
-	if n := counterValue(t, w.metrics.fallbacks); n != 0 {
+	if n := w.fallbacks.Load(); n != 0 {
 		t.Fatalf("%v fallbacks, want none", n)
 	}
-	wantOutcome(t, replay, Replayed, "")
+	wantOutcome(t, replay, txn.Replayed, "")
 	if !replay.Result.Replayed || w.number(replay) != "INV-2026-000001" {
 		t.Fatalf("replay of k0: %+v", replay.Result)
 	}
-	wantOutcome(t, reuse, Reused, ledger.CodeIdempotencyKeyReused)
-	wantOutcome(t, k1, Executed, "")
-	wantOutcome(t, k1again, Replayed, "")
+	wantOutcome(t, reuse, txn.Reused, ledger.CodeIdempotencyKeyReused)
+	wantOutcome(t, k1, txn.Executed, "")
+	wantOutcome(t, k1again, txn.Replayed, "")
 	if w.number(k1again) != w.number(k1) || !k1again.Result.Replayed {
 		t.Fatalf("k1 repeated in its batch answered %s, the first %s", w.number(k1again), w.number(k1))
 	}
-	wantOutcome(t, k2, Executed, ledger.CodeDuplicateDocument)
+	wantOutcome(t, k2, txn.Executed, ledger.CodeDuplicateDocument)
 	if d := k2.Result.Error.Details; d["number"] != w.number(k1) {
 		t.Fatalf("k2's duplicate names %v, want k1's invoice %s", d["number"], w.number(k1))
 	}
-	wantOutcome(t, k3, Executed, ledger.CodeDuplicateDocument)
+	wantOutcome(t, k3, txn.Executed, ledger.CodeDuplicateDocument)
 	if d := k3.Result.Error.Details; d["number"] != "INV-2026-000001" {
 		t.Fatalf("k3's duplicate names %v, want INV-2026-000001", d["number"])
 	}
-	wantOutcome(t, ghost, Executed, ledger.CodeUnknownCompany)
-	wantOutcome(t, held, InFlight, ledger.CodeIdempotencyKeyInFlight)
-	wantOutcome(t, k6, Executed, "")
+	wantOutcome(t, ghost, txn.Executed, ledger.CodeUnknownCompany)
+	wantOutcome(t, held, txn.InFlight, ledger.CodeIdempotencyKeyInFlight)
+	wantOutcome(t, k6, txn.Executed, "")
 
 	// Numbers follow the batch's order without gaps; only executed keys
 	// are stored, business errors included; one event per invoice.
@@ -328,12 +316,12 @@ func TestABatchRunsACompanysKindsInOrder(t *testing.T) {
 	early := w.payment("gamma", "p0", "ch_0", "INV-2026-000001", "1.00") // before gamma exists
 	gamma := w.company("gamma")
 	w.run(setup, inv, pay, inv2, early, gamma)
-	wantOutcome(t, setup, Executed, "")
-	wantOutcome(t, inv, Executed, "")
-	wantOutcome(t, pay, Executed, "")
-	wantOutcome(t, inv2, Executed, "")
-	wantOutcome(t, early, Executed, ledger.CodeUnknownCompany)
-	wantOutcome(t, gamma, Executed, "")
+	wantOutcome(t, setup, txn.Executed, "")
+	wantOutcome(t, inv, txn.Executed, "")
+	wantOutcome(t, pay, txn.Executed, "")
+	wantOutcome(t, inv2, txn.Executed, "")
+	wantOutcome(t, early, txn.Executed, ledger.CodeUnknownCompany)
+	wantOutcome(t, gamma, txn.Executed, "")
 	if w.number(inv2) != "INV-2026-000002" {
 		t.Fatalf("second invoice numbered %s", w.number(inv2))
 	}
@@ -367,7 +355,7 @@ func TestBatchFallsBackWhenAConcurrentTransactionWinsAnOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Rollback(ctx)
-	if _, err := exec.Run(ctx, other, w.b.kinds, "acme", w.invoice("acme", "other", "o1").req.Decoded); err != nil {
+	if _, err := exec.Run(ctx, other, w.b.kinds, "acme", w.invoice("acme", "other", "o1").Req.Decoded); err != nil {
 		t.Fatal(err)
 	}
 
@@ -376,7 +364,7 @@ func TestBatchFallsBackWhenAConcurrentTransactionWinsAnOrder(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w.b.run([]*submission{loser, k2})
+		w.b.run([]*Submission{loser, k2})
 	}()
 	// The batch reads before the other transaction commits, then waits for
 	// the number series row it holds.
@@ -399,14 +387,14 @@ func TestBatchFallsBackWhenAConcurrentTransactionWinsAnOrder(t *testing.T) {
 	if len(got) != 3 || !slices.Equal(got[0], []string{"o1", "o2"}) || !slices.Equal(got[1], []string{"o1"}) || !slices.Equal(got[2], []string{"o2"}) {
 		t.Fatalf("executions %v, want [o1 o2] then [o1] then [o2]", got)
 	}
-	if n := counterValue(t, w.metrics.fallbacks); n != 1 {
+	if n := w.fallbacks.Load(); n != 1 {
 		t.Fatalf("%v fallbacks, want 1", n)
 	}
-	wantOutcome(t, loser, Executed, ledger.CodeDuplicateDocument)
+	wantOutcome(t, loser, txn.Executed, ledger.CodeDuplicateDocument)
 	if d := loser.Result.Error.Details; d["number"] != "INV-2026-000001" {
 		t.Fatalf("the loser's duplicate names %v, want the winner's INV-2026-000001", d["number"])
 	}
-	wantOutcome(t, k2, Executed, "")
+	wantOutcome(t, k2, txn.Executed, "")
 	if got := w.number(k2); got != "INV-2026-000002" {
 		t.Fatalf("k2 numbered %s after the fallback, want INV-2026-000002 (no gap)", got)
 	}
@@ -427,7 +415,7 @@ func TestARefusedWriteFailsOnlyItsCommand(t *testing.T) {
 		}
 		return nil
 	}}})
-	var subs []*submission
+	var subs []*Submission
 	for i := range 16 {
 		order := fmt.Sprint("o", i)
 		if i == 11 {
@@ -443,10 +431,10 @@ func TestARefusedWriteFailsOnlyItsCommand(t *testing.T) {
 			}
 			continue
 		}
-		wantOutcome(t, s, Executed, "")
+		wantOutcome(t, s, txn.Executed, "")
 	}
 	// 16, 8 (k8…k15), 4 (k8…k11) and 2 (k10, k11) failed and split.
-	if n := counterValue(t, w.metrics.fallbacks); n != 1 {
+	if n := w.fallbacks.Load(); n != 1 {
 		t.Fatalf("%v fallbacks counted, want 1 (one batch)", n)
 	}
 	if n := len(w.executed); n != 1+2+2+2+2 {
@@ -482,9 +470,9 @@ func TestABatchIsTwoRoundTrips(t *testing.T) {
 	if batches != 2 || len(alone) != 0 {
 		t.Fatalf("%d batches and %d statements on their own %q, want 2 batches and nothing else", batches, len(alone), alone)
 	}
-	for i, s := range []*submission{k1, k2, k3} {
+	for i, s := range []*Submission{k1, k2, k3} {
 		if got, want := w.number(s), fmt.Sprintf("INV-2026-%06d", i+1); got != want {
-			t.Fatalf("%s numbered %s, want %s", s.req.Key, got, want)
+			t.Fatalf("%s numbered %s, want %s", s.Req.Key, got, want)
 		}
 	}
 	if n := w.scalar(`SELECT count(*) FROM inbox WHERE idempotency_key IN ('k1', 'k2', 'k3')`); n != 3 {
@@ -500,10 +488,10 @@ func TestABatchIsTwoRoundTrips(t *testing.T) {
 	if batches, alone := trips.counts(); batches != 2 || len(alone) != 0 {
 		t.Fatalf("payments: %d batches and %d statements on their own %q, want 2 batches", batches, len(alone), alone)
 	}
-	wantOutcome(t, p1, Executed, "")
-	wantOutcome(t, p2, Executed, "")
-	wantOutcome(t, p3, Executed, ledger.CodeConflict)
-	wantOutcome(t, p4, Executed, "")
+	wantOutcome(t, p1, txn.Executed, "")
+	wantOutcome(t, p2, txn.Executed, "")
+	wantOutcome(t, p3, txn.Executed, ledger.CodeConflict)
+	wantOutcome(t, p4, txn.Executed, "")
 	var v ledger.PaymentView
 	if err := json.Unmarshal(p2.Result.Result, &v); err != nil {
 		t.Fatal(err)
@@ -579,28 +567,28 @@ func TestFailingReadsFailOnlyTheirCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b := newBatcher(w.pool, failing, BatchConfig{MaxSize: 64, Parallel: 1}, 30*time.Second, nil, logger, w.metrics, noop.NewTracerProvider().Tracer(""))
-	t.Cleanup(b.close)
+	b := New(w.pool, failing, Config{MaxSize: 64, Parallel: 1}, 30*time.Second, nil, logger, w.metrics, noop.NewTracerProvider().Tracer(""))
+	t.Cleanup(b.Close)
 
 	// Replays only: nothing is left to write, and the batch must not
 	// commit the transaction its failed read aborted.
 	replay := w.invoice("acme", "k1", "o1")
-	b.run([]*submission{replay})
-	wantOutcome(t, replay, Replayed, "")
+	b.run([]*Submission{replay})
+	wantOutcome(t, replay, txn.Replayed, "")
 	if got := w.number(replay); got != want {
 		t.Fatalf("replay numbered %s, want %s", got, want)
 	}
 
 	k2, k3 := w.invoice("acme", "k2", "o2"), w.invoice("acme", "k3", "o3")
 	beta := w.company("beta")
-	b.run([]*submission{k2, beta, k3})
-	for _, s := range []*submission{k2, k3} {
+	b.run([]*Submission{k2, beta, k3})
+	for _, s := range []*Submission{k2, k3} {
 		var pgErr interface{ SQLState() string }
 		if s.Err == nil || !errors.As(s.Err, &pgErr) || pgErr.SQLState() != "42P01" {
-			t.Fatalf("%s: %v, want the failed read's undefined table", s.req.Key, s.Err)
+			t.Fatalf("%s: %v, want the failed read's undefined table", s.Req.Key, s.Err)
 		}
 	}
-	wantOutcome(t, beta, Executed, "")
+	wantOutcome(t, beta, txn.Executed, "")
 	if n := w.scalar(`SELECT count(*) FROM inbox WHERE idempotency_key IN ('k2', 'k3')`); n != 0 {
 		t.Fatalf("%d keys stored for commands that failed", n)
 	}

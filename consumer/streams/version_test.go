@@ -1,4 +1,4 @@
-package consumer
+package streams
 
 import (
 	"strings"
@@ -37,7 +37,7 @@ func TestServerVersionRules(t *testing.T) {
 		if err != nil && c.version != "" && !strings.Contains(err.Error(), c.version) {
 			t.Errorf("%q: %q does not name the version found", c.version, err)
 		}
-		if got := termWithReason(c.version); got != c.termReason {
+		if got := TermWithReason(c.version); got != c.termReason {
 			t.Errorf("%q: terminate with a reason = %v, want %v", c.version, got, c.termReason)
 		}
 	}

@@ -1,4 +1,4 @@
-package consumer
+package groupcommit
 
 import (
 	"context"
@@ -12,30 +12,30 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/onceledger/onceledger/consumer/inbox"
+	"github.com/onceledger/onceledger/consumer/transport"
+	"github.com/onceledger/onceledger/consumer/txn"
 	"github.com/onceledger/onceledger/internal/pglisten"
-	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
 )
 
-// BatchConfig's defaults and limits, stated once for the worker, its
-// command line and the bench.
+// Config's defaults and limits, stated once for the worker, its command
+// line and the bench.
 const (
-	DefaultBatchMax      = 256
-	MaxBatchMax          = 10000
-	DefaultBatchParallel = 2
-	MaxBatchParallel     = 256
+	DefaultMaxSize  = 256
+	MaxMaxSize      = 10000
+	DefaultParallel = 2
+	MaxParallel     = 256
 )
 
-// BatchConfig configures group commit: commands that arrive together share
-// one transaction.
-type BatchConfig struct {
+// Config configures group commit: commands that arrive together share one
+// transaction.
+type Config struct {
 	// MaxSize is the most commands per transaction. 1 gives every command
-	// its own transaction. Defaults to DefaultBatchMax.
+	// its own transaction. Defaults to DefaultMaxSize.
 	MaxSize int
 	// Parallel is how many transactions run at once; commands are assigned
-	// to one by company. Defaults to DefaultBatchParallel: one transaction
+	// to one by company. Defaults to DefaultParallel: one transaction
 	// executes while the other waits for its commit to reach the disk. More
 	// make each batch smaller, and a command's cost grows as its batch
 	// shrinks; measured with `onceledger bench` on two cores shared with
@@ -48,87 +48,67 @@ type BatchConfig struct {
 	Parallel int
 }
 
-// CheckTunables checks the worker's tunables as an operator sets them
-// (flags, environment), in the words of its command line.
-func CheckTunables(concurrency int, batch BatchConfig) []error {
-	var errs []error
-	if concurrency < 1 || concurrency > MaxConcurrency {
-		errs = append(errs, fmt.Errorf("concurrency %d: use 1..%d", concurrency, MaxConcurrency))
-	}
-	if batch.MaxSize < 1 || batch.MaxSize > MaxBatchMax {
-		errs = append(errs, fmt.Errorf("batch max %d: use 1..%d", batch.MaxSize, MaxBatchMax))
-	}
-	if batch.Parallel < 1 || batch.Parallel > MaxBatchParallel {
-		errs = append(errs, fmt.Errorf("batch parallel %d: use 1..%d", batch.Parallel, MaxBatchParallel))
-	}
-	return errs
-}
-
-func (c *BatchConfig) setDefaults() {
+// SetDefaults fills in c's defaults.
+func (c *Config) SetDefaults() {
 	if c.MaxSize == 0 {
-		c.MaxSize = DefaultBatchMax
+		c.MaxSize = DefaultMaxSize
 	}
 	if c.Parallel == 0 {
-		c.Parallel = DefaultBatchParallel
+		c.Parallel = DefaultParallel
 	}
 }
 
-func (c *BatchConfig) validate() error {
+// Validate checks c, in the words of the worker's Config (Batch.MaxSize).
+func (c *Config) Validate() error {
 	switch {
-	case c.MaxSize < 1 || c.MaxSize > MaxBatchMax:
-		return fmt.Errorf("Batch.MaxSize %d out of range 1..%d", c.MaxSize, MaxBatchMax)
-	case c.Parallel < 1 || c.Parallel > MaxBatchParallel:
-		return fmt.Errorf("Batch.Parallel %d out of range 1..%d", c.Parallel, MaxBatchParallel)
+	case c.MaxSize < 1 || c.MaxSize > MaxMaxSize:
+		return fmt.Errorf("Batch.MaxSize %d out of range 1..%d", c.MaxSize, MaxMaxSize)
+	case c.Parallel < 1 || c.Parallel > MaxParallel:
+		return fmt.Errorf("Batch.Parallel %d out of range 1..%d", c.Parallel, MaxParallel)
 	}
 	return nil
 }
 
-// submission is one command waiting for its batch, and, once the batch
-// ran, what became of it.
-type submission struct {
-	req      *Request
-	delivery *Delivery
-	// span is the delivery's span: the command's events carry it, and its
-	// commit span is its child.
-	span trace.Span
-
-	// Answer is the command's outcome and result, or Err.
-	Answer
-
-	// What execute keeps while the batch runs (see txn).
-	kind      exec.Kind
-	kindIndex int
-	// fresh: the key has neither a stored result nor another holder; the
-	// command executes.
-	fresh  bool
-	locked bool
-	row    *inbox.Row
-	// stored is the key's row to write, and events the command's events,
-	// once it executed.
-	stored inbox.Row
-	events []ledger.Event
-	// repeatOf is the first submission of the same key in the batch.
-	repeatOf *submission
-	// retried: the command ran again after a unique index refused it.
-	retried bool
+// Submission is one command waiting for its batch, and, once the batch
+// ran, what became of it: the embedded txn.Item's Answer.
+type Submission struct {
+	txn.Item
+	// Delivery is the message the command came in, or nil; the
+	// after-commit hook and the fault points see it.
+	Delivery *transport.Delivery
 
 	done chan struct{}
 }
 
-// batcher is group commit one level above the database's: commands queue
+// NewSubmission returns the submission of req, which came in d and runs
+// under span (both may be nil).
+func NewSubmission(req *txn.Request, d *transport.Delivery, span trace.Span) *Submission {
+	return &Submission{Item: txn.Item{Req: req, Span: span}, Delivery: d, done: make(chan struct{})}
+}
+
+// Metrics receives what group commit measures; a nil func is skipped.
+type Metrics struct {
+	// Batch is called after each commit with the batch's size and how
+	// long it executed and committed.
+	Batch func(size int, execute, commit time.Duration)
+	// Fallback is called for a batch that fell back to smaller groups.
+	Fallback func()
+}
+
+// Batcher is group commit one level above the database's: commands queue
 // while a transaction commits, and the next transaction takes all of them.
 // Nothing waits on a timer, so a lone command is not delayed, and under load
 // one commit (one WAL flush) serves many commands. Results are released
 // only after the commit, so nothing is acknowledged or answered before it is
 // durable.
-type batcher struct {
+type Batcher struct {
 	pool          *pgxpool.Pool
 	kinds         *exec.Kinds
-	cfg           BatchConfig
+	cfg           Config
 	commitTimeout time.Duration
-	afterCommit   func(*Delivery)
+	afterCommit   func(*transport.Delivery)
 	logger        *slog.Logger
-	metrics       *Metrics
+	metrics       Metrics
 	tracer        trace.Tracer
 	// wake notifies the relays and dispatchers after a commit that wrote
 	// events, outside the transaction.
@@ -137,22 +117,27 @@ type batcher struct {
 	// One queue per transaction slot; a company always goes to the same one,
 	// so concurrent batches never wait on each other's number-series and
 	// event-counter row locks.
-	queues  []chan *submission
+	queues  []chan *Submission
 	closing chan struct{}
 	wg      sync.WaitGroup
 	once    sync.Once
 }
 
-var errBatcherClosed = errors.New("consumer: worker is shutting down")
+// ErrClosed is Submit's error once the batcher is closing.
+var ErrClosed = errors.New("consumer: worker is shutting down")
 
-func newBatcher(pool *pgxpool.Pool, kinds *exec.Kinds, cfg BatchConfig, commitTimeout time.Duration, afterCommit func(*Delivery), logger *slog.Logger, metrics *Metrics, tracer trace.Tracer) *batcher {
-	b := &batcher{
+// New starts a batcher of cfg.Parallel transaction slots on pool, whose
+// transactions kinds execute, each bounded by commitTimeout. afterCommit,
+// when not nil, runs for each command executed, after the commit and
+// before Submit returns.
+func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.Duration, afterCommit func(*transport.Delivery), logger *slog.Logger, metrics Metrics, tracer trace.Tracer) *Batcher {
+	b := &Batcher{
 		pool: pool, kinds: kinds, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics, tracer: tracer,
 		closing: make(chan struct{}),
 		wake:    pglisten.NewNotifier(pool, logger, outbox.WakeChannels...),
 	}
 	for range cfg.Parallel {
-		q := make(chan *submission, cfg.MaxSize)
+		q := make(chan *Submission, cfg.MaxSize)
 		b.queues = append(b.queues, q)
 		b.wg.Add(1)
 		go b.loop(q)
@@ -160,30 +145,32 @@ func newBatcher(pool *pgxpool.Pool, kinds *exec.Kinds, cfg BatchConfig, commitTi
 	return b
 }
 
-// submit queues s and waits until its batch committed (or failed).
-func (b *batcher) submit(s *submission) error {
+// Submit queues s and waits until its batch committed (or failed); then
+// s has its Answer. The error is s.Err, or ErrClosed.
+func (b *Batcher) Submit(s *Submission) error {
 	h := fnv.New32a()
-	h.Write([]byte(s.req.Company))
+	h.Write([]byte(s.Req.Company))
 	select {
 	case b.queues[h.Sum32()%uint32(len(b.queues))] <- s:
 	case <-b.closing:
-		return errBatcherClosed
+		return ErrClosed
 	}
 	<-s.done
 	return s.Err
 }
 
-// close stops the loops once the queue is drained.
-func (b *batcher) close() {
+// Close stops the loops once the queues are drained: a submission that
+// raced with Close is still answered.
+func (b *Batcher) Close() {
 	b.once.Do(func() { close(b.closing) })
 	b.wg.Wait()
 	b.wake.Close()
 }
 
-func (b *batcher) loop(queue chan *submission) {
+func (b *Batcher) loop(queue chan *Submission) {
 	defer b.wg.Done()
 	for {
-		var first *submission
+		var first *Submission
 		select {
 		case first = <-queue:
 		case <-b.closing:
@@ -191,13 +178,13 @@ func (b *batcher) loop(queue chan *submission) {
 			for {
 				select {
 				case s := <-queue:
-					b.run([]*submission{s})
+					b.run([]*Submission{s})
 				default:
 					return
 				}
 			}
 		}
-		batch := []*submission{first}
+		batch := []*Submission{first}
 	fill:
 		for len(batch) < b.cfg.MaxSize {
 			select {
@@ -212,7 +199,7 @@ func (b *batcher) loop(queue chan *submission) {
 }
 
 // run executes one batch in one transaction and releases its submissions.
-func (b *batcher) run(batch []*submission) {
+func (b *Batcher) run(batch []*Submission) {
 	defer func() {
 		for _, s := range batch {
 			close(s.done)
@@ -230,15 +217,20 @@ func (b *batcher) run(batch []*submission) {
 		return
 	}
 	defer conn.Release()
-	t := &txn{ctx: ctx, kinds: b.kinds, beforeCommit: func() {
+	items := make([]*txn.Item, len(batch))
+	for i, s := range batch {
+		items[i] = &s.Item
+	}
+	fallbacks, err := txn.Run(ctx, conn, b.kinds, items, func() {
 		ackBeforeCommit(batch)
 		crashAt("before_commit")
 		committing = time.Now()
-	}}
-	err = t.execute(conn, batch)
-	if t.fallbacks > 0 {
-		b.logger.Info("batch fell back to smaller groups", "commands", len(batch), "groups_failed", t.fallbacks)
-		b.metrics.fallback()
+	})
+	if fallbacks > 0 {
+		b.logger.Info("batch fell back to smaller groups", "commands", len(batch), "groups_failed", fallbacks)
+		if b.metrics.Fallback != nil {
+			b.metrics.Fallback()
+		}
 	}
 	if committing.IsZero() {
 		committing = time.Now()
@@ -252,20 +244,22 @@ func (b *batcher) run(batch []*submission) {
 	crashAt("after_commit")
 	executed := 0
 	for _, s := range batch {
-		if s.Err == nil && s.Outcome == Executed {
+		if s.Err == nil && s.Outcome == txn.Executed {
 			executed++
 		}
 	}
 	if executed > 0 {
 		b.wake.Poke()
 	}
-	b.metrics.batch(len(batch), committing.Sub(started), time.Since(committing))
+	if b.metrics.Batch != nil {
+		b.metrics.Batch(len(batch), committing.Sub(started), time.Since(committing))
+	}
 	b.logger.Debug("batch committed", "commands", len(batch), "executed", executed,
 		"execute", committing.Sub(started), "commit", time.Since(committing))
 	if b.afterCommit != nil {
 		for _, s := range batch {
-			if s.Err == nil && s.Outcome == Executed {
-				b.afterCommit(s.delivery)
+			if s.Err == nil && s.Outcome == txn.Executed {
+				b.afterCommit(s.Delivery)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package consumer
+package transport
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/protocol"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -58,12 +59,13 @@ type SubscriberConfig struct {
 	Backoff func(numDelivered uint64) time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// TracerProvider records a span per delivery (see Config). Defaults to
-	// a no-op provider.
+	// TracerProvider records a span per delivery (see consumer.Config).
+	// Defaults to a no-op provider.
 	TracerProvider trace.TracerProvider
 }
 
-func (c *SubscriberConfig) setDefaults() {
+// SetDefaults fills in c's defaults.
+func (c *SubscriberConfig) SetDefaults() {
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
 	}
@@ -90,7 +92,8 @@ func (c *SubscriberConfig) setDefaults() {
 	}
 }
 
-func (c *SubscriberConfig) validate() error {
+// Validate checks c.
+func (c *SubscriberConfig) Validate() error {
 	switch {
 	case c.Concurrency < 1 || c.Concurrency > MaxConcurrency:
 		return fmt.Errorf("subscriber: Concurrency %d out of range 1..%d", c.Concurrency, MaxConcurrency)
@@ -120,8 +123,9 @@ func DefaultBackoff(numDelivered uint64) time.Duration {
 // Subscriber is a Watermill message.Subscriber over one durable JetStream
 // pull consumer. It pulls only as many messages as it has free handlers, so
 // it never holds messages it is not working on; it keeps long-running
-// messages alive with InProgress, settles each message (ack, NAK with delay,
-// or term) after the handler returns, and only then sends the reply.
+// messages alive with InProgress, settles each message as the Settlement
+// the handler path returned says (ack, NAK with delay, or term) once the
+// router is done with it, and only then sends the reply.
 type Subscriber struct {
 	cons   jetstream.Consumer
 	nc     *nats.Conn
@@ -136,11 +140,11 @@ type Subscriber struct {
 
 // NewSubscriber returns a subscriber reading from cons and replying on nc.
 func NewSubscriber(cons jetstream.Consumer, nc *nats.Conn, cfg SubscriberConfig) (*Subscriber, error) {
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Subscriber{cons: cons, nc: nc, cfg: cfg, tracer: cfg.TracerProvider.Tracer(tracerName), closing: make(chan struct{})}, nil
+	return &Subscriber{cons: cons, nc: nc, cfg: cfg, tracer: cfg.TracerProvider.Tracer(TracerName), closing: make(chan struct{})}, nil
 }
 
 // Subscribe starts pulling. The topic is informational: the subscriber is
@@ -246,11 +250,11 @@ func release(slots chan struct{}, n int) {
 }
 
 func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *message.Message) {
-	d := &Delivery{Msg: jm}
+	d := &Delivery{Msg: jm, decided: make(chan Settlement, 1)}
 	if md, err := jm.Metadata(); err == nil {
 		d.StreamSeq, d.NumDelivered, d.Published = md.Sequence.Stream, md.NumDelivered, md.Timestamp
 	}
-	// The span rides in the message's context, so the middlewares record
+	// The span rides in the message's context, so the handler path records
 	// the outcome on it and the events the command writes carry it.
 	ctx, span := startCommandSpan(ctx, s.tracer, d)
 	defer span.End()
@@ -266,7 +270,7 @@ func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *m
 	case out <- msg:
 	case <-s.closing:
 		// Not handed to a handler: give it back for another worker now.
-		span.SetAttributes(attrOutcome.String("returned"))
+		span.SetAttributes(AttrOutcome.String("returned"))
 		if err := jm.Nak(); err != nil {
 			s.cfg.Logger.Warn("NAK on shutdown failed; the message is redelivered after AckWait", "stream_seq", d.StreamSeq, "error", err)
 		}
@@ -275,55 +279,59 @@ func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *m
 
 	tick := time.NewTicker(s.cfg.InProgressEvery)
 	defer tick.Stop()
+	// The router acks its message once RouterHandler handed the
+	// settlement over, and nacks it only when the handler panicked past
+	// the handler path's Recoverer.
+wait:
 	for {
 		select {
 		case <-msg.Acked():
-			s.settle(ctx, d, true)
-			return
+			break wait
 		case <-msg.Nacked():
-			s.settle(ctx, d, false)
-			return
+			break wait
 		case <-tick.C:
 			if err := jm.InProgress(); err != nil {
 				s.cfg.Logger.Warn("InProgress failed", "stream_seq", d.StreamSeq, "error", err)
 			}
 		}
 	}
+	var decision Settlement
+	select {
+	case decision = <-d.decided:
+	default:
+		// Nothing was handed over: retry the message.
+		decision = Nak(s.cfg.Backoff(d.NumDelivered), nil)
+	}
+	s.settle(ctx, d, decision)
 }
 
-// settle acknowledges, NAKs or terminates the message, then replies: the
-// reply never precedes the settlement, so a result a producer has seen is
-// always one whose transaction committed. ctx carries the delivery's span,
-// under which the settlement gets an "ack" span.
-func (s *Subscriber) settle(ctx context.Context, d *Delivery, acked bool) {
-	how, delay, reason, reply := d.state()
+// settle carries out a delivery's settlement: it acknowledges, NAKs or
+// terminates the message, then replies. It is the one place a message is
+// settled and answered, and the reply never precedes the settlement, so a
+// result a producer has seen is always one whose transaction committed.
+// ctx carries the delivery's span, under which the settlement gets an
+// "ack" span.
+func (s *Subscriber) settle(ctx context.Context, d *Delivery, decision Settlement) {
 	log := s.cfg.Logger.With("stream_seq", d.StreamSeq, "deliveries", d.NumDelivered)
 	ctx, span := s.tracer.Start(ctx, "ack")
 	var err error
-	var settlement string
+	settlement := decision.Action.String()
 	switch {
-	case how == settleTerm && termWithReason(s.nc.ConnectedServerVersion()):
-		settlement = "term"
-		err = d.Msg.TermWithReason(reason)
-	case how == settleTerm:
+	case decision.Action == ActTerm && streams.TermWithReason(s.nc.ConnectedServerVersion()):
+		err = d.Msg.TermWithReason(decision.Reason)
+	case decision.Action == ActTerm:
 		// Before 2.10 the server ignores a terminate with a reason and
 		// redelivers; the dead letter already carries the reason.
-		settlement = "term"
 		err = d.Msg.Term()
-	case how == settleNak:
-		settlement = "nak"
-		err = d.Msg.NakWithDelay(delay)
-	case acked && s.cfg.AckMode == AckDouble:
+	case decision.Action == ActNak:
+		err = d.Msg.NakWithDelay(decision.Delay)
+	case s.cfg.AckMode == AckDouble:
 		settlement = "double_ack"
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err = d.Msg.DoubleAck(actx)
 		cancel()
-	case acked:
-		settlement = "ack"
-		err = d.Msg.Ack()
 	default:
-		settlement = "nak"
-		err = d.Msg.NakWithDelay(s.cfg.Backoff(d.NumDelivered))
+		err = d.Msg.Ack()
 	}
 	span.SetAttributes(attrSettlement.String(settlement))
 	if err != nil {
@@ -335,8 +343,8 @@ func (s *Subscriber) settle(ctx context.Context, d *Delivery, acked bool) {
 	replyTo := d.Msg.Headers().Get(protocol.HeaderReplyTo)
 	if replyTo != "" && !protocol.ReplySubjectAllowed(replyTo) {
 		log.Warn("result not sent: Reply-To is a subject of the server or of onceledger", "reply_to", replyTo)
-	} else if replyTo != "" && reply != nil && s.nc != nil {
-		if err := s.nc.Publish(replyTo, reply); err != nil {
+	} else if replyTo != "" && decision.Reply != nil && s.nc != nil {
+		if err := s.nc.Publish(replyTo, decision.Reply); err != nil {
 			log.Warn("sending result to Reply-To failed; the producer can ask the result lookup", "reply_to", replyTo, "error", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package consumer
+package txn
 
 import (
 	"github.com/onceledger/onceledger/ledger/exec"
@@ -16,16 +16,16 @@ import (
 // invoice it pays). Companies share nothing, so their commands commute,
 // and running each company's commands in arrival order, run by run, gives
 // the books the same commands would give one at a time.
-func nextPass(pending []*submission) (pass, rest []*submission) {
+func nextPass(pending []*Item) (pass, rest []*Item) {
 	for i := 0; i < len(pending); {
-		company, kind := pending[i].req.Company, pending[i].kindIndex
+		company, kind := pending[i].Req.Company, pending[i].kindIndex
 		_, alone := pending[i].kind.(exec.OnePerCompany)
 		j := i + 1
-		for !alone && j < len(pending) && pending[j].req.Company == company && pending[j].kindIndex == kind {
+		for !alone && j < len(pending) && pending[j].Req.Company == company && pending[j].kindIndex == kind {
 			j++
 		}
 		pass = append(pass, pending[i:j]...)
-		for i = j; i < len(pending) && pending[i].req.Company == company; i++ {
+		for i = j; i < len(pending) && pending[i].Req.Company == company; i++ {
 			rest = append(rest, pending[i])
 		}
 	}

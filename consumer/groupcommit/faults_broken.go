@@ -1,6 +1,6 @@
 //go:build faults
 
-package consumer
+package groupcommit
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // then dies before the commit: JetStream forgets the messages and the
 // database never had them. The fault-injection suite must catch this; its
 // test runs the suite against this point and expects violations.
-func ackBeforeCommit(batch []*submission) {
+func ackBeforeCommit(batch []*Submission) {
 	p := faultPoints()["ack_before_commit"]
 	if p == 0 || rand.Float64() >= p {
 		return
@@ -25,8 +25,8 @@ func ackBeforeCommit(batch []*submission) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, s := range batch {
-		if s.delivery != nil && s.delivery.Msg != nil {
-			_ = s.delivery.Msg.DoubleAck(ctx)
+		if s.Delivery != nil && s.Delivery.Msg != nil {
+			_ = s.Delivery.Msg.DoubleAck(ctx)
 		}
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGKILL)

@@ -1,6 +1,6 @@
 //go:build faults
 
-package consumer
+package groupcommit
 
 import (
 	"fmt"

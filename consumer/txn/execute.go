@@ -1,4 +1,4 @@
-package consumer
+package txn
 
 import (
 	"cmp"
@@ -24,6 +24,52 @@ import (
 	"github.com/onceledger/onceledger/protocol"
 )
 
+// Item is one command of a transaction: its request, the span its events
+// carry, and, once the transaction ran, its Answer. What the transaction
+// keeps about the command while it runs is unexported.
+type Item struct {
+	Req *Request
+	// Span is the span of the delivery the command came in, or nil: the
+	// command's events carry its context, and so continue its trace.
+	Span trace.Span
+
+	// Answer is the command's outcome and result, or Err.
+	Answer
+
+	kind      exec.Kind
+	kindIndex int
+	// fresh: the key has neither a stored result nor another holder; the
+	// command executes.
+	fresh  bool
+	locked bool
+	row    *inbox.Row
+	// stored is the key's row to write, and events the command's events,
+	// once it executed.
+	stored inbox.Row
+	events []ledger.Event
+	// repeatOf is the first item of the same key in the transaction.
+	repeatOf *Item
+	// retried: the command ran again after a unique index refused it.
+	retried bool
+}
+
+// Conn is what a transaction runs on: a pooled connection.
+type Conn interface {
+	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+}
+
+// Run executes items in one transaction on conn, from BEGIN to COMMIT,
+// and leaves on each its Answer (see txn.execute). It sorts items in place,
+// each company's commands together. beforeCommit, when not nil, runs just
+// before the COMMIT is sent. fallbacks counts the groups that failed and
+// ran again in halves. The error is the transaction's: it broke or did not
+// commit, and every item without an error of its own has it.
+func Run(ctx context.Context, conn Conn, kinds *exec.Kinds, items []*Item, beforeCommit func()) (fallbacks int, err error) {
+	t := &txn{ctx: ctx, kinds: kinds, beforeCommit: beforeCommit}
+	err = t.execute(conn, items)
+	return t.fallbacks, err
+}
+
 // errTxBroken marks a failure after which the transaction cannot go on.
 var errTxBroken = errors.New("consumer: the transaction is broken")
 
@@ -44,7 +90,7 @@ type txn struct {
 }
 
 // execute runs subs in one transaction on conn, from BEGIN to COMMIT, and
-// leaves on each submission its answer (outcome and result, or err). The
+// leaves on each item its answer (outcome and result, or err). The
 // order of execution is the order of subs with each company's commands
 // brought together (a stable sort), which is also the order every
 // transaction takes its locks in.
@@ -65,15 +111,13 @@ type txn struct {
 //
 // A key repeated in the batch runs once; its repeats are answered from the
 // first one's result, as a redelivery would be. An error is returned when
-// the transaction broke or did not commit: every submission then has it.
-func (t *txn) execute(conn interface {
-	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
-}, subs []*submission) error {
-	slices.SortStableFunc(subs, func(x, y *submission) int { return cmp.Compare(x.req.Company, y.req.Company) })
+// the transaction broke or did not commit: every item then has it.
+func (t *txn) execute(conn Conn, subs []*Item) error {
+	slices.SortStableFunc(subs, func(x, y *Item) int { return cmp.Compare(x.Req.Company, y.Req.Company) })
 	for _, s := range subs {
-		kind, idx, ok := t.kinds.Lookup(s.req.Command)
+		kind, idx, ok := t.kinds.Lookup(s.Req.Command)
 		if !ok {
-			return t.fail(subs, fmt.Errorf("consumer: no kind executes %s", s.req.Command))
+			return t.fail(subs, fmt.Errorf("consumer: no kind executes %s", s.Req.Command))
 		}
 		s.kind, s.kindIndex = kind, idx
 	}
@@ -93,7 +137,7 @@ func (t *txn) execute(conn interface {
 	b.Queue(pgsettings.GenericPlansOnIndexes)
 	keys := make([]inbox.Key, len(unique))
 	for i, s := range unique {
-		keys[i] = inbox.Key{Company: s.req.Company, Key: s.req.Key}
+		keys[i] = inbox.Key{Company: s.Req.Company, Key: s.Req.Key}
 	}
 	claims := inbox.QueueClaims(b, keys)
 	b.Queue("SAVEPOINT " + savepoint(0))
@@ -125,10 +169,10 @@ func (t *txn) execute(conn interface {
 		return t.fail(subs, fmt.Errorf("%w: %w", errTxBroken, err))
 	}
 
-	var fresh []*submission
+	var fresh []*Item
 	for i, s := range unique {
 		s.locked, s.row = claims.Locked[i], claims.Rows[i]
-		if a, done := decide(s.req, s.locked, s.row); done {
+		if a, done := decide(s.Req, s.locked, s.row); done {
 			s.Answer = a
 			continue
 		}
@@ -158,8 +202,8 @@ func (t *txn) execute(conn interface {
 	return nil
 }
 
-func onlyFresh(subs []*submission) []*submission {
-	var out []*submission
+func onlyFresh(subs []*Item) []*Item {
+	var out []*Item
 	for _, s := range subs {
 		if s.fresh {
 			out = append(out, s)
@@ -168,8 +212,8 @@ func onlyFresh(subs []*submission) []*submission {
 	return out
 }
 
-// fail gives err to every submission that has no error of its own.
-func (t *txn) fail(subs []*submission, err error) error {
+// fail gives err to every item that has no error of its own.
+func (t *txn) fail(subs []*Item, err error) error {
 	for _, s := range subs {
 		if s.Err == nil {
 			s.Err = err
@@ -183,12 +227,12 @@ func (t *txn) fail(subs []*submission, err error) error {
 // recent savepoint of a name, so no RELEASE is needed.
 func savepoint(depth int) string { return "onceledger_" + strconv.Itoa(depth) }
 
-// firstOfEachKey splits subs into the first submission of each key and
+// firstOfEachKey splits subs into the first item of each key and
 // the repeats, which point at it.
-func firstOfEachKey(subs []*submission) (unique, repeats []*submission) {
-	first := map[inbox.Key]*submission{}
+func firstOfEachKey(subs []*Item) (unique, repeats []*Item) {
+	first := map[inbox.Key]*Item{}
 	for _, s := range subs {
-		k := inbox.Key{Company: s.req.Company, Key: s.req.Key}
+		k := inbox.Key{Company: s.Req.Company, Key: s.Req.Key}
 		if f, ok := first[k]; ok {
 			s.repeatOf = f
 			repeats = append(repeats, s)
@@ -201,25 +245,25 @@ func firstOfEachKey(subs []*submission) (unique, repeats []*submission) {
 }
 
 // answerAfter answers a repeated key from what became of its first
-// submission f: what a redelivery after f's commit would have found.
-func (s *submission) answerAfter(f *submission) {
+// item f: what a redelivery after f's commit would have found.
+func (s *Item) answerAfter(f *Item) {
 	switch {
 	case f.Err != nil:
 		s.Err = f.Err
 	case f.Outcome == Executed:
-		s.Answer, _ = decide(s.req, true, &f.stored)
+		s.Answer, _ = decide(s.Req, true, &f.stored)
 	default:
-		s.Answer, _ = decide(s.req, f.locked, f.row)
+		s.Answer, _ = decide(s.Req, f.locked, f.row)
 	}
 }
 
 // prepared is a pass whose reads were queued: its commands in execution
 // order, one plan per kind.
 type prepared struct {
-	subs  []*submission
+	subs  []*Item
 	plans []kindPlan
 	// rest is what is left after the pass, for the passes after it.
-	rest []*submission
+	rest []*Item
 	// err is why the pass cannot execute: its reads failed (the
 	// transaction is then aborted up to the group's savepoint) or a plan
 	// could not be prepared.
@@ -229,11 +273,11 @@ type prepared struct {
 // kindPlan is the plan of one kind in a pass.
 type kindPlan struct {
 	plan exec.Plan
-	subs []*submission // the plan's items, in order
+	subs []*Item // the plan's items, in order
 }
 
 // prepare queues on b the reads of pass, a plan per kind.
-func (t *txn) prepare(pass []*submission, b *pgx.Batch) *prepared {
+func (t *txn) prepare(pass []*Item, b *pgx.Batch) *prepared {
 	p := &prepared{subs: pass}
 	byKind := map[int]int{} // kind index → plans index
 	for _, s := range pass {
@@ -249,10 +293,10 @@ func (t *txn) prepare(pass []*submission, b *pgx.Batch) *prepared {
 		kp := &p.plans[i]
 		items := make([]exec.Item, len(kp.subs))
 		for j, s := range kp.subs {
-			items[j] = exec.Item{Company: s.req.Company, Command: s.req.Decoded, Key: s.req.Key}
+			items[j] = exec.Item{Company: s.Req.Company, Command: s.Req.Decoded, Key: s.Req.Key}
 		}
 		kind := kp.subs[0].kind
-		if err := recovered("preparing "+kp.subs[0].req.Command, func() error { kp.plan = kind.Prepare(items, b); return nil }); err != nil {
+		if err := recovered("preparing "+kp.subs[0].Req.Command, func() error { kp.plan = kind.Prepare(items, b); return nil }); err != nil {
 			// What the plan queued is still read (and discarded) with the
 			// round trip; the pass fails.
 			p.err = err
@@ -281,7 +325,7 @@ func (p *prepared) read(br pgx.BatchResults) {
 // With commit, the last pass's round trip commits. A failed group rolls
 // back to its savepoint and runs again in halves (see execute). An error
 // means the transaction is broken.
-func (t *txn) group(subs []*submission, depth int, first *prepared, commit bool) error {
+func (t *txn) group(subs []*Item, depth int, first *prepared, commit bool) error {
 	if len(subs) == 0 && first == nil {
 		return nil
 	}
@@ -414,7 +458,7 @@ func (t *txn) passes(p *prepared, commit bool) error {
 func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 	for _, kp := range p.plans {
 		var which []int
-		var subs []*submission
+		var subs []*Item
 		for i, s := range kp.subs {
 			if s.fresh {
 				which, subs = append(which, i), append(subs, s)
@@ -428,7 +472,7 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 			return err
 		}
 		if len(results) != len(which) {
-			return fmt.Errorf("%d results for %d commands of %s", len(results), len(which), subs[0].req.Command)
+			return fmt.Errorf("%d results for %d commands of %s", len(results), len(which), subs[0].Req.Command)
 		}
 		for i, s := range subs {
 			if err := s.stage(results[i]); err != nil {
@@ -443,11 +487,11 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 			continue
 		}
 		evCtx := t.ctx
-		if s.span != nil {
-			evCtx = trace.ContextWithSpan(t.ctx, s.span)
+		if s.Span != nil {
+			evCtx = trace.ContextWithSpan(t.ctx, s.Span)
 		}
 		for _, ev := range s.events {
-			events = append(events, outbox.Pending{Ctx: evCtx, Company: s.req.Company, Type: ev.Type, Data: ev.Data})
+			events = append(events, outbox.Pending{Ctx: evCtx, Company: s.Req.Company, Type: ev.Type, Data: ev.Data})
 		}
 		rows = append(rows, s.stored)
 	}
@@ -469,8 +513,8 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 // stage records what executing s gave, to be kept if its group commits: a
 // business error is its result; an outcome is its result and its events.
 // An error that is not the command's (internal, in flight) fails the group.
-func (s *submission) stage(r exec.Result) error {
-	req := s.req
+func (s *Item) stage(r exec.Result) error {
+	req := s.Req
 	var res protocol.Result
 	s.events = nil
 	switch {
@@ -529,8 +573,9 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
-// recovered runs fn, turning a panic into an error: the batch goroutine is
-// not a Watermill handler, so the router's recoverer does not see it.
+// recovered runs fn, turning a panic into an error: the transaction runs
+// on group commit's goroutine, not in the router's handler, so the
+// handler path's Recoverer does not see it.
 func recovered(what string, fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -546,9 +591,9 @@ func recovered(what string, fn func() error) (err error) {
 // one answer per request, in the order given. The error is the
 // transaction's: it broke or did not commit, and every answer has it.
 func Execute(ctx context.Context, pool *pgxpool.Pool, kinds *exec.Kinds, reqs []*Request) ([]Answer, error) {
-	subs := make([]*submission, len(reqs))
+	subs := make([]*Item, len(reqs))
 	for i, r := range reqs {
-		subs[i] = &submission{req: r}
+		subs[i] = &Item{Req: r}
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {

@@ -1,0 +1,9 @@
+package groupcommit
+
+import (
+	"testing"
+
+	"github.com/onceledger/onceledger/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
