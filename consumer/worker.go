@@ -20,6 +20,7 @@ import (
 	"github.com/onceledger/onceledger/consumer/lookup"
 	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/consumer/transport"
+	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -60,6 +61,13 @@ type Config struct {
 	// traceparent that arrives with a command is still passed on to its
 	// events. Also used by Subscriber when Subscriber.TracerProvider is nil.
 	TracerProvider trace.TracerProvider
+	// LocalWake, when set, is how a commit that wrote events wakes the
+	// outbox relay and the webhook dispatcher: in this process, instead of
+	// a NOTIFY to every process. Set it when the relay and the dispatcher
+	// that wake on it run beside this consumer (internal/worker does);
+	// relays and dispatchers of other processes then find the events when
+	// they poll.
+	LocalWake *pglisten.Local
 
 	afterCommit func(*Delivery)
 	// beforeHandle, for tests, runs first in the router's handler.
@@ -185,7 +193,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	batches := groupcommit.New(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, log,
+	batches := groupcommit.New(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, w.cfg.LocalWake, log,
 		groupcommit.Metrics{Batch: w.cfg.Metrics.batch, Fallback: w.cfg.Metrics.fallback}, w.cfg.TracerProvider.Tracer(transport.TracerName))
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.Close()

@@ -39,6 +39,9 @@ type RelayConfig struct {
 	PublishTimeout time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Wake, when set, wakes the relay too: a consumer in this process that
+	// committed events (pglisten.Local).
+	Wake <-chan struct{}
 	// TracerProvider records a producer span per published event, a child
 	// of the span that wrote the event, and its context goes out in the
 	// message's traceparent and tracestate headers. Defaults to a no-op
@@ -121,6 +124,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-wake:
+		case <-r.cfg.Wake:
 		case <-time.After(r.cfg.PollInterval):
 		}
 	}

@@ -100,6 +100,9 @@ type DispatcherConfig struct {
 	BreakerWindow      time.Duration
 	BreakerFailureRate float64
 	BreakerCooldown    time.Duration
+	// Wake, when set, wakes the dispatcher too: a consumer in this process
+	// that committed events (pglisten.Local).
+	Wake <-chan struct{}
 	// Policy decides which addresses may be dialled. The zero policy allows
 	// public addresses only.
 	Policy AddressPolicy
@@ -316,6 +319,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-wake:
+		case <-d.cfg.Wake:
 		case <-freed:
 		case <-poll.C:
 		}

@@ -110,9 +110,9 @@ type Batcher struct {
 	logger        *slog.Logger
 	metrics       Metrics
 	tracer        trace.Tracer
-	// wake notifies the relays and dispatchers after a commit that wrote
-	// events, outside the transaction.
-	wake *pglisten.Notifier
+	// wake wakes the relays and dispatchers after a commit that wrote
+	// events, outside the transaction: by NOTIFY, or in this process.
+	wake waker
 
 	// One queue per transaction slot; a company always goes to the same one,
 	// so concurrent batches never wait on each other's number-series and
@@ -126,15 +126,31 @@ type Batcher struct {
 // ErrClosed is Submit's error once the batcher is closing.
 var ErrClosed = errors.New("consumer: worker is shutting down")
 
+// waker is how a commit wakes the relays and dispatchers.
+type waker interface {
+	Poke()
+	Close()
+}
+
+// localWaker wakes them in this process (pglisten.Local).
+type localWaker struct{ *pglisten.Local }
+
+func (localWaker) Close() {}
+
 // New starts a batcher of cfg.Parallel transaction slots on pool, whose
 // transactions kinds execute, each bounded by commitTimeout. afterCommit,
 // when not nil, runs for each command executed, after the commit and
-// before Submit returns.
-func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.Duration, afterCommit func(*transport.Delivery), logger *slog.Logger, metrics Metrics, tracer trace.Tracer) *Batcher {
+// before Submit returns. A commit that wrote events wakes local when it
+// is set, else every process by NOTIFY (outbox.WakeChannels).
+func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.Duration, afterCommit func(*transport.Delivery), local *pglisten.Local, logger *slog.Logger, metrics Metrics, tracer trace.Tracer) *Batcher {
 	b := &Batcher{
 		pool: pool, kinds: kinds, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics, tracer: tracer,
 		closing: make(chan struct{}),
-		wake:    pglisten.NewNotifier(pool, logger, outbox.WakeChannels...),
+	}
+	if local != nil {
+		b.wake = localWaker{local}
+	} else {
+		b.wake = pglisten.NewNotifier(pool, logger, outbox.WakeChannels...)
 	}
 	for range cfg.Parallel {
 		q := make(chan *Submission, cfg.MaxSize)

@@ -22,6 +22,7 @@ import (
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/natsserver"
 	"github.com/onceledger/onceledger/internal/pgcluster"
+	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/internal/throwaway"
 	wiring "github.com/onceledger/onceledger/internal/worker"
 	"github.com/onceledger/onceledger/ledger"
@@ -64,7 +65,10 @@ type Env struct {
 	// background runs the outbox relay and the webhook dispatcher for the
 	// whole run.
 	background *wiring.Worker
-	bgErr      error
+	// wake is how the phases' consumers wake the background relay and
+	// dispatcher.
+	wake  *pglisten.Local
+	bgErr error
 
 	phases   int // phases started, for unique key prefixes
 	sent     int // invoice.create commands sent
@@ -280,12 +284,16 @@ func (e *Env) startBackground(ctx context.Context) error {
 		return err
 	}
 	e.kinds = k
+	// The phases' consumers wake this relay and dispatcher in memory, as
+	// a worker running all three does.
+	e.wake = &pglisten.Local{}
 	w, err := wiring.New(ctx, wiring.Config{
-		Pool:     e.pool,
-		NATS:     e.wnc,
-		Outbox:   &wiring.Outbox{},
-		Webhooks: &webhooks.DispatcherConfig{Policy: policy, Secrets: keys},
-		Logger:   e.cfg.Logger,
+		Pool:      e.pool,
+		NATS:      e.wnc,
+		LocalWake: e.wake,
+		Outbox:    &wiring.Outbox{},
+		Webhooks:  &webhooks.DispatcherConfig{Policy: policy, Secrets: keys},
+		Logger:    e.cfg.Logger,
 	})
 	if err != nil {
 		return err
@@ -392,8 +400,9 @@ func (e *Env) startWorker(ctx context.Context, mode Mode) (*worker, error) {
 		return nil, err
 	}
 	wk, err := wiring.New(ctx, wiring.Config{
-		Pool: e.pool,
-		NATS: e.wnc,
+		Pool:      e.pool,
+		NATS:      e.wnc,
+		LocalWake: e.wake,
 		Consumer: &consumer.Config{
 			Subscriber: consumer.SubscriberConfig{Concurrency: e.cfg.Concurrency, AckMode: mode.Ack},
 			Batch:      mode.Batch,

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/webhooks"
@@ -41,6 +42,14 @@ type Config struct {
 
 	// Retention, when set, purges what outlived its retention.
 	Retention *Retention
+
+	// LocalWake is how the consumer's commits wake the relay and the
+	// dispatcher: in memory, instead of a NOTIFY round trip per commit. A
+	// worker that runs all three gets one of its own; give one to workers
+	// of one process that split the parts between them (the benchmark
+	// does), and leave it nil where a consumer runs without a relay and a
+	// dispatcher beside it, so that it notifies the other processes.
+	LocalWake *pglisten.Local
 
 	// Logger is the parts' logger where their own config has none.
 	// Defaults to slog.Default().
@@ -110,6 +119,9 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		cfg.Logger = slog.Default()
 	}
 	w := &Worker{}
+	if cfg.LocalWake == nil && cfg.Consumer != nil && cfg.Outbox != nil && cfg.Webhooks != nil {
+		cfg.LocalWake = &pglisten.Local{}
+	}
 	if cfg.Outbox != nil {
 		js, err := jetstream.New(cfg.NATS)
 		if err != nil {
@@ -126,6 +138,9 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		}
 		if ccfg.TracerProvider == nil {
 			ccfg.TracerProvider = cfg.TracerProvider
+		}
+		if ccfg.LocalWake == nil {
+			ccfg.LocalWake = cfg.LocalWake
 		}
 		c, err := consumer.NewWorker(cfg.Pool, cfg.NATS, cfg.Kinds, ccfg)
 		if err != nil {
@@ -144,6 +159,9 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		if rcfg.TracerProvider == nil {
 			rcfg.TracerProvider = cfg.TracerProvider
 		}
+		if rcfg.Wake == nil && cfg.LocalWake != nil {
+			rcfg.Wake = cfg.LocalWake.Listen()
+		}
 		js, err := jetstream.New(cfg.NATS)
 		if err != nil {
 			return nil, err
@@ -161,6 +179,9 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		}
 		if dcfg.TracerProvider == nil {
 			dcfg.TracerProvider = cfg.TracerProvider
+		}
+		if dcfg.Wake == nil && cfg.LocalWake != nil {
+			dcfg.Wake = cfg.LocalWake.Listen()
 		}
 		d, err := webhooks.NewDispatcher(cfg.Pool, dcfg)
 		if err != nil {

@@ -53,12 +53,14 @@ func TestRunsEveryPart(t *testing.T) {
 
 	cfg := testworker.Config()
 	w, err := worker.New(ctx, worker.Config{
-		Pool:      pool,
-		NATS:      nc,
-		Consumer:  &cfg,
-		Kinds:     testworker.Kinds(t),
-		Outbox:    &worker.Outbox{},
-		Webhooks:  &webhooks.DispatcherConfig{Secrets: testkeys.Rules().Secrets},
+		Pool:     pool,
+		NATS:     nc,
+		Consumer: &cfg,
+		Kinds:    testworker.Kinds(t),
+		// Polls a minute apart: the relay publishes the event at once only
+		// because the consumer's commit wakes it in memory.
+		Outbox:    &worker.Outbox{Relay: outbox.RelayConfig{PollInterval: time.Minute}},
+		Webhooks:  &webhooks.DispatcherConfig{Secrets: testkeys.Rules().Secrets, PollInterval: time.Minute},
 		Retention: &worker.Retention{Outbox: time.Hour, DeliveryLog: time.Hour},
 		Logger:    testworker.Logger(),
 	})
@@ -75,13 +77,24 @@ func TestRunsEveryPart(t *testing.T) {
 		t.Fatalf("events stream after New: %v", err)
 	}
 
+	// The commit wakes the relay and dispatcher beside it in memory: no
+	// NOTIFY goes to Postgres.
+	listener, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Release()
+	if _, err := listener.Exec(ctx, `LISTEN `+outbox.NotifyChannel); err != nil {
+		t.Fatal(err)
+	}
+
 	w.Start()
 	c, err := client.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := json.Marshal(map[string]any{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"})
-	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	res, err := c.Publish(rctx, "acme", "company.create", "acme-setup", body)
 	if err != nil {
@@ -103,6 +116,11 @@ func TestRunsEveryPart(t *testing.T) {
 			t.Fatal("the relay published no event")
 		case <-time.After(25 * time.Millisecond):
 		}
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer wcancel()
+	if n, err := listener.Conn().WaitForNotification(wctx); err == nil {
+		t.Fatalf("a NOTIFY on %s (%+v) where the commit should have woken the relay in memory", outbox.NotifyChannel, n)
 	}
 	if err := w.Err(); err != nil {
 		t.Fatalf("Err while running = %v", err)
