@@ -2,9 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/onceledger/onceledger/internal/bearer"
 	"github.com/onceledger/onceledger/ledger"
 )
 
@@ -21,20 +18,12 @@ import (
 // recognise (and to scan for).
 const TokenPrefix = "olt_"
 
-// tokenLength is the length of a token: the prefix and 32 random bytes in
-// unpadded base64url.
-var tokenLength = len(TokenPrefix) + base64.RawURLEncoding.EncodedLen(32)
-
 // ErrTokenNotFound is returned by RevokeToken for an unknown token ID.
 var ErrTokenNotFound = errors.New("httpapi: no such API token")
 
 // DB is what the token functions run on: *pgxpool.Pool, *pgx.Conn and
 // pgx.Tx all qualify.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type DB = bearer.DB
 
 // Token describes an API token. The token itself is never stored.
 type Token struct {
@@ -45,11 +34,6 @@ type Token struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
-}
-
-func hashToken(token string) []byte {
-	h := sha256.Sum256([]byte(token))
-	return h[:]
 }
 
 // CreateToken creates a token that acts for company and returns it with its
@@ -63,11 +47,10 @@ func CreateToken(ctx context.Context, db DB, company, name string) (Token, strin
 	case strings.TrimSpace(name) == "" || len(name) > 100:
 		return Token{}, "", errors.New("a token needs a name of 1-100 characters, saying who or what uses it")
 	}
-	var secret [32]byte
-	if _, err := rand.Read(secret[:]); err != nil {
+	token, err := bearer.New(TokenPrefix)
+	if err != nil {
 		return Token{}, "", err
 	}
-	token := TokenPrefix + base64.RawURLEncoding.EncodeToString(secret[:])
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Token{}, "", err
@@ -76,7 +59,7 @@ func CreateToken(ctx context.Context, db DB, company, name string) (Token, strin
 	if err := db.QueryRow(ctx, `
 		INSERT INTO api_tokens (id, company_id, name, token_hash, token_prefix)
 		VALUES ($1, $2, $3, $4, $5) RETURNING created_at`,
-		t.ID, company, name, hashToken(token), t.Prefix).Scan(&t.CreatedAt); err != nil {
+		t.ID, company, name, bearer.Hash(token), t.Prefix).Scan(&t.CreatedAt); err != nil {
 		return Token{}, "", fmt.Errorf("store API token: %w", err)
 	}
 	return t, token, nil
@@ -125,14 +108,14 @@ var errBadToken = errors.New("unknown or revoked token")
 
 // authenticate returns the company token acts for.
 func authenticate(ctx context.Context, db DB, token string) (string, error) {
-	if len(token) != tokenLength || !strings.HasPrefix(token, TokenPrefix) {
+	if !bearer.Shaped(token, TokenPrefix) {
 		return "", errBadToken
 	}
 	var id uuid.UUID
 	var company string
 	var lastUsed *time.Time
 	err := db.QueryRow(ctx, `SELECT id, company_id, last_used_at FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL`,
-		hashToken(token)).Scan(&id, &company, &lastUsed)
+		bearer.Hash(token)).Scan(&id, &company, &lastUsed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", errBadToken
 	}

@@ -2,9 +2,6 @@ package console
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,25 +9,20 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/onceledger/onceledger/internal/bearer"
 )
 
 // TokenPrefix starts every operator token, apart from the API tokens'
 // "olt_", so a leaked one is recognised for what it opens.
 const TokenPrefix = "olo_"
 
-var tokenLength = len(TokenPrefix) + base64.RawURLEncoding.EncodedLen(32)
-
 // ErrTokenNotFound is returned by RevokeToken for an unknown token ID.
 var ErrTokenNotFound = errors.New("console: no such operator token")
 
 // DB is what the token functions run on: *pgxpool.Pool, *pgx.Conn and
 // pgx.Tx all qualify.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type DB = bearer.DB
 
 // Token describes an operator token. The token itself is never stored.
 type Token struct {
@@ -42,18 +34,9 @@ type Token struct {
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 }
 
-func hash(s string) []byte {
-	h := sha256.Sum256([]byte(s))
-	return h[:]
-}
+func hash(s string) []byte { return bearer.Hash(s) }
 
-func randomString(n int) (string, error) {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
-}
+func randomString(n int) (string, error) { return bearer.Random(n) }
 
 // CreateToken creates an operator token and returns it with its
 // description. The token is returned only here: only its SHA-256 is
@@ -62,11 +45,10 @@ func CreateToken(ctx context.Context, db DB, name string) (Token, string, error)
 	if strings.TrimSpace(name) == "" || len(name) > 100 {
 		return Token{}, "", errors.New("an operator token needs a name of 1-100 characters, saying who uses it")
 	}
-	secret, err := randomString(32)
+	token, err := bearer.New(TokenPrefix)
 	if err != nil {
 		return Token{}, "", err
 	}
-	token := TokenPrefix + secret
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Token{}, "", err
@@ -127,7 +109,7 @@ var errBadToken = errors.New("unknown or revoked operator token")
 // authenticate returns the token that token is.
 func authenticate(ctx context.Context, db DB, token string) (Token, error) {
 	token = strings.TrimSpace(token)
-	if len(token) != tokenLength || !strings.HasPrefix(token, TokenPrefix) {
+	if !bearer.Shaped(token, TokenPrefix) {
 		return Token{}, errBadToken
 	}
 	t, err := scanToken(db.QueryRow(ctx, `
