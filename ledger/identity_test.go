@@ -60,9 +60,9 @@ func TestSupplierKey(t *testing.T) {
 		{"VAT id as sent", Supplier{Party: party("s1", "LT200000000020")}, "vat:LT200000000020"},
 		{"VAT id wins over the producer's id", Supplier{Party: party("s1b", "LT200000000020")}, "vat:LT200000000020"},
 		{"VAT id spelled loosely", Supplier{Party: party("s1", " lt 200.000-000\u2013020 ")}, "vat:LT200000000020"},
-		{"VAT id wins over the code", Supplier{Party: party("s1", "LT200000000020"), Code: "300000002"}, "vat:LT200000000020"},
-		{"code without a VAT id", Supplier{Party: party("s1", ""), Code: "300 000-002"}, "code:300000002"},
-		{"VAT id of only separators", Supplier{Party: party("s1", " - . "), Code: "300000002"}, "code:300000002"},
+		{"VAT id wins over the code", Supplier{Party: withCode(party("s1", "LT200000000020"), "300000002")}, "vat:LT200000000020"},
+		{"code without a VAT id", Supplier{Party: withCode(party("s1", ""), "300 000-002")}, "code:300000002"},
+		{"VAT id of only separators", Supplier{Party: withCode(party("s1", " - . "), "300000002")}, "code:300000002"},
 		{"the producer's id, as sent", Supplier{Party: party(" s1", "")}, "id: s1"},
 	}
 	for _, tt := range tests {
@@ -70,4 +70,10 @@ func TestSupplierKey(t *testing.T) {
 			t.Errorf("%s: SupplierKey(%+v) = %q, want %q", tt.name, tt.in, got, tt.want)
 		}
 	}
+}
+
+// withCode is p with the registration code code.
+func withCode(p Party, code string) Party {
+	p.Code = code
+	return p
 }

@@ -29,6 +29,10 @@ type Party struct {
 	Name    string `json:"name"`
 	VATID   string `json:"vat_id,omitempty"`
 	Country string `json:"country"`
+	// Code is its company registration code, optional: the i.SAF
+	// register's RegistrationNumber, and a supplier's identity when it
+	// has no VAT id (see SupplierKey).
+	Code string `json:"code,omitempty"`
 }
 
 // InvoiceLine is one line as the sender states it; amounts are computed.
@@ -58,6 +62,7 @@ func (c *CreateInvoice) validate() *Error {
 		required("customer.name", c.Customer.Name, 200),
 		country("customer.country", c.Customer.Country),
 		maxLen("customer.vat_id", c.Customer.VATID, 32),
+		maxLen("customer.code", c.Customer.Code, 32),
 		curErr,
 	); err != nil {
 		return err

@@ -18,12 +18,10 @@ type RecordPurchaseInvoice struct {
 	ExchangeRate *Decimal `json:"exchange_rate,omitempty"`
 }
 
-// Supplier is the issuer of a purchase invoice as the document names it.
-// Code is its company registration code, optional: it identifies a
-// supplier without a VAT id (see SupplierKey).
+// Supplier is the issuer of a purchase invoice as the document names it;
+// its Code identifies a supplier without a VAT id (see SupplierKey).
 type Supplier struct {
 	Party
-	Code string `json:"code,omitempty"`
 }
 
 // PurchaseLine is one line of a supplier's invoice. Account defaults to

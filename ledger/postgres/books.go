@@ -200,10 +200,10 @@ func Invoice(ctx context.Context, q Querier, company, numberOrID string) (*ledge
 	var issue, due time.Time
 	err := q.QueryRow(ctx, `
 		SELECT id, number, series, sequence, order_id, customer_id, customer_name, customer_vat_id,
-		       customer_country, currency, issue_date, due_date, journal_entry_id
+		       customer_country, customer_code, currency, issue_date, due_date, journal_entry_id
 		  FROM invoices WHERE company_id = $1 AND `+where, company, key).Scan(
 		&inv.ID, &inv.Number, &inv.Series, &inv.Sequence, &inv.OrderID, &inv.Customer.ID, &inv.Customer.Name,
-		&inv.Customer.VATID, &inv.Customer.Country, &cur, &issue, &due, &inv.JournalEntryID)
+		&inv.Customer.VATID, &inv.Customer.Country, &inv.Customer.Code, &cur, &issue, &due, &inv.JournalEntryID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		e := ledger.Errorf(ledger.CodeNotFound, "company %q has no invoice %q", company, numberOrID)
 		e.Details = map[string]any{"invoice": numberOrID}
@@ -310,13 +310,13 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 	// recorded, in the register's time zone ($5).
 	rows, err := q.Query(ctx, `
 		SELECT 'invoice', i.id, i.number, i.issue_date, i.customer_id, i.customer_vat_id, i.customer_country,
-		       i.customer_name, '', NULL::date, `+inCompanyCurrency("i.currency", "''", "NULL::date")+`
+		       i.customer_name, i.customer_code, NULL::date, `+inCompanyCurrency("i.currency", "''", "NULL::date")+`
 		  FROM invoices i JOIN invoice_lines l ON l.invoice_id = i.id
 		 WHERE i.company_id = $1 AND i.issue_date BETWEEN $2 AND $3
 		 GROUP BY i.id, l.vat_rate
 		UNION ALL
 		SELECT 'credit_note', c.id, c.number, c.issue_date, i.customer_id, i.customer_vat_id, i.customer_country,
-		       i.customer_name, '', NULL::date, `+inCompanyCurrency("c.currency", "i.number", "i.issue_date")+`
+		       i.customer_name, i.customer_code, NULL::date, `+inCompanyCurrency("c.currency", "i.number", "i.issue_date")+`
 		  FROM credit_notes c JOIN invoices i ON i.id = c.invoice_id
 		  JOIN credit_note_lines l ON l.credit_note_id = c.id
 		 WHERE c.company_id = $1 AND c.issue_date BETWEEN $2 AND $3

@@ -68,7 +68,7 @@ func TestBooks(t *testing.T) {
 	post(t, db, "company.create", map[string]any{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010",
 		"registration_number": "100000001"})
 
-	customer := map[string]any{"id": "cust-42", "name": "UAB Pavyzdys", "vat_id": "LT100000000010", "country": "LT"}
+	customer := map[string]any{"id": "cust-42", "name": "UAB Pavyzdys", "vat_id": "LT100000000010", "country": "LT", "code": "100 000 002"}
 	post(t, db, "invoice.create", map[string]any{
 		"order_id": "o-1", "customer": customer, "currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16",
 		"lines": []any{
@@ -358,6 +358,7 @@ func TestBooks(t *testing.T) {
 		sales := f.SourceDocuments.SalesInvoices.Invoices
 		inv, cn, lv := sales[0], sales[1], sales[2]
 		if inv.InvoiceNo != "INV-2026-000001" || inv.InvoiceType != "SF" || inv.CustomerInfo == nil || inv.CustomerInfo.CustomerID != "cust-42" ||
+			inv.CustomerInfo.RegistrationNumber != "100000002" || cn.CustomerInfo.RegistrationNumber != "100000002" ||
 			len(inv.References.References) != 0 || len(inv.DocumentTotals.Totals) != 2 ||
 			isafTotal(inv.DocumentTotals.Totals[0]) != "50.00 PVM2 12 6.00 2026-12-02" ||
 			isafTotal(inv.DocumentTotals.Totals[1]) != "300.00 PVM1 21 63.00 2026-12-02" {

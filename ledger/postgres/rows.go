@@ -66,6 +66,7 @@ func queueInvoices(batch *pgx.Batch, invs []*ledger.Invoice) {
 	ids, entries := make([][16]byte, 0, n), make([][16]byte, 0, n)
 	companies, series, numbers, orders := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	custIDs, custNames, custVATs, custCountries := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	custCodes := make([]string, 0, n)
 	currencies, nets, vats, grosses := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	sequences := make([]int64, 0, n)
 	issued, due := make([]time.Time, 0, n), make([]time.Time, 0, n)
@@ -86,6 +87,7 @@ func queueInvoices(batch *pgx.Batch, invs []*ledger.Invoice) {
 		custNames = append(custNames, inv.Customer.Name)
 		custVATs = append(custVATs, inv.Customer.VATID)
 		custCountries = append(custCountries, inv.Customer.Country)
+		custCodes = append(custCodes, inv.Customer.Code)
 		currencies = append(currencies, inv.Currency.Code)
 		issued = append(issued, inv.IssueDate.Time)
 		due = append(due, inv.DueDate.Time)
@@ -111,19 +113,19 @@ func queueInvoices(batch *pgx.Batch, invs []*ledger.Invoice) {
 	batch.Queue(`
 		INSERT INTO invoices (id, company_id, series, sequence, number, order_id,
 			customer_id, customer_name, customer_vat_id, customer_country,
-			currency, issue_date, due_date, net, vat, gross, journal_entry_id, exchange_rate, rate_source, rate_date)
+			currency, issue_date, due_date, net, vat, gross, journal_entry_id, exchange_rate, rate_source, rate_date, customer_code)
 		SELECT id, company_id, series, sequence, number, order_id, customer_id, customer_name, customer_vat_id, customer_country,
 		       currency, issue_date, due_date, net, vat, gross, journal_entry_id,
-		       nullif(exchange_rate, '')::numeric, nullif(rate_source, ''), nullif(rate_date, '')::date
+		       nullif(exchange_rate, '')::numeric, nullif(rate_source, ''), nullif(rate_date, '')::date, customer_code
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
 			$7::text[], $8::text[], $9::text[], $10::text[],
 			$11::text[], $12::date[], $13::date[], $14::text[]::numeric[], $15::text[]::numeric[], $16::text[]::numeric[], $17::uuid[],
-			$18::text[], $19::text[], $20::text[])
+			$18::text[], $19::text[], $20::text[], $21::text[])
 		       AS t(id, company_id, series, sequence, number, order_id, customer_id, customer_name, customer_vat_id, customer_country,
-		            currency, issue_date, due_date, net, vat, gross, journal_entry_id, exchange_rate, rate_source, rate_date)`,
+		            currency, issue_date, due_date, net, vat, gross, journal_entry_id, exchange_rate, rate_source, rate_date, customer_code)`,
 		ids, companies, series, sequences, numbers, orders,
 		custIDs, custNames, custVATs, custCountries,
-		currencies, issued, due, nets, vats, grosses, entries, fxRates, fxSources, fxDates)
+		currencies, issued, due, nets, vats, grosses, entries, fxRates, fxSources, fxDates, custCodes)
 	batch.Queue(`
 		INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross, net_company, vat_company)
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[], $6::text[]::numeric[],

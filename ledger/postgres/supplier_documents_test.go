@@ -47,7 +47,7 @@ func TestDatabaseAndGoIdentityKeysAgree(t *testing.T) {
 	}
 	for _, vat := range trickyRegistrations {
 		for _, code := range trickyRegistrations {
-			s := ledger.Supplier{Party: ledger.Party{ID: "s1", VATID: vat}, Code: code}
+			s := ledger.Supplier{Party: ledger.Party{ID: "s1", VATID: vat, Code: code}}
 			var got string
 			if err := db.QueryRow(ctx, `SELECT purchase_supplier_key($1 COLLATE "C", $2 COLLATE "C", $3)`, vat, code, "s1").Scan(&got); err != nil {
 				t.Fatalf("purchase_supplier_key(%q, %q): %v", vat, code, err)
