@@ -150,7 +150,11 @@ func (d *Dispatcher) step(c claimed, r result) (status string, next time.Time) {
 // the least attempts, $12 the failure rate, $13 the cooldown, in
 // milliseconds; see DispatcherConfig): a window opens with a failure and
 // counts every attempt recorded within it; an endpoint that answers
-// nothing but 2xx outside a window costs no write. It returns each moved delivery, whether it was delivered, and for
+// nothing but 2xx outside a window costs no write. The window's
+// expressions read the endpoint's row in SET itself, not from a CTE over
+// it: two dispatchers recording for one endpoint at once are serialised
+// on its row, and the second's SET is evaluated again on the first's
+// result, so no attempt goes uncounted. It returns each moved delivery, whether it was delivered, and for
 // how long its endpoint had been failing. The deliveries are found by ID:
 // the lease check is a CASE, which the partial index of leased deliveries
 // does not match.

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -18,20 +17,8 @@ import (
 // the queue.
 func TestRunServesTheHTTPAPI(t *testing.T) {
 	t.Parallel()
-	dsn, natsURL, httpAddr := testenv.Postgres(t), testenv.NATS(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if code, out, errOut := invoke(ctx, "", "migrate", "-database-url", dsn); code != 0 {
-		t.Fatalf("migrate: %s%s", out, errOut)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-health", "", "-log-level", "error"); code != 0 {
-			t.Errorf("run exited %d: %s", code, errOut)
-		}
-	}()
-	waitHTTP(t, "http://"+httpAddr+"/readyz")
+	dsn, natsURL, httpAddr := runWorker(t)
+	ctx := context.Background()
 
 	code, token, errOut := invoke(ctx, "", "tokens", "create", "-database-url", dsn, "-company", "acme", "-name", "ci")
 	token = strings.TrimSpace(token)
@@ -108,6 +95,4 @@ func TestRunServesTheHTTPAPI(t *testing.T) {
 	if status, _, body := post("/v1/sales/invoices/create", "order-1041-invoice", string(invoice)); status != 401 {
 		t.Fatalf("revoked token: %d %s", status, body)
 	}
-	cancel()
-	<-done
 }

@@ -10,29 +10,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/onceledger/onceledger/internal/testenv"
 )
 
 // `run` serves the console, an operator token from `tokens create
 // -operator` signs in to it, and `tokens revoke` ends its session.
 func TestRunServesTheConsole(t *testing.T) {
 	t.Parallel()
-	dsn, natsURL, httpAddr := testenv.Postgres(t), testenv.NATS(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if code, out, errOut := invoke(ctx, "", "migrate", "-database-url", dsn); code != 0 {
-		t.Fatalf("migrate: %s%s", out, errOut)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-health", "", "-log-level", "error"); code != 0 {
-			t.Errorf("run exited %d: %s", code, errOut)
-		}
-	}()
-	defer func() { cancel(); <-done }()
-	waitHTTP(t, "http://"+httpAddr+"/readyz")
+	dsn, _, httpAddr := runWorker(t)
+	ctx := context.Background()
 
 	if code, _, errOut := invoke(ctx, "", "tokens", "create", "-database-url", dsn, "-operator", "-company", "acme", "-name", "alice"); code != 2 || !strings.Contains(errOut, "exclude each other") {
 		t.Fatalf("tokens create -operator -company: exit %d %s", code, errOut)

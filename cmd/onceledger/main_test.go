@@ -347,3 +347,27 @@ func httpGet(t *testing.T, url string) string {
 	}
 	return string(b)
 }
+
+// runWorker migrates a database of its own and runs `onceledger run` on it
+// with the HTTP API on a free address (and extra flags), until the test
+// ends; it returns once the worker is ready.
+func runWorker(t *testing.T, extra ...string) (dsn, natsURL, httpAddr string) {
+	t.Helper()
+	dsn, natsURL, httpAddr = testenv.Postgres(t), testenv.NATS(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	if code, out, errOut := invoke(ctx, "", "migrate", "-database-url", dsn); code != 0 {
+		cancel()
+		t.Fatalf("migrate: %s%s", out, errOut)
+	}
+	done := make(chan struct{})
+	args := append([]string{"run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-health", "", "-log-level", "error"}, extra...)
+	go func() {
+		defer close(done)
+		if code, _, errOut := invoke(ctx, "", args...); code != 0 {
+			t.Errorf("run exited %d: %s", code, errOut)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	waitHTTP(t, "http://"+httpAddr+"/readyz")
+	return dsn, natsURL, httpAddr
+}

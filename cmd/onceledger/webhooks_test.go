@@ -25,21 +25,9 @@ import (
 // kit applies each event exactly once.
 func TestWebhooksEndToEnd(t *testing.T) {
 	t.Parallel()
+	dsn, natsURL, _ := runWorker(t, "-webhook-allow-cidrs", "127.0.0.0/8")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dsn, natsURL, httpAddr := testenv.Postgres(t), testenv.NATS(t), freeAddr(t)
-	if code, out, errOut := invoke(ctx, "", "migrate", "-database-url", dsn); code != 0 {
-		t.Fatalf("migrate: %s%s", out, errOut)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-health", "",
-			"-log-level", "error", "-webhook-allow-cidrs", "127.0.0.0/8"); code != 0 {
-			t.Errorf("run exited %d: %s", code, errOut)
-		}
-	}()
-	waitHTTP(t, "http://"+httpAddr+"/readyz")
 
 	// The receiving service: its own database, the receiver kit, a handler
 	// that counts what it applied; it fails while failing is set.
@@ -189,8 +177,6 @@ func TestWebhooksEndToEnd(t *testing.T) {
 		recvPool.QueryRow(ctx, `SELECT count(*) FROM applied WHERE type = 'webhook.test'`).Scan(&n)
 		return n == 1
 	})
-	cancel()
-	<-done
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
