@@ -20,9 +20,12 @@ CREATE OR REPLACE FUNCTION journal_entry_check_balanced() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     first record;
-    company record;
 BEGIN
-    SELECT currency, sum(debit) AS debits, sum(credit) AS credits INTO first
+    -- One read of the entry's lines: per currency, and (over all of them)
+    -- in the company's currency; unbalanced currencies sort first.
+    SELECT currency, sum(debit) AS debits, sum(credit) AS credits,
+           sum(sum(coalesce(debit_company, debit))) OVER () AS company_debits,
+           sum(sum(coalesce(credit_company, credit))) OVER () AS company_credits INTO first
       FROM journal_lines WHERE entry_id = NEW.id
      GROUP BY currency
      ORDER BY sum(debit) = sum(credit)
@@ -36,11 +39,9 @@ BEGIN
             NEW.id, first.currency, first.debits, first.credits
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
-    SELECT sum(coalesce(debit_company, debit)) AS debits, sum(coalesce(credit_company, credit)) AS credits INTO company
-      FROM journal_lines WHERE entry_id = NEW.id;
-    IF company.debits <> company.credits THEN
+    IF first.company_debits <> first.company_credits THEN
         RAISE EXCEPTION 'journal entry % does not balance in the company''s currency: debits % <> credits %',
-            NEW.id, company.debits, company.credits
+            NEW.id, trim_scale(first.company_debits), trim_scale(first.company_credits)
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
     RETURN NULL;

@@ -10,6 +10,8 @@ import (
 
 type rawLine struct {
 	account, currency, debit, credit string
+	// In the company's currency; empty: not given (the line's own counts).
+	debitCompany, creditCompany string
 }
 
 // TestDatabaseRefusesBrokenEntries posts entries by hand, past the Go checks:
@@ -27,30 +29,40 @@ func TestDatabaseRefusesBrokenEntries(t *testing.T) {
 	}{
 		{
 			name:  "balanced",
-			lines: []rawLine{{"1200", "EUR", "363", "0"}, {"4000", "EUR", "0", "300"}, {"2300", "EUR", "0", "63"}},
+			lines: []rawLine{{"1200", "EUR", "363", "0", "", ""}, {"4000", "EUR", "0", "300", "", ""}, {"2300", "EUR", "0", "63", "", ""}},
 		},
 		{
 			name:  "balanced per currency",
-			lines: []rawLine{{"1200", "EUR", "10", "0"}, {"4000", "EUR", "0", "10"}, {"1200", "USD", "7", "0"}, {"4000", "USD", "0", "7"}},
+			lines: []rawLine{{"1200", "EUR", "10", "0", "", ""}, {"4000", "EUR", "0", "10", "", ""}, {"1200", "USD", "7", "0", "", ""}, {"4000", "USD", "0", "7", "", ""}},
+		},
+		{
+			name: "yen, balanced in both, with an exchange difference",
+			lines: []rawLine{{"1100", "JPY", "10000", "0", "61.05", "0"}, {"1200", "JPY", "0", "10000", "0", "61.54"},
+				{"6900", "JPY", "0", "0", "0.49", "0"}},
+		},
+		{
+			name:     "yen, balanced in yen, not in the company's currency",
+			lines:    []rawLine{{"1100", "JPY", "10000", "0", "61.05", "0"}, {"1200", "JPY", "0", "10000", "0", "61.54"}},
+			wantText: "does not balance in the company's currency: debits 61.05 <> credits 61.54",
 		},
 		{
 			name:     "debits exceed credits",
-			lines:    []rawLine{{"1200", "EUR", "363", "0"}, {"4000", "EUR", "0", "300"}, {"2300", "EUR", "0", "62.99"}},
+			lines:    []rawLine{{"1200", "EUR", "363", "0", "", ""}, {"4000", "EUR", "0", "300", "", ""}, {"2300", "EUR", "0", "62.99", "", ""}},
 			wantText: "does not balance in EUR",
 		},
 		{
 			name:     "credits exceed debits by a fraction",
-			lines:    []rawLine{{"1200", "EUR", "100", "0"}, {"4000", "EUR", "0", "100.00000001"}},
+			lines:    []rawLine{{"1200", "EUR", "100", "0", "", ""}, {"4000", "EUR", "0", "100.00000001", "", ""}},
 			wantText: "does not balance in EUR",
 		},
 		{
 			name:     "balanced in total, not per currency",
-			lines:    []rawLine{{"1200", "EUR", "100", "0"}, {"4000", "USD", "0", "100"}},
+			lines:    []rawLine{{"1200", "EUR", "100", "0", "", ""}, {"4000", "USD", "0", "100", "", ""}},
 			wantText: "does not balance",
 		},
 		{
 			name:     "single line",
-			lines:    []rawLine{{"1200", "EUR", "100", "0"}},
+			lines:    []rawLine{{"1200", "EUR", "100", "0", "", ""}},
 			wantText: "does not balance in EUR",
 		},
 		{
@@ -75,8 +87,9 @@ func TestDatabaseRefusesBrokenEntries(t *testing.T) {
 			}
 			for i, l := range tt.lines {
 				if _, err := tx.Exec(ctx, `
-					INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
-					VALUES ($1, $2, 'acme', $3, $4, $5, $6)`, entryID, i+1, l.account, l.currency, l.debit, l.credit); err != nil {
+					INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit, debit_company, credit_company)
+					VALUES ($1, $2, 'acme', $3, $4, $5, $6, nullif($7, '')::numeric, nullif($8, '')::numeric)`,
+					entryID, i+1, l.account, l.currency, l.debit, l.credit, l.debitCompany, l.creditCompany); err != nil {
 					t.Fatalf("insert line %d: %v (the check must wait for COMMIT)", i+1, err)
 				}
 			}
