@@ -414,7 +414,7 @@ const claimSQL = `
 		 WHERE rn <= room
 		 ORDER BY due LIMIT $1),
 	due AS (
-		SELECT d.id FROM webhook_deliveries d
+		SELECT d.id, d.endpoint_id FROM webhook_deliveries d
 		 WHERE d.id = ANY (ARRAY (SELECT id FROM picked))
 		   AND CASE d.status WHEN 'pending' THEN d.next_attempt_at <= now()
 		                     WHEN 'delivering' THEN d.claimed_until <= now() END
@@ -424,7 +424,7 @@ const claimSQL = `
 		   SET rate_tokens = least(e.rate_limit, coalesce(e.rate_tokens, e.rate_limit)
 		                     + e.rate_limit * extract(epoch FROM now() - coalesce(e.rate_at, now()))) - s.n,
 		       rate_at = now()
-		  FROM (SELECT x.endpoint_id, count(*) AS n FROM webhook_deliveries x WHERE x.id IN (SELECT id FROM due) GROUP BY 1) s
+		  FROM (SELECT endpoint_id, count(*) AS n FROM due GROUP BY 1) s
 		 WHERE e.id = s.endpoint_id AND e.rate_limit IS NOT NULL)
 	UPDATE webhook_deliveries d
 	   SET status = 'delivering', attempts = d.attempts + 1,
