@@ -37,8 +37,9 @@
 //
 // Both run in the transaction that writes the event, so an event, its
 // place in the queue and its deliveries commit together or not at all.
-// Neither notifies: writers wake relays and dispatchers after their commit
-// (WakeChannels).
+// Neither notifies: writers wake relays and dispatchers after their commit,
+// in memory within one worker (RelayConfig.Wake) or by NOTIFY on
+// WakeChannels.
 //
 // Retention: PurgeEvents deletes events that are published and whose
 // webhook deliveries are settled once they are older than a retention,

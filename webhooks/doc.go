@@ -66,8 +66,8 @@
 // event for the relay (see the outbox package).
 //
 // The [Dispatcher] claims due deliveries with FOR UPDATE SKIP LOCKED under a
-// lease (request timeout plus a margin), wakes on NOTIFY and polls as a
-// fallback, bounds attempts per endpoint across all dispatchers, follows no
+// lease (request timeout plus a margin), wakes on its worker's commits
+// (DispatcherConfig.Wake) or on NOTIFY and polls as a fallback, bounds attempts per endpoint across all dispatchers, follows no
 // redirects, and records every attempt (time, status, latency, error, the
 // start of the response). By default ([DispatcherConfig]) a dispatcher runs
 // up to 256 attempts at once, at most 16 per endpoint, each bounded by 15 s,

@@ -13,7 +13,8 @@
 //     event-counter row locks;
 //   - a submission that raced with Close is still answered;
 //   - after a commit that wrote events, the relays and dispatchers are
-//     woken (NOTIFY), outside the transaction.
+//     woken outside the transaction: in memory when they run beside it
+//     (pglisten.Local), else by NOTIFY.
 //
 // The fault points of the fault-injection suite (faults.go, built with
 // -tags faults) sit here, around the commit: before_commit, after_commit,
