@@ -253,10 +253,11 @@ type claimed struct {
 // and records them.
 //
 // Run claims as many due deliveries as it has free workers. When it gets
-// fewer, it waits for a notification, for the poll interval, or for one of
-// its attempts to be recorded: the per-endpoint bound may have held back
-// deliveries of that attempt's endpoint, which has room again. Each wait
-// ends at most once per recording, so Run never spins while nothing is due.
+// fewer, it waits for a notification or for the poll interval, and, when
+// the claim held deliveries back for an endpoint's in-flight bound, for one
+// of its attempts to be recorded: that attempt's endpoint may have room
+// again. Each wait ends at most once per recording, so Run never spins
+// while nothing is due.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	wake, listening := pglisten.Listen(ctx, d.pool, NotifyChannel, d.cfg.PollInterval, d.cfg.Logger)
 	// The attempts and their records finish even during shutdown, so the
@@ -293,7 +294,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case <-freed:
 		default:
 		}
-		batch, err := d.claim(ctx, free)
+		batch, held, err := d.claim(ctx, free)
 		for _, c := range batch {
 			slots <- struct{}{}
 			wg.Add(1)
@@ -315,12 +316,18 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if len(batch) == free {
 			continue
 		}
+		// A recording frees a place another claim could use only when
+		// this one held deliveries back for their endpoint's bound.
+		var room <-chan struct{}
+		if held {
+			room = freed
+		}
 		poll := time.NewTimer(d.cfg.PollInterval)
 		select {
 		case <-ctx.Done():
 		case <-wake:
 		case <-d.cfg.Wake:
-		case <-freed:
+		case <-room:
 		case <-poll.C:
 		}
 		poll.Stop()
@@ -331,7 +338,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // DispatchOnce claims what is due and attempts it, waiting for the
 // attempts and their records; it returns how many it attempted.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
-	batch, err := d.claim(ctx, d.cfg.Workers)
+	batch, _, err := d.claim(ctx, d.cfg.Workers)
 	if len(batch) == 0 {
 		return 0, err
 	}
@@ -370,6 +377,13 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 // second time. That check is a CASE, which no partial index matches, so
 // the rows are found by their IDs.
 //
+// After the claimed deliveries comes one row of NULLs when the claim held
+// deliveries back for an endpoint's in-flight bound: an endpoint with due
+// work was at its bound (or its half-open probe was out), or had more due
+// than room. Only then can a recording, which frees one of those places,
+// let the next claim find more; otherwise the dispatcher waits for new
+// events or its poll, and a delivery costs one claim, not two.
+//
 // The pending deliveries it claims are written by no Go code: the trigger
 // outbox_events_fan_out (migrations/00007_statement_triggers.sql) creates
 // them as events are written to the outbox.
@@ -387,8 +401,8 @@ const claimSQL = `
 		 WHERE d.status = 'delivering' AND d.claimed_until <= now()
 		   AND EXISTS (SELECT FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.status = 'enabled')
 		 ORDER BY d.claimed_until LIMIT $1),
-	open AS (
-		SELECT q.endpoint_id AS id, least(e.cap - f.n, e.tokens) AS room
+	room AS (
+		SELECT q.endpoint_id AS id, e.cap, f.n, e.tokens, least(e.cap - f.n, e.tokens) AS room
 		  FROM (SELECT endpoint_id FROM queued WHERE first_due <= now() UNION SELECT endpoint_id FROM expired) q
 		 CROSS JOIN LATERAL (
 			SELECT CASE WHEN e.breaker_until IS NULL THEN $2 WHEN e.breaker_until <= now() THEN 1 ELSE 0 END AS cap,
@@ -398,21 +412,20 @@ const claimSQL = `
 			  FROM webhook_endpoints e WHERE e.id = q.endpoint_id AND e.status = 'enabled') e
 		 CROSS JOIN LATERAL (
 			SELECT count(*) FILTER (WHERE i.claimed_until > now()) AS n FROM webhook_deliveries i
-			 WHERE i.endpoint_id = q.endpoint_id AND i.status = 'delivering') f
-		 WHERE f.n < e.cap AND e.tokens >= 1),
+			 WHERE i.endpoint_id = q.endpoint_id AND i.status = 'delivering') f),
+	open AS (SELECT id, room FROM room WHERE n < cap AND tokens >= 1),
 	candidates AS (
 		SELECT c.id, o.id AS endpoint_id, c.due, o.room
 		  FROM open o CROSS JOIN LATERAL (
 			SELECT d.id, d.next_attempt_at AS due FROM webhook_deliveries d
 			 WHERE d.endpoint_id = o.id AND d.status = 'pending' AND d.next_attempt_at <= now()
-			 ORDER BY d.next_attempt_at LIMIT o.room) c
+			 ORDER BY d.next_attempt_at LIMIT o.room + 1) c
 		UNION ALL
 		SELECT x.id, x.endpoint_id, x.due, o.room FROM expired x JOIN open o ON o.id = x.endpoint_id),
+	ranked AS (
+		SELECT id, due, room, row_number() OVER (PARTITION BY endpoint_id ORDER BY due) AS rn FROM candidates),
 	picked AS (
-		SELECT id, due FROM (
-			SELECT id, due, room, row_number() OVER (PARTITION BY endpoint_id ORDER BY due) AS rn FROM candidates) r
-		 WHERE rn <= room
-		 ORDER BY due LIMIT $1),
+		SELECT id, due FROM ranked WHERE rn <= room ORDER BY due LIMIT $1),
 	due AS (
 		SELECT d.id, d.endpoint_id FROM webhook_deliveries d
 		 WHERE d.id = ANY (ARRAY (SELECT id FROM picked))
@@ -425,14 +438,19 @@ const claimSQL = `
 		                     + e.rate_limit * extract(epoch FROM now() - coalesce(e.rate_at, now()))) - s.n,
 		       rate_at = now()
 		  FROM (SELECT endpoint_id, count(*) AS n FROM due GROUP BY 1) s
-		 WHERE e.id = s.endpoint_id AND e.rate_limit IS NOT NULL)
-	UPDATE webhook_deliveries d
-	   SET status = 'delivering', attempts = d.attempts + 1,
-	       claimed_until = now() + $3 * interval '1 millisecond'
-	  FROM due, outbox_events ev, webhook_endpoints e
-	 WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
-	RETURNING d.id, d.event_id, d.endpoint_id, d.company_id, d.attempts, e.url, ev.body::text, e.secrets, ev.type, ev.created_at,
-	          coalesce(ev.traceparent, ''), coalesce(ev.tracestate, '')`
+		 WHERE e.id = s.endpoint_id AND e.rate_limit IS NOT NULL),
+	claimed AS (
+		UPDATE webhook_deliveries d
+		   SET status = 'delivering', attempts = d.attempts + 1,
+		       claimed_until = now() + $3 * interval '1 millisecond'
+		  FROM due, outbox_events ev, webhook_endpoints e
+		 WHERE d.id = due.id AND ev.id = d.event_id AND e.id = d.endpoint_id
+		RETURNING d.id, d.event_id, d.endpoint_id, d.company_id, d.attempts, e.url, ev.body::text AS body, e.secrets, ev.type, ev.created_at,
+		          coalesce(ev.traceparent, '') AS traceparent, coalesce(ev.tracestate, '') AS tracestate)
+	SELECT id, event_id, endpoint_id, company_id, attempts, url, body, secrets, type, created_at, traceparent, tracestate FROM claimed
+	UNION ALL
+	SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+	 WHERE EXISTS (SELECT FROM room WHERE cap > 0 AND n >= cap) OR EXISTS (SELECT FROM ranked WHERE rn > room)`
 
 // queueSettings selects the settings, for the rest of the transaction,
 // under which the dispatcher's statements over webhook_deliveries run:
@@ -485,16 +503,20 @@ func (d *Dispatcher) queryQueue(ctx context.Context, settings string, each func(
 	return br.Close()
 }
 
-// claim leases up to n due deliveries (see claimSQL).
-func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
+// claim leases up to n due deliveries (see claimSQL) and says whether it
+// held any back for an endpoint's in-flight bound.
+func (d *Dispatcher) claim(ctx context.Context, n int) (out []claimed, held bool, _ error) {
 	d.cfg.Metrics.claim()
-	var out []claimed
 	// The claim need not wait for its commit to reach the disk: a claim lost
 	// in a crash leaves its deliveries due, exactly as a crash before their
 	// results are recorded does, and recording commits durably, which
 	// flushes the claim with it. Not waiting keeps claims out of the queue
 	// for WAL flushes that the commands' commits stand in.
 	err := d.queryQueue(ctx, queueSettings+pgsettings.NoCommitWait, func(rows pgx.Rows) error {
+		if rows.RawValues()[0] == nil {
+			held = true
+			return nil
+		}
 		var c claimed
 		var secrets []byte
 		if err := rows.Scan(&c.id, &c.eventID, &c.endpointID, &c.company, &c.attempt, &c.url, &c.body, &secrets, &c.eventType, &c.eventCreated,
@@ -515,9 +537,9 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]claimed, error) {
 	if err != nil {
 		// Deliveries read before the error are attempted: their leases
 		// are taken. The rest wait for their leases to end.
-		return out, fmt.Errorf("claim deliveries: %w", err)
+		return out, held, fmt.Errorf("claim deliveries: %w", err)
 	}
-	return out, nil
+	return out, held, nil
 }
 
 // result is what one attempt came to.

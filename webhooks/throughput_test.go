@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -243,25 +244,7 @@ func TestIdleDispatcherDoesNotSpin(t *testing.T) {
 	w.exec(`UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour' WHERE event_id = $1`, later)
 	now := w.event("invoice.created")
 
-	reg := prometheus.NewRegistry()
-	metrics, err := webhooks.NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	claims := func() float64 {
-		t.Helper()
-		families, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range families {
-			if f.GetName() == "onceledger_webhook_claims_total" {
-				return f.GetMetric()[0].GetCounter().GetValue()
-			}
-		}
-		t.Fatal("no onceledger_webhook_claims_total")
-		return 0
-	}
+	metrics, claims := claimCounter(t)
 	d := w.dispatcher(webhooks.DispatcherConfig{PollInterval: time.Minute, Metrics: metrics})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -366,12 +349,100 @@ func TestClaimReadsLittleOfALargeTable(t *testing.T) {
 	if err := w.pool.QueryRow(context.Background(), `SELECT pg_relation_size('webhook_deliveries') / current_setting('block_size')::int`).Scan(&pages); err != nil {
 		t.Fatal(err)
 	}
-	buffers, claimed := w.claimBuffers(16, 4)
-	if claimed != 1 {
-		t.Fatalf("claimed %d, want the quiet endpoint's delivery", claimed)
+	buffers, rows := w.claimBuffers(16, 4)
+	// The quiet endpoint's delivery, and the row saying the busy
+	// endpoint's were held back for its in-flight bound.
+	if rows != 2 {
+		t.Fatalf("claim returned %d rows, want the quiet endpoint's delivery and the held-back row", rows)
 	}
 	if buffers*10 > pages {
 		t.Fatalf("the claim read %d pages of a %d-page table", buffers, pages)
 	}
 	t.Logf("the claim read %d pages of a %d-page table", buffers, pages)
+}
+
+// claimCounter returns dispatcher metrics and a function reading how many
+// claims they have counted.
+func claimCounter(t *testing.T) (*webhooks.Metrics, func() float64) {
+	reg := prometheus.NewRegistry()
+	metrics, err := webhooks.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return metrics, func() float64 {
+		t.Helper()
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "onceledger_webhook_claims_total" {
+				return f.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		t.Fatal("no onceledger_webhook_claims_total")
+		return 0
+	}
+}
+
+// At a low rate a delivery costs one claim: its recording wakes no second
+// claim, since nothing was held back. When an endpoint's bound holds
+// deliveries back, each recording lets the next claim take more, without
+// waiting for the poll.
+func TestADeliveryCostsOneClaimUnlessHeldBack(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	slow := atomic.Bool{}
+	rc := newReceiver(t, func(n int32, rw http.ResponseWriter, r *http.Request) {
+		if slow.Load() {
+			time.Sleep(30 * time.Millisecond)
+		}
+		rw.WriteHeader(http.StatusOK)
+	})
+	w.endpoint(rc.srv.URL, "")
+	metrics, claims := claimCounter(t)
+	// Each event's commit wakes the dispatcher by NOTIFY.
+	d := w.dispatcher(webhooks.DispatcherConfig{Workers: 16, PerEndpoint: 2, PollInterval: time.Minute, Metrics: metrics})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 20 s", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor("the first claim", func() bool { return claims() >= 1 })
+	start := claims()
+	const lone = 5
+	for i := range lone {
+		ev := w.event("invoice.created")
+		waitFor("a lone delivery", func() bool { return w.deliveryStatus(ev) == "delivered" })
+		// A second claim after the recording would come within
+		// milliseconds; give it time to show.
+		time.Sleep(100 * time.Millisecond)
+		if got := claims() - start; got != float64(i+1) {
+			t.Fatalf("%v claims for %d lone deliveries, want one each", got, i+1)
+		}
+	}
+	slow.Store(true)
+	// One statement, one wake-up: the rest is up to the recordings.
+	w.events(12)
+	w.exec(`SELECT pg_notify($1, '')`, webhooks.NotifyChannel)
+	waitFor("12 deliveries held back by a bound of 2", func() bool {
+		return w.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'delivered'`) == lone+12
+	})
+	if rc.maxIn.Load() > 2 {
+		t.Fatalf("%d requests at once, want at most 2", rc.maxIn.Load())
+	}
 }
