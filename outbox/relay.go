@@ -42,6 +42,13 @@ type RelayConfig struct {
 	// Wake, when set, wakes the relay too: a consumer in this process that
 	// committed events (pglisten.Local).
 	Wake <-chan struct{}
+	// Gather is how long the relay waits after a wake-up before it looks,
+	// so that the events of commits close together share one transaction
+	// and one claim. It delays a lone event by as much, and applies only
+	// when the relay's last look found less than a full batch (a relay
+	// with a backlog looks again at once). Defaults to
+	// pglisten.DefaultGather; negative looks at once.
+	Gather time.Duration
 	// TracerProvider records a producer span per published event, a child
 	// of the span that wrote the event, and its context goes out in the
 	// message's traceparent and tracestate headers. Defaults to a no-op
@@ -65,6 +72,9 @@ func (c *RelayConfig) setDefaults() {
 	}
 	if c.TracerProvider == nil {
 		c.TracerProvider = noop.NewTracerProvider()
+	}
+	if c.Gather == 0 {
+		c.Gather = pglisten.DefaultGather
 	}
 }
 
@@ -124,7 +134,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-wake:
+			pglisten.Gather(ctx, r.cfg.Gather, wake, r.cfg.Wake)
 		case <-r.cfg.Wake:
+			pglisten.Gather(ctx, r.cfg.Gather, wake, r.cfg.Wake)
 		case <-time.After(r.cfg.PollInterval):
 		}
 	}

@@ -103,6 +103,12 @@ type DispatcherConfig struct {
 	// Wake, when set, wakes the dispatcher too: a consumer in this process
 	// that committed events (pglisten.Local).
 	Wake <-chan struct{}
+	// Gather is how long the dispatcher waits after a wake-up before it
+	// claims, so that the deliveries of commits close together share one
+	// claim. It delays a lone delivery by as much; it does not apply when
+	// the last claim took as many as it had room for, nor after a
+	// recording. Defaults to pglisten.DefaultGather; negative claims at once.
+	Gather time.Duration
 	// Policy decides which addresses may be dialled. The zero policy allows
 	// public addresses only.
 	Policy AddressPolicy
@@ -128,6 +134,9 @@ type DispatcherConfig struct {
 func (c *DispatcherConfig) setDefaults() {
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
+	}
+	if c.Gather == 0 {
+		c.Gather = pglisten.DefaultGather
 	}
 	if c.PerEndpoint == 0 {
 		c.PerEndpoint = DefaultPerEndpoint
@@ -326,7 +335,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-wake:
+			pglisten.Gather(ctx, d.cfg.Gather, wake, d.cfg.Wake)
 		case <-d.cfg.Wake:
+			pglisten.Gather(ctx, d.cfg.Gather, wake, d.cfg.Wake)
 		case <-room:
 		case <-poll.C:
 		}

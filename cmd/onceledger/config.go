@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger/postgres"
 	"github.com/onceledger/onceledger/webhooks"
 )
@@ -50,6 +51,7 @@ type settings struct {
 	// endpoint across all workers.
 	WebhookWorkers     int
 	WebhookPerEndpoint int
+	WakeGather         time.Duration
 
 	// How long published events (with their deliveries) and webhook
 	// attempt logs are kept.
@@ -85,6 +87,7 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.StringVar(&s.WebhookAllow, "webhook-allow-cidrs", envOr("ONCELEDGER_WEBHOOK_ALLOW_CIDRS", ""), "comma-separated CIDRs webhook targets may be in although private, loopback or link-local (env ONCELEDGER_WEBHOOK_ALLOW_CIDRS)")
 	fs.StringVar(&s.WebhookAllowPorts, "webhook-allow-ports", envOr("ONCELEDGER_WEBHOOK_ALLOW_PORTS", ""), "comma-separated ports webhook targets may use; empty allows any (env ONCELEDGER_WEBHOOK_ALLOW_PORTS)")
 	fs.IntVar(&s.WebhookWorkers, "webhook-workers", s.envInt("ONCELEDGER_WEBHOOK_WORKERS", webhooks.DefaultWorkers), "webhook attempts at once in this worker (env ONCELEDGER_WEBHOOK_WORKERS)")
+	fs.DurationVar(&s.WakeGather, "wake-gather", s.envDuration("ONCELEDGER_WAKE_GATHER", pglisten.DefaultGather), "how long the outbox relay and the webhook dispatcher, woken by a commit, wait for the commits after it, so they share one look; 0 looks at once (env ONCELEDGER_WAKE_GATHER)")
 	fs.IntVar(&s.WebhookPerEndpoint, "webhook-per-endpoint", s.envInt("ONCELEDGER_WEBHOOK_PER_ENDPOINT", webhooks.DefaultPerEndpoint), "webhook attempts at once to one endpoint, across all workers (env ONCELEDGER_WEBHOOK_PER_ENDPOINT)")
 	s.SecretsKey = s.envSecretsKey()
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", s.envDuration("ONCELEDGER_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight commands (env ONCELEDGER_SHUTDOWN_TIMEOUT)")
@@ -207,6 +210,9 @@ func (s *settings) validate(withConnections bool) error {
 	}
 	errs = appendRange(errs, "webhook workers", s.WebhookWorkers, webhooks.MaxWorkers)
 	errs = appendRange(errs, "webhook per endpoint", s.WebhookPerEndpoint, webhooks.MaxPerEndpoint)
+	if s.WakeGather < 0 || s.WakeGather > time.Second {
+		errs = append(errs, fmt.Errorf("wake gather %s: 0 to 1s", s.WakeGather))
+	}
 	if _, err := webhooks.ParseAllowCIDRs(s.WebhookAllow); err != nil {
 		errs = append(errs, fmt.Errorf("webhook allow CIDRs: %v", err))
 	}
@@ -254,4 +260,13 @@ func (s *settings) consumerConfig(logger *slog.Logger) consumer.Config {
 		ShutdownTimeout: s.ShutdownTimeout,
 		Logger:          logger,
 	}
+}
+
+// gather is the relay's and the dispatcher's Gather for -wake-gather: 0
+// there means the default, so looking at once is negative.
+func (s *settings) gather() time.Duration {
+	if s.WakeGather == 0 {
+		return -1
+	}
+	return s.WakeGather
 }

@@ -121,12 +121,13 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		return err
 	}
 	wk, err := worker.New(ctx, worker.Config{
-		Pool:      pool,
-		NATS:      nc,
-		Consumer:  &ccfg,
-		Kinds:     k,
-		Outbox:    &worker.Outbox{Stream: outbox.StreamConfig{Replicas: s.StreamReplicas}},
-		Webhooks:  &webhooks.DispatcherConfig{Workers: s.WebhookWorkers, PerEndpoint: s.WebhookPerEndpoint, Policy: policy, Secrets: keys, Metrics: obs.webhooks},
+		Pool:     pool,
+		NATS:     nc,
+		Consumer: &ccfg,
+		Kinds:    k,
+		Outbox:   &worker.Outbox{Stream: outbox.StreamConfig{Replicas: s.StreamReplicas}, Relay: outbox.RelayConfig{Gather: s.gather()}},
+		Webhooks: &webhooks.DispatcherConfig{Workers: s.WebhookWorkers, PerEndpoint: s.WebhookPerEndpoint, Gather: s.gather(),
+			Policy: policy, Secrets: keys, Metrics: obs.webhooks},
 		Retention: &worker.Retention{Outbox: s.OutboxRetention, DeliveryLog: s.DeliveryLogRetention},
 		Logger:    logger, TracerProvider: tracerProvider,
 	})

@@ -59,3 +59,24 @@ func Sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// Gather waits d after a wake-up (nothing when d is not positive), so that
+// the commits that follow the one that woke its caller are found in the
+// same look, and then takes the wake-ups those commits sent off wakes: the
+// look that follows covers them, and a second look would find nothing.
+func Gather(ctx context.Context, d time.Duration, wakes ...<-chan struct{}) {
+	if d <= 0 {
+		return
+	}
+	Sleep(ctx, d)
+	for _, w := range wakes {
+		select {
+		case <-w:
+		default:
+		}
+	}
+}
+
+// DefaultGather is how long a relay or a dispatcher woken by a commit waits
+// for the commits after it before it looks (see Gather).
+const DefaultGather = 10 * time.Millisecond
