@@ -164,6 +164,8 @@ func TestSchemasRefuseWhatDecodeRefuses(t *testing.T) {
 		{"invoice.create", strings.Replace(invoice, `"2026-12-02"`, `"02.12.2026"`, 1), "a date not in YYYY-MM-DD"},
 		{"invoice.create", strings.Replace(invoice, `"country": "LT"}`, `"country": "Lithuania"}`, 1), "a country that is not alpha-2"},
 		{"invoice.create", strings.Replace(invoice, `"100.00"`, `"1e2"`, 1), "an exponent"},
+		{"invoice.create", strings.Replace(invoice, `"vat_rate": "21"`, `"vat_rate": "0", "vat_treatment": "zero"`, 1), "an unknown VAT treatment"},
+		{"invoice.create", strings.Replace(invoice, `"vat_rate": "21"`, `"vat_rate": "21", "vat_treatment": "reverse_charge_domestic"`, 1), "a purchase's VAT treatment on a sale"},
 		{"invoice.create", `{"order_id": "o-1", "customer": {"id": "c", "name": "n", "country": "LT"}, "currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16", "lines": []}`, "no lines"},
 		{"company.create", `{"name": "Acme", "country": "LT"}`, "no currency"},
 		{"company.create", `{"name": "Acme", "country": "LT", "currency": "euro"}`, "a currency that is not a code"},

@@ -528,7 +528,7 @@ func NewRegister(company Company, p Period, docs []RegisterDocument) *Register {
 	docs = append([]RegisterDocument(nil), docs...)
 	for i := range docs {
 		rates := append([]RateTotal(nil), docs[i].Rates...)
-		sort.SliceStable(rates, func(a, b int) bool { return rates[a].Rate.LessThan(rates[b].Rate) })
+		sort.SliceStable(rates, func(a, b int) bool { return rateTreatmentLess(rates[a], rates[b]) })
 		docs[i].Rates = rates
 	}
 	sort.SliceStable(docs, func(i, j int) bool {
@@ -544,6 +544,14 @@ func NewRegister(company Company, p Period, docs []RegisterDocument) *Register {
 		return a.Counterparty.ID < b.Counterparty.ID
 	})
 	return &Register{Company: company, Period: p, Documents: docs}
+}
+
+// rateTreatmentLess orders totals by rate, then treatment.
+func rateTreatmentLess(a, b RateTotal) bool {
+	if !a.Rate.Equal(b.Rate) {
+		return a.Rate.LessThan(b.Rate)
+	}
+	return a.Treatment < b.Treatment
 }
 
 // RegisterRow is one document and VAT rate: a line of the CSV register.

@@ -1,0 +1,162 @@
+package ledger_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/onceledger/onceledger/ledger"
+)
+
+// A sales line's treatment is what it states, or what its rate and its
+// customer make unambiguous; a 0 % line that neither settles is refused
+// with the choices named, and a treatment that contradicts the rate or
+// the customer is refused.
+func TestSalesTreatments(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name             string
+		country, vatID   string
+		rate, treatment  string
+		want             ledger.VATTreatment
+		wantErr, errWord string
+	}{
+		{name: "a rate above 0 is standard", country: "LT", vatID: "LT100000000010", rate: "21", want: ledger.TreatmentStandard},
+		{name: "0 % to a VAT payer of another member state", country: "DE", vatID: "DE123456789", rate: "0", want: ledger.TreatmentIntraEUGoods},
+		{name: "0 % to a Greek VAT payer (prefix EL)", country: "GR", vatID: "EL123456789", rate: "0", want: ledger.TreatmentIntraEUGoods},
+		{name: "0 % outside the EU", country: "US", rate: "0", want: ledger.TreatmentExport},
+		{name: "0 % at home", country: "LT", vatID: "LT100000000010", rate: "0",
+			wantErr: "lines[0].vat_treatment: a 0 % line to a customer in LT with VAT id LT100000000010 needs its VAT treatment: one of exempt, export, intra_eu_goods, other_zero"},
+		{name: "0 % to an EU customer without a VAT id", country: "LV", rate: "0", errWord: "needs its VAT treatment"},
+		{name: "0 % to an EU customer whose VAT id is of another state", country: "LV", vatID: "DE123456789", rate: "0", errWord: "needs its VAT treatment"},
+		{name: "stated exempt at home", country: "LT", rate: "0", treatment: "exempt", want: ledger.TreatmentExempt},
+		{name: "stated other_zero", country: "LT", rate: "0", treatment: "other_zero", want: ledger.TreatmentOtherZero},
+		{name: "stated export to the EU", country: "LV", rate: "0", treatment: "export", want: ledger.TreatmentExport},
+		{name: "intra-EU without a VAT id", country: "LV", rate: "0", treatment: "intra_eu_goods", errWord: "VAT id of another EU member state"},
+		{name: "intra-EU at home", country: "LT", vatID: "LT100000000010", rate: "0", treatment: "intra_eu_goods", errWord: "VAT id of another EU member state"},
+		{name: "standard at 0", country: "LT", rate: "0", treatment: "standard", errWord: "rate above 0"},
+		{name: "export at 21", country: "US", rate: "21", treatment: "export", errWord: "is a 0 % treatment"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := invoiceBody()
+			b["customer"] = map[string]any{"id": "c", "name": "C", "country": tt.country, "vat_id": tt.vatID}
+			line0(b)["vat_rate"] = tt.rate
+			if tt.treatment != "" {
+				line0(b)["vat_treatment"] = tt.treatment
+			}
+			cmd, err := ledger.Decode("invoice.create", mustJSON(t, b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			inv := cmd.(*ledger.CreateInvoice)
+			e := inv.CheckVATRates("LT")
+			switch {
+			case tt.wantErr != "" || tt.errWord != "":
+				if e == nil || e.Code != ledger.CodeInvalidCommand || (tt.wantErr != "" && e.Message != tt.wantErr) || !strings.Contains(e.Message, tt.errWord) {
+					t.Fatalf("got %v, want invalid_command %q%q", e, tt.wantErr, tt.errWord)
+				}
+			case e != nil:
+				t.Fatalf("refused: %v", e)
+			case inv.Lines[0].VATTreatment != tt.want:
+				t.Fatalf("treatment %q, want %q", inv.Lines[0].VATTreatment, tt.want)
+			}
+		})
+	}
+}
+
+// A treatment that is not a sales one is refused when the body is decoded.
+func TestSalesTreatmentNames(t *testing.T) {
+	t.Parallel()
+	b := invoiceBody()
+	line0(b)["vat_treatment"] = "reverse_charge_domestic"
+	if _, err := ledger.Decode("invoice.create", mustJSON(t, b)); err == nil || !strings.Contains(err.Error(), "lines[0].vat_treatment") {
+		t.Fatalf("decode: %v", err)
+	}
+}
+
+func purchase(t *testing.T, country, rate, treatment string) *ledger.RecordPurchaseInvoice {
+	t.Helper()
+	line := map[string]any{"description": "x", "quantity": "2", "unit_price": "50.00", "vat_rate": rate}
+	if treatment != "" {
+		line["vat_treatment"] = treatment
+	}
+	cmd, err := ledger.Decode("purchase_invoice.record", mustJSON(t, map[string]any{
+		"supplier":        map[string]any{"id": "s", "name": "S", "country": country},
+		"document_number": "D-1", "issue_date": "2026-12-02", "due_date": "2026-12-20", "currency": "EUR",
+		"lines": []any{line},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd.(*ledger.RecordPurchaseInvoice)
+}
+
+func TestPurchaseTreatments(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		country, rate, treatment string
+		want                     ledger.VATTreatment
+		errWord                  string
+	}{
+		{"LT", "21", "", ledger.TreatmentStandard, ""},
+		{"LT", "0", "", "", "a 0 % purchase line needs its VAT treatment: exempt, other_zero, or for reverse charge one of reverse_charge_eu_goods"},
+		{"LT", "0", "exempt", ledger.TreatmentExempt, ""},
+		{"DE", "21", "reverse_charge_eu_goods", ledger.TreatmentReverseChargeEUGoods, ""},
+		{"FR", "21", "reverse_charge_eu_services", ledger.TreatmentReverseChargeEUServices, ""},
+		{"LT", "21", "reverse_charge_domestic", ledger.TreatmentReverseChargeDomestic, ""},
+		{"LT", "21", "reverse_charge_eu_goods", "", "from another EU member state, not from LT"},
+		{"US", "21", "reverse_charge_eu_services", "", "from another EU member state, not from US"},
+		{"DE", "21", "reverse_charge_domestic", "", "from a supplier in LT, not in DE"},
+		{"DE", "0", "reverse_charge_eu_goods", "", "needs the rate the VAT is assessed at"},
+	}
+	for _, tt := range tests {
+		p := purchase(t, tt.country, tt.rate, tt.treatment)
+		e := p.CheckVATRates("LT")
+		switch {
+		case tt.errWord != "":
+			if e == nil || e.Code != ledger.CodeInvalidCommand || !strings.Contains(e.Message, tt.errWord) {
+				t.Errorf("%+v: got %v, want %q", tt, e, tt.errWord)
+			}
+		case e != nil:
+			t.Errorf("%+v: refused: %v", tt, e)
+		case p.Lines[0].VATTreatment != tt.want:
+			t.Errorf("%+v: treatment %q", tt, p.Lines[0].VATTreatment)
+		}
+	}
+	if _, err := ledger.Decode("purchase_invoice.record", []byte(`{"supplier":{"id":"s","name":"S","country":"LT"},"document_number":"D","issue_date":"2026-12-02","due_date":"2026-12-02","currency":"EUR",
+		"lines":[{"description":"x","quantity":"1","unit_price":"1","vat_rate":"0","vat_treatment":"export"}]}`)); err == nil {
+		t.Error("a purchase line with the sales treatment export decodes")
+	}
+}
+
+// A reverse-charged purchase line posts its VAT as input and as output
+// VAT: the supplier is owed the net only, and the entry's VAT nets to
+// zero while both sides reach the books.
+func TestReverseChargePosting(t *testing.T) {
+	t.Parallel()
+	p := purchase(t, "DE", "21", "reverse_charge_eu_goods")
+	p.Lines = append(p.Lines, ledger.PurchaseLine{Description: "y", Quantity: ledger.D("1"), UnitPrice: ledger.D("10.00"), VATRate: ledger.D("21"), Account: "6000", VATTreatment: ledger.TreatmentStandard})
+	if e := p.CheckVATRates("LT"); e != nil {
+		t.Fatal(e)
+	}
+	pi, entry := ledger.BookPurchase("acme", p, nil, uuid.New(), uuid.New())
+	if err := entry.Check(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, l := range entry.Lines {
+		got[l.Account] = l.CompanyDebit.Sub(l.CompanyCredit).String()
+	}
+	want := map[string]string{"6000": "110", "1300": "23.1", "2300": "-21", "2100": "-112.1"}
+	for acc, amount := range want {
+		if got[acc] != amount {
+			t.Errorf("%s: %s, want %s (entry %v)", acc, got[acc], amount, got)
+		}
+	}
+	if v := pi.View(); v.SelfAssessedVAT != "21.00" || v.Payable != "112.10" || v.Gross != "133.10" {
+		t.Errorf("view: self-assessed %s, payable %s, gross %s", v.SelfAssessedVAT, v.Payable, v.Gross)
+	}
+}
