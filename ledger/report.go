@@ -554,7 +554,8 @@ func rateTreatmentLess(a, b RateTotal) bool {
 	return a.Treatment < b.Treatment
 }
 
-// RegisterRow is one document and VAT rate: a line of the CSV register.
+// RegisterRow is one document, VAT rate and treatment: a line of the CSV
+// register.
 // Amounts are signed (credit notes negative).
 type RegisterRow struct {
 	Type                DocumentType `json:"type"`
@@ -569,6 +570,9 @@ type RegisterRow struct {
 	VATAmount           string       `json:"vat_amount"`
 	Currency            string       `json:"currency"`
 	ReferenceNumber     string       `json:"reference_number"`
+	// VATTreatment is the treatment of the row's lines ("" for lines
+	// posted before lines carried one).
+	VATTreatment VATTreatment `json:"vat_treatment"`
 }
 
 // Rows returns the register one row per document and VAT rate.
@@ -585,7 +589,7 @@ func (r *Register) Rows() []RegisterRow {
 				CounterpartyID: d.Counterparty.ID, CounterpartyVATID: d.Counterparty.VATID,
 				CounterpartyCountry: d.Counterparty.Country, CounterpartyName: d.Counterparty.Name,
 				TaxableValue: d.Currency.Format(t.Net), VATRate: t.Rate.String(), VATAmount: d.Currency.Format(t.VAT),
-				Currency: d.Currency.Code, ReferenceNumber: ref,
+				Currency: d.Currency.Code, ReferenceNumber: ref, VATTreatment: t.Treatment,
 			})
 		}
 	}

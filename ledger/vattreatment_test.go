@@ -160,3 +160,31 @@ func TestReverseChargePosting(t *testing.T) {
 		t.Errorf("view: self-assessed %s, payable %s, gross %s", v.SelfAssessedVAT, v.Payable, v.Gross)
 	}
 }
+
+// A document total's i.SAF code is its treatment's, its rate's for a
+// standard line, and PVM5 for a 0 % line posted before lines carried a
+// treatment.
+func TestISAFLineCode(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		rate      string
+		treatment ledger.VATTreatment
+		want      string
+	}{
+		{"21", ledger.TreatmentStandard, "PVM1"},
+		{"12", ledger.TreatmentStandard, "PVM2"},
+		{"9", ledger.TreatmentUnstated, "PVM2"},
+		{"0", ledger.TreatmentUnstated, "PVM5"},
+		{"0", ledger.TreatmentExempt, "PVM5"},
+		{"0", ledger.TreatmentExport, "PVM12"},
+		{"0", ledger.TreatmentIntraEUGoods, "PVM13"},
+		{"0", ledger.TreatmentOtherZero, "PVM14"},
+		{"21", ledger.TreatmentReverseChargeEUGoods, "PVM16"},
+		{"21", ledger.TreatmentReverseChargeEUServices, "PVM21"},
+		{"21", ledger.TreatmentReverseChargeDomestic, "PVM25"},
+	} {
+		if got := ledger.ISAFLineCode(ledger.D(tt.rate).Decimal, tt.treatment); got != tt.want {
+			t.Errorf("%s %% %q: %s, want %s", tt.rate, tt.treatment, got, tt.want)
+		}
+	}
+}

@@ -300,11 +300,11 @@ func TestBooks(t *testing.T) {
 		}
 		want := [][]string{
 			ledger.RegisterCSVHeader,
-			{"invoice", "INV-2026-000001", "2026-12-02", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "50.00", "12", "6.00", "EUR", ""},
-			{"invoice", "INV-2026-000001", "2026-12-02", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "300.00", "21", "63.00", "EUR", ""},
-			{"purchase_invoice", "TK-0042", "2026-12-03", "sup-1", "LT100000000020", "LT", "Tiekėjas UAB", "1700.00", "21", "357.00", "EUR", ""},
-			{"credit_note", "CN-2026-000001", "2026-12-10", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "-100.00", "21", "-21.00", "EUR", "INV-2026-000001"},
-			{"invoice", "INV-2026-000002", "2026-12-28", "cust-lv", "", "LV", "SIA Piemērs", "160.00", "0", "0.00", "EUR", ""},
+			{"invoice", "INV-2026-000001", "2026-12-02", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "50.00", "12", "6.00", "EUR", "", "standard"},
+			{"invoice", "INV-2026-000001", "2026-12-02", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "300.00", "21", "63.00", "EUR", "", "standard"},
+			{"purchase_invoice", "TK-0042", "2026-12-03", "sup-1", "LT100000000020", "LT", "Tiekėjas UAB", "1700.00", "21", "357.00", "EUR", "", "standard"},
+			{"credit_note", "CN-2026-000001", "2026-12-10", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "-100.00", "21", "-21.00", "EUR", "INV-2026-000001", "standard"},
+			{"invoice", "INV-2026-000002", "2026-12-28", "cust-lv", "", "LV", "SIA Piemērs", "160.00", "0", "0.00", "EUR", "", "exempt"},
 		}
 		if len(rows) != len(want) {
 			t.Fatalf("CSV has %d rows, want %d:\n%s", len(rows), len(want), buf.String())
