@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -186,5 +187,47 @@ func TestISAFLineCode(t *testing.T) {
 		if got := ledger.ISAFLineCode(ledger.D(tt.rate).Decimal, tt.treatment); got != tt.want {
 			t.Errorf("%s %% %q: %s, want %s", tt.rate, tt.treatment, got, tt.want)
 		}
+	}
+}
+
+// Each treatment goes to its own FR0600 field; a credit note reduces its
+// invoice's field; a reverse charge is owed and deducted, so it changes
+// nothing payable.
+func TestVATReturnFR0600Fields(t *testing.T) {
+	t.Parallel()
+	eur, _ := ledger.LookupCurrency("EUR")
+	day := func(s string) ledger.Date { d, _ := ledger.ParseDate(s); return d }
+	rt := func(r string, tr ledger.VATTreatment, net, vat string) ledger.RateTotal {
+		return ledger.RateTotal{Rate: ledger.D(r).Decimal, Treatment: tr, Net: ledger.D(net).Decimal, VAT: ledger.D(vat).Decimal}
+	}
+	co := ledger.Company{ID: "acme", Country: "LT", Currency: "EUR"}
+	r := ledger.NewRegister(co, ledger.Period{Year: 2026, Month: 12}, []ledger.RegisterDocument{
+		{Type: ledger.DocumentInvoice, Number: "1", Date: day("2026-12-01"), Currency: eur, Rates: []ledger.RateTotal{
+			rt("21", ledger.TreatmentStandard, "100.00", "21.00"), rt("12", ledger.TreatmentStandard, "10.00", "1.20"),
+			rt("0", ledger.TreatmentExport, "50.00", "0"), rt("0", ledger.TreatmentIntraEUGoods, "70.00", "0"),
+		}},
+		{Type: ledger.DocumentCreditNote, Number: "2", Date: day("2026-12-02"), Currency: eur, Rates: []ledger.RateTotal{
+			rt("0", ledger.TreatmentIntraEUGoods, "20.00", "0"),
+		}},
+		{Type: ledger.DocumentInvoice, Number: "3", Date: day("2026-12-03"), Currency: eur, Rates: []ledger.RateTotal{
+			rt("0", ledger.TreatmentUnstated, "5.00", "0"), rt("0", ledger.TreatmentOtherZero, "6.00", "0"),
+		}},
+		{Type: ledger.DocumentPurchaseInvoice, Number: "P", Date: day("2026-12-04"), Currency: eur, Rates: []ledger.RateTotal{
+			rt("21", ledger.TreatmentStandard, "40.00", "8.40"), rt("21", ledger.TreatmentReverseChargeEUGoods, "200.00", "42.00"),
+			rt("21", ledger.TreatmentReverseChargeEUServices, "30.00", "6.30"), rt("21", ledger.TreatmentReverseChargeDomestic, "10.00", "2.10"),
+		}},
+	})
+	v := ledger.NewVATReturn(r).View()
+	c := v.Currencies[0]
+	var got []string
+	for _, f := range c.Fields {
+		got = append(got, fmt.Sprintf("%d=%s", f.Field, f.Amount))
+	}
+	want := "11=100.00 13=5.00 17=50.00 18=50.00 19=6.00 20=10.00 23=200.00 24=30.00 25=10.00 29=22.20 32=42.00 33=6.30 34=2.10 35=58.80"
+	if strings.Join(got, " ") != want {
+		t.Errorf("fields\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if c.OutputVAT != "22.20" || c.SelfAssessedVAT != "50.40" || c.InputVAT != "58.80" || c.Payable != "13.80" {
+		t.Errorf("output %s, self-assessed %s, input %s, payable %s", c.OutputVAT, c.SelfAssessedVAT, c.InputVAT, c.Payable)
 	}
 }
