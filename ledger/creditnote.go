@@ -303,14 +303,25 @@ func PlanCredit(inv *InvoiceState, c *CreateCreditNote) ([]CreditNoteLine, *Erro
 			if rem.Net.IsZero() && rem.VAT.IsZero() {
 				continue
 			}
-			tr, err := inv.treatmentAt(rem.Rate)
-			if err != nil {
-				return nil, err
+			desc := "Credit of the remainder of invoice " + inv.Number
+			if tr, err := inv.treatmentAt(rem.Rate); err == nil {
+				lines = append(lines, CreditNoteLine{Description: desc, VATRate: rem.Rate, VATTreatment: tr, Net: rem.Net, VAT: rem.VAT})
+				continue
 			}
-			lines = append(lines, CreditNoteLine{
-				Description: "Credit of the remainder of invoice " + inv.Number,
-				VATRate:     rem.Rate, VATTreatment: tr, Net: rem.Net, VAT: rem.VAT,
-			})
+			// Lines of more than one treatment at the rate: a credit at
+			// such a rate is by line (treatmentAt refuses the others), so
+			// what is left of each treatment is what is left of its lines.
+			for _, tr := range inv.treatmentsAt(rem.Rate) {
+				var net, vat decimal.Decimal
+				for _, l := range inv.Lines {
+					if l.VATRate.Equal(rem.Rate) && l.VATTreatment == tr {
+						net, vat = net.Add(l.Net.Sub(l.CreditedNet)), vat.Add(l.VAT.Sub(l.CreditedVAT))
+					}
+				}
+				if !net.IsZero() || !vat.IsZero() {
+					lines = append(lines, CreditNoteLine{Description: desc, VATRate: rem.Rate, VATTreatment: tr, Net: net, VAT: vat})
+				}
+			}
 		}
 	case len(c.Lines) > 0:
 		for _, cl := range c.Lines {
@@ -393,12 +404,7 @@ func conflictf(inv *InvoiceState, format string, args ...any) *Error {
 // a credit by rate takes: refused when the lines at rate have more than
 // one, as the credit could not say which supply it reduces.
 func (s *InvoiceState) treatmentAt(rate decimal.Decimal) (VATTreatment, *Error) {
-	var found []VATTreatment
-	for _, l := range s.Lines {
-		if l.VATRate.Equal(rate) && !slices.Contains(found, l.VATTreatment) {
-			found = append(found, l.VATTreatment)
-		}
-	}
+	found := s.treatmentsAt(rate)
 	switch len(found) {
 	case 0:
 		return TreatmentUnstated, nil
@@ -407,6 +413,18 @@ func (s *InvoiceState) treatmentAt(rate decimal.Decimal) (VATTreatment, *Error) 
 	}
 	return "", conflictf(s, "invoice %s has lines at VAT rate %s under more than one VAT treatment (%s): credit them by line",
 		s.Number, rate, treatmentNames(found))
+}
+
+// treatmentsAt are the treatments of the invoice's lines at rate, in
+// line order.
+func (s *InvoiceState) treatmentsAt(rate decimal.Decimal) []VATTreatment {
+	var found []VATTreatment
+	for _, l := range s.Lines {
+		if l.VATRate.Equal(rate) && !slices.Contains(found, l.VATTreatment) {
+			found = append(found, l.VATTreatment)
+		}
+	}
+	return found
 }
 
 // rateRemainders is, per VAT rate, the invoice's net and VAT less all credits.

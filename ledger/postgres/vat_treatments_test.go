@@ -215,3 +215,52 @@ func neg(t *testing.T, amounts ...string) string {
 	}
 	return s.Neg().StringFixed(2)
 }
+
+// A credit note's line takes the treatment of the invoice line it
+// credits; a credit by rate is refused where the invoice's lines at that
+// rate have more than one treatment, as it could not say which supply it
+// reduces.
+func TestCreditNoteTreatments(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	createCompany(t, db, "acme")
+	b := invoiceBody("o-mixed")
+	b["lines"] = []any{
+		map[string]any{"description": "Insurance", "quantity": "1", "unit_price": "40.00", "vat_rate": "0", "vat_treatment": "exempt"},
+		map[string]any{"description": "Freight abroad", "quantity": "2", "unit_price": "30.00", "vat_rate": "0", "vat_treatment": "other_zero"},
+	}
+	inv := run[ledger.InvoiceView](t, db, "acme", "invoice.create", b)
+	e := runErr(t, db, "acme", "credit_note.create", map[string]any{"invoice_number": inv.Number, "issue_date": "2026-12-05", "reason": "r",
+		"amounts": []any{map[string]any{"vat_rate": "0", "net": "10.00"}}}, ledger.CodeConflict)
+	if !strings.Contains(e.Message, "more than one VAT treatment (exempt, other_zero): credit them by line") {
+		t.Fatalf("refusal %q", e.Message)
+	}
+	cn := run[ledger.CreditNoteView](t, db, "acme", "credit_note.create", map[string]any{"invoice_number": inv.Number, "issue_date": "2026-12-05",
+		"reason": "r", "lines": []any{map[string]any{"line": 2, "quantity": "1"}}})
+	if len(cn.Lines) != 1 || cn.Lines[0].VATTreatment != ledger.TreatmentOtherZero {
+		t.Fatalf("credit note lines %+v", cn.Lines)
+	}
+	fields := func() string {
+		vr := vatReturnOf(t, db, ledger.Period{Year: 2026, Month: 12})
+		var got []string
+		for _, f := range vr.Currencies[0].Fields {
+			got = append(got, fmt.Sprintf("%d=%s", f.Field, f.Amount))
+		}
+		return strings.Join(got, " ")
+	}
+	// The register keeps them apart: the invoice's two 0 % totals and the
+	// credit note's other_zero one.
+	if got := fields(); got != "13=40.00 19=30.00" {
+		t.Fatalf("FR0600 %s", got)
+	}
+	// A full credit credits what is left of each treatment apart.
+	full := run[ledger.CreditNoteView](t, db, "acme", "credit_note.create", map[string]any{"invoice_number": inv.Number, "issue_date": "2026-12-06",
+		"reason": "r", "full": true})
+	if len(full.Lines) != 2 || full.Lines[0].VATTreatment != ledger.TreatmentExempt || full.Lines[0].Net != "40.00" ||
+		full.Lines[1].VATTreatment != ledger.TreatmentOtherZero || full.Lines[1].Net != "30.00" {
+		t.Fatalf("full credit lines %+v", full.Lines)
+	}
+	if got := fields(); got != "13=0.00 19=0.00" {
+		t.Fatalf("FR0600 after the full credit %s", got)
+	}
+}
