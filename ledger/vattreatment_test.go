@@ -1,7 +1,11 @@
 package ledger_test
 
 import (
+	"bytes"
+	"encoding/xml"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -229,5 +233,74 @@ func TestVATReturnFR0600Fields(t *testing.T) {
 	}
 	if c.OutputVAT != "22.20" || c.SelfAssessedVAT != "50.40" || c.InputVAT != "58.80" || c.Payable != "13.80" {
 		t.Errorf("output %s, self-assessed %s, input %s, payable %s", c.OutputVAT, c.SelfAssessedVAT, c.InputVAT, c.Payable)
+	}
+}
+
+// A register with a line of every treatment renders as
+// testdata/isaf/treatments.xml: each total has its treatment's code, two
+// 0 % treatments on one invoice are two totals, and the file follows the
+// specification.
+func TestISAFTreatments(t *testing.T) {
+	defer func(v string) { ledger.SoftwareVersion = v }(ledger.SoftwareVersion)
+	ledger.SoftwareVersion = "v1.2.3-test"
+	eur, _ := ledger.LookupCurrency("EUR")
+	day := func(s string) ledger.Date { d, _ := ledger.ParseDate(s); return d }
+	rt := func(r string, tr ledger.VATTreatment, net, vat string) ledger.RateTotal {
+		return ledger.RateTotal{Rate: ledger.D(r).Decimal, Treatment: tr, Net: ledger.D(net).Decimal, VAT: ledger.D(vat).Decimal}
+	}
+	co := ledger.Company{ID: "acme", Name: "Acme UAB", Country: "LT", Currency: "EUR", VATID: "LT100000000099", RegistrationNumber: "100000001"}
+	de := ledger.Party{ID: "cust-de", Name: "Käufer GmbH", VATID: "DE123456789", Country: "DE"}
+	r := ledger.NewRegister(co, ledger.Period{Year: 2026, Month: 12}, []ledger.RegisterDocument{
+		{Type: ledger.DocumentInvoice, Number: "INV-2026-000001", Date: day("2026-12-02"), Counterparty: de, Currency: eur, Rates: []ledger.RateTotal{
+			rt("0", ledger.TreatmentIntraEUGoods, "900.00", "0.00"), rt("0", ledger.TreatmentOtherZero, "60.00", "0.00")}},
+		{Type: ledger.DocumentInvoice, Number: "INV-2026-000002", Date: day("2026-12-03"), Currency: eur,
+			Counterparty: ledger.Party{ID: "cust-us", Name: "Buyer Inc", Country: "US"},
+			Rates:        []ledger.RateTotal{rt("0", ledger.TreatmentExport, "300.00", "0.00")}},
+		{Type: ledger.DocumentInvoice, Number: "INV-2026-000003", Date: day("2026-12-04"), Currency: eur,
+			Counterparty: ledger.Party{ID: "cust-lt", Name: "UAB Draudimas", VATID: "LT100000000010", Country: "LT"},
+			Rates:        []ledger.RateTotal{rt("0", ledger.TreatmentExempt, "40.00", "0.00"), rt("21", ledger.TreatmentStandard, "100.00", "21.00")}},
+		{Type: ledger.DocumentPurchaseInvoice, Number: "2026-0917", Date: day("2026-12-05"), Currency: eur, Recorded: day("2026-12-06"),
+			Counterparty: ledger.Party{ID: "sup-de", Name: "Beratung GmbH", VATID: "DE987654321", Country: "DE"},
+			Rates:        []ledger.RateTotal{rt("21", ledger.TreatmentReverseChargeEUServices, "760.00", "159.60")}},
+		{Type: ledger.DocumentPurchaseInvoice, Number: "L-77", Date: day("2026-12-06"), Currency: eur, Recorded: day("2026-12-06"),
+			Counterparty: ledger.Party{ID: "sup-pl", Name: "Dostawca Sp. z o.o.", VATID: "PL1234567890", Country: "PL"},
+			Rates:        []ledger.RateTotal{rt("21", ledger.TreatmentReverseChargeEUGoods, "2000.00", "420.00")}},
+		{Type: ledger.DocumentPurchaseInvoice, Number: "ST-5", Date: day("2026-12-07"), Currency: eur, Recorded: day("2026-12-07"),
+			Counterparty: ledger.Party{ID: "sup-lt", Name: "Statyba UAB", VATID: "LT100000000030", Country: "LT"},
+			Rates:        []ledger.RateTotal{rt("21", ledger.TreatmentReverseChargeDomestic, "1000.00", "210.00")}},
+	})
+	out := writeISAF(t, r)
+	golden := filepath.Join("testdata", "isaf", "treatments.xml")
+	if *updateISAF {
+		if err := os.WriteFile(golden, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out, want) {
+		t.Errorf("i.SAF differs from %s (go test -run TestISAFTreatments -update-isaf rewrites it):\n%s", golden, out)
+	}
+	if errs := checkISAF(out); len(errs) > 0 {
+		t.Fatalf("i.SAF breaks the specification:\n%s\n%s", strings.Join(errs, "\n"), out)
+	}
+	var f ledger.ISAFFile
+	if err := xml.Unmarshal(out, &f); err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for _, invs := range []*ledger.ISAFInvoices{f.SourceDocuments.PurchaseInvoices, f.SourceDocuments.SalesInvoices} {
+		for _, inv := range invs.Invoices {
+			for _, tot := range inv.DocumentTotals.Totals {
+				codes = append(codes, inv.InvoiceNo+":"+tot.TaxCode.Value+":"+tot.TaxableValue+":"+tot.Amount.Value)
+			}
+		}
+	}
+	if got, want := strings.Join(codes, " "), "2026-0917:PVM21:760.00:159.60 L-77:PVM16:2000.00:420.00 ST-5:PVM25:1000.00:210.00 "+
+		"INV-2026-000001:PVM13:900.00:0.00 INV-2026-000001:PVM14:60.00:0.00 INV-2026-000002:PVM12:300.00:0.00 "+
+		"INV-2026-000003:PVM5:40.00:0.00 INV-2026-000003:PVM1:100.00:21.00"; got != want {
+		t.Errorf("totals\n got %s\nwant %s", got, want)
 	}
 }
