@@ -3,11 +3,14 @@ package postgres_test
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/shopspring/decimal"
 
 	"github.com/onceledger/onceledger/internal/isafcheck"
@@ -262,5 +265,26 @@ func TestCreditNoteTreatments(t *testing.T) {
 	}
 	if got := fields(); got != "13=0.00 19=0.00" {
 		t.Fatalf("FR0600 after the full credit %s", got)
+	}
+}
+
+// The database takes only the treatments each table's lines may have.
+func TestDatabaseRefusesUnknownTreatments(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 2)
+	ctx := testContext(t)
+	for table, insert := range map[string]string{
+		"invoice_lines_vat_treatment": `INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross, vat_treatment)
+			VALUES ($1, 1, 'x', 1, 1, 0, 1, 0, 1, 'reverse_charge_domestic')`,
+		"credit_note_lines_vat_treatment": `INSERT INTO credit_note_lines (credit_note_id, line_no, description, vat_rate, net, vat, gross, vat_treatment)
+			VALUES ($1, 1, 'x', 0, 1, 0, 1, 'PVM13')`,
+		"purchase_invoice_lines_vat_treatment": `INSERT INTO purchase_invoice_lines (purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross, vat_treatment)
+			VALUES ($1, 1, 'x', 1, 1, 0, '6000', 1, 0, 1, 'export')`,
+	} {
+		_, err := db.Exec(ctx, insert, uuid.New())
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.ConstraintName != table {
+			t.Errorf("%s: %v, want a check violation of it", table, err)
+		}
 	}
 }
