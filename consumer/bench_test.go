@@ -54,7 +54,7 @@ func BenchmarkInvoiceCreate(b *testing.B) {
 				body["lines"] = []any{
 					map[string]any{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"},
 					map[string]any{"description": "Accommodation", "quantity": "2", "unit_price": "12.50", "vat_rate": "12"},
-					map[string]any{"description": "Travel", "quantity": "1", "unit_price": "80.00", "vat_rate": "0"},
+					map[string]any{"description": "Travel", "quantity": "1", "unit_price": "80.00", "vat_rate": "0", "vat_treatment": "other_zero"},
 				}
 				m := nats.NewMsg(protocol.CommandSubject(fmt.Sprintf("co-%d", i%companies), "invoice.create"))
 				m.Data = mustMarshal(b, body)

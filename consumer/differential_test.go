@@ -107,11 +107,15 @@ func genSequence(t *rapid.T) sequence {
 			c := rapid.SampledFrom([]string{"acme", "acme", "beta", "beta", "ghost"}).Draw(t, "company")
 			var lines []any
 			for range rapid.IntRange(1, 3).Draw(t, "lines") {
-				lines = append(lines, map[string]any{
+				line := map[string]any{
 					"description": "item", "quantity": fmt.Sprint(rapid.IntRange(1, 3).Draw(t, "qty")),
 					"unit_price": money(t, "price", 10000),
 					"vat_rate":   rapid.SampledFrom([]string{"0", "5", "12", "21"}).Draw(t, "rate"),
-				})
+				}
+				if line["vat_rate"] == "0" {
+					line["vat_treatment"] = "exempt" // a 0 % sale at home states why
+				}
+				lines = append(lines, line)
 			}
 			series := rapid.SampledFrom([]string{"INV", "INV", "INV", "INV", "INV", "CN", "ZZ"}).Draw(t, "series")
 			if created[c] && series == "INV" {

@@ -31,7 +31,11 @@ func TestAMonthInThreeCurrenciesFilesInEuro(t *testing.T) {
 		}
 	}
 	line := func(price, rate string) map[string]any {
-		return map[string]any{"description": "Goods", "quantity": "1", "unit_price": price, "vat_rate": rate}
+		l := map[string]any{"description": "Goods", "quantity": "1", "unit_price": price, "vat_rate": rate}
+		if rate == "0" {
+			l["vat_treatment"] = "exempt" // a 0 % sale at home states why
+		}
+		return l
 	}
 	ok[ledger.FXRateView](b, "nats", "fx_rate.record", "usd-rate", map[string]any{"currency": "USD", "date": "2026-12-09", "rate": "1.0500", "source": "ECB"})
 	ok[ledger.FXRateView](b, "http", "fx_rate.record", "jpy-rate", map[string]any{"currency": "JPY", "date": "2026-12-09", "rate": "162.50", "source": "ECB"})

@@ -18,29 +18,32 @@ import (
 
 // exampleCommands maps every file in examples/ to its command.
 var exampleCommands = map[string]string{
-	"company.json":                        "company.create",
-	"invoice.json":                        "invoice.create",
-	"credit_note.json":                    "credit_note.create",
-	"payment.json":                        "payment.record",
-	"customer_credit_apply.json":          "customer_credit.apply",
-	"customer_credit_refund.json":         "customer_credit.refund",
-	"period_close.json":                   "period.close",
-	"fx_rate.json":                        "fx_rate.record",
-	"settlement.json":                     "settlement.record",
-	"purchase_invoice.json":               "purchase_invoice.record",
-	"asset.json":                          "asset.register",
-	"depreciation.json":                   "depreciation.run",
-	"webhook_endpoint.json":               "webhook_endpoint.create",
-	"webhook_endpoint_update.json":        "webhook_endpoint.update",
-	"webhook_endpoint_disable.json":       "webhook_endpoint.disable",
-	"webhook_endpoint_rotate_secret.json": "webhook_endpoint.rotate_secret",
+	"company.json":                         "company.create",
+	"invoice.json":                         "invoice.create",
+	"credit_note.json":                     "credit_note.create",
+	"payment.json":                         "payment.record",
+	"customer_credit_apply.json":           "customer_credit.apply",
+	"customer_credit_refund.json":          "customer_credit.refund",
+	"period_close.json":                    "period.close",
+	"fx_rate.json":                         "fx_rate.record",
+	"settlement.json":                      "settlement.record",
+	"purchase_invoice.json":                "purchase_invoice.record",
+	"purchase_invoice_reverse_charge.json": "purchase_invoice.record",
+	"invoice_intra_eu.json":                "invoice.create",
+	"asset.json":                           "asset.register",
+	"depreciation.json":                    "depreciation.run",
+	"webhook_endpoint.json":                "webhook_endpoint.create",
+	"webhook_endpoint_update.json":         "webhook_endpoint.update",
+	"webhook_endpoint_disable.json":        "webhook_endpoint.disable",
+	"webhook_endpoint_rotate_secret.json":  "webhook_endpoint.rotate_secret",
 }
 
 // exampleOrder is an order in which the examples run against one company.
 var exampleOrder = []string{
 	"company.json", "invoice.json", "credit_note.json", "payment.json", "customer_credit_apply.json",
 	"customer_credit_refund.json", "settlement.json", "period_close.json", "fx_rate.json",
-	"purchase_invoice.json", "asset.json", "depreciation.json", "webhook_endpoint.json",
+	"purchase_invoice.json", "purchase_invoice_reverse_charge.json", "asset.json", "depreciation.json", "invoice_intra_eu.json",
+	"webhook_endpoint.json",
 	"webhook_endpoint_update.json", "webhook_endpoint_rotate_secret.json", "webhook_endpoint_disable.json",
 }
 
@@ -164,6 +167,8 @@ func TestSchemasRefuseWhatDecodeRefuses(t *testing.T) {
 		{"invoice.create", strings.Replace(invoice, `"2026-12-02"`, `"02.12.2026"`, 1), "a date not in YYYY-MM-DD"},
 		{"invoice.create", strings.Replace(invoice, `"country": "LT"}`, `"country": "Lithuania"}`, 1), "a country that is not alpha-2"},
 		{"invoice.create", strings.Replace(invoice, `"100.00"`, `"1e2"`, 1), "an exponent"},
+		{"invoice.create", strings.Replace(invoice, `"vat_rate": "21"`, `"vat_rate": "0", "vat_treatment": "zero"`, 1), "an unknown VAT treatment"},
+		{"invoice.create", strings.Replace(invoice, `"vat_rate": "21"`, `"vat_rate": "21", "vat_treatment": "reverse_charge_domestic"`, 1), "a purchase's VAT treatment on a sale"},
 		{"invoice.create", `{"order_id": "o-1", "customer": {"id": "c", "name": "n", "country": "LT"}, "currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16", "lines": []}`, "no lines"},
 		{"company.create", `{"name": "Acme", "country": "LT"}`, "no currency"},
 		{"company.create", `{"name": "Acme", "country": "LT", "currency": "euro"}`, "a currency that is not a code"},

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/google/uuid"
@@ -143,7 +144,10 @@ type IssuedLine struct {
 	Quantity    decimal.Decimal
 	UnitPrice   decimal.Decimal
 	VATRate     decimal.Decimal
-	Net, VAT    decimal.Decimal
+	// VATTreatment is the line's (TreatmentUnstated for a line posted
+	// before lines carried one).
+	VATTreatment VATTreatment
+	Net, VAT     decimal.Decimal
 	// Credited by line-based credit notes.
 	CreditedQuantity decimal.Decimal
 	CreditedNet      decimal.Decimal
@@ -229,7 +233,9 @@ type CreditNoteLine struct {
 	Quantity    decimal.NullDecimal
 	UnitPrice   decimal.NullDecimal
 	VATRate     decimal.Decimal
-	Net, VAT    decimal.Decimal
+	// VATTreatment is that of the invoice's lines it credits.
+	VATTreatment VATTreatment
+	Net, VAT     decimal.Decimal
 }
 
 // CreditNote is an issued credit note.
@@ -297,10 +303,25 @@ func PlanCredit(inv *InvoiceState, c *CreateCreditNote) ([]CreditNoteLine, *Erro
 			if rem.Net.IsZero() && rem.VAT.IsZero() {
 				continue
 			}
-			lines = append(lines, CreditNoteLine{
-				Description: "Credit of the remainder of invoice " + inv.Number,
-				VATRate:     rem.Rate, Net: rem.Net, VAT: rem.VAT,
-			})
+			desc := "Credit of the remainder of invoice " + inv.Number
+			if tr, err := inv.treatmentAt(rem.Rate); err == nil {
+				lines = append(lines, CreditNoteLine{Description: desc, VATRate: rem.Rate, VATTreatment: tr, Net: rem.Net, VAT: rem.VAT})
+				continue
+			}
+			// Lines of more than one treatment at the rate: a credit at
+			// such a rate is by line (treatmentAt refuses the others), so
+			// what is left of each treatment is what is left of its lines.
+			for _, tr := range inv.treatmentsAt(rem.Rate) {
+				var net, vat decimal.Decimal
+				for _, l := range inv.Lines {
+					if l.VATRate.Equal(rem.Rate) && l.VATTreatment == tr {
+						net, vat = net.Add(l.Net.Sub(l.CreditedNet)), vat.Add(l.VAT.Sub(l.CreditedVAT))
+					}
+				}
+				if !net.IsZero() || !vat.IsZero() {
+					lines = append(lines, CreditNoteLine{Description: desc, VATRate: rem.Rate, VATTreatment: tr, Net: net, VAT: vat})
+				}
+			}
 		}
 	case len(c.Lines) > 0:
 		for _, cl := range c.Lines {
@@ -321,7 +342,7 @@ func PlanCredit(inv *InvoiceState, c *CreateCreditNote) ([]CreditNoteLine, *Erro
 				InvoiceLine: cl.Line, Description: il.Description,
 				Quantity:  decimal.NewNullDecimal(cl.Quantity.Decimal),
 				UnitPrice: decimal.NewNullDecimal(il.UnitPrice),
-				VATRate:   il.VATRate, Net: net, VAT: vat,
+				VATRate:   il.VATRate, VATTreatment: il.VATTreatment, Net: net, VAT: vat,
 			})
 		}
 	default:
@@ -341,7 +362,11 @@ func PlanCredit(inv *InvoiceState, c *CreateCreditNote) ([]CreditNoteLine, *Erro
 			if desc == "" {
 				desc = "Credit on invoice " + inv.Number
 			}
-			lines = append(lines, CreditNoteLine{Description: desc, VATRate: rem.Rate, Net: a.Net.Decimal, VAT: vat})
+			tr, err := inv.treatmentAt(rem.Rate)
+			if err != nil {
+				return nil, err
+			}
+			lines = append(lines, CreditNoteLine{Description: desc, VATRate: rem.Rate, VATTreatment: tr, Net: a.Net.Decimal, VAT: vat})
 		}
 	}
 	// Per rate, the note may not take more net or VAT than is left.
@@ -373,6 +398,33 @@ func conflictf(inv *InvoiceState, format string, args ...any) *Error {
 	e := Errorf(CodeConflict, format, args...)
 	e.Details = map[string]any{"invoice_id": inv.ID.String(), "number": inv.Number}
 	return e
+}
+
+// treatmentAt is the VAT treatment of the invoice's lines at rate, which
+// a credit by rate takes: refused when the lines at rate have more than
+// one, as the credit could not say which supply it reduces.
+func (s *InvoiceState) treatmentAt(rate decimal.Decimal) (VATTreatment, *Error) {
+	found := s.treatmentsAt(rate)
+	switch len(found) {
+	case 0:
+		return TreatmentUnstated, nil
+	case 1:
+		return found[0], nil
+	}
+	return "", conflictf(s, "invoice %s has lines at VAT rate %s under more than one VAT treatment (%s): credit them by line",
+		s.Number, rate, treatmentNames(found))
+}
+
+// treatmentsAt are the treatments of the invoice's lines at rate, in
+// line order.
+func (s *InvoiceState) treatmentsAt(rate decimal.Decimal) []VATTreatment {
+	var found []VATTreatment
+	for _, l := range s.Lines {
+		if l.VATRate.Equal(rate) && !slices.Contains(found, l.VATTreatment) {
+			found = append(found, l.VATTreatment)
+		}
+	}
+	return found
 }
 
 // rateRemainders is, per VAT rate, the invoice's net and VAT less all credits.
@@ -477,9 +529,11 @@ type CreditNoteLineView struct {
 	Quantity    string `json:"quantity,omitempty"`
 	UnitPrice   string `json:"unit_price,omitempty"`
 	VATRate     string `json:"vat_rate"`
-	Net         string `json:"net"`
-	VAT         string `json:"vat"`
-	Gross       string `json:"gross"`
+	// VATTreatment is that of the credited invoice lines.
+	VATTreatment VATTreatment `json:"vat_treatment,omitempty"`
+	Net          string       `json:"net"`
+	VAT          string       `json:"vat"`
+	Gross        string       `json:"gross"`
 }
 
 // View renders the credit note; the invoice's status is the one after it.
@@ -500,7 +554,7 @@ func (cn *CreditNote) View() CreditNoteView {
 	}
 	for _, l := range cn.Lines {
 		lv := CreditNoteLineView{
-			InvoiceLine: l.InvoiceLine, Description: l.Description, VATRate: l.VATRate.String(),
+			InvoiceLine: l.InvoiceLine, Description: l.Description, VATRate: l.VATRate.String(), VATTreatment: l.VATTreatment,
 			Net: cur.Format(l.Net), VAT: cur.Format(l.VAT), Gross: cur.Format(l.Net.Add(l.VAT)),
 		}
 		if l.Quantity.Valid {

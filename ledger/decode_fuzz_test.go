@@ -13,6 +13,7 @@ import (
 // through arrays.
 func FuzzDecode(f *testing.F) {
 	f.Add(`{"order_id":"o","customer":{"id":"c","name":"C","country":"LT"},"currency":"EUR","issue_date":"2026-12-02","due_date":"2026-12-16","lines":[{"description":"x","quantity":"1","unit_price":"1.00","vat_rate":"21"},{"description":"y","quantity":2,"unit_price":"1","vat_rate":"21"}]}`)
+	f.Add(`{"order_id":"o","customer":{"id":"c","name":"C","vat_id":"DE123456789","country":"DE"},"currency":"EUR","issue_date":"2026-12-02","due_date":"2026-12-16","lines":[{"description":"x","quantity":"1","unit_price":"1.00","vat_rate":"0","vat_treatment":"intra_eu_goods"},{"description":"y","quantity":"1","unit_price":"1","vat_rate":"0","vat_treatment":"PVM13"}]}`)
 	f.Add(`{"lines":[{},[],"x",{"unit_price":{"a":1}}]}`)
 	f.Add(`{"LINES":[{"Unit_Price":1}]}`)
 	f.Add(`{"customer":[{"name":1}]}`)

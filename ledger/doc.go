@@ -24,6 +24,12 @@
 //     executes a document, before allocating its number; company.create
 //     accepts only a country with a table. The database does not check
 //     rates.
+//   - Every line carries a VAT treatment (VATTreatment): stated, or
+//     inferred with the rates from its rate and counterparty where that is
+//     unambiguous, else refused. It picks the line's i.SAF code and FR0600
+//     field; a reverse-charged purchase line's VAT is posted as both input
+//     and output VAT (BookPurchase). The database checks only the
+//     treatment's name.
 //   - Immutability: nothing posted changes. A correction is a new document
 //     (a credit note) that refers to the one it corrects; a credit never
 //     takes more than is left of an invoice, per line and per VAT rate

@@ -3,6 +3,7 @@ package ledger
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 
 	"github.com/google/uuid"
@@ -41,6 +42,10 @@ type InvoiceLine struct {
 	Quantity    Decimal `json:"quantity"`
 	UnitPrice   Decimal `json:"unit_price"`
 	VATRate     Decimal `json:"vat_rate"`
+	// VATTreatment is how the line is taxed (see VATTreatment): standard
+	// when the rate is above 0 and it states none; a 0 % line without one
+	// takes the treatment its customer makes unambiguous, or is refused.
+	VATTreatment VATTreatment `json:"vat_treatment,omitempty"`
 }
 
 // MaxInvoiceLines bounds the size of one document.
@@ -93,6 +98,9 @@ func (c *CreateInvoice) validate() *Error {
 		if l.VATRate.IsNegative() || l.VATRate.GreaterThan(decimal.NewFromInt(100)) || !l.VATRate.Equal(l.VATRate.Truncate(4)) {
 			return invalid(f("vat_rate"), "must be a percentage between 0 and 100 with at most 4 decimals")
 		}
+		if l.VATTreatment != "" && !slices.Contains(SalesTreatments, l.VATTreatment) {
+			return invalid(f("vat_treatment"), "%q is not a VAT treatment of a sales line (one of: %s)", l.VATTreatment, treatmentNames(SalesTreatments))
+		}
 	}
 	if c.ExchangeRate != nil {
 		if err := rateErr("exchange_rate", *c.ExchangeRate); err != nil {
@@ -128,8 +136,11 @@ type LineAmounts struct {
 
 // RateTotal sums the lines of one VAT rate.
 type RateTotal struct {
-	Rate     decimal.Decimal
-	Net, VAT decimal.Decimal
+	Rate decimal.Decimal
+	// Treatment is set where lines are summed by rate and treatment (the
+	// register and the VAT return); a document's own totals sum by rate.
+	Treatment VATTreatment
+	Net, VAT  decimal.Decimal
 }
 
 // Totals are an invoice's computed amounts.
@@ -269,9 +280,11 @@ type InvoiceLineView struct {
 	Quantity    string `json:"quantity"`
 	UnitPrice   string `json:"unit_price"`
 	VATRate     string `json:"vat_rate"`
-	Net         string `json:"net"`
-	VAT         string `json:"vat"`
-	Gross       string `json:"gross"`
+	// VATTreatment is empty for a line posted before lines carried one.
+	VATTreatment VATTreatment `json:"vat_treatment,omitempty"`
+	Net          string       `json:"net"`
+	VAT          string       `json:"vat"`
+	Gross        string       `json:"gross"`
 }
 
 // RateView is the VAT of one rate.
@@ -303,13 +316,14 @@ func (inv *Invoice) View() InvoiceView {
 	for i, l := range inv.Lines {
 		a := inv.Totals.Lines[i]
 		v.Lines = append(v.Lines, InvoiceLineView{
-			Description: l.Description,
-			Quantity:    l.Quantity.String(),
-			UnitPrice:   l.UnitPrice.String(),
-			VATRate:     l.VATRate.String(),
-			Net:         cur.Format(a.Net),
-			VAT:         cur.Format(a.VAT),
-			Gross:       cur.Format(a.Gross),
+			Description:  l.Description,
+			Quantity:     l.Quantity.String(),
+			UnitPrice:    l.UnitPrice.String(),
+			VATRate:      l.VATRate.String(),
+			VATTreatment: l.VATTreatment,
+			Net:          cur.Format(a.Net),
+			VAT:          cur.Format(a.VAT),
+			Gross:        cur.Format(a.Gross),
 		})
 	}
 	for _, r := range inv.Totals.ByRate {

@@ -18,7 +18,7 @@ import (
 // isaf_1.2.xsd, FileVersion iSAF1.2): the monthly register of issued and
 // received VAT invoices. docs/isaf.md lists the rules of the specification
 // the file follows and how to check a file against the XSD;
-// ledger/isaf_test.go checks every file it renders against them.
+// internal/isafcheck checks every file the tests render against them.
 //
 //   - Amounts are in the company's currency, which i.SAF wants in euros:
 //     the register is read converted (postgres.Register), and a company
@@ -35,9 +35,12 @@ import (
 //     invoice's RegistrationAccountDate is the day it was recorded.
 //   - A register of more than ISAFPartDocuments documents is split into
 //     parts, each a file of its own (ISAFPart).
-//   - Every 0 % line is PVM5 for now: the register has no VAT treatment
-//     per line yet. A total's TaxCode and TaxPercentage are nillable, so a
-//     treatment without a code or a percentage fits.
+//   - A document has a DocumentTotal per VAT rate and treatment, whose
+//     TaxCode the treatment picks (ISAFLineCode): PVM12 for an export,
+//     PVM13 an intra-EU supply of goods, PVM16/PVM21/PVM25 a reverse
+//     charge, ...; a standard line's code follows its rate. A 0 % line
+//     posted before lines carried a treatment stays PVM5. TaxCode and
+//     TaxPercentage are nillable, so a rate without a code still fits.
 
 // ISAFNamespace is the XML namespace of i.SAF files.
 const ISAFNamespace = "http://www.vmi.lt/cms/imas/isaf"
@@ -410,7 +413,7 @@ func isafInvoice(co Company, d *RegisterDocument) (ISAFInvoice, error) {
 			return ISAFInvoice{}, err
 		}
 		total := ISAFDocumentTotal{TaxableValue: net, TaxCode: isafNil, TaxPercentage: isafNil, Amount: isafValue(vat)}
-		if code := ISAFTaxCode(t.Rate); code != "" {
+		if code := ISAFLineCode(t.Rate, t.Treatment); code != "" {
 			total.TaxCode = isafValue(code)
 		}
 		if p, ok := isafPercentage(t.Rate); ok {
@@ -512,11 +515,11 @@ func writeISAF(w io.Writer, f ISAFFile) error {
 // RegisterCSVHeader is the header row of the CSV register.
 var RegisterCSVHeader = []string{
 	"type", "number", "date", "counterparty_id", "counterparty_vat_id", "counterparty_country",
-	"counterparty_name", "taxable_value", "vat_rate", "vat_amount", "currency", "reference_number",
+	"counterparty_name", "taxable_value", "vat_rate", "vat_amount", "currency", "reference_number", "vat_treatment",
 }
 
 // WriteCSV writes the register as CSV: a header row, then one row per
-// document and VAT rate, credit notes with negative amounts.
+// document, VAT rate and treatment, credit notes with negative amounts.
 func (r *Register) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(RegisterCSVHeader); err != nil {
@@ -526,6 +529,7 @@ func (r *Register) WriteCSV(w io.Writer) error {
 		if err := cw.Write([]string{
 			string(row.Type), row.Number, row.Date, row.CounterpartyID, row.CounterpartyVATID, row.CounterpartyCountry,
 			row.CounterpartyName, row.TaxableValue, row.VATRate, row.VATAmount, row.Currency, row.ReferenceNumber,
+			string(row.VATTreatment),
 		}); err != nil {
 			return err
 		}

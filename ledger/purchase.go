@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"slices"
+
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 )
@@ -32,6 +34,10 @@ type PurchaseLine struct {
 	UnitPrice   Decimal `json:"unit_price"`
 	VATRate     Decimal `json:"vat_rate"`
 	Account     string  `json:"account,omitempty"`
+	// VATTreatment is as on InvoiceLine, with the reverse charges: the
+	// line's VAT at its rate is assessed by the company, posted as both
+	// input and output VAT, and not owed to the supplier.
+	VATTreatment VATTreatment `json:"vat_treatment,omitempty"`
 }
 
 // purchaseAccounts are the accounts a purchase may be booked to.
@@ -55,6 +61,9 @@ func (c *RecordPurchaseInvoice) validate() *Error {
 	for i := range c.Lines {
 		if c.Lines[i].Account == "" {
 			c.Lines[i].Account = AccountExpenses
+		}
+		if t := c.Lines[i].VATTreatment; t != "" && !slices.Contains(PurchaseTreatments, t) {
+			return invalid(fieldf("lines[%d].vat_treatment", i), "%q is not a VAT treatment of a purchase line (one of: %s)", t, treatmentNames(PurchaseTreatments))
 		}
 		if !purchaseAccounts[c.Lines[i].Account] {
 			return invalid(fieldf("lines[%d].account", i), "%q is not an expense or fixed-asset account (6000, 6100, 6800, 1500)", c.Lines[i].Account)
@@ -94,8 +103,27 @@ func (p *PurchaseInvoice) Convert(c *Conversion) {
 	p.Converted = c.Converted(p.Totals, lineRates(p.Command.asInvoice().Lines))
 }
 
+// SelfAssessedVAT is the VAT of the reverse-charged lines, in the
+// document's currency and the company's: the company assesses it, the
+// supplier is not paid it.
+func (p *PurchaseInvoice) SelfAssessedVAT() (doc, company decimal.Decimal) {
+	for i, l := range p.Command.Lines {
+		if l.VATTreatment.ReverseCharge() {
+			doc, company = doc.Add(p.Totals.Lines[i].VAT), company.Add(p.Converted.Lines[i].VAT)
+		}
+	}
+	return doc, company
+}
+
+// Payable is what the supplier is owed: gross less self-assessed VAT.
+func (p *PurchaseInvoice) Payable() decimal.Decimal {
+	rc, _ := p.SelfAssessedVAT()
+	return p.Totals.Gross.Sub(rc)
+}
+
 // BookPurchase builds the purchase invoice and its entry: Dr each line's
-// account (net), Dr input VAT / Cr payables (gross). conv converts as in
+// account (net), Dr input VAT / Cr payables (gross); a reverse-charged
+// line's VAT is credited to output VAT instead of payables. conv converts as in
 // IssueInvoice, the payable taking the rounding difference.
 func BookPurchase(company string, c *RecordPurchaseInvoice, conv *Conversion, id, entryID uuid.UUID) (*PurchaseInvoice, *JournalEntry) {
 	cur, _ := LookupCurrency(c.Currency)
@@ -116,8 +144,13 @@ func BookPurchase(company string, c *RecordPurchaseInvoice, conv *Conversion, id
 	for _, acc := range order {
 		lines = appendNonZero(lines, debit(acc, cur.Code, byAccount[acc].net).at(byAccount[acc].company))
 	}
+	// Reverse-charged VAT is the company's own to declare: input VAT it
+	// deducts and output VAT it owes, both posted, so the return shows
+	// both sides; the supplier is owed the rest.
+	rc, rcCo := pi.SelfAssessedVAT()
 	lines = appendNonZero(lines, debit(AccountInputVAT, cur.Code, t.VAT).at(co.VAT))
-	lines = appendNonZero(lines, credit(AccountPayables, cur.Code, t.Gross).at(co.Gross))
+	lines = appendNonZero(lines, credit(AccountPayables, cur.Code, t.Gross.Sub(rc)).at(co.Gross.Sub(rcCo)))
+	lines = appendNonZero(lines, credit(AccountOutputVAT, cur.Code, rc).at(rcCo))
 	return pi, &JournalEntry{
 		ID: entryID, Company: company, Date: c.IssueDate,
 		Description: "Purchase invoice " + c.DocumentNumber + " from " + c.Supplier.Name,
@@ -138,8 +171,13 @@ type PurchaseInvoiceView struct {
 	Net               string             `json:"net"`
 	VAT               string             `json:"vat"`
 	Gross             string             `json:"gross"`
-	Exchange          *ConversionView    `json:"exchange,omitempty"`
-	JournalEntryID    string             `json:"journal_entry_id"`
+	// SelfAssessedVAT is the VAT of reverse-charged lines, part of VAT and
+	// gross but owed to the tax authority by the company, and Payable what
+	// the supplier is owed.
+	SelfAssessedVAT string          `json:"self_assessed_vat"`
+	Payable         string          `json:"payable"`
+	Exchange        *ConversionView `json:"exchange,omitempty"`
+	JournalEntryID  string          `json:"journal_entry_id"`
 }
 
 // PurchaseLineView is one line of a PurchaseInvoiceView.
@@ -155,6 +193,7 @@ func (p *PurchaseInvoice) View() PurchaseInvoiceView {
 		PurchaseInvoiceID: p.ID.String(), Supplier: c.Supplier, DocumentNumber: c.DocumentNumber,
 		IssueDate: c.IssueDate.String(), DueDate: c.DueDate.String(), Currency: cur.Code,
 		Net: cur.Format(p.Totals.Net), VAT: cur.Format(p.Totals.VAT), Gross: cur.Format(p.Totals.Gross),
+		Payable:        cur.Format(p.Payable()),
 		Exchange:       p.Conversion.View(p.Converted),
 		JournalEntryID: p.JournalEntryID.String(),
 	}
@@ -162,9 +201,11 @@ func (p *PurchaseInvoice) View() PurchaseInvoiceView {
 		a := p.Totals.Lines[i]
 		v.Lines = append(v.Lines, PurchaseLineView{InvoiceLineView: InvoiceLineView{
 			Description: l.Description, Quantity: l.Quantity.String(), UnitPrice: l.UnitPrice.String(),
-			VATRate: l.VATRate.String(), Net: cur.Format(a.Net), VAT: cur.Format(a.VAT), Gross: cur.Format(a.Gross),
+			VATRate: l.VATRate.String(), VATTreatment: l.VATTreatment, Net: cur.Format(a.Net), VAT: cur.Format(a.VAT), Gross: cur.Format(a.Gross),
 		}, Account: l.Account})
 	}
+	rc, _ := p.SelfAssessedVAT()
+	v.SelfAssessedVAT = cur.Format(rc)
 	for _, r := range p.Totals.ByRate {
 		v.VATBreakdown = append(v.VATBreakdown, RateView{Rate: r.Rate.String(), Net: cur.Format(r.Net), VAT: cur.Format(r.VAT)})
 	}

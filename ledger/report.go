@@ -528,7 +528,7 @@ func NewRegister(company Company, p Period, docs []RegisterDocument) *Register {
 	docs = append([]RegisterDocument(nil), docs...)
 	for i := range docs {
 		rates := append([]RateTotal(nil), docs[i].Rates...)
-		sort.SliceStable(rates, func(a, b int) bool { return rates[a].Rate.LessThan(rates[b].Rate) })
+		sort.SliceStable(rates, func(a, b int) bool { return rateTreatmentLess(rates[a], rates[b]) })
 		docs[i].Rates = rates
 	}
 	sort.SliceStable(docs, func(i, j int) bool {
@@ -546,7 +546,16 @@ func NewRegister(company Company, p Period, docs []RegisterDocument) *Register {
 	return &Register{Company: company, Period: p, Documents: docs}
 }
 
-// RegisterRow is one document and VAT rate: a line of the CSV register.
+// rateTreatmentLess orders totals by rate, then treatment.
+func rateTreatmentLess(a, b RateTotal) bool {
+	if !a.Rate.Equal(b.Rate) {
+		return a.Rate.LessThan(b.Rate)
+	}
+	return a.Treatment < b.Treatment
+}
+
+// RegisterRow is one document, VAT rate and treatment: a line of the CSV
+// register.
 // Amounts are signed (credit notes negative).
 type RegisterRow struct {
 	Type                DocumentType `json:"type"`
@@ -561,6 +570,9 @@ type RegisterRow struct {
 	VATAmount           string       `json:"vat_amount"`
 	Currency            string       `json:"currency"`
 	ReferenceNumber     string       `json:"reference_number"`
+	// VATTreatment is the treatment of the row's lines ("" for lines
+	// posted before lines carried one).
+	VATTreatment VATTreatment `json:"vat_treatment"`
 }
 
 // Rows returns the register one row per document and VAT rate.
@@ -577,7 +589,7 @@ func (r *Register) Rows() []RegisterRow {
 				CounterpartyID: d.Counterparty.ID, CounterpartyVATID: d.Counterparty.VATID,
 				CounterpartyCountry: d.Counterparty.Country, CounterpartyName: d.Counterparty.Name,
 				TaxableValue: d.Currency.Format(t.Net), VATRate: t.Rate.String(), VATAmount: d.Currency.Format(t.VAT),
-				Currency: d.Currency.Code, ReferenceNumber: ref,
+				Currency: d.Currency.Code, ReferenceNumber: ref, VATTreatment: t.Treatment,
 			})
 		}
 	}
@@ -599,7 +611,9 @@ func (r *Register) View() RegisterView {
 
 // VATReturn is the VAT of a month per currency: output VAT on sales
 // invoices less credit notes, input VAT on purchase invoices, each by rate
-// and by the documents' issue dates, and the difference payable.
+// and by the documents' issue dates, VAT self-assessed on reverse-charged
+// purchases, the fields of the FR0600 form each treatment goes to, and
+// the difference payable.
 type VATReturn struct {
 	Company    Company
 	Period     Period
@@ -611,6 +625,12 @@ type VATReturnCurrency struct {
 	Currency Currency
 	Output   []RateTotal // taxable value (Net) and VAT per rate
 	Input    []RateTotal
+	// SelfAssessed is the VAT of reverse-charged purchases per rate: the
+	// company owes it as output VAT, and deducts it again in Input.
+	SelfAssessed []RateTotal
+	// Fields are the amounts of the FR0600 form's fields, each treatment
+	// apart, in the order of the form (see FR0600Fields).
+	Fields []FR0600Amount
 }
 
 func sumVAT(rs []RateTotal) decimal.Decimal {
@@ -621,28 +641,36 @@ func sumVAT(rs []RateTotal) decimal.Decimal {
 	return s
 }
 
-// OutputVAT sums the output VAT.
+// OutputVAT sums the output VAT of sales.
 func (c VATReturnCurrency) OutputVAT() decimal.Decimal { return sumVAT(c.Output) }
 
-// InputVAT sums the input VAT.
+// SelfAssessedVAT sums the VAT assessed on reverse-charged purchases.
+func (c VATReturnCurrency) SelfAssessedVAT() decimal.Decimal { return sumVAT(c.SelfAssessed) }
+
+// InputVAT sums the input VAT, self-assessed VAT included.
 func (c VATReturnCurrency) InputVAT() decimal.Decimal { return sumVAT(c.Input) }
 
-// Payable is output less input VAT; negative when it is reclaimable.
-func (c VATReturnCurrency) Payable() decimal.Decimal { return c.OutputVAT().Sub(c.InputVAT()) }
+// Payable is output and self-assessed VAT less input VAT; negative when it
+// is reclaimable. Self-assessed VAT is in both, so it nets to zero.
+func (c VATReturnCurrency) Payable() decimal.Decimal {
+	return c.OutputVAT().Add(c.SelfAssessedVAT()).Sub(c.InputVAT())
+}
 
 // NewVATReturn sums the register, so the return and the register of a
 // month always agree. The company's own currency is always shown, with
 // zeros in a month without documents.
 func NewVATReturn(r *Register) *VATReturn {
 	type acc struct {
-		cur           Currency
-		output, input map[string]*RateTotal
+		cur                         Currency
+		output, input, selfAssessed map[string]*RateTotal
+		fields                      map[int]decimal.Decimal
 	}
 	byCode := map[string]*acc{}
 	get := func(c Currency) *acc {
 		a := byCode[c.Code]
 		if a == nil {
-			a = &acc{cur: c, output: map[string]*RateTotal{}, input: map[string]*RateTotal{}}
+			a = &acc{cur: c, output: map[string]*RateTotal{}, input: map[string]*RateTotal{}, selfAssessed: map[string]*RateTotal{},
+				fields: map[int]decimal.Decimal{}}
 			byCode[c.Code] = a
 		}
 		return a
@@ -656,12 +684,21 @@ func NewVATReturn(r *Register) *VATReturn {
 		if d.Sales() {
 			m = a.output
 		}
-		for _, t := range d.Signed() {
+		add := func(m map[string]*RateTotal, t RateTotal) {
 			k := t.Rate.String()
 			if m[k] == nil {
 				m[k] = &RateTotal{Rate: t.Rate}
 			}
 			m[k].Net, m[k].VAT = m[k].Net.Add(t.Net), m[k].VAT.Add(t.VAT)
+		}
+		for _, t := range d.Signed() {
+			add(m, t)
+			if !d.Sales() && t.Treatment.ReverseCharge() {
+				add(a.selfAssessed, t)
+			}
+			for _, f := range fr0600Of(d.Sales(), t) {
+				a.fields[f.field] = a.fields[f.field].Add(f.amount)
+			}
 		}
 	}
 	sorted := func(m map[string]*RateTotal) []RateTotal {
@@ -680,7 +717,14 @@ func NewVATReturn(r *Register) *VATReturn {
 	vr := &VATReturn{Company: r.Company, Period: r.Period, Currencies: []VATReturnCurrency{}}
 	for _, c := range codes {
 		a := byCode[c]
-		vr.Currencies = append(vr.Currencies, VATReturnCurrency{Currency: a.cur, Output: sorted(a.output), Input: sorted(a.input)})
+		var fields []FR0600Amount
+		for _, f := range FR0600Fields {
+			if v, ok := a.fields[f.Number]; ok {
+				fields = append(fields, FR0600Amount{FR0600Field: f, Amount: v})
+			}
+		}
+		vr.Currencies = append(vr.Currencies, VATReturnCurrency{Currency: a.cur, Output: sorted(a.output), Input: sorted(a.input),
+			SelfAssessed: sorted(a.selfAssessed), Fields: fields})
 	}
 	return vr
 }
@@ -697,12 +741,23 @@ type VATReturnView struct {
 
 // VATReturnCurrencyView is the VAT return in one currency.
 type VATReturnCurrencyView struct {
-	Currency  string     `json:"currency"`
-	Output    []RateView `json:"output"`
-	Input     []RateView `json:"input"`
-	OutputVAT string     `json:"output_vat"`
-	InputVAT  string     `json:"input_vat"`
-	Payable   string     `json:"payable"`
+	Currency     string     `json:"currency"`
+	Output       []RateView `json:"output"`
+	Input        []RateView `json:"input"`
+	SelfAssessed []RateView `json:"self_assessed"`
+	// Fields are the FR0600 form's fields the month has amounts in.
+	Fields          []FR0600FieldView `json:"fr0600"`
+	OutputVAT       string            `json:"output_vat"`
+	SelfAssessedVAT string            `json:"self_assessed_vat"`
+	InputVAT        string            `json:"input_vat"`
+	Payable         string            `json:"payable"`
+}
+
+// FR0600FieldView is one field of the FR0600 form.
+type FR0600FieldView struct {
+	Field  int    `json:"field"`
+	Label  string `json:"label"`
+	Amount string `json:"amount"`
 }
 
 // View renders the VAT return.
@@ -720,9 +775,15 @@ func (vr *VATReturn) View() VATReturnView {
 	}
 	for _, cr := range vr.Currencies {
 		c := cr.Currency
+		fields := []FR0600FieldView{}
+		for _, f := range cr.Fields {
+			fields = append(fields, FR0600FieldView{Field: f.Number, Label: f.Label, Amount: c.Format(f.Amount)})
+		}
 		v.Currencies = append(v.Currencies, VATReturnCurrencyView{
-			Currency: c.Code, Output: rates(c, cr.Output), Input: rates(c, cr.Input),
-			OutputVAT: c.Format(cr.OutputVAT()), InputVAT: c.Format(cr.InputVAT()), Payable: c.Format(cr.Payable()),
+			Currency: c.Code, Output: rates(c, cr.Output), Input: rates(c, cr.Input), SelfAssessed: rates(c, cr.SelfAssessed),
+			Fields:    fields,
+			OutputVAT: c.Format(cr.OutputVAT()), SelfAssessedVAT: c.Format(cr.SelfAssessedVAT()),
+			InputVAT: c.Format(cr.InputVAT()), Payable: c.Format(cr.Payable()),
 		})
 	}
 	return v

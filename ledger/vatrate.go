@@ -60,8 +60,9 @@ type vatPeriod struct {
 // replaced, PVM2, and as no two periods give one rate different codes, the
 // code of a rate does not depend on the date (ISAFTaxCode). The classifier
 // tells zero-rated supplies apart by legal basis (export PVM12,
-// intra-Community PVM13, ...), which a rate alone cannot, so every 0 % line
-// gets PVM5.
+// intra-Community PVM13, ...), which a rate alone cannot: a line's
+// VATTreatment picks those codes (ISAFLineCode), and the 0 % rate's PVM5
+// is left to lines posted before lines carried a treatment.
 var vatRates = map[string][]vatPeriod{
 	"LT": {
 		{rates: []countryRate{
@@ -150,24 +151,33 @@ func CheckVATRates(country string, on Date, rates []decimal.Decimal) *Error {
 // CheckVATRates checks the invoice's lines against the rates of the
 // issuing company's country on the invoice's issue date (see the function
 // CheckVATRates).
+// It then states each line's VAT treatment (ResolveTreatments), which
+// needs the same company's country.
 func (c *CreateInvoice) CheckVATRates(country string) *Error {
 	rates := make([]decimal.Decimal, len(c.Lines))
 	for i, l := range c.Lines {
 		rates[i] = l.VATRate.Decimal
 	}
-	return CheckVATRates(country, c.IssueDate, rates)
+	if err := CheckVATRates(country, c.IssueDate, rates); err != nil {
+		return err
+	}
+	return c.ResolveTreatments(country)
 }
 
 // CheckVATRates checks the purchase's lines against the rates of the
 // recording company's country on the purchase invoice's issue date: the
 // input VAT it may deduct is charged at its own country's rates of the
 // supply's date (see the function CheckVATRates).
+// It then states each line's VAT treatment (ResolveTreatments).
 func (c *RecordPurchaseInvoice) CheckVATRates(country string) *Error {
 	rates := make([]decimal.Decimal, len(c.Lines))
 	for i, l := range c.Lines {
 		rates[i] = l.VATRate.Decimal
 	}
-	return CheckVATRates(country, c.IssueDate, rates)
+	if err := CheckVATRates(country, c.IssueDate, rates); err != nil {
+		return err
+	}
+	return c.ResolveTreatments(country)
 }
 
 // companyCountry checks a company's country: alpha-2, and one with a table

@@ -402,11 +402,26 @@ func writeVATReturn(w io.Writer, v ledger.VATReturnView) error {
 		for _, r := range c.Input {
 			t.add("Input (purchases)", r.Rate, r.Net, r.VAT)
 		}
+		for _, r := range c.SelfAssessed {
+			t.add("Self-assessed (reverse charge)", r.Rate, r.Net, r.VAT)
+		}
 		t.add("Output VAT", "", "", c.OutputVAT)
+		t.add("Self-assessed VAT", "", "", c.SelfAssessedVAT)
 		t.add("Input VAT", "", "", c.InputVAT)
 		t.add("Payable (negative: reclaimable)", "", "", c.Payable)
 		if err := t.write(w); err != nil {
 			return err
+		}
+		if len(c.Fields) > 0 {
+			fmt.Fprintln(w)
+			f := newTable(0, 2)
+			f.add("FR0600", "FIELD", "AMOUNT")
+			for _, x := range c.Fields {
+				f.add(fmt.Sprint(x.Field), x.Label, x.Amount)
+			}
+			if err := f.write(w); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -193,10 +193,10 @@ func TestBooks(t *testing.T) {
 		}
 		want := strings.Join([]string{
 			strings.Join(ledger.RegisterCSVHeader, ","),
-			"invoice,INV-2026-000001,2026-12-02,cust-42,LT100000000010,LT,UAB Pavyzdys,50.00,12,6.00,EUR,",
-			"invoice,INV-2026-000001,2026-12-02,cust-42,LT100000000010,LT,UAB Pavyzdys,300.00,21,63.00,EUR,",
-			"purchase_invoice,TK-0042,2026-12-03,sup-1,LT100000000020,LT,Tiekėjas UAB,500.00,21,105.00,EUR,",
-			"credit_note,CN-2026-000001,2026-12-10,cust-42,LT100000000010,LT,UAB Pavyzdys,-100.00,21,-21.00,EUR,INV-2026-000001",
+			"invoice,INV-2026-000001,2026-12-02,cust-42,LT100000000010,LT,UAB Pavyzdys,50.00,12,6.00,EUR,,standard",
+			"invoice,INV-2026-000001,2026-12-02,cust-42,LT100000000010,LT,UAB Pavyzdys,300.00,21,63.00,EUR,,standard",
+			"purchase_invoice,TK-0042,2026-12-03,sup-1,LT100000000020,LT,Tiekėjas UAB,500.00,21,105.00,EUR,,standard",
+			"credit_note,CN-2026-000001,2026-12-10,cust-42,LT100000000010,LT,UAB Pavyzdys,-100.00,21,-21.00,EUR,INV-2026-000001,standard",
 		}, "\n") + "\n"
 		if out != want {
 			t.Fatalf("CSV:\n%s\nwant:\n%s", out, want)

@@ -85,7 +85,7 @@ func newInvoiceTemplate() (template, error) {
 		"lines": []map[string]string{
 			{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"},
 			{"description": "Accommodation", "quantity": "2", "unit_price": "12.50", "vat_rate": "12"},
-			{"description": "Travel", "quantity": "1", "unit_price": "80.00", "vat_rate": "0"},
+			{"description": "Travel", "quantity": "1", "unit_price": "80.00", "vat_rate": "0", "vat_treatment": "other_zero"},
 		},
 	}, orderSlot)
 }

@@ -253,7 +253,7 @@ func (p *planner) invoice(order string) (body, changed []byte) {
 	}
 	if p.rng.IntN(3) == 0 {
 		lines = append(lines, map[string]string{"description": "Export freight", "quantity": "1",
-			"unit_price": fmt.Sprintf("%d.00", 5+p.rng.IntN(50)), "vat_rate": "0"})
+			"unit_price": fmt.Sprintf("%d.00", 5+p.rng.IntN(50)), "vat_rate": "0", "vat_treatment": "other_zero"})
 	}
 	inv := map[string]any{
 		"order_id": order, "series": "INV", "currency": currency,

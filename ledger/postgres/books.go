@@ -216,7 +216,7 @@ func Invoice(ctx context.Context, q Querier, company, numberOrID string) (*ledge
 	inv.IssueDate, inv.DueDate = civilDate(issue), civilDate(due)
 
 	rows, err := q.Query(ctx, `
-		SELECT description, quantity::text, unit_price::text, vat_rate::text, net::text, vat::text, gross::text
+		SELECT description, quantity::text, unit_price::text, vat_rate::text, net::text, vat::text, gross::text, vat_treatment
 		  FROM invoice_lines WHERE invoice_id = $1 ORDER BY line_no`, inv.ID)
 	if err != nil {
 		return nil, fmt.Errorf("invoice lines: %w", err)
@@ -226,7 +226,7 @@ func Invoice(ctx context.Context, q Querier, company, numberOrID string) (*ledge
 	for rows.Next() {
 		var l ledger.InvoiceLine
 		var a ledger.LineAmounts
-		if err := rows.Scan(&l.Description, &l.Quantity.Decimal, &l.UnitPrice.Decimal, &l.VATRate.Decimal, &a.Net, &a.VAT, &a.Gross); err != nil {
+		if err := rows.Scan(&l.Description, &l.Quantity.Decimal, &l.UnitPrice.Decimal, &l.VATRate.Decimal, &a.Net, &a.VAT, &a.Gross, &l.VATTreatment); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("invoice lines: %w", err)
 		}
@@ -302,7 +302,7 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 	if err != nil {
 		return nil, err
 	}
-	// One row per document and rate; the document columns repeat. Grouping
+	// One row per document, rate and VAT treatment; the document columns repeat. Grouping
 	// by the document's primary key lets its other columns be selected.
 	// Amounts are in the company's currency ($4), which VAT is declared
 	// in; documents posted before lines kept that (all NULL) are shown in
@@ -313,21 +313,21 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 		       i.customer_name, i.customer_code, NULL::date, `+inCompanyCurrency("i.currency", "''", "NULL::date")+`
 		  FROM invoices i JOIN invoice_lines l ON l.invoice_id = i.id
 		 WHERE i.company_id = $1 AND i.issue_date BETWEEN $2 AND $3
-		 GROUP BY i.id, l.vat_rate
+		 GROUP BY i.id, l.vat_rate, l.vat_treatment
 		UNION ALL
 		SELECT 'credit_note', c.id, c.number, c.issue_date, i.customer_id, i.customer_vat_id, i.customer_country,
 		       i.customer_name, i.customer_code, NULL::date, `+inCompanyCurrency("c.currency", "i.number", "i.issue_date")+`
 		  FROM credit_notes c JOIN invoices i ON i.id = c.invoice_id
 		  JOIN credit_note_lines l ON l.credit_note_id = c.id
 		 WHERE c.company_id = $1 AND c.issue_date BETWEEN $2 AND $3
-		 GROUP BY c.id, i.id, l.vat_rate
+		 GROUP BY c.id, i.id, l.vat_rate, l.vat_treatment
 		UNION ALL
 		SELECT 'purchase_invoice', p.id, p.document_number, p.issue_date, p.supplier_id, p.supplier_vat_id,
 		       p.supplier_country, p.supplier_name, p.supplier_code, (p.created_at AT TIME ZONE $5)::date,
 		       `+inCompanyCurrency("p.currency", "''", "NULL::date")+`
 		  FROM purchase_invoices p JOIN purchase_invoice_lines l ON l.purchase_invoice_id = p.id
 		 WHERE p.company_id = $1 AND p.issue_date BETWEEN $2 AND $3
-		 GROUP BY p.id, l.vat_rate`, company, p.First().Time, p.Last().Time, c.Currency, ledger.RegisterTimeZone)
+		 GROUP BY p.id, l.vat_rate, l.vat_treatment`, company, p.First().Time, p.Last().Time, c.Currency, ledger.RegisterTimeZone)
 	if err != nil {
 		return nil, fmt.Errorf("invoice register: %w", err)
 	}
@@ -345,7 +345,7 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 			rate     ledger.RateTotal
 		)
 		if err := rows.Scan(&typ, &id, &d.Number, &day, &d.Counterparty.ID, &d.Counterparty.VATID, &d.Counterparty.Country,
-			&d.Counterparty.Name, &d.CounterpartyCode, &recorded, &cur, &refNo, &refDate, &rate.Rate, &rate.Net, &rate.VAT); err != nil {
+			&d.Counterparty.Name, &d.CounterpartyCode, &recorded, &cur, &refNo, &refDate, &rate.Rate, &rate.Treatment, &rate.Net, &rate.VAT); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("invoice register: %w", err)
 		}
@@ -375,7 +375,7 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 // the document's (docCurrency).
 func inCompanyCurrency(docCurrency, refNo, refDate string) string {
 	return `CASE WHEN count(l.net_company) = count(*) THEN $4 ELSE ` + docCurrency + ` END,
-		       ` + refNo + `, ` + refDate + `, l.vat_rate::text,
+		       ` + refNo + `, ` + refDate + `, l.vat_rate::text, l.vat_treatment,
 		       (CASE WHEN count(l.net_company) = count(*) THEN sum(l.net_company) ELSE sum(l.net) END)::text,
 		       (CASE WHEN count(l.net_company) = count(*) THEN sum(l.vat_company) ELSE sum(l.vat) END)::text`
 }

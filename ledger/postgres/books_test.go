@@ -57,7 +57,7 @@ func requireInvoiceState(t *testing.T, db *pgxpool.Pool, number, status, open st
 //	12-15 payment bank-1, 100.00 to INV-2026-000001 at the bank          Dr 1100 / Cr 1200 100.00
 //	12-20 payment psp-1, 198.00 at the provider: the invoice is paid      Dr 1250 / Cr 1200 198.00
 //	12-22 payout po-1: 198.00 less 2.50 fees                              Dr 1100 195.50, 6100 2.50 / Cr 1250 198.00
-//	12-28 INV-2026-000002 cust-lv (no VAT id): 2 × 80.00 at 0%            Dr 1200 / Cr 4000 160.00
+//	12-28 INV-2026-000002 cust-lv (no VAT id): 2 × 80.00 at 0%, exempt    Dr 1200 / Cr 4000 160.00
 //	12-31 depreciation of the laptop, 1200.00 over 24 months             Dr 6800 / Cr 1590 50.00
 //	01-05 INV-2027-000003 cust-42: 10.00 at 21%                           Dr 1200 12.10 / Cr 4000 10.00, 2300 2.10
 func TestBooks(t *testing.T) {
@@ -107,7 +107,7 @@ func TestBooks(t *testing.T) {
 	post(t, db, "invoice.create", map[string]any{
 		"order_id": "o-2", "customer": map[string]any{"id": "cust-lv", "name": "SIA Piemērs", "country": "LV"},
 		"currency": "EUR", "issue_date": "2026-12-28", "due_date": "2027-01-27",
-		"lines": []any{map[string]any{"description": "Export goods", "quantity": "2", "unit_price": "80.00", "vat_rate": "0"}},
+		"lines": []any{map[string]any{"description": "Export goods", "quantity": "2", "unit_price": "80.00", "vat_rate": "0", "vat_treatment": "exempt"}},
 	})
 	post(t, db, "asset.register", map[string]any{
 		"asset_id": "laptop-7", "description": "Laptop", "acquisition_date": "2026-12-03", "currency": "EUR",
@@ -300,11 +300,11 @@ func TestBooks(t *testing.T) {
 		}
 		want := [][]string{
 			ledger.RegisterCSVHeader,
-			{"invoice", "INV-2026-000001", "2026-12-02", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "50.00", "12", "6.00", "EUR", ""},
-			{"invoice", "INV-2026-000001", "2026-12-02", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "300.00", "21", "63.00", "EUR", ""},
-			{"purchase_invoice", "TK-0042", "2026-12-03", "sup-1", "LT100000000020", "LT", "Tiekėjas UAB", "1700.00", "21", "357.00", "EUR", ""},
-			{"credit_note", "CN-2026-000001", "2026-12-10", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "-100.00", "21", "-21.00", "EUR", "INV-2026-000001"},
-			{"invoice", "INV-2026-000002", "2026-12-28", "cust-lv", "", "LV", "SIA Piemērs", "160.00", "0", "0.00", "EUR", ""},
+			{"invoice", "INV-2026-000001", "2026-12-02", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "50.00", "12", "6.00", "EUR", "", "standard"},
+			{"invoice", "INV-2026-000001", "2026-12-02", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "300.00", "21", "63.00", "EUR", "", "standard"},
+			{"purchase_invoice", "TK-0042", "2026-12-03", "sup-1", "LT100000000020", "LT", "Tiekėjas UAB", "1700.00", "21", "357.00", "EUR", "", "standard"},
+			{"credit_note", "CN-2026-000001", "2026-12-10", "cust-42", "LT100000000010", "LT", "UAB Pavyzdys", "-100.00", "21", "-21.00", "EUR", "INV-2026-000001", "standard"},
+			{"invoice", "INV-2026-000002", "2026-12-28", "cust-lv", "", "LV", "SIA Piemērs", "160.00", "0", "0.00", "EUR", "", "exempt"},
 		}
 		if len(rows) != len(want) {
 			t.Fatalf("CSV has %d rows, want %d:\n%s", len(rows), len(want), buf.String())

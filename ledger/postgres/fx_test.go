@@ -103,9 +103,9 @@ func TestConversionIsPerLine(t *testing.T) {
 	// 1 JPY is 0.005 EUR: each line rounds up to 0.01, the total is 0.03,
 	// not round(3 / 200) = 0.02.
 	b["lines"] = []any{
-		map[string]any{"description": "a", "quantity": "1", "unit_price": "1", "vat_rate": "0"},
-		map[string]any{"description": "b", "quantity": "1", "unit_price": "1", "vat_rate": "0"},
-		map[string]any{"description": "c", "quantity": "1", "unit_price": "1", "vat_rate": "0"},
+		map[string]any{"description": "a", "quantity": "1", "unit_price": "1", "vat_rate": "0", "vat_treatment": "exempt"},
+		map[string]any{"description": "b", "quantity": "1", "unit_price": "1", "vat_rate": "0", "vat_treatment": "exempt"},
+		map[string]any{"description": "c", "quantity": "1", "unit_price": "1", "vat_rate": "0", "vat_treatment": "exempt"},
 	}
 	inv := run[ledger.InvoiceView](t, db, "acme", "invoice.create", b)
 	if x := inv.Exchange; x == nil || x.Net != "0.03" || x.VAT != "0.00" || x.Gross != "0.03" {
@@ -119,7 +119,7 @@ func TestConversionIsPerLine(t *testing.T) {
 	// 1 JPY at 300 is 0.0033 EUR: a line that converts to nothing keeps
 	// its yen, and the entry still balances in both.
 	b = jpyInvoice("o-2", "2026-12-02", "300")
-	b["lines"] = []any{map[string]any{"description": "a", "quantity": "1", "unit_price": "1", "vat_rate": "0"}}
+	b["lines"] = []any{map[string]any{"description": "a", "quantity": "1", "unit_price": "1", "vat_rate": "0", "vat_treatment": "exempt"}}
 	inv = run[ledger.InvoiceView](t, db, "acme", "invoice.create", b)
 	if x := inv.Exchange; x == nil || x.Gross != "0.00" {
 		t.Fatalf("exchange %+v", inv.Exchange)

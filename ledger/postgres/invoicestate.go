@@ -75,15 +75,16 @@ func (p *plan) invoices(b *pgx.Batch, refs []invoiceRef) *invoiceStates {
 
 	var invoice uuid.UUID
 	var l ledger.IssuedLine
-	var q, pr, r, n, v string
-	p.query(b, "invoice lines", []any{&invoice, &l.No, &l.Description, &q, &pr, &r, &n, &v}, func() {
+	var q, pr, r, n, v, tr string
+	p.query(b, "invoice lines", []any{&invoice, &l.No, &l.Description, &q, &pr, &r, &n, &v, &tr}, func() {
 		if inv := byID[invoice]; inv != nil {
 			line := l
 			line.Quantity, line.UnitPrice, line.VATRate, line.Net, line.VAT = dec(q), dec(pr), dec(r), dec(n), dec(v)
+			line.VATTreatment = ledger.VATTreatment(tr)
 			inv.Lines = append(inv.Lines, line)
 		}
 	}, `
-		SELECT invoice_id, line_no, description, quantity::text, unit_price::text, vat_rate::text, net::text, vat::text
+		SELECT invoice_id, line_no, description, quantity::text, unit_price::text, vat_rate::text, net::text, vat::text, vat_treatment
 		  FROM invoice_lines WHERE invoice_id = ANY (`+resolvedInvoices+`)
 		 ORDER BY invoice_id, line_no`, companies, ids, numbers)
 

@@ -72,7 +72,7 @@ func queueInvoices(batch *pgx.Batch, invs []*ledger.Invoice) {
 	issued, due := make([]time.Time, 0, n), make([]time.Time, 0, n)
 	var lineInvoices [][16]byte
 	var lineNos []int32
-	var lineDescs, lineQty, linePrice, lineRate, lineNet, lineVAT, lineGross, lineNetCo, lineVATCo []string
+	var lineDescs, lineQty, linePrice, lineRate, lineNet, lineVAT, lineGross, lineNetCo, lineVATCo, lineTreatments []string
 	var fxRates, fxSources, fxDates []string
 	for _, inv := range invs {
 		rate, source, day := conversionColumns(inv.Conversion)
@@ -103,6 +103,7 @@ func queueInvoices(batch *pgx.Batch, invs []*ledger.Invoice) {
 			lineQty = append(lineQty, l.Quantity.String())
 			linePrice = append(linePrice, l.UnitPrice.String())
 			lineRate = append(lineRate, l.VATRate.String())
+			lineTreatments = append(lineTreatments, string(l.VATTreatment))
 			lineNet = append(lineNet, a.Net.String())
 			lineVAT = append(lineVAT, a.VAT.String())
 			lineGross = append(lineGross, a.Gross.String())
@@ -127,10 +128,11 @@ func queueInvoices(batch *pgx.Batch, invs []*ledger.Invoice) {
 		custIDs, custNames, custVATs, custCountries,
 		currencies, issued, due, nets, vats, grosses, entries, fxRates, fxSources, fxDates, custCodes)
 	batch.Queue(`
-		INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross, net_company, vat_company)
+		INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross, net_company, vat_company,
+			vat_treatment)
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[], $6::text[]::numeric[],
-			$7::text[]::numeric[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[], $11::text[]::numeric[])`,
-		lineInvoices, lineNos, lineDescs, lineQty, linePrice, lineRate, lineNet, lineVAT, lineGross, lineNetCo, lineVATCo)
+			$7::text[]::numeric[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[], $11::text[]::numeric[], $12::text[])`,
+		lineInvoices, lineNos, lineDescs, lineQty, linePrice, lineRate, lineNet, lineVAT, lineGross, lineNetCo, lineVATCo, lineTreatments)
 }
 
 // conversionColumns are a document's conversion as text columns, empty
@@ -181,7 +183,7 @@ func queueCreditNotes(batch *pgx.Batch, notes []*ledger.CreditNote) {
 	var lineNotes [][16]byte
 	var lineNos []int32
 	var invoiceLines []*int32
-	var descs, rates, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo []string
+	var descs, rates, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo, treatments []string
 	var qtys, prices []*string
 	for _, cn := range notes {
 		ids, invoices, entries = append(ids, cn.ID), append(invoices, cn.Invoice.ID), append(entries, cn.JournalEntryID)
@@ -203,6 +205,7 @@ func queueCreditNotes(batch *pgx.Batch, notes []*ledger.CreditNote) {
 			}
 			invoiceLines, qtys, prices = append(invoiceLines, invLine), append(qtys, qty), append(prices, price)
 			descs, rates = append(descs, l.Description), append(rates, l.VATRate.String())
+			treatments = append(treatments, string(l.VATTreatment))
 			lineNets, lineVATs, lineGrosses = append(lineNets, l.Net.String()), append(lineVATs, l.VAT.String()), append(lineGrosses, l.Net.Add(l.VAT).String())
 			co := cn.Converted.Lines[i]
 			lineNetsCo, lineVATsCo = append(lineNetsCo, co.Net.String()), append(lineVATsCo, co.VAT.String())
@@ -216,10 +219,11 @@ func queueCreditNotes(batch *pgx.Batch, notes []*ledger.CreditNote) {
 		ids, companies, series, sequences, numbers, invoices, issued, reasons, currencies, nets, vats, grosses, entries, receivables)
 	batch.Queue(`
 		INSERT INTO credit_note_lines (credit_note_id, line_no, invoice_line_no, description, quantity, unit_price, vat_rate, net, vat, gross,
-			net_company, vat_company)
+			net_company, vat_company, vat_treatment)
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::int[], $4::text[], $5::text[]::numeric[], $6::text[]::numeric[],
-			$7::text[]::numeric[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[], $11::text[]::numeric[], $12::text[]::numeric[])`,
-		lineNotes, lineNos, invoiceLines, descs, qtys, prices, rates, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo)
+			$7::text[]::numeric[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[], $11::text[]::numeric[], $12::text[]::numeric[],
+			$13::text[])`,
+		lineNotes, lineNos, invoiceLines, descs, qtys, prices, rates, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo, treatments)
 }
 
 // queuePayments queues the payments and their allocations; each
@@ -292,7 +296,7 @@ func queuePurchases(batch *pgx.Batch, companies, keys []string, pis []*ledger.Pu
 	var issued, due []time.Time
 	var lineDocs [][16]byte
 	var lineNos []int32
-	var descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo []string
+	var descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo, treatments []string
 	var fxRates, fxSources, fxDates []string
 	for _, pi := range pis {
 		c := pi.Command
@@ -308,6 +312,7 @@ func queuePurchases(batch *pgx.Batch, companies, keys []string, pis []*ledger.Pu
 			a := pi.Totals.Lines[i]
 			lineDocs, lineNos = append(lineDocs, pi.ID), append(lineNos, int32(i+1))
 			descs, qtys, prices, rates, accounts = append(descs, l.Description), append(qtys, l.Quantity.String()), append(prices, l.UnitPrice.String()), append(rates, l.VATRate.String()), append(accounts, l.Account)
+			treatments = append(treatments, string(l.VATTreatment))
 			lineNets, lineVATs, lineGrosses = append(lineNets, a.Net.String()), append(lineVATs, a.VAT.String()), append(lineGrosses, a.Gross.String())
 			co := pi.Converted.Lines[i]
 			lineNetsCo, lineVATsCo = append(lineNetsCo, co.Net.String()), append(lineVATsCo, co.VAT.String())
@@ -330,10 +335,11 @@ func queuePurchases(batch *pgx.Batch, companies, keys []string, pis []*ledger.Pu
 		fxRates, fxSources, fxDates)
 	batch.Queue(`
 		INSERT INTO purchase_invoice_lines (purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross,
-			net_company, vat_company)
+			net_company, vat_company, vat_treatment)
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[], $6::text[]::numeric[],
-			$7::text[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[], $11::text[]::numeric[], $12::text[]::numeric[])`,
-		lineDocs, lineNos, descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo)
+			$7::text[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[], $11::text[]::numeric[], $12::text[]::numeric[],
+			$13::text[])`,
+		lineDocs, lineNos, descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo, treatments)
 }
 
 // queueAssets queues the assets of companies.

@@ -1,0 +1,290 @@
+package postgres_test
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/shopspring/decimal"
+
+	"github.com/onceledger/onceledger/internal/isafcheck"
+	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/postgres"
+)
+
+// A month as an accountant would post it: domestic sales at two rates, an
+// intra-EU supply of goods (and a credit note of part of it), an export,
+// an invoice in US dollars, goods and services bought from other member
+// states and a domestic purchase under reverse charge, and an ordinary
+// purchase. The VAT return, the i.SAF file and the journal agree with
+// each other in euros, and the file follows the specification.
+func TestVATTreatmentsMonth(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	ctx := testContext(t)
+	run[ledger.Company](t, db, "acme", "company.create", map[string]any{
+		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	sale := func(order string, customer map[string]any, currency string, lines ...map[string]any) ledger.InvoiceView {
+		b := map[string]any{"order_id": order, "customer": customer, "currency": currency,
+			"issue_date": "2026-12-02", "due_date": "2026-12-30", "lines": lines}
+		if currency == "USD" {
+			b["exchange_rate"] = "1.25"
+		}
+		return run[ledger.InvoiceView](t, db, "acme", "invoice.create", b)
+	}
+	line := func(net, rate, treatment string) map[string]any {
+		l := map[string]any{"description": "item", "quantity": "1", "unit_price": net, "vat_rate": rate}
+		if treatment != "" {
+			l["vat_treatment"] = treatment
+		}
+		return l
+	}
+	lt := map[string]any{"id": "c-lt", "name": "UAB Pirkėjas", "vat_id": "LT100000000020", "country": "LT"}
+	de := map[string]any{"id": "c-de", "name": "Käufer GmbH", "vat_id": "DE123456789", "country": "DE"}
+	us := map[string]any{"id": "c-us", "name": "Buyer Inc", "country": "US"}
+
+	domestic := sale("o-lt", lt, "EUR", line("1000.00", "21", ""), line("100.00", "12", ""))
+	intra := sale("o-de", de, "EUR", line("500.00", "0", ""))
+	export := sale("o-us", us, "EUR", line("300.00", "0", ""))
+	usd := sale("o-usd", lt, "USD", line("125.00", "21", ""))
+	for _, c := range []struct {
+		inv  ledger.InvoiceView
+		want []ledger.VATTreatment
+	}{
+		{domestic, []ledger.VATTreatment{ledger.TreatmentStandard, ledger.TreatmentStandard}},
+		{intra, []ledger.VATTreatment{ledger.TreatmentIntraEUGoods}},
+		{export, []ledger.VATTreatment{ledger.TreatmentExport}},
+		{usd, []ledger.VATTreatment{ledger.TreatmentStandard}},
+	} {
+		for i, l := range c.inv.Lines {
+			if l.VATTreatment != c.want[i] {
+				t.Fatalf("%s line %d: treatment %q, want %q", c.inv.Number, i+1, l.VATTreatment, c.want[i])
+			}
+		}
+	}
+	if x := usd.Exchange; x == nil || x.Net != "100.00" || x.VAT != "21.00" {
+		t.Fatalf("USD invoice exchange %+v", usd.Exchange)
+	}
+	// A 0 % sale at home says nothing of why: refused, naming the choices.
+	e := runErr(t, db, "acme", "invoice.create", map[string]any{"order_id": "o-0", "customer": lt, "currency": "EUR",
+		"issue_date": "2026-12-02", "due_date": "2026-12-30", "lines": []any{line("10.00", "0", "")}}, ledger.CodeInvalidCommand)
+	if !strings.Contains(e.Message, "lines[0].vat_treatment") || !strings.Contains(e.Message, "exempt, export, intra_eu_goods, other_zero") {
+		t.Fatalf("refusal %q", e.Message)
+	}
+	// The credit note of part of the intra-EU supply takes its treatment.
+	cn := run[ledger.CreditNoteView](t, db, "acme", "credit_note.create", map[string]any{
+		"invoice_number": intra.Number, "issue_date": "2026-12-05", "reason": "damaged",
+		"amounts": []any{map[string]any{"vat_rate": "0", "net": "100.00"}}})
+	if cn.Lines[0].VATTreatment != ledger.TreatmentIntraEUGoods {
+		t.Fatalf("credit note line %+v", cn.Lines[0])
+	}
+
+	purchase := func(doc string, supplier map[string]any, lines ...map[string]any) ledger.PurchaseInvoiceView {
+		return run[ledger.PurchaseInvoiceView](t, db, "acme", "purchase_invoice.record", map[string]any{
+			"supplier": supplier, "document_number": doc, "issue_date": "2026-12-10", "due_date": "2027-01-10",
+			"currency": "EUR", "lines": lines})
+	}
+	goods := purchase("DE-1", map[string]any{"id": "s-de", "name": "Lieferant GmbH", "vat_id": "DE987654321", "country": "DE"},
+		line("2000.00", "21", "reverse_charge_eu_goods"))
+	if goods.Payable != "2000.00" || goods.SelfAssessedVAT != "420.00" {
+		t.Fatalf("EU goods: payable %s, self-assessed %s", goods.Payable, goods.SelfAssessedVAT)
+	}
+	purchase("FR-1", map[string]any{"id": "s-fr", "name": "Conseil SARL", "vat_id": "FR12345678901", "country": "FR"},
+		line("300.00", "21", "reverse_charge_eu_services"))
+	purchase("LT-RC", map[string]any{"id": "s-lt", "name": "Statyba UAB", "vat_id": "LT100000000030", "country": "LT"},
+		line("1000.00", "21", "reverse_charge_domestic"))
+	purchase("LT-1", map[string]any{"id": "s-lt2", "name": "Biuras UAB", "vat_id": "LT100000000040", "country": "LT"},
+		line("100.00", "21", ""))
+	runErr(t, db, "acme", "purchase_invoice.record", map[string]any{
+		"supplier": map[string]any{"id": "s-lt", "name": "Statyba UAB", "country": "LT"}, "document_number": "LT-X",
+		"issue_date": "2026-12-10", "due_date": "2027-01-10", "currency": "EUR", "lines": []any{line("5.00", "21", "reverse_charge_eu_goods")}},
+		ledger.CodeInvalidCommand)
+
+	// The return, field by field, in euros.
+	p := ledger.Period{Year: 2026, Month: 12}
+	vr := vatReturnOf(t, db, p)
+	if len(vr.Currencies) != 1 || vr.Currencies[0].Currency != "EUR" {
+		t.Fatalf("return currencies %+v", vr.Currencies)
+	}
+	c := vr.Currencies[0]
+	fields := map[int]string{}
+	var got []string
+	for _, f := range c.Fields {
+		fields[f.Field] = f.Amount
+		got = append(got, fmt.Sprintf("%d=%s", f.Field, f.Amount))
+	}
+	want := "11=1100.00 17=300.00 18=400.00 20=100.00 23=2000.00 24=300.00 25=1000.00 29=243.00 32=420.00 33=63.00 34=210.00 35=714.00"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("FR0600\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if c.OutputVAT != "243.00" || c.SelfAssessedVAT != "693.00" || c.InputVAT != "714.00" || c.Payable != "222.00" {
+		t.Fatalf("return: output %s, self-assessed %s, input %s, payable %s", c.OutputVAT, c.SelfAssessedVAT, c.InputVAT, c.Payable)
+	}
+
+	// The journal agrees: output VAT is what sales and reverse charges
+	// owe, input VAT what is deducted, revenue the supplies' values.
+	for account, want := range map[string]string{
+		ledger.AccountOutputVAT: neg(t, c.OutputVAT, c.SelfAssessedVAT),
+		ledger.AccountInputVAT:  c.InputVAT,
+		ledger.AccountRevenue:   neg(t, fields[11], fields[20], fields[17], fields[18]),
+		ledger.AccountPayables:  "-3421.00",
+	} {
+		if got := companyBalance(t, db, "acme", account); got != want {
+			t.Errorf("%s: %s in the journal, want %s", account, got, want)
+		}
+	}
+	requireBalancedInCompanyCurrency(t, db)
+
+	// The i.SAF file: every total's code and amounts add up to the
+	// return's fields, and the file follows the specification.
+	r, err := postgres.Register(ctx, db, "acme", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteISAF(&buf, time.Date(2027, 1, 10, 9, 30, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	if errs := isafcheck.Check(buf.Bytes()); len(errs) > 0 {
+		t.Fatalf("i.SAF breaks the specification:\n%s\n%s", strings.Join(errs, "\n"), buf.String())
+	}
+	var f ledger.ISAFFile
+	if err := xml.Unmarshal(buf.Bytes(), &f); err != nil {
+		t.Fatal(err)
+	}
+	type sums struct{ net, vat decimal.Decimal }
+	sales, purchases := map[string]sums{}, map[string]sums{}
+	add := func(m map[string]sums, invs *ledger.ISAFInvoices) {
+		if invs == nil {
+			t.Fatal("the file has no documents of a kind the month has")
+		}
+		for _, inv := range invs.Invoices {
+			for _, tot := range inv.DocumentTotals.Totals {
+				s := m[tot.TaxCode.Value]
+				s.net, s.vat = s.net.Add(dec(tot.TaxableValue)), s.vat.Add(dec(tot.Amount.Value))
+				m[tot.TaxCode.Value] = s
+			}
+		}
+	}
+	add(sales, f.SourceDocuments.SalesInvoices)
+	add(purchases, f.SourceDocuments.PurchaseInvoices)
+	if len(sales) != 4 || len(purchases) != 4 {
+		t.Fatalf("codes: sales %v, purchases %v", sales, purchases)
+	}
+	for _, c := range []struct {
+		m          map[string]sums
+		code       string
+		net, vat   string
+		fieldNames string
+	}{
+		{sales, "PVM1", fields[11], "231.00", "11"},
+		{sales, "PVM2", fields[20], "12.00", "20"},
+		{sales, "PVM12", fields[17], "0.00", "17"},
+		{sales, "PVM13", fields[18], "0.00", "18"},
+		{purchases, "PVM16", fields[23], fields[32], "23, 32"},
+		{purchases, "PVM21", fields[24], fields[33], "24, 33"},
+		{purchases, "PVM25", fields[25], fields[34], "25, 34"},
+		{purchases, "PVM1", "100.00", "21.00", "input only"},
+	} {
+		s := c.m[c.code]
+		if s.net.StringFixed(2) != c.net || s.vat.StringFixed(2) != c.vat {
+			t.Errorf("%s: %s and %s in the file, want %s and %s (fields %s)", c.code, s.net.StringFixed(2), s.vat.StringFixed(2), c.net, c.vat, c.fieldNames)
+		}
+	}
+	var salesVAT, purchaseVAT decimal.Decimal
+	for _, s := range sales {
+		salesVAT = salesVAT.Add(s.vat)
+	}
+	for _, s := range purchases {
+		purchaseVAT = purchaseVAT.Add(s.vat)
+	}
+	if salesVAT.StringFixed(2) != fields[29] || purchaseVAT.StringFixed(2) != fields[35] {
+		t.Errorf("the file's VAT: sales %s (field 29 %s), purchases %s (field 35 %s)", salesVAT, fields[29], purchaseVAT, fields[35])
+	}
+}
+
+// neg is minus the sum of amounts, as a credit balance reads.
+func neg(t *testing.T, amounts ...string) string {
+	t.Helper()
+	var s decimal.Decimal
+	for _, a := range amounts {
+		s = s.Add(dec(a))
+	}
+	return s.Neg().StringFixed(2)
+}
+
+// A credit note's line takes the treatment of the invoice line it
+// credits; a credit by rate is refused where the invoice's lines at that
+// rate have more than one treatment, as it could not say which supply it
+// reduces.
+func TestCreditNoteTreatments(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	createCompany(t, db, "acme")
+	b := invoiceBody("o-mixed")
+	b["lines"] = []any{
+		map[string]any{"description": "Insurance", "quantity": "1", "unit_price": "40.00", "vat_rate": "0", "vat_treatment": "exempt"},
+		map[string]any{"description": "Freight abroad", "quantity": "2", "unit_price": "30.00", "vat_rate": "0", "vat_treatment": "other_zero"},
+	}
+	inv := run[ledger.InvoiceView](t, db, "acme", "invoice.create", b)
+	e := runErr(t, db, "acme", "credit_note.create", map[string]any{"invoice_number": inv.Number, "issue_date": "2026-12-05", "reason": "r",
+		"amounts": []any{map[string]any{"vat_rate": "0", "net": "10.00"}}}, ledger.CodeConflict)
+	if !strings.Contains(e.Message, "more than one VAT treatment (exempt, other_zero): credit them by line") {
+		t.Fatalf("refusal %q", e.Message)
+	}
+	cn := run[ledger.CreditNoteView](t, db, "acme", "credit_note.create", map[string]any{"invoice_number": inv.Number, "issue_date": "2026-12-05",
+		"reason": "r", "lines": []any{map[string]any{"line": 2, "quantity": "1"}}})
+	if len(cn.Lines) != 1 || cn.Lines[0].VATTreatment != ledger.TreatmentOtherZero {
+		t.Fatalf("credit note lines %+v", cn.Lines)
+	}
+	fields := func() string {
+		vr := vatReturnOf(t, db, ledger.Period{Year: 2026, Month: 12})
+		var got []string
+		for _, f := range vr.Currencies[0].Fields {
+			got = append(got, fmt.Sprintf("%d=%s", f.Field, f.Amount))
+		}
+		return strings.Join(got, " ")
+	}
+	// The register keeps them apart: the invoice's two 0 % totals and the
+	// credit note's other_zero one.
+	if got := fields(); got != "13=40.00 19=30.00" {
+		t.Fatalf("FR0600 %s", got)
+	}
+	// A full credit credits what is left of each treatment apart.
+	full := run[ledger.CreditNoteView](t, db, "acme", "credit_note.create", map[string]any{"invoice_number": inv.Number, "issue_date": "2026-12-06",
+		"reason": "r", "full": true})
+	if len(full.Lines) != 2 || full.Lines[0].VATTreatment != ledger.TreatmentExempt || full.Lines[0].Net != "40.00" ||
+		full.Lines[1].VATTreatment != ledger.TreatmentOtherZero || full.Lines[1].Net != "30.00" {
+		t.Fatalf("full credit lines %+v", full.Lines)
+	}
+	if got := fields(); got != "13=0.00 19=0.00" {
+		t.Fatalf("FR0600 after the full credit %s", got)
+	}
+}
+
+// The database takes only the treatments each table's lines may have.
+func TestDatabaseRefusesUnknownTreatments(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 2)
+	ctx := testContext(t)
+	for table, insert := range map[string]string{
+		"invoice_lines_vat_treatment": `INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price, vat_rate, net, vat, gross, vat_treatment)
+			VALUES ($1, 1, 'x', 1, 1, 0, 1, 0, 1, 'reverse_charge_domestic')`,
+		"credit_note_lines_vat_treatment": `INSERT INTO credit_note_lines (credit_note_id, line_no, description, vat_rate, net, vat, gross, vat_treatment)
+			VALUES ($1, 1, 'x', 0, 1, 0, 1, 'PVM13')`,
+		"purchase_invoice_lines_vat_treatment": `INSERT INTO purchase_invoice_lines (purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross, vat_treatment)
+			VALUES ($1, 1, 'x', 1, 1, 0, '6000', 1, 0, 1, 'export')`,
+	} {
+		_, err := db.Exec(ctx, insert, uuid.New())
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.ConstraintName != table {
+			t.Errorf("%s: %v, want a check violation of it", table, err)
+		}
+	}
+}
