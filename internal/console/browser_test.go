@@ -159,6 +159,24 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WithPollingTimeout(stepTimeout))) {
 		t.Fatal("the overview did not show the second dead letter")
 	}
+	// The last audit: none yet; "Run audit now" runs one and records it,
+	// and the overview shows it.
+	if status := text("no audit yet", "#audit-status"); !strings.Contains(status, "No audit is recorded yet") {
+		t.Fatalf("before any audit: %s", status)
+	}
+	do(t, ctx, "run an audit",
+		chromedp.Click(chromedp.ID("run-audit")),
+		chromedp.WaitVisible(chromedp.ID("outcome")))
+	if outcome := text("audit outcome", "#outcome"); !strings.Contains(outcome, "audit passed: no violations") {
+		t.Fatalf("audit outcome: %s", outcome)
+	}
+	do(t, ctx, "the overview after the audit",
+		chromedp.Navigate(e.URL+"/console/"),
+		chromedp.WaitVisible(chromedp.ID("last-audit")))
+	if last := value(t, ctx, "last audit", chromedp.Evaluate[string](`document.getElementById("last-audit").innerText`)); !strings.Contains(last, "Passed") ||
+		!strings.Contains(last, "just now") || !strings.Contains(last, "run by console: test operator") {
+		t.Fatalf("the last audit on the overview:\n%s", last)
+	}
 	screenshot(t, ctx, shots, "overview")
 
 	do(t, ctx, "look up a command",

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/internal/ops"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/webhooks"
@@ -26,6 +27,9 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
 	"pretty": prettyJSON,
+	"duration": func(from, to time.Time) string {
+		return to.Sub(from).Round(time.Millisecond).String()
+	},
 	"deref": func(p *int64) string {
 		if p == nil {
 			return "-"
@@ -150,15 +154,85 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
+	action, err := randomString(18)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
 	c.render(w, r, http.StatusOK, "overview", s, struct {
-		Stats          []stat
+		Figures        figures
+		Action         string
 		RefreshMillis  int64
 		RefreshSeconds string
-	}{c.readStats(r.Context()), c.cfg.RefreshEvery.Milliseconds(), strconv.FormatFloat(c.cfg.RefreshEvery.Seconds(), 'f', -1, 64)})
+	}{c.readFigures(r.Context()), action, c.cfg.RefreshEvery.Milliseconds(), strconv.FormatFloat(c.cfg.RefreshEvery.Seconds(), 'f', -1, 64)})
 }
 
 func (c *Console) stats(w http.ResponseWriter, r *http.Request, s *session) {
-	c.render(w, r, http.StatusOK, "stats", s, c.readStats(r.Context()))
+	c.render(w, r, http.StatusOK, "stats", s, c.readFigures(r.Context()))
+}
+
+// figures are what the overview shows and refreshes: the counts, and the
+// last audit run.
+type figures struct {
+	Stats []stat
+	Audit auditView
+}
+
+// auditView is the last recorded audit run, or why there is none.
+type auditView struct {
+	Run   *audit.StoredRun
+	Age   string
+	Error string
+}
+
+func (c *Console) readFigures(ctx context.Context) figures {
+	f := figures{Stats: c.readStats(ctx)}
+	run, err := ops.LastAudit(ctx, c.cfg.Pool)
+	switch {
+	case err != nil:
+		c.cfg.Logger.Warn("console: read the last audit", "error", err)
+		f.Audit.Error = "unavailable"
+	case run != nil:
+		f.Audit = auditView{Run: run, Age: age(time.Since(run.FinishedAt))}
+	}
+	return f
+}
+
+// age says how long ago something was, to the largest whole unit.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + " min ago"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + " h ago"
+	}
+	return strconv.Itoa(int(d/(24*time.Hour))) + " days ago"
+}
+
+// runAudit audits every company, as onceledger audit does, and records
+// the run under the operator's name.
+func (c *Console) runAudit(w http.ResponseWriter, r *http.Request, s *session) {
+	c.once(w, r, s, func(ctx context.Context) (string, error) {
+		report, err := ops.RunAudit(ctx, c.cfg.Pool, audit.Options{}, "console: "+s.TokenName)
+		if err != nil {
+			return "", err
+		}
+		if report.OK() {
+			return "audit passed: no violations in " + strconv.Itoa(len(report.Checks)) + " checks", nil
+		}
+		var failed []string
+		var n int64
+		for _, ch := range report.Checks {
+			if ch.Violations > 0 {
+				failed = append(failed, ch.Name+" ("+strconv.FormatInt(ch.Violations, 10)+")")
+				n += ch.Violations
+			}
+		}
+		return "audit failed: " + strconv.FormatInt(n, 10) + " violations in " + strings.Join(failed, ", ") +
+			"; onceledger audit lists them", nil
+	})
 }
 
 // stat is one figure of the overview: its value, or why it is missing.
