@@ -188,10 +188,32 @@ func TestConsoleInBrowser(t *testing.T) {
 	if found := text("the key's row", "#found"); !strings.Contains(found, "company.create") || !strings.Contains(found, "ok") {
 		t.Fatalf("the key's row:\n%s", found)
 	}
+	// The invoice's key: its document, its event with the delivery to
+	// hook-1, and its message, acknowledged.
+	do(t, ctx, "look up the invoice's key",
+		chromedp.Navigate(e.URL+"/console/commands?company=acme&key=order-1041-invoice"),
+		chromedp.WaitVisible(chromedp.ID("events")))
+	if docs := text("documents", "#documents"); !strings.Contains(docs, "invoice") || !strings.Contains(docs, "INV-2026-000001") || !strings.Contains(docs, "yes") {
+		t.Fatalf("the invoice's documents:\n%s", docs)
+	}
+	if events := text("events", "#events"); !strings.Contains(events, "invoice.created") || !strings.Contains(events, "attempts") {
+		t.Fatalf("the invoice's events:\n%s", events)
+	}
+	if msgs := text("messages", "#messages"); !strings.Contains(msgs, "ledger.cmd.acme.invoice.create") || !strings.Contains(msgs, "acknowledged") {
+		t.Fatalf("the invoice's messages:\n%s", msgs)
+	}
+	if state := text("state", "#state"); !strings.Contains(state, "done") {
+		t.Fatalf("the invoice's state: %s", state)
+	}
 	screenshot(t, ctx, shots, "commands")
 	do(t, ctx, "look up an unknown key", chromedp.Navigate(e.URL+"/console/commands?company=acme&key=never-sent"))
-	if msg := text("unknown key", "#message"); !strings.Contains(msg, "no result is stored") {
-		t.Fatalf("an unknown key: %s", msg)
+	if msg, state := text("unknown key", "#message"), text("state", "#state"); !strings.Contains(msg, "No result is stored") || !strings.Contains(state, "unknown") {
+		t.Fatalf("an unknown key: %s / %s", state, msg)
+	}
+	do(t, ctx, "look up a dead-lettered key", chromedp.Navigate(e.URL+"/console/commands?company=acme&key=nonsense-8"))
+	if state, dead := text("state", "#state"), text("its dead letters", "#key-dead-letters"); !strings.Contains(state, "dead-lettered") ||
+		!strings.Contains(dead, itoa(other)) || !strings.Contains(dead, "invalid_command") {
+		t.Fatalf("a dead-lettered key: %s\n%s", state, dead)
 	}
 
 	letter := e.URL + "/console/dead-letters/" + itoa(seq)

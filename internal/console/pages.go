@@ -285,21 +285,29 @@ func (c *Console) commands(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	data := struct {
 		Company, Key string
-		Found        *ops.Key
+		Trail        *ops.Trail
 		Message      string
 	}{Company: q.Get("company"), Key: q.Get("key")}
 	status := http.StatusOK
 	if data.Company != "" || data.Key != "" {
-		k, err := ops.InspectKey(r.Context(), c.cfg.Pool, ops.KeyRef{Company: data.Company, Key: data.Key})
+		tr, err := ops.CommandTrail(r.Context(), ops.TrailSource{Pool: c.cfg.Pool, JS: c.cfg.JS, CommandStream: c.cfg.CommandStream,
+			Durable: c.cfg.Durable, DeadLetterStream: c.cfg.DeadLetterStream}, ops.KeyRef{Company: data.Company, Key: data.Key})
 		switch ops.ErrorCode(err) {
 		case "":
 			if err != nil {
 				c.fail(w, r, s, err)
 				return
 			}
-			data.Found = &k
-		case ops.CodeNotFound:
-			data.Message, status = err.Error(), http.StatusNotFound
+			data.Trail = &tr
+			switch tr.State {
+			case ops.TrailInFlight:
+				data.Message = "No result is stored yet: the command is in flight, its message is in the command stream."
+			case ops.TrailDeadLettered:
+				data.Message = "No result is stored: the command was dead-lettered; replay it once the cause is fixed."
+			case ops.TrailUnknown:
+				data.Message = "No result is stored for this key: the command never committed, is still on its way, or the key was purged after the inbox retention."
+				status = http.StatusNotFound
+			}
 		default:
 			data.Message, status = err.Error(), http.StatusBadRequest
 		}
