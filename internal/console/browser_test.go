@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -282,6 +283,37 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	if vat := text("VAT return", "#vat-return"); !strings.Contains(vat, "300.00") || !strings.Contains(vat, "63.00") {
 		t.Fatalf("VAT return:\n%s", vat)
+	}
+	// The register's links download its files, of the company chosen.
+	fetch := func(what, href string) string {
+		t.Helper()
+		return value(t, ctx, what, chromedp.Evaluate[string](`(() => {
+			const x = new XMLHttpRequest();
+			x.open("GET", `+strconv.Quote(href)+`, false);
+			x.send();
+			return x.status + "\n" + x.getResponseHeader("Content-Disposition") + "\n" + x.responseText;
+		})()`))
+	}
+	href := func(label string) string {
+		t.Helper()
+		return value(t, ctx, "the link "+label, chromedp.Evaluate[string](`[...document.querySelectorAll("#downloads a")].find(a => a.textContent === `+strconv.Quote(label)+`)?.getAttribute("href") ?? ""`))
+	}
+	sales := href("Sales register (CSV)")
+	if got := fetch("the sales register", sales); !strings.HasPrefix(got, "200\nattachment; filename=register-acme-2026-12-sales.csv\ntype,number,") ||
+		!strings.Contains(got, "INV-2026-000001") || !strings.Contains(got, ",300.00,21,63.00,EUR,") {
+		t.Fatalf("the sales register from %s:\n%s", sales, got)
+	}
+	if got := fetch("the purchase register", href("Purchase register (CSV)")); !strings.HasPrefix(got, "200\n") || strings.Contains(got, "INV-2026-000001") {
+		t.Fatalf("the purchase register:\n%s", got)
+	}
+	// The company in the link is the one whose books are read: beta has
+	// no company here, and acme's invoice never appears under it.
+	if got := fetch("another company's register", strings.Replace(sales, "company=acme", "company=beta", 1)); !strings.HasPrefix(got, "404\n") || strings.Contains(got, "INV-2026-000001") {
+		t.Fatalf("the register of a company that does not exist:\n%s", got)
+	}
+	// acme has no registration number: the i.SAF file is refused saying so.
+	if got := fetch("the i.SAF file", href("i.SAF (XML)")); !strings.HasPrefix(got, "400\n") || !strings.Contains(got, "registration number") {
+		t.Fatalf("the i.SAF file:\n%s", got)
 	}
 	screenshot(t, ctx, shots, "books")
 

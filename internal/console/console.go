@@ -142,6 +142,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET "+basePath+"/webhooks", c.authed(c.webhooks))
 	c.mux.HandleFunc("POST "+basePath+"/webhooks/replay", c.authed(c.replayDelivery))
 	c.mux.HandleFunc("GET "+basePath+"/books", c.authed(c.books))
+	c.mux.HandleFunc("GET "+basePath+"/books/register", c.authed(c.register))
 	return c, nil
 }
 

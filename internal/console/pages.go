@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"html/template"
+	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -493,6 +495,7 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 		Company, Month string
 		TrialBalance   *ledger.TrialBalanceView
 		VATReturn      *ledger.VATReturnView
+		Downloads      []download
 		Message        string
 	}{Company: q.Get("company"), Month: q.Get("month")}
 	if data.Company != "" {
@@ -514,7 +517,12 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 			if err != nil {
 				return err
 			}
+			reg, err := ops.Register(r.Context(), tx, data.Company, month)
+			if err != nil {
+				return err
+			}
 			data.TrialBalance, data.VATReturn = &tb, &vat
+			data.Downloads = registerDownloads(data.Company, month, reg)
 			return nil
 		})
 		if ops.ErrorCode(err) != "" {
@@ -525,4 +533,75 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	c.render(w, r, http.StatusOK, "books", s, data)
+}
+
+// download is a link to a register file.
+type download struct {
+	Label, Note, URL string
+}
+
+// registerDownloads are the links to month's register files of company:
+// CSV and JSON of each side, and the i.SAF file (in parts when it has
+// more than one).
+func registerDownloads(company string, month ledger.Period, reg *ledger.Register) []download {
+	link := func(format, side string, part int) string {
+		v := url.Values{"company": {company}, "month": {month.String()}, "format": {format}}
+		if side != "" {
+			v.Set("side", side)
+		}
+		if part > 0 {
+			v.Set("part", strconv.Itoa(part))
+		}
+		return basePath + "/books/register?" + v.Encode()
+	}
+	var out []download
+	for _, side := range []struct{ side, label string }{{ops.RegisterSales, "Sales register"}, {ops.RegisterPurchases, "Purchase register"}, {ops.RegisterAll, "Whole register"}} {
+		out = append(out,
+			download{Label: side.label + " (CSV)", URL: link(ops.RegisterCSV, side.side, 0)},
+			download{Label: side.label + " (JSON)", URL: link(ops.RegisterJSON, side.side, 0)})
+	}
+	if n := reg.ISAFParts(); n == 1 {
+		out = append(out, download{Label: "i.SAF (XML)", Note: strconv.Itoa(len(reg.Documents)) + " documents", URL: link(ops.RegisterISAF, "", 0)})
+	} else {
+		for p := 1; p <= n; p++ {
+			out = append(out, download{Label: "i.SAF (XML) part " + strconv.Itoa(p) + " of " + strconv.Itoa(n), URL: link(ops.RegisterISAF, "", p)})
+		}
+	}
+	return out
+}
+
+// register streams a month's register file of the company asked for.
+func (c *Console) register(w http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query()
+	month, err := ledger.ParsePeriod(q.Get("month"))
+	if err != nil {
+		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "month", Message: "month: " + err.Error()})
+		return
+	}
+	part := 0
+	if p := q.Get("part"); p != "" {
+		if part, err = strconv.Atoi(p); err != nil || part < 1 {
+			c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "part", Message: "part must be 1 or more"})
+			return
+		}
+	}
+	var file ops.RegisterFile
+	err = ops.Snapshot(r.Context(), c.cfg.Pool, func(tx pgx.Tx) error {
+		reg, err := ops.Register(r.Context(), tx, q.Get("company"), month)
+		if err != nil {
+			return err
+		}
+		file, err = ops.RenderRegister(reg, q.Get("format"), q.Get("side"), part, time.Now())
+		return err
+	})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	w.Header().Set("Content-Type", file.ContentType)
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": file.Name}))
+	w.Header().Set("Content-Length", strconv.Itoa(len(file.Body)))
+	if _, err := w.Write(file.Body); err != nil {
+		c.cfg.Logger.Warn("console: send a register", "file", file.Name, "error", err)
+	}
 }
