@@ -24,7 +24,13 @@ CREATE INDEX audit_runs_finished ON audit_runs (finished_at);
 ALTER TABLE outbox_events ADD COLUMN idempotency_key text;
 CREATE INDEX outbox_events_key ON outbox_events (company_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
 
+-- The console pages a company's deliveries by event, newest first, from a
+-- cursor (internal/ops.DeliveryPage): through this index a page reads its
+-- fifty rows whatever the table holds.
+CREATE INDEX webhook_deliveries_company_event ON webhook_deliveries (company_id, event_id, endpoint_id);
+
 -- +goose Down
+DROP INDEX webhook_deliveries_company_event;
 DROP INDEX outbox_events_key;
 ALTER TABLE outbox_events DROP COLUMN idempotency_key;
 DROP TABLE audit_runs;

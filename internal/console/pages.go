@@ -317,7 +317,8 @@ func (c *Console) commands(w http.ResponseWriter, r *http.Request, s *session) {
 	c.render(w, r, status, "commands", s, data)
 }
 
-const pageSize = 25
+// pageSize is how many rows a list page shows.
+const pageSize = 50
 
 func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
@@ -447,29 +448,57 @@ type delivery struct {
 }
 
 func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
-	company := r.URL.Query().Get("company")
+	q := r.URL.Query()
 	data := struct {
-		Company    string
+		Query      ops.DeliveryQuery
+		Endpoint   string
+		Endpoints  []webhooks.Endpoint
+		Statuses   []string
 		Deliveries []delivery
-	}{Company: company}
-	if company != "" {
-		ds, err := ops.Deliveries(r.Context(), c.cfg.Pool, webhooks.DeliveryFilter{Company: company, Status: r.URL.Query().Get("status"), Limit: pageSize})
+		Next       string
+	}{Query: ops.DeliveryQuery{Company: q.Get("company"), Status: q.Get("status"), After: q.Get("after"), Limit: pageSize},
+		Endpoint: q.Get("endpoint"), Statuses: []string{"pending", "delivering", "delivered", "failed"}}
+	if data.Query.Company != "" {
+		if data.Endpoint != "" {
+			id, err := uuid.Parse(data.Endpoint)
+			if err != nil {
+				c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "endpoint", Message: "not an endpoint ID"})
+				return
+			}
+			data.Query.Endpoint = id
+		}
+		eps, err := ops.Endpoints(r.Context(), c.cfg.Pool, data.Query.Company)
 		if err != nil {
 			c.fail(w, r, s, err)
 			return
 		}
-		for _, d := range ds {
-			log, err := ops.Attempts(r.Context(), c.cfg.Pool, d.ID)
-			if err != nil {
-				c.fail(w, r, s, err)
-				return
-			}
+		data.Endpoints = eps
+		page, err := ops.DeliveryPage(r.Context(), c.cfg.Pool, data.Query)
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		ids := make([]uuid.UUID, len(page.Deliveries))
+		for i, d := range page.Deliveries {
+			ids[i] = d.ID
+		}
+		logs, err := ops.AttemptLogs(r.Context(), c.cfg.Pool, ids)
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		for _, d := range page.Deliveries {
 			action, err := randomString(18)
 			if err != nil {
 				c.fail(w, r, s, err)
 				return
 			}
-			data.Deliveries = append(data.Deliveries, delivery{Delivery: d, Log: log, Action: action})
+			data.Deliveries = append(data.Deliveries, delivery{Delivery: d, Log: logs[d.ID], Action: action})
+		}
+		if page.Next != "" {
+			v := r.URL.Query()
+			v.Set("after", page.Next)
+			data.Next = basePath + "/webhooks?" + v.Encode()
 		}
 	}
 	c.render(w, r, http.StatusOK, "webhooks", s, data)
