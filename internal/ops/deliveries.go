@@ -72,11 +72,13 @@ func DeliveryPage(ctx context.Context, db webhooks.Querier, q DeliveryQuery) (De
 	if q.Status != "" {
 		where = append(where, "d.status = "+arg(q.Status))
 	}
+	// The event's type is read per row shown: a join would be planned as
+	// a merge along every event from the newest.
 	rows, err := db.Query(ctx, `
-		SELECT d.id, d.event_id, ev.type, d.endpoint_id, d.company_id, d.status, d.attempts,
+		SELECT d.id, d.event_id, (SELECT ev.type FROM outbox_events ev WHERE ev.id = d.event_id), d.endpoint_id, d.company_id, d.status, d.attempts,
 		       CASE WHEN d.status = 'pending' THEN d.next_attempt_at END,
 		       d.last_status, d.last_error, d.delivered_at, d.created_at
-		  FROM webhook_deliveries d JOIN outbox_events ev ON ev.id = d.event_id
+		  FROM webhook_deliveries d
 		 WHERE `+strings.Join(where, " AND ")+`
 		 ORDER BY d.event_id DESC, d.endpoint_id DESC
 		 LIMIT `+arg(q.Limit+1), args...)

@@ -48,8 +48,10 @@ type Trail struct {
 	// acknowledged.
 	Messages []CommandMessage `json:"messages"`
 	// MessagesNote says why Messages may be incomplete or empty.
-	MessagesNote string       `json:"messages_note,omitempty"`
-	DeadLetters  []DeadLetter `json:"dead_letters"`
+	MessagesNote string `json:"messages_note,omitempty"`
+	// DeadLetters are the key's dead letters, looked for only when no
+	// result is stored.
+	DeadLetters []DeadLetter `json:"dead_letters"`
 }
 
 // Document is a document a command created, named by its stored result.
@@ -133,6 +135,11 @@ func CommandTrail(ctx context.Context, src TrailSource, ref KeyRef) (Trail, erro
 	}
 	if t.State == TrailUnknown && len(t.Messages) > 0 {
 		t.State = TrailInFlight
+	}
+	if t.State == TrailDone {
+		// A replayed dead letter is deleted: one with a result has none
+		// worth reading the company's dead letters for.
+		return t, nil
 	}
 	dlq := DeadLetters{JS: src.JS, Stream: src.DeadLetterStream}
 	if err := t.readDeadLetters(ctx, dlq); err != nil {
