@@ -264,7 +264,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	do(t, ctx, "webhook deliveries",
 		chromedp.Navigate(e.URL+"/console/webhooks?company=acme"),
 		chromedp.WaitVisible(chromedp.ID("deliveries")))
-	if list := text("deliveries", "#deliveries"); !strings.Contains(list, "invoice.created") || !strings.Contains(list, "pending") {
+	if list := text("deliveries", "#deliveries"); !strings.Contains(list, "invoice.created") || !strings.Contains(list, "pending") || !strings.Contains(list, "http://127.0.0.1:9/hooks") {
 		t.Fatalf("deliveries:\n%s", list)
 	}
 	screenshot(t, ctx, shots, "webhooks")

@@ -29,6 +29,7 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
 	"pretty": prettyJSON,
+	"redact": redactURL,
 	"duration": func(from, to time.Time) string {
 		return to.Sub(from).Round(time.Millisecond).String()
 	},
@@ -443,8 +444,9 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, s *session) {
 // delivery is a webhook delivery with its attempts and a replay form key.
 type delivery struct {
 	webhooks.Delivery
-	Log    []webhooks.Attempt
-	Action string
+	EndpointURL string
+	Log         []webhooks.Attempt
+	Action      string
 }
 
 func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
@@ -473,6 +475,10 @@ func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
 			return
 		}
 		data.Endpoints = eps
+		urls := map[string]string{}
+		for _, ep := range eps {
+			urls[ep.EndpointID] = redactURL(ep.URL)
+		}
 		page, err := ops.DeliveryPage(r.Context(), c.cfg.Pool, data.Query)
 		if err != nil {
 			c.fail(w, r, s, err)
@@ -493,7 +499,7 @@ func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
 				c.fail(w, r, s, err)
 				return
 			}
-			data.Deliveries = append(data.Deliveries, delivery{Delivery: d, Log: logs[d.ID], Action: action})
+			data.Deliveries = append(data.Deliveries, delivery{Delivery: d, EndpointURL: urls[d.EndpointID.String()], Log: logs[d.ID], Action: action})
 		}
 		if page.Next != "" {
 			v := r.URL.Query()
@@ -590,7 +596,7 @@ func registerDownloads(company string, month ledger.Period, reg *ledger.Register
 			download{Label: side.label + " (JSON)", URL: link(ops.RegisterJSON, side.side, 0)})
 	}
 	if n := reg.ISAFParts(); n == 1 {
-		out = append(out, download{Label: "i.SAF (XML)", Note: strconv.Itoa(len(reg.Documents)) + " documents", URL: link(ops.RegisterISAF, "", 0)})
+		out = append(out, download{Label: "i.SAF (XML)", Note: "documents: " + strconv.Itoa(len(reg.Documents)), URL: link(ops.RegisterISAF, "", 0)})
 	} else {
 		for p := 1; p <= n; p++ {
 			out = append(out, download{Label: "i.SAF (XML) part " + strconv.Itoa(p) + " of " + strconv.Itoa(n), URL: link(ops.RegisterISAF, "", p)})
@@ -633,4 +639,13 @@ func (c *Console) register(w http.ResponseWriter, r *http.Request, s *session) {
 	if _, err := w.Write(file.Body); err != nil {
 		c.cfg.Logger.Warn("console: send a register", "file", file.Name, "error", err)
 	}
+}
+
+// redactURL hides the password of a URL that carries one.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Redacted()
 }
