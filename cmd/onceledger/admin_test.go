@@ -83,6 +83,17 @@ func TestAuditExitsOneOnAViolation(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM audit_runs`).Scan(&runs); err != nil || runs != 3 {
 		t.Fatalf("-record=false recorded a run: %d runs (%v)", runs, err)
 	}
+	// On a database that takes no writes (a hot standby) the report and
+	// exit status are as ever, with a warning that the run is not recorded.
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	readOnly := dsn + sep + "options=-c%20default_transaction_read_only%3Don"
+	if code, out, errOut := invoke(ctx, "", "audit", "-database-url", readOnly, "-quiet"); code != 1 || !strings.Contains(out, "FAILED: 1 violation") ||
+		!strings.Contains(errOut, "the run is not recorded") {
+		t.Fatalf("a read-only database: exit %d\n%s%s", code, out, errOut)
+	}
 
 	if code, out, errOut := invoke(ctx, "", "audit", "-database-url", dsn, "-company", "beta", "-quiet"); code != 0 {
 		t.Fatalf("-company beta, whose books are intact: exit %d\n%s%s", code, out, errOut)

@@ -32,7 +32,8 @@ type AuditDB interface {
 
 // RunAudit audits like Audit, then records the run in audit_runs under by
 // (who ran it), where the console's overview finds it. A run that could
-// not complete is not recorded.
+// not complete is not recorded. When only the record fails (a read-only
+// database) the report comes back with the error.
 func RunAudit(ctx context.Context, db AuditDB, opts audit.Options, by string) (*audit.Report, error) {
 	started := time.Now()
 	report, err := Audit(ctx, db, opts)
