@@ -256,9 +256,26 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("dead letter %d after its replay: %v, want it gone", seq, err)
 	}
 	// Still an unknown command: dead-lettered again, under a new sequence.
-	e.waitDeadLetter(t, "nonsense-7", seq)
+	again := e.waitDeadLetter(t, "nonsense-7", seq)
 	if _, err := dlq.Get(context.Background(), other); err != nil {
 		t.Fatalf("dead letter %d, not replayed: %v", other, err)
+	}
+
+	// A selection of the list is replayed at once, each letter on its own.
+	do(t, ctx, "replay a selection",
+		chromedp.Navigate(e.URL+"/console/dead-letters?company=acme"),
+		chromedp.Click(chromedp.CSS(`input[name="seq"][value="`+itoa(other)+`"]`)),
+		chromedp.Click(chromedp.CSS(`input[name="seq"][value="`+itoa(again)+`"]`)),
+		chromedp.Click(chromedp.ID("replay-selected")),
+		chromedp.WaitVisible(chromedp.ID("outcome")))
+	if outcome := text("outcome", "#outcome"); !strings.Contains(outcome, "2 of 2 replayed") ||
+		!strings.Contains(outcome, "replayed dead letter "+itoa(other)+" ") || !strings.Contains(outcome, "replayed dead letter "+itoa(again)+" ") {
+		t.Fatalf("the selection's outcome: %s", outcome)
+	}
+	for _, s := range []uint64{other, again} {
+		if _, err := dlq.Get(context.Background(), s); !errors.Is(err, ops.ErrNotFound) {
+			t.Fatalf("dead letter %d after the selection's replay: %v, want it gone", s, err)
+		}
 	}
 
 	do(t, ctx, "webhook deliveries",

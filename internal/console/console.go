@@ -138,6 +138,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET "+basePath+"/dead-letters", c.authed(c.deadLetters))
 	c.mux.HandleFunc("GET "+basePath+"/dead-letters/{seq}", c.authed(c.deadLetter))
 	c.mux.HandleFunc("POST "+basePath+"/dead-letters/{seq}/replay", c.authed(c.replayDeadLetter))
+	c.mux.HandleFunc("POST "+basePath+"/dead-letters/replay", c.authed(c.replaySelected))
 	c.mux.HandleFunc("GET "+basePath+"/actions/{key}", c.authed(c.action))
 	c.mux.HandleFunc("GET "+basePath+"/webhooks", c.authed(c.webhooks))
 	c.mux.HandleFunc("POST "+basePath+"/webhooks/replay", c.authed(c.replayDelivery))

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -343,11 +344,56 @@ func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request, s *session
 		v.Set("after", strconv.FormatUint(page.Next, 10))
 		next = basePath + "/dead-letters?" + v.Encode()
 	}
+	action, err := randomString(18)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
 	c.render(w, r, http.StatusOK, "deadletters", s, struct {
-		Query ops.DeadLetterQuery
-		Page  ops.DeadLetterKeysetPage
-		Next  string
-	}{query, page, next})
+		Query  ops.DeadLetterQuery
+		Page   ops.DeadLetterKeysetPage
+		Next   string
+		Action string
+	}{query, page, next, action})
+}
+
+// replaySelected replays the dead letters ticked on a page, oldest first,
+// each on its own: one that fails is reported and the others still go.
+func (c *Console) replaySelected(w http.ResponseWriter, r *http.Request, s *session) {
+	var seqs []uint64
+	for _, v := range r.PostForm["seq"] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "seq", Message: "not a stream sequence: " + v})
+			return
+		}
+		seqs = append(seqs, n)
+	}
+	switch {
+	case len(seqs) == 0:
+		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "seq", Message: "no dead letter is selected"})
+		return
+	case len(seqs) > pageSize:
+		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "seq", Message: "at most a page of dead letters is replayed at once"})
+		return
+	}
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
+	c.once(w, r, s, func(ctx context.Context) (string, error) {
+		lines := make([]string, 0, len(seqs))
+		failed := 0
+		for _, seq := range seqs {
+			rep, err := c.dlq.Replay(ctx, seq)
+			if err != nil {
+				failed++
+				lines = append(lines, "dead letter "+strconv.FormatUint(seq, 10)+": not replayed: "+err.Error())
+				continue
+			}
+			lines = append(lines, rep.String())
+		}
+		head := strconv.Itoa(len(seqs)-failed) + " of " + strconv.Itoa(len(seqs)) + " replayed"
+		return head + "\n" + strings.Join(lines, "\n"), nil
+	})
 }
 
 func (c *Console) deadLetter(w http.ResponseWriter, r *http.Request, s *session) {
