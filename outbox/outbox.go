@@ -82,12 +82,15 @@ func Enqueue(ctx context.Context, tx pgx.Tx, company, eventType string, data any
 // Pending is an event to write with Queue. Ctx carries the span context
 // stored beside the event (W3C traceparent and tracestate), so the relay
 // and the webhook dispatcher continue the trace of the command that wrote
-// it; Ctx is not otherwise used.
+// it; Ctx is not otherwise used. Key is the idempotency key of the
+// command whose transaction writes the event, stored beside it (the
+// console finds a key's events by it); empty when none.
 type Pending struct {
 	Ctx     context.Context
 	Company string
 	Type    string
 	Data    any
+	Key     string
 }
 
 // Queue adds to batch the statement that writes events, so it travels
@@ -111,7 +114,7 @@ func Queue(batch *pgx.Batch, events []Pending) ([]Event, error) {
 	out := make([]Event, 0, n)
 	ids := make([][16]byte, 0, n) // not uuid.UUID, which pgx encodes as text
 	companies, types, heads, tails := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
-	parents, states := make([]string, 0, n), make([]string, 0, n)
+	parents, states, keys := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	created := make([]time.Time, 0, n)
 	for _, p := range events {
 		ev, enc, err := encode(p.Ctx, p.Company, p.Type, p.Data)
@@ -127,6 +130,7 @@ func Queue(batch *pgx.Batch, events []Pending) ([]Event, error) {
 		created = append(created, ev.CreatedAt)
 		parents = append(parents, enc.traceparent)
 		states = append(states, enc.tracestate)
+		keys = append(keys, p.Key)
 	}
 	// Two triggers on outbox_events fire once for this statement: one puts
 	// the events' IDs in outbox_pending, the relay's queue
@@ -140,20 +144,20 @@ func Queue(batch *pgx.Batch, events []Pending) ([]Event, error) {
 	batch.Queue(`
 		WITH ev AS (
 			SELECT *, count(*) OVER (PARTITION BY company_id ORDER BY ord ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) - 1 AS after
-			  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[])
-			       WITH ORDINALITY AS t(id, company_id, type, head, tail, created_at, traceparent, tracestate, ord)),
+			  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[], $9::text[])
+			       WITH ORDINALITY AS t(id, company_id, type, head, tail, created_at, traceparent, tracestate, idempotency_key, ord)),
 		seq AS (
 			INSERT INTO outbox_sequences (company_id, last_value)
 			SELECT company_id, count(*) FROM ev GROUP BY company_id
 			ON CONFLICT (company_id) DO UPDATE SET last_value = outbox_sequences.last_value + EXCLUDED.last_value
 			RETURNING company_id, last_value)
-		INSERT INTO outbox_events (id, company_id, sequence, type, body, created_at, traceparent, tracestate)
+		INSERT INTO outbox_events (id, company_id, sequence, type, body, created_at, traceparent, tracestate, idempotency_key)
 		SELECT ev.id, ev.company_id, seq.last_value - ev.after, ev.type,
 		       (ev.head || (seq.last_value - ev.after) || ev.tail)::json, ev.created_at,
-		       NULLIF(ev.traceparent, ''), NULLIF(ev.tracestate, '')
+		       NULLIF(ev.traceparent, ''), NULLIF(ev.tracestate, ''), NULLIF(ev.idempotency_key, '')
 		  FROM ev JOIN seq USING (company_id)
 		 ORDER BY ev.ord`,
-		ids, companies, types, heads, tails, created, parents, states)
+		ids, companies, types, heads, tails, created, parents, states, keys)
 	return out, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/internal/audit/audittest"
+	"github.com/onceledger/onceledger/internal/ops"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
@@ -64,6 +65,34 @@ func TestAuditExitsOneOnAViolation(t *testing.T) {
 	}
 	if code != 1 || r.OK() || len(r.Violations) != 1 || r.Violations[0].Check != audit.CheckEffectsInbox || r.Violations[0].Ref != invoice {
 		t.Fatalf("json report: exit %d %+v", code, r.Violations)
+	}
+
+	// Each run is recorded, the failed one with its failing check; with
+	// -record=false nothing is.
+	last, err := ops.LastAudit(ctx, pool)
+	if err != nil || last == nil || last.Passed || last.RunBy != "onceledger audit" || len(last.Failed()) != 1 || last.Failed()[0].Name != audit.CheckEffectsInbox {
+		t.Fatalf("the recorded run: %+v %v", last, err)
+	}
+	var runs int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM audit_runs`).Scan(&runs); err != nil || runs != 3 {
+		t.Fatalf("%d runs recorded (%v), want 3", runs, err)
+	}
+	if code, _, _ := invoke(ctx, "", "audit", "-database-url", dsn, "-quiet", "-record=false"); code != 1 {
+		t.Fatalf("-record=false: exit %d", code)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM audit_runs`).Scan(&runs); err != nil || runs != 3 {
+		t.Fatalf("-record=false recorded a run: %d runs (%v)", runs, err)
+	}
+	// On a database that takes no writes (a hot standby) the report and
+	// exit status are as ever, with a warning that the run is not recorded.
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	readOnly := dsn + sep + "options=-c%20default_transaction_read_only%3Don"
+	if code, out, errOut := invoke(ctx, "", "audit", "-database-url", readOnly, "-quiet"); code != 1 || !strings.Contains(out, "FAILED: 1 violation") ||
+		!strings.Contains(errOut, "the run is not recorded") {
+		t.Fatalf("a read-only database: exit %d\n%s%s", code, out, errOut)
 	}
 
 	if code, out, errOut := invoke(ctx, "", "audit", "-database-url", dsn, "-company", "beta", "-quiet"); code != 0 {

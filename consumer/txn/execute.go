@@ -491,7 +491,7 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 			evCtx = trace.ContextWithSpan(t.ctx, s.Span)
 		}
 		for _, ev := range s.events {
-			events = append(events, outbox.Pending{Ctx: evCtx, Company: s.Req.Company, Type: ev.Type, Data: ev.Data})
+			events = append(events, outbox.Pending{Ctx: evCtx, Company: s.Req.Company, Type: ev.Type, Data: ev.Data, Key: s.Req.Key})
 		}
 		rows = append(rows, s.stored)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -159,6 +160,24 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WithPollingTimeout(stepTimeout))) {
 		t.Fatal("the overview did not show the second dead letter")
 	}
+	// The last audit: none yet; "Run audit now" runs one and records it,
+	// and the overview shows it.
+	if status := text("no audit yet", "#audit-status"); !strings.Contains(status, "No audit is recorded yet") {
+		t.Fatalf("before any audit: %s", status)
+	}
+	do(t, ctx, "run an audit",
+		chromedp.Click(chromedp.ID("run-audit")),
+		chromedp.WaitVisible(chromedp.ID("outcome")))
+	if outcome := text("audit outcome", "#outcome"); !strings.Contains(outcome, "audit passed: no violations") {
+		t.Fatalf("audit outcome: %s", outcome)
+	}
+	do(t, ctx, "the overview after the audit",
+		chromedp.Navigate(e.URL+"/console/"),
+		chromedp.WaitVisible(chromedp.ID("last-audit")))
+	if last := value(t, ctx, "last audit", chromedp.Evaluate[string](`document.getElementById("last-audit").innerText`)); !strings.Contains(last, "Passed") ||
+		!strings.Contains(last, "just now") || !strings.Contains(last, "run by console: test operator") {
+		t.Fatalf("the last audit on the overview:\n%s", last)
+	}
 	screenshot(t, ctx, shots, "overview")
 
 	do(t, ctx, "look up a command",
@@ -170,10 +189,32 @@ func TestConsoleInBrowser(t *testing.T) {
 	if found := text("the key's row", "#found"); !strings.Contains(found, "company.create") || !strings.Contains(found, "ok") {
 		t.Fatalf("the key's row:\n%s", found)
 	}
+	// The invoice's key: its document, its event with the delivery to
+	// hook-1, and its message, acknowledged.
+	do(t, ctx, "look up the invoice's key",
+		chromedp.Navigate(e.URL+"/console/commands?company=acme&key=order-1041-invoice"),
+		chromedp.WaitVisible(chromedp.ID("events")))
+	if docs := text("documents", "#documents"); !strings.Contains(docs, "invoice") || !strings.Contains(docs, "INV-2026-000001") || !strings.Contains(docs, "yes") {
+		t.Fatalf("the invoice's documents:\n%s", docs)
+	}
+	if events := text("events", "#events"); !strings.Contains(events, "invoice.created") || !strings.Contains(events, "attempts") {
+		t.Fatalf("the invoice's events:\n%s", events)
+	}
+	if msgs := text("messages", "#messages"); !strings.Contains(msgs, "ledger.cmd.acme.invoice.create") || !strings.Contains(msgs, "acknowledged") {
+		t.Fatalf("the invoice's messages:\n%s", msgs)
+	}
+	if state := text("state", "#state"); !strings.Contains(state, "done") {
+		t.Fatalf("the invoice's state: %s", state)
+	}
 	screenshot(t, ctx, shots, "commands")
 	do(t, ctx, "look up an unknown key", chromedp.Navigate(e.URL+"/console/commands?company=acme&key=never-sent"))
-	if msg := text("unknown key", "#message"); !strings.Contains(msg, "no result is stored") {
-		t.Fatalf("an unknown key: %s", msg)
+	if msg, state := text("unknown key", "#message"), text("state", "#state"); !strings.Contains(msg, "No result is stored") || !strings.Contains(state, "unknown") {
+		t.Fatalf("an unknown key: %s / %s", state, msg)
+	}
+	do(t, ctx, "look up a dead-lettered key", chromedp.Navigate(e.URL+"/console/commands?company=acme&key=nonsense-8"))
+	if state, dead := text("state", "#state"), text("its dead letters", "#key-dead-letters"); !strings.Contains(state, "dead-lettered") ||
+		!strings.Contains(dead, itoa(other)) || !strings.Contains(dead, "invalid_command") {
+		t.Fatalf("a dead-lettered key: %s\n%s", state, dead)
 	}
 
 	letter := e.URL + "/console/dead-letters/" + itoa(seq)
@@ -215,15 +256,32 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("dead letter %d after its replay: %v, want it gone", seq, err)
 	}
 	// Still an unknown command: dead-lettered again, under a new sequence.
-	e.waitDeadLetter(t, "nonsense-7", seq)
+	again := e.waitDeadLetter(t, "nonsense-7", seq)
 	if _, err := dlq.Get(context.Background(), other); err != nil {
 		t.Fatalf("dead letter %d, not replayed: %v", other, err)
+	}
+
+	// A selection of the list is replayed at once, each letter on its own.
+	do(t, ctx, "replay a selection",
+		chromedp.Navigate(e.URL+"/console/dead-letters?company=acme"),
+		chromedp.Click(chromedp.CSS(`input[name="seq"][value="`+itoa(other)+`"]`)),
+		chromedp.Click(chromedp.CSS(`input[name="seq"][value="`+itoa(again)+`"]`)),
+		chromedp.Click(chromedp.ID("replay-selected")),
+		chromedp.WaitVisible(chromedp.ID("outcome")))
+	if outcome := text("outcome", "#outcome"); !strings.Contains(outcome, "2 of 2 replayed") ||
+		!strings.Contains(outcome, "replayed dead letter "+itoa(other)+" ") || !strings.Contains(outcome, "replayed dead letter "+itoa(again)+" ") {
+		t.Fatalf("the selection's outcome: %s", outcome)
+	}
+	for _, s := range []uint64{other, again} {
+		if _, err := dlq.Get(context.Background(), s); !errors.Is(err, ops.ErrNotFound) {
+			t.Fatalf("dead letter %d after the selection's replay: %v, want it gone", s, err)
+		}
 	}
 
 	do(t, ctx, "webhook deliveries",
 		chromedp.Navigate(e.URL+"/console/webhooks?company=acme"),
 		chromedp.WaitVisible(chromedp.ID("deliveries")))
-	if list := text("deliveries", "#deliveries"); !strings.Contains(list, "invoice.created") || !strings.Contains(list, "pending") {
+	if list := text("deliveries", "#deliveries"); !strings.Contains(list, "invoice.created") || !strings.Contains(list, "pending") || !strings.Contains(list, "http://127.0.0.1:9/hooks") {
 		t.Fatalf("deliveries:\n%s", list)
 	}
 	screenshot(t, ctx, shots, "webhooks")
@@ -242,6 +300,37 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	if vat := text("VAT return", "#vat-return"); !strings.Contains(vat, "300.00") || !strings.Contains(vat, "63.00") {
 		t.Fatalf("VAT return:\n%s", vat)
+	}
+	// The register's links download its files, of the company chosen.
+	fetch := func(what, href string) string {
+		t.Helper()
+		return value(t, ctx, what, chromedp.Evaluate[string](`(() => {
+			const x = new XMLHttpRequest();
+			x.open("GET", `+strconv.Quote(href)+`, false);
+			x.send();
+			return x.status + "\n" + x.getResponseHeader("Content-Disposition") + "\n" + x.responseText;
+		})()`))
+	}
+	href := func(label string) string {
+		t.Helper()
+		return value(t, ctx, "the link "+label, chromedp.Evaluate[string](`[...document.querySelectorAll("#downloads a")].find(a => a.textContent === `+strconv.Quote(label)+`)?.getAttribute("href") ?? ""`))
+	}
+	sales := href("Sales register (CSV)")
+	if got := fetch("the sales register", sales); !strings.HasPrefix(got, "200\nattachment; filename=register-acme-2026-12-sales.csv\ntype,number,") ||
+		!strings.Contains(got, "INV-2026-000001") || !strings.Contains(got, ",300.00,21,63.00,EUR,") {
+		t.Fatalf("the sales register from %s:\n%s", sales, got)
+	}
+	if got := fetch("the purchase register", href("Purchase register (CSV)")); !strings.HasPrefix(got, "200\n") || strings.Contains(got, "INV-2026-000001") {
+		t.Fatalf("the purchase register:\n%s", got)
+	}
+	// The company in the link is the one whose books are read: beta has
+	// no company here, and acme's invoice never appears under it.
+	if got := fetch("another company's register", strings.Replace(sales, "company=acme", "company=beta", 1)); !strings.HasPrefix(got, "404\n") || strings.Contains(got, "INV-2026-000001") {
+		t.Fatalf("the register of a company that does not exist:\n%s", got)
+	}
+	// acme has no registration number: the i.SAF file is refused saying so.
+	if got := fetch("the i.SAF file", href("i.SAF (XML)")); !strings.HasPrefix(got, "400\n") || !strings.Contains(got, "registration number") {
+		t.Fatalf("the i.SAF file:\n%s", got)
 	}
 	screenshot(t, ctx, shots, "books")
 

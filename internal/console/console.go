@@ -108,13 +108,19 @@ func New(cfg Config) (*Console, error) {
 	cfg.setDefaults()
 	c := &Console{cfg: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux(),
 		dlq: ops.DeadLetters{JS: cfg.JS, Stream: cfg.DeadLetterStream}}
-	for _, page := range []string{"signin", "overview", "commands", "deadletters", "deadletter", "action", "webhooks", "books", "error"} {
+	for _, page := range []string{"signin", "commands", "deadletters", "deadletter", "action", "webhooks", "books", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console template %s: %w", page, err)
 		}
 		c.pages[page] = t
 	}
+	// The overview's figures are also served alone, for it to refresh them.
+	overview, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/overview.html", "templates/stats.html")
+	if err != nil {
+		return nil, fmt.Errorf("console template overview: %w", err)
+	}
+	c.pages["overview"] = overview
 	stats, err := template.New("stats.html").Funcs(funcs).ParseFS(templateFiles, "templates/stats.html")
 	if err != nil {
 		return nil, fmt.Errorf("console template stats: %w", err)
@@ -127,14 +133,17 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("POST "+basePath+"/signout", c.authed(c.signout))
 	c.mux.HandleFunc("GET "+basePath+"/{$}", c.authed(c.overview))
 	c.mux.HandleFunc("GET "+basePath+"/stats", c.authed(c.stats))
+	c.mux.HandleFunc("POST "+basePath+"/audit", c.authed(c.runAudit))
 	c.mux.HandleFunc("GET "+basePath+"/commands", c.authed(c.commands))
 	c.mux.HandleFunc("GET "+basePath+"/dead-letters", c.authed(c.deadLetters))
 	c.mux.HandleFunc("GET "+basePath+"/dead-letters/{seq}", c.authed(c.deadLetter))
 	c.mux.HandleFunc("POST "+basePath+"/dead-letters/{seq}/replay", c.authed(c.replayDeadLetter))
+	c.mux.HandleFunc("POST "+basePath+"/dead-letters/replay", c.authed(c.replaySelected))
 	c.mux.HandleFunc("GET "+basePath+"/actions/{key}", c.authed(c.action))
 	c.mux.HandleFunc("GET "+basePath+"/webhooks", c.authed(c.webhooks))
 	c.mux.HandleFunc("POST "+basePath+"/webhooks/replay", c.authed(c.replayDelivery))
 	c.mux.HandleFunc("GET "+basePath+"/books", c.authed(c.books))
+	c.mux.HandleFunc("GET "+basePath+"/books/register", c.authed(c.register))
 	return c, nil
 }
 

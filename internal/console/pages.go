@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"html/template"
+	"mime"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/internal/ops"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/webhooks"
@@ -26,6 +30,10 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
 	"pretty": prettyJSON,
+	"redact": redactURL,
+	"duration": func(from, to time.Time) string {
+		return to.Sub(from).Round(time.Millisecond).String()
+	},
 	"deref": func(p *int64) string {
 		if p == nil {
 			return "-"
@@ -150,15 +158,85 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
+	action, err := randomString(18)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
 	c.render(w, r, http.StatusOK, "overview", s, struct {
-		Stats          []stat
+		Figures        figures
+		Action         string
 		RefreshMillis  int64
 		RefreshSeconds string
-	}{c.readStats(r.Context()), c.cfg.RefreshEvery.Milliseconds(), strconv.FormatFloat(c.cfg.RefreshEvery.Seconds(), 'f', -1, 64)})
+	}{c.readFigures(r.Context()), action, c.cfg.RefreshEvery.Milliseconds(), strconv.FormatFloat(c.cfg.RefreshEvery.Seconds(), 'f', -1, 64)})
 }
 
 func (c *Console) stats(w http.ResponseWriter, r *http.Request, s *session) {
-	c.render(w, r, http.StatusOK, "stats", s, c.readStats(r.Context()))
+	c.render(w, r, http.StatusOK, "stats", s, c.readFigures(r.Context()))
+}
+
+// figures are what the overview shows and refreshes: the counts, and the
+// last audit run.
+type figures struct {
+	Stats []stat
+	Audit auditView
+}
+
+// auditView is the last recorded audit run, or why there is none.
+type auditView struct {
+	Run   *audit.StoredRun
+	Age   string
+	Error string
+}
+
+func (c *Console) readFigures(ctx context.Context) figures {
+	f := figures{Stats: c.readStats(ctx)}
+	run, err := ops.LastAudit(ctx, c.cfg.Pool)
+	switch {
+	case err != nil:
+		c.cfg.Logger.Warn("console: read the last audit", "error", err)
+		f.Audit.Error = "unavailable"
+	case run != nil:
+		f.Audit = auditView{Run: run, Age: age(time.Since(run.FinishedAt))}
+	}
+	return f
+}
+
+// age says how long ago something was, to the largest whole unit.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + " min ago"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + " h ago"
+	}
+	return strconv.Itoa(int(d/(24*time.Hour))) + " days ago"
+}
+
+// runAudit audits every company, as onceledger audit does, and records
+// the run under the operator's name.
+func (c *Console) runAudit(w http.ResponseWriter, r *http.Request, s *session) {
+	c.once(w, r, s, func(ctx context.Context) (string, error) {
+		report, err := ops.RunAudit(ctx, c.cfg.Pool, audit.Options{}, "console: "+s.TokenName)
+		if err != nil {
+			return "", err
+		}
+		if report.OK() {
+			return "audit passed: no violations in " + strconv.Itoa(len(report.Checks)) + " checks", nil
+		}
+		var failed []string
+		var n int64
+		for _, ch := range report.Checks {
+			if ch.Violations > 0 {
+				failed = append(failed, ch.Name+" ("+strconv.FormatInt(ch.Violations, 10)+")")
+				n += ch.Violations
+			}
+		}
+		return "audit failed: " + strconv.FormatInt(n, 10) + " violations in " + strings.Join(failed, ", ") +
+			"; onceledger audit lists them", nil
+	})
 }
 
 // stat is one figure of the overview: its value, or why it is missing.
@@ -211,21 +289,29 @@ func (c *Console) commands(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	data := struct {
 		Company, Key string
-		Found        *ops.Key
+		Trail        *ops.Trail
 		Message      string
 	}{Company: q.Get("company"), Key: q.Get("key")}
 	status := http.StatusOK
 	if data.Company != "" || data.Key != "" {
-		k, err := ops.InspectKey(r.Context(), c.cfg.Pool, ops.KeyRef{Company: data.Company, Key: data.Key})
+		tr, err := ops.CommandTrail(r.Context(), ops.TrailSource{Pool: c.cfg.Pool, JS: c.cfg.JS, CommandStream: c.cfg.CommandStream,
+			Durable: c.cfg.Durable, DeadLetterStream: c.cfg.DeadLetterStream}, ops.KeyRef{Company: data.Company, Key: data.Key})
 		switch ops.ErrorCode(err) {
 		case "":
 			if err != nil {
 				c.fail(w, r, s, err)
 				return
 			}
-			data.Found = &k
-		case ops.CodeNotFound:
-			data.Message, status = err.Error(), http.StatusNotFound
+			data.Trail = &tr
+			switch tr.State {
+			case ops.TrailInFlight:
+				data.Message = "No result is stored yet: the command is in flight, its message is in the command stream."
+			case ops.TrailDeadLettered:
+				data.Message = "No result is stored: the command was dead-lettered; replay it once the cause is fixed."
+			case ops.TrailUnknown:
+				data.Message = "No result is stored for this key: the command never committed, is still on its way, or the key was purged after the inbox retention."
+				status = http.StatusNotFound
+			}
 		default:
 			data.Message, status = err.Error(), http.StatusBadRequest
 		}
@@ -233,7 +319,8 @@ func (c *Console) commands(w http.ResponseWriter, r *http.Request, s *session) {
 	c.render(w, r, status, "commands", s, data)
 }
 
-const pageSize = 25
+// pageSize is how many rows a list page shows.
+const pageSize = 50
 
 func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
@@ -257,11 +344,56 @@ func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request, s *session
 		v.Set("after", strconv.FormatUint(page.Next, 10))
 		next = basePath + "/dead-letters?" + v.Encode()
 	}
+	action, err := randomString(18)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
 	c.render(w, r, http.StatusOK, "deadletters", s, struct {
-		Query ops.DeadLetterQuery
-		Page  ops.DeadLetterKeysetPage
-		Next  string
-	}{query, page, next})
+		Query  ops.DeadLetterQuery
+		Page   ops.DeadLetterKeysetPage
+		Next   string
+		Action string
+	}{query, page, next, action})
+}
+
+// replaySelected replays the dead letters ticked on a page, oldest first,
+// each on its own: one that fails is reported and the others still go.
+func (c *Console) replaySelected(w http.ResponseWriter, r *http.Request, s *session) {
+	var seqs []uint64
+	for _, v := range r.PostForm["seq"] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "seq", Message: "not a stream sequence: " + v})
+			return
+		}
+		seqs = append(seqs, n)
+	}
+	switch {
+	case len(seqs) == 0:
+		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "seq", Message: "no dead letter is selected"})
+		return
+	case len(seqs) > pageSize:
+		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "seq", Message: "at most a page of dead letters is replayed at once"})
+		return
+	}
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
+	c.once(w, r, s, func(ctx context.Context) (string, error) {
+		lines := make([]string, 0, len(seqs))
+		failed := 0
+		for _, seq := range seqs {
+			rep, err := c.dlq.Replay(ctx, seq)
+			if err != nil {
+				failed++
+				lines = append(lines, "dead letter "+strconv.FormatUint(seq, 10)+": not replayed: "+err.Error())
+				continue
+			}
+			lines = append(lines, rep.String())
+		}
+		head := strconv.Itoa(len(seqs)-failed) + " of " + strconv.Itoa(len(seqs)) + " replayed"
+		return head + "\n" + strings.Join(lines, "\n"), nil
+	})
 }
 
 func (c *Console) deadLetter(w http.ResponseWriter, r *http.Request, s *session) {
@@ -358,34 +490,67 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, s *session) {
 // delivery is a webhook delivery with its attempts and a replay form key.
 type delivery struct {
 	webhooks.Delivery
-	Log    []webhooks.Attempt
-	Action string
+	EndpointURL string
+	Log         []webhooks.Attempt
+	Action      string
 }
 
 func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
-	company := r.URL.Query().Get("company")
+	q := r.URL.Query()
 	data := struct {
-		Company    string
+		Query      ops.DeliveryQuery
+		Endpoint   string
+		Endpoints  []webhooks.Endpoint
+		Statuses   []string
 		Deliveries []delivery
-	}{Company: company}
-	if company != "" {
-		ds, err := ops.Deliveries(r.Context(), c.cfg.Pool, webhooks.DeliveryFilter{Company: company, Status: r.URL.Query().Get("status"), Limit: pageSize})
+		Next       string
+	}{Query: ops.DeliveryQuery{Company: q.Get("company"), Status: q.Get("status"), After: q.Get("after"), Limit: pageSize},
+		Endpoint: q.Get("endpoint"), Statuses: []string{"pending", "delivering", "delivered", "failed"}}
+	if data.Query.Company != "" {
+		if data.Endpoint != "" {
+			id, err := uuid.Parse(data.Endpoint)
+			if err != nil {
+				c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "endpoint", Message: "not an endpoint ID"})
+				return
+			}
+			data.Query.Endpoint = id
+		}
+		eps, err := ops.Endpoints(r.Context(), c.cfg.Pool, data.Query.Company)
 		if err != nil {
 			c.fail(w, r, s, err)
 			return
 		}
-		for _, d := range ds {
-			log, err := ops.Attempts(r.Context(), c.cfg.Pool, d.ID)
-			if err != nil {
-				c.fail(w, r, s, err)
-				return
-			}
+		data.Endpoints = eps
+		urls := map[string]string{}
+		for _, ep := range eps {
+			urls[ep.EndpointID] = redactURL(ep.URL)
+		}
+		page, err := ops.DeliveryPage(r.Context(), c.cfg.Pool, data.Query)
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		ids := make([]uuid.UUID, len(page.Deliveries))
+		for i, d := range page.Deliveries {
+			ids[i] = d.ID
+		}
+		logs, err := ops.AttemptLogs(r.Context(), c.cfg.Pool, ids)
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		for _, d := range page.Deliveries {
 			action, err := randomString(18)
 			if err != nil {
 				c.fail(w, r, s, err)
 				return
 			}
-			data.Deliveries = append(data.Deliveries, delivery{Delivery: d, Log: log, Action: action})
+			data.Deliveries = append(data.Deliveries, delivery{Delivery: d, EndpointURL: urls[d.EndpointID.String()], Log: logs[d.ID], Action: action})
+		}
+		if page.Next != "" {
+			v := r.URL.Query()
+			v.Set("after", page.Next)
+			data.Next = basePath + "/webhooks?" + v.Encode()
 		}
 	}
 	c.render(w, r, http.StatusOK, "webhooks", s, data)
@@ -411,6 +576,7 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 		Company, Month string
 		TrialBalance   *ledger.TrialBalanceView
 		VATReturn      *ledger.VATReturnView
+		Downloads      []download
 		Message        string
 	}{Company: q.Get("company"), Month: q.Get("month")}
 	if data.Company != "" {
@@ -432,7 +598,12 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 			if err != nil {
 				return err
 			}
+			reg, err := ops.Register(r.Context(), tx, data.Company, month)
+			if err != nil {
+				return err
+			}
 			data.TrialBalance, data.VATReturn = &tb, &vat
+			data.Downloads = registerDownloads(data.Company, month, reg)
 			return nil
 		})
 		if ops.ErrorCode(err) != "" {
@@ -443,4 +614,84 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	c.render(w, r, http.StatusOK, "books", s, data)
+}
+
+// download is a link to a register file.
+type download struct {
+	Label, Note, URL string
+}
+
+// registerDownloads are the links to month's register files of company:
+// CSV and JSON of each side, and the i.SAF file (in parts when it has
+// more than one).
+func registerDownloads(company string, month ledger.Period, reg *ledger.Register) []download {
+	link := func(format, side string, part int) string {
+		v := url.Values{"company": {company}, "month": {month.String()}, "format": {format}}
+		if side != "" {
+			v.Set("side", side)
+		}
+		if part > 0 {
+			v.Set("part", strconv.Itoa(part))
+		}
+		return basePath + "/books/register?" + v.Encode()
+	}
+	var out []download
+	for _, side := range []struct{ side, label string }{{ops.RegisterSales, "Sales register"}, {ops.RegisterPurchases, "Purchase register"}, {ops.RegisterAll, "Whole register"}} {
+		out = append(out,
+			download{Label: side.label + " (CSV)", URL: link(ops.RegisterCSV, side.side, 0)},
+			download{Label: side.label + " (JSON)", URL: link(ops.RegisterJSON, side.side, 0)})
+	}
+	if n := reg.ISAFParts(); n == 1 {
+		out = append(out, download{Label: "i.SAF (XML)", Note: "documents: " + strconv.Itoa(len(reg.Documents)), URL: link(ops.RegisterISAF, "", 0)})
+	} else {
+		for p := 1; p <= n; p++ {
+			out = append(out, download{Label: "i.SAF (XML) part " + strconv.Itoa(p) + " of " + strconv.Itoa(n), URL: link(ops.RegisterISAF, "", p)})
+		}
+	}
+	return out
+}
+
+// register streams a month's register file of the company asked for.
+func (c *Console) register(w http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query()
+	month, err := ledger.ParsePeriod(q.Get("month"))
+	if err != nil {
+		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "month", Message: "month: " + err.Error()})
+		return
+	}
+	part := 0
+	if p := q.Get("part"); p != "" {
+		if part, err = strconv.Atoi(p); err != nil || part < 1 {
+			c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "part", Message: "part must be 1 or more"})
+			return
+		}
+	}
+	var file ops.RegisterFile
+	err = ops.Snapshot(r.Context(), c.cfg.Pool, func(tx pgx.Tx) error {
+		reg, err := ops.Register(r.Context(), tx, q.Get("company"), month)
+		if err != nil {
+			return err
+		}
+		file, err = ops.RenderRegister(reg, q.Get("format"), q.Get("side"), part, time.Now())
+		return err
+	})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	w.Header().Set("Content-Type", file.ContentType)
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": file.Name}))
+	w.Header().Set("Content-Length", strconv.Itoa(len(file.Body)))
+	if _, err := w.Write(file.Body); err != nil {
+		c.cfg.Logger.Warn("console: send a register", "file", file.Name, "error", err)
+	}
+}
+
+// redactURL hides the password of a URL that carries one.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Redacted()
 }

@@ -18,7 +18,7 @@ import (
 
 // browser is an HTTP client with cookies that does not follow redirects,
 // so a test sees each answer.
-func browser(t *testing.T) *http.Client {
+func browser(t testing.TB) *http.Client {
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +26,7 @@ func browser(t *testing.T) *http.Client {
 	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
+func get(t testing.TB, c *http.Client, u string) (*http.Response, string) {
 	t.Helper()
 	resp, err := c.Get(u)
 	if err != nil {
@@ -37,7 +37,7 @@ func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
 	return resp, string(b)
 }
 
-func post(t *testing.T, c *http.Client, u string, form url.Values) (*http.Response, string) {
+func post(t testing.TB, c *http.Client, u string, form url.Values) (*http.Response, string) {
 	t.Helper()
 	resp, err := c.PostForm(u, form)
 	if err != nil {
@@ -53,7 +53,7 @@ var (
 	actionRe = regexp.MustCompile(`name="action" value="([^"]+)"`)
 )
 
-func field(t *testing.T, re *regexp.Regexp, page string) string {
+func field(t testing.TB, re *regexp.Regexp, page string) string {
 	t.Helper()
 	m := re.FindStringSubmatch(page)
 	if m == nil {
@@ -62,7 +62,7 @@ func field(t *testing.T, re *regexp.Regexp, page string) string {
 	return m[1]
 }
 
-func signIn(t *testing.T, e *env, c *http.Client, token string) *http.Response {
+func signIn(t testing.TB, e *env, c *http.Client, token string) *http.Response {
 	t.Helper()
 	_, page := get(t, c, e.URL+"/console/signin")
 	resp, _ := post(t, c, e.URL+"/console/signin", url.Values{"csrf": {field(t, csrfRe, page)}, "token": {token}})

@@ -46,4 +46,24 @@ func TestAudit(t *testing.T) {
 	if !errors.As(err, &e) || e.Code != ops.CodeNotFound || e.Field != "company" || !errors.Is(err, audit.ErrUnknownCompany) {
 		t.Fatalf("ghost: %v", err)
 	}
+
+	// RunAudit records the run; LastAudit finds the newest.
+	if last, err := ops.LastAudit(ctx, pool); err != nil || last != nil {
+		t.Fatalf("before any recorded run: %+v %v", last, err)
+	}
+	if _, err := ops.RunAudit(ctx, pool, audit.Options{}, "ops test"); err != nil {
+		t.Fatal(err)
+	}
+	last, err := ops.LastAudit(ctx, pool)
+	if err != nil || last == nil || last.Passed || last.Violations != 1 || last.RunBy != "ops test" || last.Company != "" ||
+		len(last.Failed()) != 1 || last.Failed()[0].Name != audit.CheckEffectsInbox || len(last.Checks) != len(r.Checks) ||
+		last.FinishedAt.Before(last.StartedAt) {
+		t.Fatalf("the recorded run: %+v %v", last, err)
+	}
+	if _, err := ops.RunAudit(ctx, pool, audit.Options{Company: "beta"}, "ops test"); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := ops.LastAudit(ctx, pool); err != nil || !last.Passed || last.Company != "beta" || len(last.Failed()) != 0 {
+		t.Fatalf("the newest run, of beta: %+v %v", last, err)
+	}
 }

@@ -1,9 +1,12 @@
 package ops
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -141,4 +144,99 @@ func bookError(err error) error {
 		code = CodeNotFound
 	}
 	return &Error{Code: code, Message: e.Message, Err: err}
+}
+
+// Register sides: which documents a register download keeps.
+const (
+	RegisterAll       = "all"       // sales and purchases
+	RegisterSales     = "sales"     // invoices and credit notes issued
+	RegisterPurchases = "purchases" // purchase invoices received
+)
+
+// Register formats.
+const (
+	RegisterCSV  = "csv"
+	RegisterJSON = "json"
+	RegisterISAF = "xml" // i.SAF: always both sides
+)
+
+// RegisterFile is a register rendered for download.
+type RegisterFile struct {
+	Name        string
+	ContentType string
+	Body        []byte
+}
+
+// RegisterSide returns r with only the documents of side; RegisterAll (or
+// "") is r itself.
+func RegisterSide(r *ledger.Register, side string) (*ledger.Register, error) {
+	switch side {
+	case "", RegisterAll:
+		return r, nil
+	case RegisterSales, RegisterPurchases:
+	default:
+		return nil, refuse(CodeInvalid, "side", nil, "side %q: all, sales or purchases", side)
+	}
+	out := *r
+	out.Documents = nil
+	for _, d := range r.Documents {
+		if d.Sales() == (side == RegisterSales) {
+			out.Documents = append(out.Documents, d)
+		}
+	}
+	return &out, nil
+}
+
+// RenderRegister renders r as a file: CSV or JSON of a side, or part (1
+// or more; 0 for a register of one part) of its i.SAF file, created at
+// created. The file's name says what it holds.
+func RenderRegister(r *ledger.Register, format, side string, part int, created time.Time) (RegisterFile, error) {
+	if side == "" {
+		side = RegisterAll
+	}
+	name := fmt.Sprintf("register-%s-%s", r.Company.ID, r.Period)
+	var buf bytes.Buffer
+	var err error
+	f := RegisterFile{}
+	switch format {
+	case RegisterCSV, RegisterJSON:
+		if part != 0 {
+			return RegisterFile{}, refuse(CodeInvalid, "part", nil, "parts are for the i.SAF file")
+		}
+		sided, serr := RegisterSide(r, side)
+		if serr != nil {
+			return RegisterFile{}, serr
+		}
+		if side != RegisterAll {
+			name += "-" + side
+		}
+		if format == RegisterCSV {
+			f.Name, f.ContentType = name+".csv", "text/csv; charset=utf-8"
+			err = sided.WriteCSV(&buf)
+		} else {
+			f.Name, f.ContentType = name+".json", "application/json"
+			enc := json.NewEncoder(&buf)
+			enc.SetIndent("", "  ")
+			err = enc.Encode(sided.View())
+		}
+	case RegisterISAF:
+		if side != RegisterAll {
+			return RegisterFile{}, refuse(CodeInvalid, "side", nil, "the i.SAF file holds both sides")
+		}
+		f.ContentType = "application/xml"
+		if part == 0 {
+			f.Name = name + "-isaf.xml"
+			err = r.WriteISAF(&buf, created)
+		} else {
+			f.Name = fmt.Sprintf("%s-isaf-part%d.xml", name, part)
+			err = r.WriteISAFPart(&buf, created, part)
+		}
+	default:
+		return RegisterFile{}, refuse(CodeInvalid, "format", nil, "format %q: csv, json or xml", format)
+	}
+	if err != nil {
+		return RegisterFile{}, bookError(err)
+	}
+	f.Body = buf.Bytes()
+	return f, nil
 }

@@ -3,7 +3,9 @@ package ops_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -109,3 +111,50 @@ func TestBookReports(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+func TestRenderRegister(t *testing.T) {
+	t.Parallel()
+	pool, _ := booksDB(t)
+	ctx := context.Background()
+	december, err := ledger.ParsePeriod("2026-12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ops.Register(ctx, pool, "acme", december)
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(format, side string) string {
+		t.Helper()
+		f, err := ops.RenderRegister(r, format, side, 0, time.Now())
+		if err != nil {
+			t.Fatalf("%s %s: %v", format, side, err)
+		}
+		return f.Name + "\n" + f.ContentType + "\n" + string(f.Body)
+	}
+	// The purchase invoice TK-0042 is in the purchases register only; the
+	// invoices in the sales register only.
+	all, sales, purchases := render("csv", ""), render("csv", "sales"), render("csv", "purchases")
+	if !strings.HasPrefix(all, "register-acme-2026-12.csv\ntext/csv") || !strings.Contains(all, "TK-0042") || !strings.Contains(all, "INV-2026-000004") {
+		t.Fatalf("the whole register:\n%s", all)
+	}
+	if !strings.HasPrefix(sales, "register-acme-2026-12-sales.csv\n") || strings.Contains(sales, "TK-0042") || !strings.Contains(sales, "INV-2026-000004") {
+		t.Fatalf("the sales register:\n%s", sales)
+	}
+	if !strings.HasPrefix(purchases, "register-acme-2026-12-purchases.csv\n") || !strings.Contains(purchases, "TK-0042") || strings.Contains(purchases, "INV-2026-000004") {
+		t.Fatalf("the purchases register:\n%s", purchases)
+	}
+	if js := render("json", "sales"); !strings.Contains(js, `"period": "2026-12"`) || strings.Contains(js, "TK-0042") {
+		t.Fatalf("the sales register as JSON:\n%s", js)
+	}
+	// acme has no registration number: its i.SAF file is refused, saying
+	// why.
+	if _, err := ops.RenderRegister(r, "xml", "", 0, time.Now()); ops.ErrorCode(err) != ops.CodeInvalid || !strings.Contains(err.Error(), "registration number") {
+		t.Fatalf("i.SAF without a registration number: %v", err)
+	}
+	for _, c := range []struct{ format, side string }{{"pdf", ""}, {"csv", "both"}, {"xml", "sales"}} {
+		if _, err := ops.RenderRegister(r, c.format, c.side, 0, time.Now()); ops.ErrorCode(err) != ops.CodeInvalid {
+			t.Errorf("%s %s: %v, want it refused", c.format, c.side, err)
+		}
+	}
+}
