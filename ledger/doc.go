@@ -27,7 +27,7 @@
 //   - Every line carries a VAT treatment (VATTreatment): stated, or
 //     inferred with the rates from its rate and counterparty where that is
 //     unambiguous, else refused. It picks the line's i.SAF code and FR0600
-//     field; a reverse-charged purchase line's VAT is posted as both input
+//     fields; a reverse-charged purchase line's VAT is posted as both input
 //     and output VAT (BookPurchase). The database checks only the
 //     treatment's name.
 //   - Immutability: nothing posted changes. A correction is a new document

@@ -10,7 +10,7 @@ import (
 // VATTreatment is how a document line is taxed: a rate alone cannot tell
 // an export from an intra-Community supply or an exempt one (all 0 %), nor
 // a supplier's VAT from VAT the buyer assesses itself. The treatment picks
-// the line's i.SAF code and its FR0600 field; docs/vat.md lists them with
+// the line's i.SAF code and its FR0600 fields; docs/vat.md lists them with
 // the legal basis of each.
 type VATTreatment string
 

@@ -194,9 +194,12 @@ func TestISAFLineCode(t *testing.T) {
 	}
 }
 
-// Each treatment goes to its own FR0600 field; a credit note reduces its
-// invoice's field; a reverse charge is owed and deducted, so it changes
-// nothing payable.
+// Each treatment goes to its own FR0600 field: supplies at every rate to
+// field 11 with their VAT split by rate (29, 30, 31), 0 % supplies by legal
+// basis; a credit note reduces its invoice's field; a reverse charge's value
+// goes to part II where the form has a field for it, its VAT to the field of
+// its legal basis (34, 32, 33) and to 25 and 35, so it changes nothing
+// payable (36).
 func TestVATReturnFR0600Fields(t *testing.T) {
 	t.Parallel()
 	eur, _ := ledger.LookupCurrency("EUR")
@@ -208,7 +211,7 @@ func TestVATReturnFR0600Fields(t *testing.T) {
 	r := ledger.NewRegister(co, ledger.Period{Year: 2026, Month: 12}, []ledger.RegisterDocument{
 		{Type: ledger.DocumentInvoice, Number: "1", Date: day("2026-12-01"), Currency: eur, Rates: []ledger.RateTotal{
 			rt("21", ledger.TreatmentStandard, "100.00", "21.00"), rt("12", ledger.TreatmentStandard, "10.00", "1.20"),
-			rt("0", ledger.TreatmentExport, "50.00", "0"), rt("0", ledger.TreatmentIntraEUGoods, "70.00", "0"),
+			rt("5", ledger.TreatmentStandard, "20.00", "1.00"), rt("0", ledger.TreatmentExport, "50.00", "0"), rt("0", ledger.TreatmentIntraEUGoods, "70.00", "0"),
 		}},
 		{Type: ledger.DocumentCreditNote, Number: "2", Date: day("2026-12-02"), Currency: eur, Rates: []ledger.RateTotal{
 			rt("0", ledger.TreatmentIntraEUGoods, "20.00", "0"),
@@ -227,11 +230,12 @@ func TestVATReturnFR0600Fields(t *testing.T) {
 	for _, f := range c.Fields {
 		got = append(got, fmt.Sprintf("%d=%s", f.Field, f.Amount))
 	}
-	want := "11=100.00 13=5.00 17=50.00 18=50.00 19=6.00 20=10.00 23=200.00 24=30.00 25=10.00 29=22.20 32=42.00 33=6.30 34=2.10 35=58.80"
+	want := "11=130.00 13=5.00 17=50.00 18=50.00 19=6.00 21=200.00 23=30.00 24=30.00 25=58.80 " +
+		"29=21.00 30=1.20 31=1.00 32=6.30 33=2.10 34=42.00 35=58.80 36=14.80"
 	if strings.Join(got, " ") != want {
 		t.Errorf("fields\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
-	if c.OutputVAT != "22.20" || c.SelfAssessedVAT != "50.40" || c.InputVAT != "58.80" || c.Payable != "13.80" {
+	if c.OutputVAT != "23.20" || c.SelfAssessedVAT != "50.40" || c.InputVAT != "58.80" || c.Payable != "14.80" {
 		t.Errorf("output %s, self-assessed %s, input %s, payable %s", c.OutputVAT, c.SelfAssessedVAT, c.InputVAT, c.Payable)
 	}
 }
@@ -302,5 +306,16 @@ func TestISAFTreatments(t *testing.T) {
 		"INV-2026-000001:PVM13:900.00:0.00 INV-2026-000001:PVM14:60.00:0.00 INV-2026-000002:PVM12:300.00:0.00 "+
 		"INV-2026-000003:PVM5:40.00:0.00 INV-2026-000003:PVM1:100.00:21.00"; got != want {
 		t.Errorf("totals\n got %s\nwant %s", got, want)
+	}
+}
+
+// The fields are listed in the order of the form, each once, so a return
+// shows them as the form does.
+func TestFR0600FieldsInFormOrder(t *testing.T) {
+	t.Parallel()
+	for i := 1; i < len(ledger.FR0600Fields); i++ {
+		if a, b := ledger.FR0600Fields[i-1], ledger.FR0600Fields[i]; a.Number >= b.Number {
+			t.Errorf("field %d (%s) before field %d (%s)", a.Number, a.Label, b.Number, b.Label)
+		}
 	}
 }

@@ -119,11 +119,12 @@ func TestVATTreatmentsMonth(t *testing.T) {
 		fields[f.Field] = f.Amount
 		got = append(got, fmt.Sprintf("%d=%s", f.Field, f.Amount))
 	}
-	want := "11=1100.00 17=300.00 18=400.00 20=100.00 23=2000.00 24=300.00 25=1000.00 29=243.00 32=420.00 33=63.00 34=210.00 35=714.00"
+	want := "11=1200.00 17=300.00 18=400.00 21=2000.00 23=300.00 24=300.00 25=714.00 " +
+		"29=231.00 30=12.00 32=63.00 33=210.00 34=420.00 35=714.00 36=222.00"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("FR0600\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
-	if c.OutputVAT != "243.00" || c.SelfAssessedVAT != "693.00" || c.InputVAT != "714.00" || c.Payable != "222.00" {
+	if c.OutputVAT != "243.00" || c.SelfAssessedVAT != "693.00" || c.InputVAT != "714.00" || c.Payable != "222.00" || fields[36] != c.Payable {
 		t.Fatalf("return: output %s, self-assessed %s, input %s, payable %s", c.OutputVAT, c.SelfAssessedVAT, c.InputVAT, c.Payable)
 	}
 
@@ -132,7 +133,7 @@ func TestVATTreatmentsMonth(t *testing.T) {
 	for account, want := range map[string]string{
 		ledger.AccountOutputVAT: neg(t, c.OutputVAT, c.SelfAssessedVAT),
 		ledger.AccountInputVAT:  c.InputVAT,
-		ledger.AccountRevenue:   neg(t, fields[11], fields[20], fields[17], fields[18]),
+		ledger.AccountRevenue:   neg(t, fields[11], fields[17], fields[18]),
 		ledger.AccountPayables:  "-3421.00",
 	} {
 		if got := companyBalance(t, db, "acme", account); got != want {
@@ -183,14 +184,15 @@ func TestVATTreatmentsMonth(t *testing.T) {
 		net, vat   string
 		fieldNames string
 	}{
-		{sales, "PVM1", fields[11], "231.00", "11"},
-		{sales, "PVM2", fields[20], "12.00", "20"},
+		{sales, "PVM1", "1100.00", fields[29], "11, 29"},
+		{sales, "PVM2", "100.00", fields[30], "11, 30"},
 		{sales, "PVM12", fields[17], "0.00", "17"},
 		{sales, "PVM13", fields[18], "0.00", "18"},
-		{purchases, "PVM16", fields[23], fields[32], "23, 32"},
-		{purchases, "PVM21", fields[24], fields[33], "24, 33"},
-		{purchases, "PVM25", fields[25], fields[34], "25, 34"},
-		{purchases, "PVM1", "100.00", "21.00", "input only"},
+		{purchases, "PVM16", fields[21], fields[34], "21, 34"},
+		{purchases, "PVM21", fields[23], fields[32], "23, 32"},
+		{purchases, "PVM21", fields[24], fields[32], "24, 32"},
+		{purchases, "PVM25", "1000.00", fields[33], "33; the value has no field"},
+		{purchases, "PVM1", "100.00", "21.00", "25 and 35 only"},
 	} {
 		s := c.m[c.code]
 		if s.net.StringFixed(2) != c.net || s.vat.StringFixed(2) != c.vat {
@@ -204,8 +206,18 @@ func TestVATTreatmentsMonth(t *testing.T) {
 	for _, s := range purchases {
 		purchaseVAT = purchaseVAT.Add(s.vat)
 	}
-	if salesVAT.StringFixed(2) != fields[29] || purchaseVAT.StringFixed(2) != fields[35] {
-		t.Errorf("the file's VAT: sales %s (field 29 %s), purchases %s (field 35 %s)", salesVAT, fields[29], purchaseVAT, fields[35])
+	if fields[31] != "" {
+		t.Errorf("field 31 %s: the month has no supply at 5 %%", fields[31])
+	}
+	// Field 11 is the value of the supplies at every rate, their VAT is
+	// split by rate.
+	if v := sales["PVM1"].net.Add(sales["PVM2"].net).StringFixed(2); v != fields[11] {
+		t.Errorf("the file's PVM1 and PVM2 values %s, field 11 %s", v, fields[11])
+	}
+	if v := dec(fields[29]).Add(dec(fields[30])); !salesVAT.Equal(v) || purchaseVAT.StringFixed(2) != fields[25] ||
+		purchaseVAT.StringFixed(2) != fields[35] {
+		t.Errorf("the file's VAT: sales %s (fields 29 + 30 %s), purchases %s (field 25 %s, field 35 %s)",
+			salesVAT, v, purchaseVAT, fields[25], fields[35])
 	}
 }
 
