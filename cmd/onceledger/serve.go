@@ -169,6 +169,10 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 			ln.Close()
 			return err
 		}
+		if err := mountPortal(mux, pool, nc, logger); err != nil {
+			ln.Close()
+			return err
+		}
 		servers = append(servers, serveHTTP(ln, mux, limitsFor(s.API), logger))
 		logger.Info("HTTP API listening", "addr", ln.Addr().String())
 	}

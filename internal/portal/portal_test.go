@@ -1,0 +1,180 @@
+package portal_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/onceledger/onceledger/httpapi"
+	"github.com/onceledger/onceledger/webhooks"
+)
+
+func TestLinkOpensOneSessionOfItsCompanyOnce(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	link := e.link(t, "acme")
+
+	b := newBrowser(t, e.URL)
+	if status, _ := b.get("/portal/"); status != http.StatusOK {
+		t.Fatalf("without a session: %d", status)
+	}
+	if status, page := b.get("/portal/"); status != http.StatusOK || !strings.Contains(page, `id="token"`) {
+		t.Fatalf("without a session the portal shows %d, want the sign-in form:\n%s", status, page)
+	}
+	status, page := b.openLink(link)
+	if status != http.StatusOK || !strings.Contains(page, `<span class="who" id="company">acme</span>`) || !strings.Contains(page, "No endpoints yet.") {
+		t.Fatalf("after opening the link: %d\n%s", status, page)
+	}
+	// A link opens one session: a second browser is turned away.
+	if status, page := newBrowser(t, e.URL).openLink(link); status != http.StatusUnauthorized || !strings.Contains(page, "already used") {
+		t.Fatalf("a used link: %d\n%s", status, page)
+	}
+	// So is an expired one.
+	other := e.link(t, "acme")
+	if _, err := e.Pool.Exec(context.Background(), `UPDATE portal_links SET expires_at = now() - interval '1 second' WHERE used_at IS NULL`); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := newBrowser(t, e.URL).openLink(other); status != http.StatusUnauthorized {
+		t.Fatalf("an expired link: %d", status)
+	}
+	// An API token makes links into its own company's portal only, and a
+	// link without a known token is refused.
+	for _, c := range []struct {
+		token, body string
+		want        int
+	}{
+		{e.Tokens["acme"], `{"company": "globex"}`, http.StatusBadRequest},
+		{"olt_not-a-token", `{}`, http.StatusUnauthorized},
+		{e.Tokens["acme"], `{"expires_in": 86401}`, http.StatusBadRequest},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, e.URL+"/v1/portal-links", strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("POST /v1/portal-links %s: %d, want %d", c.body, resp.StatusCode, c.want)
+		}
+	}
+}
+
+func TestSignInWithAPITokenEndsWhenTokenIsRevoked(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	b := newBrowser(t, e.URL)
+	_, page := b.get("/portal/signin")
+	csrf := field(t, csrfInput, page)
+	if status, page := b.post("/portal/signin", url.Values{"csrf": {csrf}, "token": {"olt_wrong"}}); status != http.StatusUnauthorized || !strings.Contains(page, "not a valid API token") {
+		t.Fatalf("a wrong token: %d\n%s", status, page)
+	}
+	tok, token, err := httpapi.CreateToken(context.Background(), e.Pool, "globex", "globex portal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, page = b.get("/portal/signin")
+	if status, page := b.post("/portal/signin", url.Values{"csrf": {field(t, csrfInput, page)}, "token": {token}}); status != http.StatusOK || !strings.Contains(page, `id="company">globex<`) {
+		t.Fatalf("sign in with globex's token: %d\n%s", status, page)
+	}
+	if _, err := httpapi.RevokeToken(context.Background(), e.Pool, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, page := b.get("/portal/"); !strings.Contains(page, `id="token"`) {
+		t.Fatalf("after the token's revocation the portal still shows:\n%s", page)
+	}
+}
+
+// A session of acme asking for globex's endpoint or delivery, by any page
+// or form, gets 404 and changes nothing.
+func TestAnotherCompanysEndpointsAndDeliveriesAreNotFound(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	rcv := newReceiver(t)
+	theirs := e.endpoint(t, "globex", "globex-hook", rcv.URL+"/globex")
+	ours := e.endpoint(t, "acme", "acme-hook", rcv.URL+"/acme")
+	theirID, _ := uuid.Parse(theirs)
+	d, err := webhooks.SendTest(context.Background(), e.Pool, "globex", theirID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, e.URL)
+	if status, _ := b.openLink(e.link(t, "acme")); status != http.StatusOK {
+		t.Fatalf("sign in: %d", status)
+	}
+	_, list := b.get("/portal/")
+	if strings.Contains(list, theirs) || strings.Contains(list, "/globex") || !strings.Contains(list, ours) {
+		t.Fatalf("acme's endpoint list:\n%s", list)
+	}
+	_, page := b.get("/portal/endpoints/" + ours)
+	form := url.Values{"csrf": {field(t, csrfInput, page)}, "action": {field(t, actionInput, page)}, "url": {rcv.URL + "/stolen"},
+		"since": {"2000-01-01T00:00"}, "reason": {"taken over"}}
+	for _, path := range []string{
+		"/portal/endpoints/" + theirs,
+		"/portal/endpoints/" + theirs + "/deliveries/" + d.ID.String(),
+		"/portal/endpoints/" + ours + "/deliveries/" + d.ID.String(),
+		"/portal/endpoints/" + theirs + "?status=pending",
+	} {
+		if status, page := b.get(path); status != http.StatusNotFound || strings.Contains(page, "/globex") {
+			t.Errorf("GET %s: %d, want 404\n%s", path, status, page)
+		}
+	}
+	for _, path := range []string{
+		"/portal/endpoints/" + theirs + "/update",
+		"/portal/endpoints/" + theirs + "/disable",
+		"/portal/endpoints/" + theirs + "/rotate",
+		"/portal/endpoints/" + theirs + "/test",
+		"/portal/endpoints/" + theirs + "/replay-failed",
+		"/portal/endpoints/" + theirs + "/deliveries/" + d.ID.String() + "/replay",
+		"/portal/endpoints/" + ours + "/deliveries/" + d.ID.String() + "/replay",
+	} {
+		if status, _ := b.post(path, form); status != http.StatusNotFound {
+			t.Errorf("POST %s: %d, want 404", path, status)
+		}
+	}
+	list2, err := webhooks.ListEndpoints(context.Background(), e.Pool, "globex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list2) != 1 || list2[0].Status != "enabled" || list2[0].URL != rcv.URL+"/globex" || list2[0].SecretsActive != 1 {
+		t.Fatalf("globex's endpoint after acme's attempts: %+v", list2)
+	}
+	var tests int
+	if err := e.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, theirID).Scan(&tests); err != nil || tests != 1 {
+		t.Fatalf("globex's deliveries: %d %v, want the one test", tests, err)
+	}
+}
+
+func TestFormsRefuseForgedCSRFAndApplyOnce(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	rcv := newReceiver(t)
+	b := newBrowser(t, e.URL)
+	if status, _ := b.openLink(e.link(t, "acme")); status != http.StatusOK {
+		t.Fatalf("sign in: %d", status)
+	}
+	_, page := b.get("/portal/")
+	form := url.Values{"csrf": {"forged"}, "action": {field(t, actionInput, page)}, "url": {rcv.URL + "/hook"}}
+	if status, page := b.post("/portal/endpoints", form); status != http.StatusForbidden || !strings.Contains(page, "CSRF") {
+		t.Fatalf("a forged CSRF token: %d\n%s", status, page)
+	}
+	if list, _ := webhooks.ListEndpoints(context.Background(), e.Pool, "acme"); len(list) != 0 {
+		t.Fatalf("a forged form created %+v", list)
+	}
+	form.Set("csrf", field(t, csrfInput, page))
+	status, first := b.post("/portal/endpoints", form)
+	if status != http.StatusOK || !strings.Contains(first, `id="secret">whsec_`) {
+		t.Fatalf("create: %d\n%s", status, first)
+	}
+	status, again := b.post("/portal/endpoints", form)
+	if status != http.StatusOK || !strings.Contains(again, `id="replayed"`) || strings.Contains(again, "whsec_") {
+		t.Fatalf("the same form again: %d\n%s", status, again)
+	}
+	if list, _ := webhooks.ListEndpoints(context.Background(), e.Pool, "acme"); len(list) != 1 {
+		t.Fatalf("one form submitted twice made %d endpoints", len(list))
+	}
+}
