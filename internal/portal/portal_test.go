@@ -2,14 +2,18 @@ package portal_test
 
 import (
 	"context"
+	"encoding/json"
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/onceledger/onceledger/httpapi"
+	"github.com/onceledger/onceledger/internal/console"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -176,5 +180,118 @@ func TestFormsRefuseForgedCSRFAndApplyOnce(t *testing.T) {
 	}
 	if list, _ := webhooks.ListEndpoints(context.Background(), e.Pool, "acme"); len(list) != 1 {
 		t.Fatalf("one form submitted twice made %d endpoints", len(list))
+	}
+}
+
+var (
+	deliveryLink = regexp.MustCompile(`/deliveries/([0-9a-f-]{36})"`)
+	nextLink     = regexp.MustCompile(`id="next" href="([^"]+)"`)
+)
+
+// An endpoint's deliveries come a page at a time, newest first, each
+// delivery on exactly one page, and filtered by event type and status.
+func TestDeliveriesArePagedByKeysetAndFiltered(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	rcv := newReceiver(t)
+	ours := e.endpoint(t, "acme", "acme-hook", rcv.URL+"/acme")
+	id, _ := uuid.Parse(ours)
+	sent := map[string]bool{}
+	for range 30 {
+		d, err := webhooks.SendTest(context.Background(), e.Pool, "acme", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent[d.ID.String()] = true
+	}
+	e.command(t, "acme", "invoice.create", "order-1-invoice", `{"order_id": "order-1", "series": "INV",
+		"customer": {"id": "cust-42", "name": "UAB Pavyzdys", "country": "LT"}, "currency": "EUR",
+		"issue_date": "2026-12-02", "due_date": "2026-12-16",
+		"lines": [{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"}]}`)
+
+	b := newBrowser(t, e.URL)
+	if status, _ := b.openLink(e.link(t, "acme")); status != http.StatusOK {
+		t.Fatalf("sign in: %d", status)
+	}
+	seen := map[string]int{}
+	path, pages := "/portal/endpoints/"+ours, 0
+	for path != "" {
+		status, page := b.get(path)
+		if status != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, status)
+		}
+		pages++
+		for _, m := range deliveryLink.FindAllStringSubmatch(page, -1) {
+			seen[m[1]]++
+		}
+		path = ""
+		if m := nextLink.FindStringSubmatch(page); m != nil {
+			path = strings.TrimPrefix(htmlUnescape(m[1]), e.URL)
+		}
+	}
+	if pages != 2 || len(seen) != 31 {
+		t.Fatalf("%d pages listed %d deliveries, want 2 pages of 31", pages, len(seen))
+	}
+	for d, n := range seen {
+		if n != 1 {
+			t.Errorf("delivery %s listed %d times", d, n)
+		}
+	}
+	for d := range sent {
+		if seen[d] != 1 {
+			t.Errorf("test delivery %s not listed", d)
+		}
+	}
+	_, page := b.get("/portal/endpoints/" + ours + "?event_type=invoice.created")
+	if got := deliveryLink.FindAllStringSubmatch(page, -1); len(got) != 1 || sent[got[0][1]] {
+		t.Fatalf("filtered by invoice.created: %v", got)
+	}
+	_, page = b.get("/portal/endpoints/" + ours + "?event_type=webhook.test&status=failed")
+	if got := deliveryLink.FindAllStringSubmatch(page, -1); len(got) != 0 {
+		t.Fatalf("failed test deliveries to a receiver that answers 200: %v", got)
+	}
+	for _, q := range []string{"?status=lost", "?after=not-a-cursor"} {
+		if status, _ := b.get("/portal/endpoints/" + ours + q); status != http.StatusBadRequest {
+			t.Errorf("GET %s: %d, want 400", q, status)
+		}
+	}
+}
+
+func htmlUnescape(s string) string { return html.UnescapeString(s) }
+
+// An operator makes a link into any company's portal, naming it.
+func TestOperatorMakesALinkForACompany(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	_, op, err := console.CreateToken(context.Background(), e.Pool, "support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, e.URL+"/v1/portal-links", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+op)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v struct {
+			URL string `json:"url"`
+		}
+		json.NewDecoder(resp.Body).Decode(&v)
+		return resp.StatusCode, v.URL
+	}
+	if status, _ := post(`{}`); status != http.StatusBadRequest {
+		t.Errorf("an operator's link without a company: %d, want 400", status)
+	}
+	if status, _ := post(`{"company": "initech"}`); status != http.StatusNotFound {
+		t.Errorf("a link for an unknown company: %d, want 404", status)
+	}
+	status, link := post(`{"company": "globex", "expires_in": 120}`)
+	if status != http.StatusCreated {
+		t.Fatalf("an operator's link: %d", status)
+	}
+	if status, page := newBrowser(t, e.URL).openLink(link); status != http.StatusOK || !strings.Contains(page, `id="company">globex<`) {
+		t.Fatalf("the operator's link: %d\n%s", status, page)
 	}
 }
