@@ -41,6 +41,21 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
+	e := startEmpty(t)
+	for _, company := range []string{"acme", "globex"} {
+		_, token, err := httpapi.CreateToken(context.Background(), e.Pool, company, "portal test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Tokens[company] = token
+		e.command(t, company, "company.create", company+"-setup", `{"name": "`+company+` UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"}`)
+	}
+	return e
+}
+
+// startEmpty is start without companies.
+func startEmpty(t *testing.T) *env {
+	t.Helper()
 	dsn, natsURL := testenv.Migrated(t), testenv.NATS(t)
 	testworker.Start(t, dsn, natsURL, nil)
 	pool, err := pgxpool.New(context.Background(), dsn)
@@ -87,16 +102,7 @@ func start(t *testing.T) *env {
 	mux.Handle("/v1/", api)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	e := &env{URL: srv.URL, Pool: pool, Client: cl, Tokens: map[string]string{}}
-	for _, company := range []string{"acme", "globex"} {
-		_, token, err := httpapi.CreateToken(context.Background(), pool, company, "portal test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.Tokens[company] = token
-		e.command(t, company, "company.create", company+"-setup", `{"name": "`+company+` UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"}`)
-	}
-	return e
+	return &env{URL: srv.URL, Pool: pool, Client: cl, Tokens: map[string]string{}}
 }
 
 // command runs a command of company under key and returns its result,

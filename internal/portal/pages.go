@@ -529,5 +529,10 @@ func (p *Portal) replayFailed(w http.ResponseWriter, r *http.Request, s *session
 }
 
 func (p *Portal) events(w http.ResponseWriter, r *http.Request, s *session) {
-	p.render(w, http.StatusOK, "events", s, append(append([]string{}, ledger.EventTypes...), webhooks.EventTest))
+	list, err := Catalogue()
+	if err != nil {
+		p.fail(w, r, s, err)
+		return
+	}
+	p.render(w, http.StatusOK, "events", s, list)
 }

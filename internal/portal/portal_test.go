@@ -85,6 +85,13 @@ func TestSignInWithAPITokenEndsWhenTokenIsRevoked(t *testing.T) {
 	if status, page := b.post("/portal/signin", url.Values{"csrf": {field(t, csrfInput, page)}, "token": {token}}); status != http.StatusOK || !strings.Contains(page, `id="company">globex<`) {
 		t.Fatalf("sign in with globex's token: %d\n%s", status, page)
 	}
+	// The event catalogue: every type, its schema and an example.
+	status, page := b.get("/portal/events")
+	for _, want := range []string{`id="invoice.created"`, `id="webhook_endpoint.disabled"`, `id="webhook.test"`, "INV-2026-000001", "draft/2020-12/schema", "additionalProperties"} {
+		if status != http.StatusOK || !strings.Contains(page, want) {
+			t.Fatalf("the event catalogue (%d) has no %s", status, want)
+		}
+	}
 	if _, err := httpapi.RevokeToken(context.Background(), e.Pool, tok.ID); err != nil {
 		t.Fatal(err)
 	}
