@@ -39,7 +39,13 @@ CREATE TABLE portal_actions (
 );
 CREATE INDEX portal_actions_created ON portal_actions (created_at);
 
+-- The webhook-signature header each attempt sent, shown with the attempt
+-- (in the portal) so a receiver's owner can compare it with what arrived.
+-- A signature opens nothing: it is an HMAC of one past request.
+ALTER TABLE webhook_attempts ADD COLUMN signature text NOT NULL DEFAULT '';
+
 -- +goose Down
+ALTER TABLE webhook_attempts DROP COLUMN signature;
 DROP TABLE portal_actions;
 DROP TABLE portal_sessions;
 DROP TABLE portal_links;

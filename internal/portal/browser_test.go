@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,18 @@ func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Act
 	return v
 }
 
+// screenshot saves the page as name.png in dir.
+func screenshot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	if len(png) < 1000 {
+		t.Fatalf("screenshot %s: %d bytes", name, len(png))
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // eventually polls cond every 50ms until it holds, failing the test after
 // stepTimeout.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -100,6 +113,11 @@ func TestPortalInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := chrome(t)
+	// $ONCELEDGER_PORTAL_SCREENSHOTS keeps the pages' screenshots.
+	shots := os.Getenv("ONCELEDGER_PORTAL_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
 	text := func(what string, sel chromedp.CSS) string {
 		t.Helper()
 		return value(t, ctx, what, chromedp.Text(sel))
@@ -148,6 +166,7 @@ func TestPortalInBrowser(t *testing.T) {
 	if !strings.HasPrefix(firstSecret, "whsec_") {
 		t.Fatalf("created endpoint's secret %q\n%s", firstSecret, page())
 	}
+	screenshot(t, ctx, shots, "created")
 	do(t, ctx, "to the endpoint", chromedp.Click(chromedp.ID("back")), chromedp.WaitVisible(chromedp.ID("endpoint")))
 	endpointURL := value(t, ctx, "location", chromedp.Location())
 	ours := endpointURL[strings.LastIndex(endpointURL, "/")+1:]
@@ -193,16 +212,24 @@ func TestPortalInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`a[href$="/deliveries/`+failed.String()+`"]`)),
 		chromedp.WaitVisible(chromedp.ID("attempts")))
 	attempts := text("attempts", "#attempts")
-	if strings.Count(attempts, "500") != 3 || !strings.Contains(attempts, "receiver down for maintenance") || !strings.Contains(attempts, "webhook-signature: v1,") {
+	if strings.Count(attempts, "500") != 3 || !strings.Contains(attempts, "receiver down for maintenance") {
 		t.Fatalf("attempts of the failed delivery:\n%s", attempts)
+	}
+	// Each attempt shows the signature header it sent: the last one's is
+	// what the receiver got last.
+	sigs := value(t, ctx, "signatures", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#attempts .signature"), e => e.textContent)`))
+	if got, _ := rcv.lastSig.Load().(string); len(sigs) != 3 || !strings.HasPrefix(sigs[2], "v1,") || sigs[2] != got {
+		t.Fatalf("the attempts show signatures %q; the receiver got %q last", sigs, got)
 	}
 	if strings.Contains(html(), firstSecret) || strings.Contains(html(), "whsec_") {
 		t.Fatal("the delivery page shows a secret")
 	}
+	screenshot(t, ctx, shots, "delivery")
 	do(t, ctx, "the endpoint's health", chromedp.Navigate(e.URL+"/portal/"), chromedp.WaitVisible(chromedp.ID("endpoints")))
 	if health := text("health", "#endpoints"); !strings.Contains(health, "25.0 %") || !strings.Contains(health, "of 4") {
 		t.Fatalf("the endpoint's health after 1 success in 4 attempts:\n%s", health)
 	}
+	screenshot(t, ctx, shots, "endpoints")
 
 	// The receiver recovers: replaying every failed delivery delivers it.
 	rcv.failing.Store(false)
@@ -235,6 +262,7 @@ func TestPortalInBrowser(t *testing.T) {
 	if s := text("secrets", "#secrets"); s != "2 signing now" {
 		t.Fatalf("after the rotation: %q", s)
 	}
+	screenshot(t, ctx, shots, "endpoint")
 	do(t, ctx, "send a test after the rotation",
 		chromedp.Click(chromedp.ID("send-test")),
 		chromedp.WaitVisible(chromedp.ID("outcome")))
@@ -278,4 +306,6 @@ func TestPortalInBrowser(t *testing.T) {
 	if s := text("status", "#status"); s != "enabled" {
 		t.Fatalf("after enabling: %q", s)
 	}
+	do(t, ctx, "the event catalogue", chromedp.Navigate(e.URL+"/portal/events"), chromedp.WaitVisible(chromedp.ID("event-types")))
+	screenshot(t, ctx, shots, "events")
 }

@@ -34,6 +34,5 @@
 //
 // What it does not do: it has no users or roles (whoever holds the
 // company's token or a link may do everything the portal offers), and it
-// does not store the signature headers of past attempts (it shows which
-// headers were sent and how they are made).
+// keeps no record of who changed what beyond the commands' results.
 package portal

@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,13 +39,13 @@ var funcs = template.FuncMap{
 	},
 	"unix": func(t time.Time) int64 { return t.Unix() },
 	"join": strings.Join,
+	// pretty indents a JSON document, keeping its fields in their order.
 	"pretty": func(s string) string {
-		var v any
-		if json.Unmarshal([]byte(s), &v) != nil {
+		var out bytes.Buffer
+		if json.Indent(&out, []byte(s), "", "  ") != nil {
 			return s
 		}
-		out, _ := json.MarshalIndent(v, "", "  ")
-		return string(out)
+		return out.String()
 	},
 	"has": func(list []string, s string) bool {
 		for _, v := range list {

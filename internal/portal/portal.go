@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"time"
@@ -20,6 +21,11 @@ const basePath = "/portal"
 
 //go:embed templates/*.html
 var templateFiles embed.FS
+
+// assetFiles are the portal's own assets, beside the console's.
+//
+//go:embed assets
+var assetFiles embed.FS
 
 // Config configures a Portal.
 type Config struct {
@@ -89,6 +95,8 @@ func New(cfg Config) (*Portal, error) {
 		p.pages[page] = t
 	}
 	p.mux.Handle("GET "+basePath+"/static/", http.StripPrefix(basePath+"/static/", http.FileServerFS(console.Static())))
+	assets, _ := fs.Sub(assetFiles, "assets")
+	p.mux.Handle("GET "+basePath+"/assets/", http.StripPrefix(basePath+"/assets/", http.FileServerFS(assets)))
 	p.mux.HandleFunc("GET "+basePath+"/signin", p.signinForm)
 	p.mux.HandleFunc("POST "+basePath+"/signin", p.signin)
 	p.mux.HandleFunc("GET "+basePath+"/link", p.linkForm)
