@@ -44,7 +44,13 @@ CREATE INDEX portal_actions_created ON portal_actions (created_at);
 -- A signature opens nothing: it is an HMAC of one past request.
 ALTER TABLE webhook_attempts ADD COLUMN signature text NOT NULL DEFAULT '';
 
+-- An endpoint's deliveries newest first, a page at a time from where the
+-- last page ended (the portal's keyset pages): without it each page sorts
+-- every delivery the endpoint ever had.
+CREATE INDEX webhook_deliveries_endpoint_created ON webhook_deliveries (endpoint_id, created_at, id);
+
 -- +goose Down
+DROP INDEX webhook_deliveries_endpoint_created;
 ALTER TABLE webhook_attempts DROP COLUMN signature;
 DROP TABLE portal_actions;
 DROP TABLE portal_sessions;

@@ -216,6 +216,30 @@ func TestDeliveriesArePagedByKeysetAndFiltered(t *testing.T) {
 		"issue_date": "2026-12-02", "due_date": "2026-12-16",
 		"lines": [{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"}]}`)
 
+	// The endpoint is disabled, so the dispatcher leaves its deliveries as
+	// they are once their attempts end; five of them are then made failed.
+	e.command(t, "acme", "webhook_endpoint.disable", "acme-hook-off", `{"endpoint_id": "`+ours+`"}`)
+	eventually(t, "the attempts end", func() bool {
+		var n int
+		if err := e.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'delivering'`, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	failed := map[string]bool{}
+	for d := range sent {
+		if len(failed) < 5 {
+			failed[d] = true
+		}
+	}
+	var ids []string
+	for d := range failed {
+		ids = append(ids, d)
+	}
+	if _, err := e.Pool.Exec(context.Background(), `UPDATE webhook_deliveries SET status = 'failed' WHERE id = ANY($1::uuid[])`, ids); err != nil {
+		t.Fatal(err)
+	}
+
 	b := newBrowser(t, e.URL)
 	if status, _ := b.openLink(e.link(t, "acme")); status != http.StatusOK {
 		t.Fatalf("sign in: %d", status)
@@ -254,8 +278,18 @@ func TestDeliveriesArePagedByKeysetAndFiltered(t *testing.T) {
 		t.Fatalf("filtered by invoice.created: %v", got)
 	}
 	_, page = b.get("/portal/endpoints/" + ours + "?event_type=webhook.test&status=failed")
+	got := deliveryLink.FindAllStringSubmatch(page, -1)
+	for _, m := range got {
+		if !failed[m[1]] {
+			t.Errorf("delivery %s listed as failed", m[1])
+		}
+	}
+	if len(got) != len(failed) {
+		t.Fatalf("%d failed test deliveries listed, want %d", len(got), len(failed))
+	}
+	_, page = b.get("/portal/endpoints/" + ours + "?event_type=invoice.created&status=failed")
 	if got := deliveryLink.FindAllStringSubmatch(page, -1); len(got) != 0 {
-		t.Fatalf("failed test deliveries to a receiver that answers 200: %v", got)
+		t.Fatalf("failed invoice.created deliveries: %v", got)
 	}
 	for _, q := range []string{"?status=lost", "?after=not-a-cursor"} {
 		if status, _ := b.get("/portal/endpoints/" + ours + q); status != http.StatusBadRequest {
