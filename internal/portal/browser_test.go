@@ -271,6 +271,18 @@ func TestPortalInBrowser(t *testing.T) {
 		t.Fatalf("after the rotation the signature header is %q, want two signatures", sig)
 	}
 
+	// A test event may carry an example of a chosen type's data.
+	do(t, ctx, "send a test with an example of invoice.created",
+		chromedp.Navigate(endpointURL),
+		chromedp.SetValue(chromedp.ID("example-of"), "invoice.created"),
+		chromedp.Click(chromedp.ID("send-test")),
+		chromedp.WaitVisible(chromedp.ID("outcome")))
+	eventually(t, "the receiver gets the fourth event", func() bool { return rcv.received.Load() == 4 })
+	if body, _ := rcv.lastBody.Load().(string); !strings.Contains(body, `"type":"webhook.test"`) ||
+		!strings.Contains(body, `"example_of":"invoice.created"`) || !strings.Contains(body, `"number":"INV-2026-000001"`) {
+		t.Fatalf("the test event with an example: %s", body)
+	}
+
 	// Another company's endpoint and delivery are not found.
 	for _, path := range []string{
 		"/portal/endpoints/" + theirs,

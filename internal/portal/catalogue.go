@@ -72,6 +72,24 @@ func Catalogue() ([]EventType, error) {
 	return out, nil
 }
 
+// exampleData returns the data of the catalogue's example of typ.
+func exampleData(typ string) (json.RawMessage, error) {
+	if _, ok := eventData[typ]; !ok || typ == webhooks.EventTest {
+		return nil, fmt.Errorf("no example of %q", typ)
+	}
+	raw, err := examples.ReadFile("events/" + typ + ".json")
+	if err != nil {
+		return nil, err
+	}
+	var ev struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return nil, fmt.Errorf("example of %s: %w", typ, err)
+	}
+	return ev.Data, nil
+}
+
 // EventSchema returns the JSON Schema of a webhook body of type typ, or
 // nil for an unknown type.
 func EventSchema(typ string) map[string]any {

@@ -165,13 +165,15 @@ type receiver struct {
 	failing  atomic.Bool
 	received atomic.Int64
 	lastSig  atomic.Value // the webhook-signature header of the last request
+	lastBody atomic.Value // the body of the last request
 }
 
 func newReceiver(t *testing.T) *receiver {
 	t.Helper()
 	r := &receiver{}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		io.Copy(io.Discard, req.Body)
+		body, _ := io.ReadAll(req.Body)
+		r.lastBody.Store(string(body))
 		r.lastSig.Store(req.Header.Get("webhook-signature"))
 		if r.failing.Load() {
 			http.Error(w, "receiver down for maintenance", http.StatusInternalServerError)

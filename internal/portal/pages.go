@@ -473,8 +473,17 @@ func (p *Portal) sendTest(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	id, _ := uuid.Parse(e.EndpointID)
+	exampleOf := r.PostFormValue("example_of")
+	var example json.RawMessage
+	if exampleOf != "" {
+		var err error
+		if example, err = exampleData(exampleOf); err != nil {
+			p.fail(w, r, s, invalid("There is no example of "+exampleOf+"; choose one of the event catalogue's types."))
+			return
+		}
+	}
 	p.once(w, r, s, back, func(ctx context.Context) (string, error) {
-		d, err := webhooks.SendTest(ctx, p.cfg.Pool, s.Company, id)
+		d, err := webhooks.SendTestOf(ctx, p.cfg.Pool, s.Company, id, exampleOf, example)
 		switch {
 		case errors.Is(err, webhooks.ErrEndpointNotFound):
 			return "", notFound("There is no such endpoint.")
@@ -483,7 +492,11 @@ func (p *Portal) sendTest(w http.ResponseWriter, r *http.Request, s *session) {
 		case err != nil:
 			return "", err
 		}
-		return "A " + webhooks.EventTest + " event " + d.EventID.String() + " is on its way to the endpoint (delivery " + d.ID.String() + ").", nil
+		with := ""
+		if exampleOf != "" {
+			with = ", with an example of " + exampleOf + " in data.example,"
+		}
+		return "A " + webhooks.EventTest + " event " + d.EventID.String() + with + " is on its way to the endpoint (delivery " + d.ID.String() + ").", nil
 	})
 }
 
