@@ -126,7 +126,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		Consumer:  &ccfg,
 		Kinds:     k,
 		Outbox:    &worker.Outbox{Stream: outbox.StreamConfig{Replicas: s.StreamReplicas}},
-		Webhooks:  &webhooks.DispatcherConfig{Workers: s.WebhookWorkers, PerEndpoint: s.WebhookPerEndpoint, Policy: policy, Secrets: keys, Metrics: obs.webhooks},
+		Webhooks:  &webhooks.DispatcherConfig{Workers: s.WebhookWorkers, PerEndpoint: s.WebhookPerEndpoint, DisableAfter: s.WebhookDisableAfter, Policy: policy, Secrets: keys, Metrics: obs.webhooks},
 		Retention: &worker.Retention{Outbox: s.OutboxRetention, DeliveryLog: s.DeliveryLogRetention},
 		Logger:    logger, TracerProvider: tracerProvider,
 	})
