@@ -297,6 +297,9 @@ func (p *Portal) command(w http.ResponseWriter, r *http.Request, s *session, com
 	}
 	p.cfg.Logger.Info("portal change", "company", s.Company, "command", command, "status", res.Status, "replayed", res.Replayed)
 	o := outcome{Back: back, Replayed: res.Replayed}
+	if o.Back == "" {
+		o.Back = basePath + "/"
+	}
 	status := http.StatusOK
 	if res.Status != protocol.StatusOK || res.Error != nil {
 		o.Error, status = true, http.StatusUnprocessableEntity
@@ -316,7 +319,7 @@ func (p *Portal) command(w http.ResponseWriter, r *http.Request, s *session, com
 		return
 	}
 	o.Message, o.Secret, o.SecretNote = done, v.Secret, v.SecretNote
-	if back == "" {
+	if back == "" && v.EndpointID != "" {
 		o.Back = basePath + "/endpoints/" + v.EndpointID
 	}
 	p.render(w, status, "outcome", s, o)

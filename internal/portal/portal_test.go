@@ -188,6 +188,15 @@ func TestFormsRefuseForgedCSRFAndApplyOnce(t *testing.T) {
 	if list, _ := webhooks.ListEndpoints(context.Background(), e.Pool, "acme"); len(list) != 1 {
 		t.Fatalf("one form submitted twice made %d endpoints", len(list))
 	}
+	// The pipeline's refusal is shown, and nothing is made.
+	_, page = b.get("/portal/")
+	form = url.Values{"csrf": {field(t, csrfInput, page)}, "action": {field(t, actionInput, page)}, "url": {"ftp://example.com/hook"}}
+	if status, page := b.post("/portal/endpoints", form); status != http.StatusUnprocessableEntity || !strings.Contains(page, "Refused: ") || !strings.Contains(page, `id="back" href="/portal/"`) {
+		t.Fatalf("an ftp URL: %d\n%s", status, page)
+	}
+	if list, _ := webhooks.ListEndpoints(context.Background(), e.Pool, "acme"); len(list) != 1 {
+		t.Fatalf("a refused form made an endpoint: %d", len(list))
+	}
 }
 
 var (
