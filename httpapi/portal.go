@@ -118,8 +118,10 @@ func (s *Server) portalLink(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, ledger.CodeInternal, "The link could not be made; retry shortly.", nil)
 		return
 	}
+	// The link names the host the request came to; behind a proxy that
+	// terminates TLS, X-Forwarded-Proto says the scheme the client used.
 	origin := "http://" + r.Host
-	if r.TLS != nil {
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
 		origin = "https://" + r.Host
 	}
 	writeJSON(w, http.StatusCreated, portalLinkResponse{Company: company, URL: origin + link.Path, ExpiresAt: link.ExpiresAt})
