@@ -317,9 +317,13 @@ func TestOperatorMakesALinkForACompany(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	proto := ""
 	post := func(body string) (int, string) {
 		req, _ := http.NewRequest(http.MethodPost, e.URL+"/v1/portal-links", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+op)
+		if proto != "" {
+			req.Header.Set("X-Forwarded-Proto", proto)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -343,5 +347,10 @@ func TestOperatorMakesALinkForACompany(t *testing.T) {
 	}
 	if status, page := newBrowser(t, e.URL).openLink(link); status != http.StatusOK || !strings.Contains(page, `id="company">globex<`) {
 		t.Fatalf("the operator's link: %d\n%s", status, page)
+	}
+	// Behind a proxy that terminates TLS the link is https.
+	proto = "https"
+	if status, link := post(`{"company": "globex"}`); status != http.StatusCreated || !strings.HasPrefix(link, "https://"+strings.TrimPrefix(e.URL, "http://")+"/portal/link?token=olp_") {
+		t.Fatalf("a link asked for through a TLS proxy: %d %s", status, link)
 	}
 }
