@@ -77,10 +77,15 @@ func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Act
 	return v
 }
 
-// screenshot saves the page as name.png in dir.
+// screenshot saves the whole page as name.png in dir; the catalogue, a
+// long page, only as far as the window shows.
 func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 	t.Helper()
-	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	shot := chromedp.FullScreenshot(100)
+	if name == "events" {
+		shot = chromedp.CaptureScreenshot()
+	}
+	png := value(t, ctx, "screenshot "+name, shot)
 	if len(png) < 1000 {
 		t.Fatalf("screenshot %s: %d bytes", name, len(png))
 	}
@@ -113,7 +118,8 @@ func TestPortalInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := chrome(t)
-	// $ONCELEDGER_PORTAL_SCREENSHOTS keeps the pages' screenshots.
+	// $ONCELEDGER_PORTAL_SCREENSHOTS keeps the pages' screenshots
+	// (docs/portal is where the documentation's come from).
 	shots := os.Getenv("ONCELEDGER_PORTAL_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()
