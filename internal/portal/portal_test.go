@@ -300,6 +300,20 @@ func TestDeliveriesArePagedByKeysetAndFiltered(t *testing.T) {
 	if got := deliveryLink.FindAllStringSubmatch(page, -1); len(got) != 0 {
 		t.Fatalf("failed invoice.created deliveries: %v", got)
 	}
+	// The endpoint's page says it is disabled and why, and its breaker's
+	// state.
+	if _, page := b.get("/portal/endpoints/" + ours); !strings.Contains(page, `id="status">disabled: disabled by webhook_endpoint.disable<`) ||
+		!strings.Contains(page, `id="breaker">closed<`) {
+		t.Fatalf("the disabled endpoint's page:\n%s", page)
+	}
+	for _, c := range []struct{ until, want string }{{"1 hour", `id="breaker">open until `}, {"-1 second", `id="breaker">half-open (probing)<`}} {
+		if _, err := e.Pool.Exec(context.Background(), `UPDATE webhook_endpoints SET breaker_until = now() + $2::interval WHERE id = $1`, id, c.until); err != nil {
+			t.Fatal(err)
+		}
+		if _, page := b.get("/portal/endpoints/" + ours); !strings.Contains(page, c.want) {
+			t.Fatalf("with breaker_until now + %s the page does not say %s", c.until, c.want)
+		}
+	}
 	for _, q := range []string{"?status=lost", "?after=not-a-cursor"} {
 		if status, _ := b.get("/portal/endpoints/" + ours + q); status != http.StatusBadRequest {
 			t.Errorf("GET %s: %d, want 400", q, status)
