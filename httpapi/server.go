@@ -176,6 +176,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/books/trial-balance", s.authed(s.trialBalance))
 	s.handle("GET /v1/books/vat-return", s.authed(s.vatReturn))
 	s.handle("GET /v1/commands/{key}", s.authed(s.commandResult))
+	s.handle("POST /v1/portal-links", s.portalLink)
 	s.handle("GET /v1/openapi.json", serveOpenAPI)
 	s.handle("GET /v1/schemas/{file}", serveSchema)
 

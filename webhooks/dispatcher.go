@@ -555,11 +555,14 @@ func (d *Dispatcher) claim(ctx context.Context, n int) (out []claimed, held bool
 
 // result is what one attempt came to.
 type result struct {
-	at         time.Time
-	status     int // 0: no HTTP answer
-	latency    time.Duration
-	err        string
-	snippet    string
+	at      time.Time
+	status  int // 0: no HTTP answer
+	latency time.Duration
+	err     string
+	snippet string
+	// signature is the webhook-signature header sent, kept in the attempt
+	// log so a receiver's owner can compare it with what arrived.
+	signature  string
 	retryAfter time.Duration
 	// cause is the client's error when there was no HTTP answer.
 	cause error
@@ -597,6 +600,9 @@ func (d *Dispatcher) send(ctx context.Context, c claimed) result {
 	}
 	for k, v := range Headers(c.eventID.String(), r.at, c.body, secrets...) {
 		req.Header[k] = v
+		if strings.EqualFold(k, "webhook-signature") {
+			r.signature = strings.Join(v, " ")
+		}
 	}
 	// Beside the signature, not under it: Standard Webhooks signs the ID,
 	// the timestamp and the body only, so receivers verify as before.

@@ -69,7 +69,7 @@
 // lease (request timeout plus a margin), wakes on its worker's commits
 // (DispatcherConfig.Wake) or on NOTIFY and polls as a fallback, bounds attempts per endpoint across all dispatchers, follows no
 // redirects, and records every attempt (time, status, latency, error, the
-// start of the response). By default ([DispatcherConfig]) a dispatcher runs
+// start of the response, the webhook-signature header sent). By default ([DispatcherConfig]) a dispatcher runs
 // up to 256 attempts at once, at most 16 per endpoint, each bounded by 15 s,
 // and polls every second. Attempts that finish together are recorded
 // together, with one statement; when the per-endpoint bound holds

@@ -160,11 +160,11 @@ func (d *Dispatcher) step(c claimed, r result) (status string, next time.Time) {
 // does not match.
 const recordManySQL = `
 	WITH done AS (
-		SELECT * FROM unnest($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::timestamptz[])
-		    AS a (id, attempt, at, status_code, latency_ms, error, snippet, status, next)),
+		SELECT * FROM unnest($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::timestamptz[], $14::text[])
+		    AS a (id, attempt, at, status_code, latency_ms, error, snippet, status, next, signature)),
 	logged AS (
-		INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, latency_ms, error, response_snippet)
-		SELECT id, at, status_code, latency_ms, error, snippet FROM done),
+		INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, latency_ms, error, response_snippet, signature)
+		SELECT id, at, status_code, latency_ms, error, snippet, signature FROM done),
 	moved AS (
 		UPDATE webhook_deliveries d
 		   SET status = done.status, claimed_until = NULL, last_status = done.status_code, last_error = done.error,
@@ -220,6 +220,7 @@ func (d *Dispatcher) recordMany(ctx context.Context, many []finished) error {
 		latencies  = make([]int32, n)
 		errs       = make([]string, n)
 		snippets   = make([]string, n)
+		signatures = make([]string, n)
 		statuses   = make([]string, n)
 		nexts      = make([]time.Time, n)
 		byDelivery = make(map[uuid.UUID]int, n)
@@ -231,7 +232,7 @@ func (d *Dispatcher) recordMany(ctx context.Context, many []finished) error {
 			codes[i] = &code
 		}
 		latencies[i] = int32(min(f.r.latency.Milliseconds(), 1<<31-1))
-		errs[i], snippets[i] = f.r.err, f.r.snippet
+		errs[i], snippets[i], signatures[i] = f.r.err, f.r.snippet, f.r.signature
 		statuses[i], nexts[i] = d.step(f.c, f.r)
 		byDelivery[f.c.id] = i
 	}
@@ -249,7 +250,7 @@ func (d *Dispatcher) recordMany(ctx context.Context, many []finished) error {
 		}
 		return nil
 	}, recordManySQL, ids, attempts, ats, codes, latencies, errs, snippets, statuses, nexts,
-		d.cfg.BreakerWindow.Milliseconds(), d.cfg.BreakerMinAttempts, d.cfg.BreakerFailureRate, d.cfg.BreakerCooldown.Milliseconds())
+		d.cfg.BreakerWindow.Milliseconds(), d.cfg.BreakerMinAttempts, d.cfg.BreakerFailureRate, d.cfg.BreakerCooldown.Milliseconds(), signatures)
 	if err != nil {
 		return fmt.Errorf("record attempts: %w", err)
 	}
@@ -314,8 +315,8 @@ func (d *Dispatcher) record(ctx context.Context, c claimed, r result) error {
 			status = &r.status
 		}
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, latency_ms, error, response_snippet)
-			VALUES ($1, $2, $3, $4, $5, $6)`, c.id, r.at, status, r.latency.Milliseconds(), r.err, r.snippet); err != nil {
+			INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, latency_ms, error, response_snippet, signature)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, c.id, r.at, status, r.latency.Milliseconds(), r.err, r.snippet, r.signature); err != nil {
 			return fmt.Errorf("log attempt: %w", err)
 		}
 		newStatus, next := d.step(c, r)

@@ -81,6 +81,10 @@ type Attempt struct {
 	LatencyMS  int       `json:"latency_ms"`
 	Error      string    `json:"error,omitempty"`
 	Response   string    `json:"response_snippet,omitempty"`
+	// Signature is the webhook-signature header the attempt sent: one
+	// signature per secret signing then. Empty for attempts logged before
+	// it was kept, and for attempts that never sent a request.
+	Signature string `json:"signature,omitempty"`
 }
 
 // DeliveryFilter selects the deliveries ListDeliveries returns.
@@ -138,14 +142,14 @@ func ListDeliveries(ctx context.Context, q Querier, f DeliveryFilter) ([]Deliver
 // Attempts returns a delivery's attempt log, oldest first.
 func Attempts(ctx context.Context, pool *pgxpool.Pool, delivery uuid.UUID) ([]Attempt, error) {
 	rows, err := pool.Query(ctx, `
-		SELECT attempted_at, status_code, latency_ms, error, response_snippet
+		SELECT attempted_at, status_code, latency_ms, error, response_snippet, signature
 		  FROM webhook_attempts WHERE delivery_id = $1 ORDER BY attempted_at, id`, delivery)
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attempt, error) {
 		var a Attempt
-		err := r.Scan(&a.At, &a.StatusCode, &a.LatencyMS, &a.Error, &a.Response)
+		err := r.Scan(&a.At, &a.StatusCode, &a.LatencyMS, &a.Error, &a.Response, &a.Signature)
 		return a, err
 	})
 }

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -29,6 +30,12 @@ var (
 type TestEvent struct {
 	EndpointID string `json:"endpoint_id"`
 	Message    string `json:"message"`
+	// ExampleOf and Example, when set, carry an example of another event
+	// type's data, for a receiver to try its handling of that type on.
+	// The event stays a webhook.test: no consumer of the company's
+	// events mistakes it for a real invoice or payment.
+	ExampleOf string          `json:"example_of,omitempty"`
+	Example   json.RawMessage `json:"example,omitempty"`
 }
 
 // SendTest writes a webhook.test event of the endpoint's company and one
@@ -40,6 +47,13 @@ type TestEvent struct {
 // sequence), so that stream has no gap where it was. With company empty
 // the endpoint may be any company's (for operators).
 func SendTest(ctx context.Context, pool *pgxpool.Pool, company string, endpoint uuid.UUID) (Delivery, error) {
+	return SendTestOf(ctx, pool, company, endpoint, "", nil)
+}
+
+// SendTestOf is SendTest with an example of another event type's data in
+// the test event (TestEvent.ExampleOf and Example); with exampleOf empty
+// it is SendTest.
+func SendTestOf(ctx context.Context, pool *pgxpool.Pool, company string, endpoint uuid.UUID, exampleOf string, example json.RawMessage) (Delivery, error) {
 	var d Delivery
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var status string
@@ -55,10 +69,15 @@ func SendTest(ctx context.Context, pool *pgxpool.Pool, company string, endpoint 
 		if status != "enabled" {
 			return ErrEndpointDisabled
 		}
-		ev, err := outbox.Enqueue(ctx, tx, d.Company, EventTest, TestEvent{
+		data := TestEvent{
 			EndpointID: endpoint.String(),
 			Message:    "A test event sent on request; it changes nothing in the books.",
-		})
+		}
+		if exampleOf != "" {
+			data.ExampleOf, data.Example = exampleOf, example
+			data.Message = "A test event sent on request, with an example of the data of " + exampleOf + "; it changes nothing in the books."
+		}
+		ev, err := outbox.Enqueue(ctx, tx, d.Company, EventTest, data)
 		if err != nil {
 			return err
 		}

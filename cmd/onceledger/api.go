@@ -12,9 +12,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/httpapi"
 	"github.com/onceledger/onceledger/internal/console"
+	"github.com/onceledger/onceledger/internal/portal"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -92,5 +94,19 @@ func mountConsole(mux *http.ServeMux, pool *pgxpool.Pool, js jetstream.JetStream
 		return errors.Join(errors.New("operator console"), err)
 	}
 	mux.Handle("/console/", c)
+	return nil
+}
+
+// mountPortal serves the company webhook portal under /portal/ on mux.
+func mountPortal(mux *http.ServeMux, pool *pgxpool.Pool, nc *nats.Conn, logger *slog.Logger) error {
+	cl, err := client.New(nc)
+	if err != nil {
+		return errors.Join(errors.New("webhook portal"), err)
+	}
+	p, err := portal.New(portal.Config{Pool: pool, Client: cl, Logger: logger.With("component", "portal")})
+	if err != nil {
+		return errors.Join(errors.New("webhook portal"), err)
+	}
+	mux.Handle("/portal/", p)
 	return nil
 }

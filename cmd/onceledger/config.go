@@ -52,6 +52,9 @@ type settings struct {
 	WebhookWorkers     int
 	WebhookPerEndpoint int
 	WakeGather         time.Duration
+	// WebhookDisableAfter disables an endpoint without a success for so
+	// long.
+	WebhookDisableAfter time.Duration
 
 	// How long published events (with their deliveries) and webhook
 	// attempt logs are kept.
@@ -89,6 +92,7 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.IntVar(&s.WebhookWorkers, "webhook-workers", s.envInt("ONCELEDGER_WEBHOOK_WORKERS", webhooks.DefaultWorkers), "webhook attempts at once in this worker (env ONCELEDGER_WEBHOOK_WORKERS)")
 	fs.DurationVar(&s.WakeGather, "wake-gather", s.envDuration("ONCELEDGER_WAKE_GATHER", pglisten.DefaultGather), "how long the outbox relay and the webhook dispatcher, woken by a commit, wait for the commits after it, so they share one look; 0 looks at once (env ONCELEDGER_WAKE_GATHER)")
 	fs.IntVar(&s.WebhookPerEndpoint, "webhook-per-endpoint", s.envInt("ONCELEDGER_WEBHOOK_PER_ENDPOINT", webhooks.DefaultPerEndpoint), "webhook attempts at once to one endpoint, across all workers (env ONCELEDGER_WEBHOOK_PER_ENDPOINT)")
+	fs.DurationVar(&s.WebhookDisableAfter, "webhook-disable-after", s.envDuration("ONCELEDGER_WEBHOOK_DISABLE_AFTER", 5*24*time.Hour), "disable a webhook endpoint that has had no successful delivery for this long, and tell its company with a webhook_endpoint.disabled event (env ONCELEDGER_WEBHOOK_DISABLE_AFTER)")
 	s.SecretsKey = s.envSecretsKey()
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", s.envDuration("ONCELEDGER_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight commands (env ONCELEDGER_SHUTDOWN_TIMEOUT)")
 	fs.DurationVar(&s.DateHorizon, "date-horizon", s.envDuration("ONCELEDGER_DATE_HORIZON", postgres.DefaultDateHorizon), "how far ahead of today a document may be dated; 0 allows any date (env ONCELEDGER_DATE_HORIZON)")
@@ -212,6 +216,9 @@ func (s *settings) validate(withConnections bool) error {
 	errs = appendRange(errs, "webhook per endpoint", s.WebhookPerEndpoint, webhooks.MaxPerEndpoint)
 	if s.WakeGather < 0 || s.WakeGather > time.Second {
 		errs = append(errs, fmt.Errorf("wake gather %s: 0 to 1s", s.WakeGather))
+	}
+	if s.WebhookDisableAfter < time.Hour {
+		errs = append(errs, fmt.Errorf("webhook disable after %s: at least 1h", s.WebhookDisableAfter))
 	}
 	if _, err := webhooks.ParseAllowCIDRs(s.WebhookAllow); err != nil {
 		errs = append(errs, fmt.Errorf("webhook allow CIDRs: %v", err))

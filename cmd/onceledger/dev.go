@@ -280,6 +280,7 @@ onceledger dev %s is running.
   health    http://%s/healthz  (also /readyz, /metrics)
   HTTP API  http://%s/v1/  (OpenAPI: /v1/openapi.json)
   console   http://%s/console/
+  portal    http://%s/portal/  (each company's webhooks; links: POST /v1/portal-links)
   data      %s
 
 %s
@@ -303,7 +304,7 @@ Sign in to the console with an operator token (printed once):
   go run ./cmd/onceledger tokens create -operator -name you
 
 Stop with Ctrl-C (in-flight commands finish first).
-`, buildVersion(), s.NATS.URL, postgres, healthAddr(s), s.HTTPAddr, s.HTTPAddr, dataDir, cli, s.NATS.URL, s.HTTPAddr, s.HTTPAddr)
+`, buildVersion(), s.NATS.URL, postgres, healthAddr(s), s.HTTPAddr, s.HTTPAddr, s.HTTPAddr, dataDir, cli, s.NATS.URL, s.HTTPAddr, s.HTTPAddr)
 }
 
 // healthAddr is where the health endpoints are: on their own address, or

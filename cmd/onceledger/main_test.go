@@ -96,8 +96,8 @@ func TestRunValidatesConfiguration(t *testing.T) {
 		},
 		{args: []string{"run", "-database-url", "postgres://x/y", "-inbox-retention", "10m"}, want: []string{"inbox retention 10m0s: at least 1h"}},
 		{
-			args: []string{"run", "-database-url", "postgres://x/y", "-webhook-workers", "0", "-webhook-per-endpoint", "2000"},
-			want: []string{"webhook workers 0: use 1..1024", "webhook per endpoint 2000: use 1..1024"},
+			args: []string{"run", "-database-url", "postgres://x/y", "-webhook-workers", "0", "-webhook-per-endpoint", "2000", "-webhook-disable-after", "30m"},
+			want: []string{"webhook workers 0: use 1..1024", "webhook per endpoint 2000: use 1..1024", "webhook disable after 30m0s: at least 1h"},
 		},
 		{
 			env:  map[string]string{"ONCELEDGER_WEBHOOK_ALLOW_PORTS": "443,https"},

@@ -127,7 +127,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		Kinds:    k,
 		Outbox:   &worker.Outbox{Stream: outbox.StreamConfig{Replicas: s.StreamReplicas}, Relay: outbox.RelayConfig{Gather: s.gather()}},
 		Webhooks: &webhooks.DispatcherConfig{Workers: s.WebhookWorkers, PerEndpoint: s.WebhookPerEndpoint, Gather: s.gather(),
-			Policy: policy, Secrets: keys, Metrics: obs.webhooks},
+			DisableAfter: s.WebhookDisableAfter, Policy: policy, Secrets: keys, Metrics: obs.webhooks},
 		Retention: &worker.Retention{Outbox: s.OutboxRetention, DeliveryLog: s.DeliveryLogRetention},
 		Logger:    logger, TracerProvider: tracerProvider,
 	})
@@ -167,6 +167,10 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 			return err
 		}
 		if err := mountConsole(mux, pool, js, ccfg.Streams.WithDefaults(ccfg.InboxRetention), logger); err != nil {
+			ln.Close()
+			return err
+		}
+		if err := mountPortal(mux, pool, nc, logger); err != nil {
 			ln.Close()
 			return err
 		}

@@ -1,0 +1,38 @@
+// Package portal is a company's webhook portal: server-rendered pages,
+// served by the worker under /portal/, where the developers of one
+// company manage their webhook endpoints and see what was delivered to
+// them, without an operator.
+//
+// Guarantees:
+//
+//   - A session acts for exactly one company, fixed when it starts: the
+//     company of the API token it signed in with, or of the link it was
+//     opened by. Every endpoint and delivery is read with that company in
+//     the query, so another company's endpoint or delivery is answered 404
+//     as if it did not exist.
+//   - A link (POST /v1/portal-links, see CreateLink) is a bearer token of
+//     which only the SHA-256 is stored with its company and expiry
+//     (DefaultLinkTTL, at most MaxLinkTTL); it opens one session, once.
+//     Opening it shows a button that starts the session with a POST, so a
+//     link previewer that fetches the URL does not use it up.
+//   - Sessions follow the console's rules (package console): a random
+//     cookie (HttpOnly, SameSite=Strict, Secure over TLS) of which only
+//     the SHA-256 is stored; every POST carries the session's CSRF token
+//     and is refused with 403 without it; the console's security headers
+//     and embedded assets. A session opened with an API token ends when
+//     the token is revoked.
+//   - Every change to an endpoint is a webhook_endpoint.* command sent
+//     through the command pipeline under the Idempotency-Key its form
+//     carries, made once when the form is rendered: submitting a form
+//     twice executes the command once, and the second answer is the
+//     stored result. A new signing secret is shown in the first answer
+//     only. Replays and test events are not commands; their forms' keys
+//     are stored in portal_actions with the outcome, so they too happen
+//     once per form.
+//   - Secrets are never rendered, apart from a generated one in the
+//     answer of the command that made it.
+//
+// What it does not do: it has no users or roles (whoever holds the
+// company's token or a link may do everything the portal offers), and it
+// keeps no record of who changed what beyond the commands' results.
+package portal
