@@ -20,6 +20,7 @@ import (
 	"github.com/onceledger/onceledger/consumer/lookup"
 	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/consumer/transport"
+	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
@@ -61,6 +62,14 @@ type Config struct {
 	// traceparent that arrives with a command is still passed on to its
 	// events. Also used by Subscriber when Subscriber.TracerProvider is nil.
 	TracerProvider trace.TracerProvider
+	// Cell, when set, makes the worker one of a cell (see internal/cells):
+	// it consumes only its partitions of the partitioned command stream,
+	// through a durable consumer of its own (Streams.Durable defaults to
+	// "onceledger-<cell>"), answers result lookups only for the companies
+	// of its partitions (ResultQueue defaults to "onceledger-<cell>"), and
+	// names the cell in its dead letters' message IDs. Defaults to nil: one
+	// cell, no partitions.
+	Cell *cells.Member
 	// LocalWake, when set, is how a commit that wrote events wakes the
 	// outbox relay and the webhook dispatcher: in this process, instead of
 	// a NOTIFY to every process. Set it when the relay and the dispatcher
@@ -92,6 +101,16 @@ func (c *Config) setDefaults() {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.Cell != nil {
+		if c.Streams.Durable == "" {
+			c.Streams.Durable = "onceledger-" + c.Cell.Name
+		}
+		if c.ResultQueue == "" {
+			c.ResultQueue = "onceledger-" + c.Cell.Name
+		}
+		c.Streams.Partitions = c.Cell.Of
+		c.Streams.Serve = c.Cell.Partitions
 	}
 	if c.ResultQueue == "" {
 		c.ResultQueue = "onceledger"
@@ -167,6 +186,11 @@ func (w *Worker) Provision(ctx context.Context) (jetstream.Consumer, error) {
 	if err := streams.CheckServerVersion(w.nc.ConnectedServerVersion()); err != nil {
 		return nil, fmt.Errorf("refusing to start: %w", err)
 	}
+	if w.cfg.Cell != nil {
+		if err := streams.CheckCellsVersion(w.nc.ConnectedServerVersion()); err != nil {
+			return nil, fmt.Errorf("refusing to start cell %s: %w", w.cfg.Cell.Name, err)
+		}
+	}
 	return streams.Provision(ctx, w.js, w.cfg.Streams, w.cfg.InboxRetention)
 }
 
@@ -198,7 +222,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.Close()
 	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: quiet, metrics: w.cfg.Metrics, before: w.cfg.beforeHandle}
-	failed := deadletter.Policy(deadletter.NewStream(w.js), w.cfg.Streams.MaxDeliver, subCfg.Backoff, log, quiet, func(ctx context.Context, command string) {
+	dls := deadletter.NewStream(w.js)
+	var serves func(string) bool
+	if c := w.cfg.Cell; c != nil {
+		dls, serves = deadletter.NewCellStream(w.js, c.Name), c.Serves
+	}
+	failed := deadletter.Policy(dls, w.cfg.Streams.MaxDeliver, subCfg.Backoff, log, quiet, func(ctx context.Context, command string) {
 		w.cfg.Metrics.count(command, outcomeDeadLettered)
 		trace.SpanFromContext(ctx).SetAttributes(attrOutcome.String(outcomeDeadLettered))
 	})
@@ -207,7 +236,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 
-	responder, err := lookup.Serve(ctx, w.nc, w.pool, w.cfg.ResultQueue, quiet, log)
+	responder, err := lookup.Serve(ctx, w.nc, w.pool, w.cfg.ResultQueue, serves, quiet, log)
 	if err != nil {
 		return err
 	}

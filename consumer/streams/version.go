@@ -20,6 +20,21 @@ const MinServerVersion = "2.9.0"
 // again each time.
 const TermReasonVersion = "2.10.0"
 
+// CellsVersion is the first nats-server with stream subject transforms
+// and consumers with several filter subjects, which cells are built on.
+const CellsVersion = "2.10.0"
+
+// CheckCellsVersion returns an error naming both versions when a
+// nats-server reporting version cannot partition the command stream.
+func CheckCellsVersion(version string) error {
+	v, ok := parseVersion(version)
+	want, _ := parseVersion(CellsVersion)
+	if !ok || v.less(want) {
+		return fmt.Errorf("nats-server %q cannot partition the command stream: cells need nats-server %s or newer", version, CellsVersion)
+	}
+	return nil
+}
+
 // CheckServerVersion returns an error naming both versions when a
 // nats-server reporting version is older than MinServerVersion or reports
 // none the worker can read.
