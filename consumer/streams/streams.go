@@ -192,13 +192,13 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention 
 		return nil, fmt.Errorf("ensure stream %s: %w", c.DeadLetterStream, err)
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
-		Durable:       c.Durable,
-		Description:   "onceledger workers",
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       c.AckWait,
-		MaxDeliver:    c.MaxDeliver,
-		MaxAckPending: c.MaxAckPending,
+		Durable:        c.Durable,
+		Description:    "onceledger workers",
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        c.AckWait,
+		MaxDeliver:     c.MaxDeliver,
+		MaxAckPending:  c.MaxAckPending,
 		FilterSubject:  filter,
 		FilterSubjects: filters,
 	})
