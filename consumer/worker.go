@@ -251,6 +251,10 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	runErr := make(chan error, 1)
 	go func() { runErr <- router.Run(context.WithoutCancel(ctx)) }()
+	if c := w.cfg.Cell; c != nil {
+		log = log.With("cell", c.Name)
+		log.Info("worker serving a cell", "partitions", c.Partitions, "of", c.Of)
+	}
 	log.Info("worker consuming", "nats_server", w.nc.ConnectedServerVersion(), "stream", w.cfg.Streams.Stream, "consumer", w.cfg.Streams.Durable,
 		"concurrency", w.cfg.Subscriber.Concurrency, "ack_mode", w.cfg.Subscriber.AckMode,
 		"batch_max", w.cfg.Batch.MaxSize, "batch_parallel", w.cfg.Batch.Parallel)
