@@ -104,10 +104,10 @@ func (c *Config) setDefaults() {
 	}
 	if c.Cell != nil {
 		if c.Streams.Durable == "" {
-			c.Streams.Durable = "onceledger-" + c.Cell.Name
+			c.Streams.Durable = cells.Durable(c.Cell.Name)
 		}
 		if c.ResultQueue == "" {
-			c.ResultQueue = "onceledger-" + c.Cell.Name
+			c.ResultQueue = cells.Durable(c.Cell.Name)
 		}
 		c.Streams.Partitions = c.Cell.Of
 		c.Streams.Serve = c.Cell.Partitions

@@ -149,6 +149,12 @@ func (p Placement) CellOf(company string) (Cell, bool) {
 	return Cell{}, false
 }
 
+// Durable is the name of the durable consumer of the cell named name,
+// and of its result lookup's queue group: each cell has its own, so that
+// every cell's workers get their share of the commands and one copy of
+// every lookup.
+func Durable(name string) string { return "onceledger-" + name }
+
 // Member is one cell of a placement: what a worker of that cell needs.
 type Member struct {
 	Cell
