@@ -222,13 +222,26 @@ func checkPartitioning(ctx context.Context, js jetstream.JetStream, name string,
 		return nil
 	case want == nil:
 		return fmt.Errorf("stream %s is partitioned for cells (%s -> %s): start the worker as a cell (-cell), refusing to run it unpartitioned", name, have.Source, have.Destination)
-	case have == nil:
-		// Partitioning an unpartitioned stream: commands already in it
-		// keep their subjects, which no cell's consumer filters; the
-		// operations guide says to drain it first.
-		return nil
-	case *have != *want:
+	case *have != *want && have != nil:
 		return fmt.Errorf("stream %s is partitioned as %s -> %s, this worker's placement as %s -> %s: refusing to move companies between partitions", name, have.Source, have.Destination, want.Source, want.Destination)
+	}
+	// Partitioning: a consumer that reads every command subject (that of
+	// an installation without cells) would take every cell's commands
+	// and run them on its own database. Commands stored before the
+	// stream was partitioned keep their subjects, which no cell's
+	// consumer reads: that consumer is drained first, then deleted.
+	list := s.ListConsumers(ctx)
+	for info := range list.Info() {
+		filters := append([]string{info.Config.FilterSubject}, info.Config.FilterSubjects...)
+		for _, f := range filters {
+			if f == protocol.CommandSubjectPrefix+">" || f == ">" || (f == "" && len(filters) == 1) {
+				return fmt.Errorf("stream %s has consumer %s, which reads every command (%q) and would take the commands of every cell: drain it, then delete it (nats consumer rm %s %s), before starting cells",
+					name, info.Name, info.Config.FilterSubject, name, info.Name)
+			}
+		}
+	}
+	if err := list.Err(); err != nil {
+		return fmt.Errorf("stream %s: list consumers: %w", name, err)
 	}
 	return nil
 }

@@ -58,8 +58,9 @@ func (f *cellFixture) newWorker(ctx context.Context, t *testing.T, cell string, 
 // cell only, each result lookup is answered once, by the company's cell,
 // and dead letters of both cells land under the subjects they were
 // published on. A worker refuses to start without a placement, as a cell
-// the placement does not name, on another cell's database, or unpartitioned
-// on the partitioned stream.
+// the placement does not name, on another cell's database, unpartitioned
+// on the partitioned stream, or as a cell beside a consumer of every
+// command.
 func TestTwoCells(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -114,6 +115,20 @@ func TestTwoCells(t *testing.T) {
 	if _, err := worker.New(ctx, worker.Config{Pool: f.pool["a"], NATS: nc, Consumer: &plain, Kinds: testworker.Kinds(t)}); err == nil ||
 		!strings.Contains(err.Error(), "partitioned for cells") {
 		t.Fatalf("an unpartitioned worker on the partitioned stream: %v, want a refusal", err)
+	}
+
+	// A consumer left over from before the cells reads every command: a
+	// cell refuses to start beside it.
+	if _, err := js.CreateConsumer(ctx, consumer.DefaultStream, jetstream.ConsumerConfig{
+		Durable: consumer.DefaultDurable, FilterSubject: protocol.CommandSubjectPrefix + ">", AckPolicy: jetstream.AckExplicitPolicy,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.newWorker(ctx, t, "a", f.pool["a"]); err == nil || !strings.Contains(err.Error(), "would take the commands of every cell") {
+		t.Fatalf("a cell beside an unpartitioned consumer: %v, want a refusal", err)
+	}
+	if err := js.DeleteConsumer(ctx, consumer.DefaultStream, consumer.DefaultDurable); err != nil {
+		t.Fatal(err)
 	}
 
 	c, err := client.New(nc)
