@@ -16,11 +16,13 @@ import (
 
 	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/internal/testworker"
 	"github.com/onceledger/onceledger/internal/worker"
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -49,13 +51,16 @@ func (f *cellFixture) newWorker(ctx context.Context, t *testing.T, cell string, 
 		Consumer: &cfg,
 		Kinds:    testworker.Kinds(t),
 		Cell:     cell,
+		Outbox:   &worker.Outbox{},
 		Logger:   testworker.Logger(),
 	})
 }
 
 // TestTwoCells runs two cells on one NATS server, each a database of its
-// own with a worker: commands for 20 companies land each in its company's
-// cell only, each result lookup is answered once, by the company's cell,
+// own with a worker and a relay: commands for 20 companies land each in its
+// company's cell only, each cell relays its companies' events to the one
+// events stream, the audit passes in each, each result lookup is answered
+// once, by the company's cell,
 // and dead letters of both cells land under the subjects they were
 // published on. A worker refuses to start without a placement, as a cell
 // the placement does not name, on another cell's database, unpartitioned
@@ -97,6 +102,24 @@ func TestTwoCells(t *testing.T) {
 		t.Fatalf("cell a's worker on cell b's database: %v, want a refusal", err)
 	}
 
+	// A consumer left over from before the cells reads every command: a
+	// cell refuses to start beside it. (New of a worker it does not start
+	// provisions the partitioned stream.)
+	if _, err := f.newWorker(ctx, t, "a", f.pool["a"]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateConsumer(ctx, consumer.DefaultStream, jetstream.ConsumerConfig{
+		Durable: consumer.DefaultDurable, FilterSubject: protocol.CommandSubjectPrefix + ">", AckPolicy: jetstream.AckExplicitPolicy,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.newWorker(ctx, t, "a", f.pool["a"]); err == nil || !strings.Contains(err.Error(), "would take the commands of every cell") {
+		t.Fatalf("a cell beside an unpartitioned consumer: %v, want a refusal", err)
+	}
+	if err := js.DeleteConsumer(ctx, consumer.DefaultStream, consumer.DefaultDurable); err != nil {
+		t.Fatal(err)
+	}
+
 	for _, name := range []string{"a", "b"} {
 		w, err := f.newWorker(ctx, t, name, f.pool[name])
 		if err != nil {
@@ -115,20 +138,6 @@ func TestTwoCells(t *testing.T) {
 	if _, err := worker.New(ctx, worker.Config{Pool: f.pool["a"], NATS: nc, Consumer: &plain, Kinds: testworker.Kinds(t)}); err == nil ||
 		!strings.Contains(err.Error(), "partitioned for cells") {
 		t.Fatalf("an unpartitioned worker on the partitioned stream: %v, want a refusal", err)
-	}
-
-	// A consumer left over from before the cells reads every command: a
-	// cell refuses to start beside it.
-	if _, err := js.CreateConsumer(ctx, consumer.DefaultStream, jetstream.ConsumerConfig{
-		Durable: consumer.DefaultDurable, FilterSubject: protocol.CommandSubjectPrefix + ">", AckPolicy: jetstream.AckExplicitPolicy,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.newWorker(ctx, t, "a", f.pool["a"]); err == nil || !strings.Contains(err.Error(), "would take the commands of every cell") {
-		t.Fatalf("a cell beside an unpartitioned consumer: %v, want a refusal", err)
-	}
-	if err := js.DeleteConsumer(ctx, consumer.DefaultStream, consumer.DefaultDurable); err != nil {
-		t.Fatal(err)
 	}
 
 	c, err := client.New(nc)
@@ -186,6 +195,46 @@ func TestTwoCells(t *testing.T) {
 		}
 		if keys != 0 {
 			t.Errorf("cell %s stores %d keys of other cells' companies", name, keys)
+		}
+	}
+
+	// Each cell relays its companies' events to the one events stream,
+	// each company's first event with sequence 1.
+	events, err := js.Stream(ctx, outbox.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, company := range companies {
+		var m *jetstream.RawStreamMsg
+		for {
+			m, err = events.GetLastMsgForSubject(ctx, protocol.EventSubject(company, "company.created"))
+			if err == nil || !errors.Is(err, jetstream.ErrMsgNotFound) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("no company.created event of %s", company)
+			case <-time.After(25 * time.Millisecond):
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev outbox.Event
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Company != company || ev.Sequence != 1 {
+			t.Errorf("event of %s: company %s, sequence %d; want its own, 1", company, ev.Company, ev.Sequence)
+		}
+	}
+	for name, pool := range f.pool {
+		report, err := audit.Run(ctx, pool, audit.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !report.OK() {
+			t.Errorf("cell %s: audit found violations: %+v", name, report.Violations)
 		}
 	}
 
