@@ -146,6 +146,11 @@ func (c *Config) validate() error {
 	if c.Subscriber.InProgressEvery >= c.Streams.AckWait {
 		errs = append(errs, fmt.Errorf("Subscriber.InProgressEvery %s must be below Streams.AckWait %s", c.Subscriber.InProgressEvery, c.Streams.AckWait))
 	}
+	if c.Cell != nil && (c.Streams.Durable == DefaultDurable || c.ResultQueue == "onceledger") {
+		// Cells sharing one durable would overwrite each other's filter,
+		// and sharing one queue group would leave lookups unanswered.
+		errs = append(errs, fmt.Errorf("cell %s: the durable consumer and the result queue group must be the cell's own, not %q", c.Cell.Name, "onceledger"))
+	}
 	errs = append(errs, c.Streams.Validate(c.InboxRetention), c.Subscriber.Validate(), c.Batch.Validate())
 	return errors.Join(errs...)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/internal/testenv"
@@ -67,5 +68,23 @@ func TestCellsCommandAndRunAsCell(t *testing.T) {
 	var res protocol.Result
 	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Status != protocol.StatusOK {
 		t.Fatalf("company.create in cell a: exit %d %s %s", code, out, errOut)
+	}
+}
+
+// Under the shipped NATS configuration the operator's user stores and
+// reads the placement; a producer's user cannot.
+func TestCellsCommandAsOperator(t *testing.T) {
+	srv := testenv.SecuredNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	placement := `{"partitions": 2, "cells": [{"name": "a", "partitions": [0]}, {"name": "b", "partitions": [1]}]}`
+	if code, _, errOut := invoke(ctx, placement, "cells", "set", "-nats-url", srv.URL("acme"), "-nats-inbox-prefix", "_INBOX_acme", "-"); code == 0 {
+		t.Errorf("cells set as a producer succeeded: %s", errOut)
+	}
+	if code, out, errOut := invoke(ctx, placement, "cells", "set", "-nats-url", srv.URL("admin"), "-"); code != 0 {
+		t.Fatalf("cells set as admin: exit %d %s%s", code, out, errOut)
+	}
+	if code, out, errOut := invoke(ctx, "", "cells", "show", "-nats-url", srv.URL("admin")); code != 0 || !strings.Contains(out, "2 partitions, revision 1") {
+		t.Fatalf("cells show as admin: exit %d %s%s", code, out, errOut)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"text/tabwriter"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -90,6 +91,9 @@ func cmdCells(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if errs := conn.validate(); len(errs) > 0 {
 		return &usageError{errors.Join(errs...).Error()}
 	}
+	// A request the server's permissions refuse gets no answer: bounded.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	nc, err := conn.connect("onceledger cells")
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 // the API 2.9 introduced); the streams and the consumer the worker creates
 // use no configuration newer than that (no FilterSubjects, Metadata,
 // Compression, per-message TTLs or priority groups), so nothing else sets
-// the floor.
+// the floor. Cells are the exception: they need CellsVersion.
 const MinServerVersion = "2.9.0"
 
 // TermReasonVersion is the first nats-server that honours a terminate with
