@@ -35,6 +35,13 @@ func TestCellsCommandAndRunAsCell(t *testing.T) {
 	if code, out, errOut := invoke(ctx, placement, "cells", "set", "-nats-url", natsURL, "-"); code != 0 || !strings.Contains(out, "2 partitions over 2 cells") {
 		t.Fatalf("cells set: exit %d %s%s", code, out, errOut)
 	}
+	moved := fmt.Sprintf(`{"partitions": 2, "cells": [{"name": "a", "partitions": [], "database_url": %q}, {"name": "b", "partitions": [0, 1]}]}`, dsn)
+	if code, _, errOut := invoke(ctx, moved, "cells", "set", "-nats-url", natsURL, "-"); code != 1 || !strings.Contains(errOut, "partition 0: cell a -> cell b") {
+		t.Errorf("cells set moving a partition: exit %d %s, want a refusal naming the move", code, errOut)
+	}
+	if code, _, errOut := invoke(ctx, `{"partitions": 4, "cells": [{"name": "a", "partitions": [0, 1, 2, 3]}]}`, "cells", "set", "-nats-url", natsURL, "-force", "-"); code != 1 || !strings.Contains(errOut, "2 partitions, this one 4") {
+		t.Errorf("cells set changing the count: exit %d %s, want a refusal", code, errOut)
+	}
 	var company string // one of cell a's
 	for i := 0; company == ""; i++ {
 		if c := fmt.Sprintf("co-%d", i); cells.Partition(c, 2) == 0 {

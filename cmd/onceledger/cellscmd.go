@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -27,8 +28,10 @@ The placement is the JSON document
   {"partitions": 8, "cells": [{"name": "a", "partitions": [0,1,2,3], "database_url": "postgres://db-a/onceledger"}, ...]}
 in the NATS KV bucket onceledger_cells, key placement; see docs/cells.md.
 set refuses a placement where two cells claim one partition or a partition
-has no cell, and writes over the placement it read only (a concurrent change
-makes it fail rather than be lost).
+has no cell, one that changes the partition count, and, without -force, one
+that moves a partition to another cell (moving is not built); it writes over
+the placement it read only (a concurrent change makes it fail rather than be
+lost).
 
 Flags:
 `
@@ -47,6 +50,7 @@ func cmdCells(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var conn natsFlags
 	conn.register(fs)
 	format := fs.String("format", "text", "text or json (show)")
+	force := fs.Bool("force", false, "store a placement that moves partitions between cells (set)")
 	replicas := fs.Int("replicas", 1, "replicas of the bucket when set creates it; 3 on a cluster (set)")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), cellsUsage); fs.PrintDefaults() }
 	positional, err := parseInterleaved(fs, args[1:])
@@ -111,6 +115,10 @@ func cmdCells(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "set":
 		if revision > 0 && current.Partitions != proposed.Partitions {
 			return fmt.Errorf("the stored placement has %d partitions, this one %d: changing the count moves companies between partitions, which this command does not do", current.Partitions, proposed.Partitions)
+		}
+		if moves := current.Moves(proposed); revision > 0 && len(moves) > 0 && !*force {
+			return fmt.Errorf("the placement would move partitions between cells (%s): the companies' rows would stay in the old cell's database, and the old cell's running workers would go on consuming the partitions until they restart; moving a partition is not built. Use -force only where the partitions hold no companies yet",
+				strings.Join(moves, "; "))
 		}
 		rev, err := cells.Store(ctx, js, proposed, revision, *replicas)
 		if err != nil {

@@ -155,6 +155,36 @@ func (p Placement) CellOf(company string) (Cell, bool) {
 // every lookup.
 func Durable(name string) string { return "onceledger-" + name }
 
+// Moves lists the partitions whose cell differs between p and next, as
+// "partition N: cell X -> cell Y" (a missing cell is "none").
+func (p Placement) Moves(next Placement) []string {
+	owners := func(pl Placement) map[int]string {
+		m := map[int]string{}
+		for _, c := range pl.Cells {
+			for _, part := range c.Partitions {
+				m[part] = c.Name
+			}
+		}
+		return m
+	}
+	was, will := owners(p), owners(next)
+	var out []string
+	for part := range max(p.Partitions, next.Partitions) {
+		from, to := was[part], will[part]
+		if from == to {
+			continue
+		}
+		if from == "" {
+			from = "none"
+		}
+		if to == "" {
+			to = "none"
+		}
+		out = append(out, fmt.Sprintf("partition %d: cell %s -> cell %s", part, from, to))
+	}
+	return out
+}
+
 // Member is one cell of a placement: what a worker of that cell needs.
 type Member struct {
 	Cell

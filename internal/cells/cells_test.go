@@ -222,3 +222,16 @@ func TestStoreAndLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestMoves(t *testing.T) {
+	t.Parallel()
+	was := cells.Placement{Partitions: 3, Cells: []cells.Cell{{Name: "a", Partitions: []int{0, 1}}, {Name: "b", Partitions: []int{2}}}}
+	same := cells.Placement{Partitions: 3, Cells: []cells.Cell{{Name: "b", Partitions: []int{2}}, {Name: "a", Partitions: []int{1, 0}}, {Name: "c"}}}
+	if m := was.Moves(same); len(m) != 0 {
+		t.Errorf("moves between equal placements: %v", m)
+	}
+	next := cells.Placement{Partitions: 3, Cells: []cells.Cell{{Name: "a", Partitions: []int{0}}, {Name: "b", Partitions: []int{2}}, {Name: "c", Partitions: []int{1}}}}
+	if m := was.Moves(next); len(m) != 1 || m[0] != "partition 1: cell a -> cell c" {
+		t.Errorf("moves = %v, want partition 1 from a to c", m)
+	}
+}
