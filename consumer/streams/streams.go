@@ -222,7 +222,7 @@ func checkPartitioning(ctx context.Context, js jetstream.JetStream, name string,
 		return nil
 	case want == nil:
 		return fmt.Errorf("stream %s is partitioned for cells (%s -> %s): start the worker as a cell (-cell), refusing to run it unpartitioned", name, have.Source, have.Destination)
-	case *have != *want && have != nil:
+	case have != nil && *have != *want:
 		return fmt.Errorf("stream %s is partitioned as %s -> %s, this worker's placement as %s -> %s: refusing to move companies between partitions", name, have.Source, have.Destination, want.Source, want.Destination)
 	}
 	// Partitioning: a consumer that reads every command subject (that of
