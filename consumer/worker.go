@@ -211,6 +211,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	log := w.cfg.Logger
+	if c := w.cfg.Cell; c != nil {
+		log = log.With("cell", c.Name)
+	}
 	// What fails once per delivery or request (a retried command, the
 	// router's report of it, a lookup) fails thousands of times a second
 	// in an outage: said once per interval, with a count.
@@ -257,7 +260,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	runErr := make(chan error, 1)
 	go func() { runErr <- router.Run(context.WithoutCancel(ctx)) }()
 	if c := w.cfg.Cell; c != nil {
-		log = log.With("cell", c.Name)
 		log.Info("worker serving a cell", "partitions", c.Partitions, "of", c.Of)
 	}
 	log.Info("worker consuming", "nats_server", w.nc.ConnectedServerVersion(), "stream", w.cfg.Streams.Stream, "consumer", w.cfg.Streams.Durable,
