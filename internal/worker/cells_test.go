@@ -18,6 +18,7 @@ import (
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/internal/cells"
+	"github.com/onceledger/onceledger/internal/ops"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/internal/testworker"
 	"github.com/onceledger/onceledger/internal/worker"
@@ -62,7 +63,7 @@ func (f *cellFixture) newWorker(ctx context.Context, t *testing.T, cell string, 
 // events stream, the audit passes in each, each result lookup is answered
 // once, by the company's cell,
 // and dead letters of both cells land under the subjects they were
-// published on. A worker refuses to start without a placement, as a cell
+// published on, from which a replay is partitioned afresh. A worker refuses to start without a placement, as a cell
 // the placement does not name, on another cell's database, unpartitioned
 // on the partitioned stream, or as a cell beside a consumer of every
 // command.
@@ -294,6 +295,31 @@ func TestTwoCells(t *testing.T) {
 		if orig := m.Header.Get(protocol.HeaderOriginalSubject); orig != protocol.ProducerSubject(orig) {
 			t.Errorf("dead letter %d names the stored subject %s, not the published one", seq, orig)
 		}
+	}
+	// A replay republishes the subject as published, which the stream
+	// partitions afresh: into the company's partition, once.
+	first, err := dlq.GetMsg(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayedCompany, _, err := protocol.ParseCommandSubject(first.Header.Get(protocol.HeaderOriginalSubject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ops.DeadLetters{JS: js}.Replay(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds, err := js.Stream(ctx, consumer.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := cmds.GetMsg(ctx, r.Sequence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := protocol.PartitionedSubjectPrefix(cells.Partition(replayedCompany, placement.Partitions)) + replayedCompany + ".company.create"; stored.Subject != want {
+		t.Errorf("the replay of %s's dead letter is stored as %s, want %s", replayedCompany, stored.Subject, want)
 	}
 	slices.Sort(subjects)
 	wantSubjects := []string{protocol.DeadLetterPrefix + "cmd." + poison[0] + ".company.create", protocol.DeadLetterPrefix + "cmd." + poison[1] + ".company.create"}
