@@ -61,12 +61,11 @@ func (f *cellFixture) newWorker(ctx context.Context, t *testing.T, cell string, 
 // own with a worker and a relay: commands for 20 companies land each in its
 // company's cell only, each cell relays its companies' events to the one
 // events stream, the audit passes in each, each result lookup is answered
-// once, by the company's cell,
-// and dead letters of both cells land under the subjects they were
-// published on, from which a replay is partitioned afresh. A worker refuses to start without a placement, as a cell
-// the placement does not name, on another cell's database, unpartitioned
-// on the partitioned stream, or as a cell beside a consumer of every
-// command.
+// once, by the company's cell, and dead letters of both cells land under
+// the subjects they were published on, from which a replay is partitioned
+// afresh. A worker refuses to start without a placement, as a cell the
+// placement does not name, on another cell's database, unpartitioned on
+// the partitioned stream, or as a cell beside a consumer of every command.
 func TestTwoCells(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
