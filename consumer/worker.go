@@ -20,6 +20,7 @@ import (
 	"github.com/onceledger/onceledger/consumer/lookup"
 	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/consumer/transport"
+	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
@@ -61,6 +62,14 @@ type Config struct {
 	// traceparent that arrives with a command is still passed on to its
 	// events. Also used by Subscriber when Subscriber.TracerProvider is nil.
 	TracerProvider trace.TracerProvider
+	// Cell, when set, makes the worker one of a cell (see internal/cells):
+	// it consumes only its partitions of the partitioned command stream,
+	// through a durable consumer of its own (Streams.Durable defaults to
+	// "onceledger-<cell>"), answers result lookups only for the companies
+	// of its partitions (ResultQueue defaults to "onceledger-<cell>"), and
+	// names the cell in its dead letters' message IDs. Defaults to nil: one
+	// cell, no partitions.
+	Cell *cells.Member
 	// LocalWake, when set, is how a commit that wrote events wakes the
 	// outbox relay and the webhook dispatcher: in this process, instead of
 	// a NOTIFY to every process. Set it when the relay and the dispatcher
@@ -92,6 +101,16 @@ func (c *Config) setDefaults() {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.Cell != nil {
+		if c.Streams.Durable == "" {
+			c.Streams.Durable = cells.Durable(c.Cell.Name)
+		}
+		if c.ResultQueue == "" {
+			c.ResultQueue = cells.Durable(c.Cell.Name)
+		}
+		c.Streams.Partitions = c.Cell.Of
+		c.Streams.Serve = c.Cell.Partitions
 	}
 	if c.ResultQueue == "" {
 		c.ResultQueue = "onceledger"
@@ -126,6 +145,11 @@ func (c *Config) validate() error {
 	}
 	if c.Subscriber.InProgressEvery >= c.Streams.AckWait {
 		errs = append(errs, fmt.Errorf("Subscriber.InProgressEvery %s must be below Streams.AckWait %s", c.Subscriber.InProgressEvery, c.Streams.AckWait))
+	}
+	if c.Cell != nil && (c.Streams.Durable == DefaultDurable || c.ResultQueue == "onceledger") {
+		// Cells sharing one durable would overwrite each other's filter,
+		// and sharing one queue group would leave lookups unanswered.
+		errs = append(errs, fmt.Errorf("cell %s: the durable consumer and the result queue group must be the cell's own, not %q", c.Cell.Name, "onceledger"))
 	}
 	errs = append(errs, c.Streams.Validate(c.InboxRetention), c.Subscriber.Validate(), c.Batch.Validate())
 	return errors.Join(errs...)
@@ -167,6 +191,11 @@ func (w *Worker) Provision(ctx context.Context) (jetstream.Consumer, error) {
 	if err := streams.CheckServerVersion(w.nc.ConnectedServerVersion()); err != nil {
 		return nil, fmt.Errorf("refusing to start: %w", err)
 	}
+	if w.cfg.Cell != nil {
+		if err := streams.CheckCellsVersion(w.nc.ConnectedServerVersion()); err != nil {
+			return nil, fmt.Errorf("refusing to start cell %s: %w", w.cfg.Cell.Name, err)
+		}
+	}
 	return streams.Provision(ctx, w.js, w.cfg.Streams, w.cfg.InboxRetention)
 }
 
@@ -182,6 +211,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	log := w.cfg.Logger
+	if c := w.cfg.Cell; c != nil {
+		log = log.With("cell", c.Name)
+	}
 	// What fails once per delivery or request (a retried command, the
 	// router's report of it, a lookup) fails thousands of times a second
 	// in an outage: said once per interval, with a count.
@@ -198,7 +230,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.Close()
 	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: quiet, metrics: w.cfg.Metrics, before: w.cfg.beforeHandle}
-	failed := deadletter.Policy(deadletter.NewStream(w.js), w.cfg.Streams.MaxDeliver, subCfg.Backoff, log, quiet, func(ctx context.Context, command string) {
+	dls := deadletter.NewStream(w.js)
+	var serves func(string) bool
+	if c := w.cfg.Cell; c != nil {
+		dls, serves = deadletter.NewCellStream(w.js, c.Name), c.Serves
+	}
+	failed := deadletter.Policy(dls, w.cfg.Streams.MaxDeliver, subCfg.Backoff, log, quiet, func(ctx context.Context, command string) {
 		w.cfg.Metrics.count(command, outcomeDeadLettered)
 		trace.SpanFromContext(ctx).SetAttributes(attrOutcome.String(outcomeDeadLettered))
 	})
@@ -207,7 +244,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 
-	responder, err := lookup.Serve(ctx, w.nc, w.pool, w.cfg.ResultQueue, quiet, log)
+	responder, err := lookup.Serve(ctx, w.nc, w.pool, w.cfg.ResultQueue, serves, quiet, log)
 	if err != nil {
 		return err
 	}
@@ -222,6 +259,9 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	runErr := make(chan error, 1)
 	go func() { runErr <- router.Run(context.WithoutCancel(ctx)) }()
+	if c := w.cfg.Cell; c != nil {
+		log.Info("worker serving a cell", "partitions", c.Partitions, "of", c.Of)
+	}
 	log.Info("worker consuming", "nats_server", w.nc.ConnectedServerVersion(), "stream", w.cfg.Streams.Stream, "consumer", w.cfg.Streams.Durable,
 		"concurrency", w.cfg.Subscriber.Concurrency, "ack_mode", w.cfg.Subscriber.AckMode,
 		"batch_max", w.cfg.Batch.MaxSize, "batch_parallel", w.cfg.Batch.Parallel)

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -21,6 +22,14 @@ const (
 	EventSubjectPrefix = "ledger.evt."
 	// DeadLetterPrefix starts the subjects of dead letters.
 	DeadLetterPrefix = "ledger.dlq."
+
+	// PartitionMarker is the token that, right after CommandSubjectPrefix,
+	// says a command subject was partitioned by the command stream's
+	// subject transform (cells, see internal/cells):
+	// ledger.cmd.P.<partition>.<company>.<command>. It is upper case, so
+	// no company id (lower case only) can be mistaken for it, and the
+	// partition number after it is never read as a company.
+	PartitionMarker = "P"
 )
 
 // Headers of a command.
@@ -72,11 +81,36 @@ func EventSubject(company, eventType string) string {
 	return EventSubjectPrefix + company + "." + eventType
 }
 
-// ParseCommandSubject splits ledger.cmd.<company>.<command>. The command
-// part may hold dots (invoice.create); it is not checked against the known
-// commands.
+// PartitionedSubjectPrefix starts the command subjects of partition p, as
+// the command stream stores them when cells are configured.
+func PartitionedSubjectPrefix(p int) string {
+	return CommandSubjectPrefix + PartitionMarker + "." + strconv.Itoa(p) + "."
+}
+
+// ProducerSubject returns the subject a command was published on: subject
+// itself, or, for a subject the command stream partitioned
+// (ledger.cmd.P.<n>.<company>.<command>), the subject without the
+// partition, ledger.cmd.<company>.<command>. A dead letter is filed and
+// replayed under it, so that a replay is partitioned afresh like any
+// command and not a second time.
+func ProducerSubject(subject string) string {
+	rest, ok := strings.CutPrefix(subject, CommandSubjectPrefix+PartitionMarker+".")
+	if !ok {
+		return subject
+	}
+	n, rest, ok := strings.Cut(rest, ".")
+	if !ok || n == "" || strings.Trim(n, "0123456789") != "" {
+		return subject
+	}
+	return CommandSubjectPrefix + rest
+}
+
+// ParseCommandSubject splits ledger.cmd.<company>.<command>, or the
+// partitioned form ledger.cmd.P.<partition>.<company>.<command> the command
+// stream stores when cells are configured. The command part may hold dots
+// (invoice.create); it is not checked against the known commands.
 func ParseCommandSubject(subject string) (company, command string, err error) {
-	rest, ok := strings.CutPrefix(subject, CommandSubjectPrefix)
+	rest, ok := strings.CutPrefix(ProducerSubject(subject), CommandSubjectPrefix)
 	if !ok {
 		return "", "", fmt.Errorf("subject %q does not start with %q", subject, CommandSubjectPrefix)
 	}

@@ -64,6 +64,10 @@ type settings struct {
 	// API configures the HTTP command API on HTTPAddr (api.go).
 	API apiSettings
 
+	// Cell, when set, runs the worker as that cell of the placement in
+	// NATS (see docs/cells.md); only `run` has the flag.
+	Cell string
+
 	envErrs []error
 }
 

@@ -61,6 +61,7 @@ Usage:
   onceledger admin       inspect idempotency keys; list, show and replay dead letters
   onceledger tokens      create, list and revoke API tokens of the HTTP API
   onceledger secrets     make, use and rotate the key that seals webhook secrets
+  onceledger cells       show, set and query the placement of companies over cells (databases)
   onceledger bench       measure throughput and latency end to end against real servers
   onceledger version     print the version of this binary
 
@@ -96,6 +97,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdTokens(ctx, args[1:], stdout, stderr)
 	case "secrets":
 		err = cmdSecrets(ctx, args[1:], stdin, stdout, stderr)
+	case "cells":
+		err = cmdCells(ctx, args[1:], stdin, stdout, stderr)
 	case "bench":
 		err = cmdBench(ctx, args[1:], stdout, stderr)
 	case "bench-nats": // started by bench; not for people

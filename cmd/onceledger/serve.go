@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/worker"
 	"github.com/onceledger/onceledger/ledger/postgres"
@@ -31,6 +32,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var s settings
 	s.register(fs, true)
+	fs.StringVar(&s.Cell, "cell", os.Getenv("ONCELEDGER_CELL"), "run as this cell of the placement stored in NATS (onceledger cells); empty runs the one cell of an installation without cells (env ONCELEDGER_CELL)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: onceledger run [flags]\n\nRuns the worker: consumes commands, relays events, answers result lookups.\n\nFlags (each also read from the environment variable named):\n")
 		fs.PrintDefaults()
@@ -103,6 +105,11 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	}
 
 	ccfg := s.consumerConfig(logger)
+	if s.Cell != "" && ccfg.Streams.Durable == "" {
+		// Named here too, so that the metrics and the console read the
+		// cell's consumer.
+		ccfg.Streams.Durable = cells.Durable(s.Cell)
+	}
 	obs, err := newObservability(pool, js, ccfg.Streams.WithDefaults(ccfg.InboxRetention))
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
@@ -125,6 +132,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		NATS:     nc,
 		Consumer: &ccfg,
 		Kinds:    k,
+		Cell:     s.Cell,
 		Outbox:   &worker.Outbox{Stream: outbox.StreamConfig{Replicas: s.StreamReplicas}, Relay: outbox.RelayConfig{Gather: s.gather()}},
 		Webhooks: &webhooks.DispatcherConfig{Workers: s.WebhookWorkers, PerEndpoint: s.WebhookPerEndpoint, Gather: s.gather(),
 			DisableAfter: s.WebhookDisableAfter, Policy: policy, Secrets: keys, Metrics: obs.webhooks},

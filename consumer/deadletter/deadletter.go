@@ -26,20 +26,43 @@ const maxReasonLen = 2048
 
 // Stream publishes copies of failed messages to the dead-letter stream.
 type Stream struct {
-	js jetstream.JetStream
+	js   jetstream.JetStream
+	cell string
 }
 
 // NewStream returns the dead-letter stream of js: it publishes to the
 // subjects the stream provisioned by package streams holds.
 func NewStream(js jetstream.JetStream) *Stream { return &Stream{js: js} }
 
+// NewCellStream is NewStream for a worker of the named cell: the dead
+// letters' message IDs name the cell, so that two cells' dead letters of
+// equal stream sequences (cells with command streams of their own, or one
+// message consumed by two cells while a partition moves) do not drop one
+// another in the dead-letter stream's duplicate window.
+func NewCellStream(js jetstream.JetStream, cell string) *Stream {
+	return &Stream{js: js, cell: cell}
+}
+
+// MsgID is the Nats-Msg-Id of the dead letter of the message at stream
+// sequence seq: dlq-<seq>, or dlq-<cell>-<seq> for a cell's.
+func (dl *Stream) MsgID(seq uint64) string {
+	if dl.cell == "" {
+		return "dlq-" + strconv.FormatUint(seq, 10)
+	}
+	return "dlq-" + dl.cell + "-" + strconv.FormatUint(seq, 10)
+}
+
 // Publish copies d's message to ledger.dlq.<original subject without
 // "ledger.">, with the reason in headers, and waits for JetStream to store it.
-// The copy's Nats-Msg-Id is derived from the original stream sequence, so
+// A subject the command stream partitioned (cells) is filed under the
+// subject it was published on, without the partition, so that the
+// dead-letter tools filter and replay it as any other. The copy's
+// Nats-Msg-Id is derived from the original stream sequence (see MsgID), so
 // dead-lettering the same message twice stores it once.
 func (dl *Stream) Publish(ctx context.Context, d *transport.Delivery, code ledger.Code, reason string) error {
 	orig := d.Msg
-	subject := protocol.DeadLetterPrefix + strings.TrimPrefix(orig.Subject(), "ledger.")
+	published := protocol.ProducerSubject(orig.Subject())
+	subject := protocol.DeadLetterPrefix + strings.TrimPrefix(published, "ledger.")
 	msg := nats.NewMsg(subject)
 	msg.Data = orig.Data()
 	for k, v := range orig.Headers() {
@@ -53,11 +76,11 @@ func (dl *Stream) Publish(ctx context.Context, d *transport.Delivery, code ledge
 	}
 	msg.Header.Set(protocol.HeaderDeadLetterCode, string(code))
 	msg.Header.Set(protocol.HeaderDeadLetterReason, reason)
-	msg.Header.Set(protocol.HeaderOriginalSubject, orig.Subject())
+	msg.Header.Set(protocol.HeaderOriginalSubject, published)
 	msg.Header.Set(protocol.HeaderOriginalSequence, strconv.FormatUint(d.StreamSeq, 10))
 	msg.Header.Set(protocol.HeaderDeliveries, strconv.FormatUint(d.NumDelivered, 10))
 	msg.Header.Set(protocol.HeaderDeadLetteredAt, time.Now().UTC().Format(time.RFC3339Nano))
-	msg.Header.Set(jetstream.MsgIDHeader, "dlq-"+strconv.FormatUint(d.StreamSeq, 10))
+	msg.Header.Set(jetstream.MsgIDHeader, dl.MsgID(d.StreamSeq))
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := dl.js.PublishMsg(ctx, msg); err != nil {

@@ -20,9 +20,19 @@ import (
 // member of the NATS queue group queue, until the returned subscription is
 // drained. What fails once per request (a lookup while the database is
 // away) is logged to quiet, anything else to logger.
-func Serve(ctx context.Context, nc *nats.Conn, db inbox.Beginner, queue string, quiet, logger *slog.Logger) (*nats.Subscription, error) {
+//
+// serves, when set, says which companies' results db holds: a worker of
+// one cell among several (internal/cells) answers only for the companies
+// of its cell and leaves the others' requests unanswered, for their own
+// cell's workers to answer; its "not_found" for another cell's company
+// would be believed. Each cell then needs a queue group of its own, so
+// that every request reaches one worker of every cell.
+func Serve(ctx context.Context, nc *nats.Conn, db inbox.Beginner, queue string, serves func(company string) bool, quiet, logger *slog.Logger) (*nats.Subscription, error) {
 	sub, err := nc.QueueSubscribe(protocol.ResultSubjectPrefix+"*", queue, func(m *nats.Msg) {
 		company := strings.TrimPrefix(m.Subject, protocol.ResultSubjectPrefix)
+		if serves != nil && ledger.ValidCompanyID(company) && !serves(company) {
+			return
+		}
 		value := m.Header.Get(protocol.HeaderIdempotencyKey)
 		key, kerr := protocol.ParseKey(value)
 		var res protocol.Result

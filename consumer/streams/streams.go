@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -57,6 +59,17 @@ type Config struct {
 	// MaxAckPending bounds unacknowledged messages across all workers.
 	// Defaults to 2048.
 	MaxAckPending int
+
+	// Partitions, when above 0, partitions the command stream for cells
+	// (see internal/cells): the stream stores each command under
+	// ledger.cmd.P.<partition>.<company>.<command>, and the durable
+	// consumer receives only the partitions in Serve. Needs nats-server
+	// 2.10 (subject transforms, FilterSubjects). Defaults to 0: one cell,
+	// subjects stored as published.
+	Partitions int
+	// Serve are the partitions the durable consumer receives when
+	// Partitions is set.
+	Serve []int
 }
 
 // WithDefaults returns c with its defaults filled in, for an inbox
@@ -114,6 +127,17 @@ func (c *Config) Validate(retention time.Duration) error {
 		return fmt.Errorf("streams: MaxDeliver must be at least 2, got %d", c.MaxDeliver)
 	case c.MaxAckPending < 1:
 		return fmt.Errorf("streams: MaxAckPending must be at least 1")
+	case c.Partitions < 0 || c.Partitions > cells.MaxPartitions:
+		return fmt.Errorf("streams: Partitions must be 0 to %d, got %d", cells.MaxPartitions, c.Partitions)
+	case c.Partitions > 0 && len(c.Serve) == 0:
+		return errors.New("streams: a partitioned stream's consumer must serve at least one partition")
+	case c.Partitions == 0 && len(c.Serve) > 0:
+		return errors.New("streams: Serve needs Partitions")
+	}
+	for _, p := range c.Serve {
+		if p < 0 || p >= c.Partitions {
+			return fmt.Errorf("streams: partition %d is outside 0-%d", p, c.Partitions-1)
+		}
 	}
 	return nil
 }
@@ -121,7 +145,22 @@ func (c *Config) Validate(retention time.Duration) error {
 // Provision creates or updates the streams and the durable consumer, and
 // then checks the live stream against the retention guard: an operator may
 // have changed it out of band.
+//
+// The partitioning of the command stream is checked first: a worker without
+// Partitions refuses a stream that is partitioned (updating it would drop
+// the transform, and its consumer would take every cell's commands), and a
+// worker with Partitions refuses a stream partitioned into another count
+// (which would move companies between partitions).
 func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention time.Duration) (jetstream.Consumer, error) {
+	var transform *jetstream.SubjectTransformConfig
+	filter, filters := protocol.CommandSubjectPrefix+">", []string(nil)
+	if c.Partitions > 0 {
+		transform = cells.Transform(c.Partitions)
+		filter, filters = "", cells.FilterSubjects(c.Serve)
+	}
+	if err := checkPartitioning(ctx, js, c.Stream, transform); err != nil {
+		return nil, err
+	}
 	cmdStream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        c.Stream,
 		Description: "onceledger commands: ledger.cmd.<company>.<command>",
@@ -132,6 +171,8 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention 
 		Duplicates:  c.DuplicateWindow,
 		Replicas:    c.Replicas,
 		Discard:     jetstream.DiscardOld,
+
+		SubjectTransform: transform,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", c.Stream, err)
@@ -151,17 +192,56 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention 
 		return nil, fmt.Errorf("ensure stream %s: %w", c.DeadLetterStream, err)
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
-		Durable:       c.Durable,
-		Description:   "onceledger workers",
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       c.AckWait,
-		MaxDeliver:    c.MaxDeliver,
-		MaxAckPending: c.MaxAckPending,
-		FilterSubject: protocol.CommandSubjectPrefix + ">",
+		Durable:        c.Durable,
+		Description:    "onceledger workers",
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        c.AckWait,
+		MaxDeliver:     c.MaxDeliver,
+		MaxAckPending:  c.MaxAckPending,
+		FilterSubject:  filter,
+		FilterSubjects: filters,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ensure consumer %s on %s: %w", c.Durable, c.Stream, err)
 	}
 	return cons, nil
+}
+
+func checkPartitioning(ctx context.Context, js jetstream.JetStream, name string, want *jetstream.SubjectTransformConfig) error {
+	s, err := js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", name, err)
+	}
+	have := s.CachedInfo().Config.SubjectTransform
+	switch {
+	case have == nil && want == nil:
+		return nil
+	case want == nil:
+		return fmt.Errorf("stream %s is partitioned for cells (%s -> %s): start the worker as a cell (-cell), refusing to run it unpartitioned", name, have.Source, have.Destination)
+	case have != nil && *have != *want:
+		return fmt.Errorf("stream %s is partitioned as %s -> %s, this worker's placement as %s -> %s: refusing to move companies between partitions", name, have.Source, have.Destination, want.Source, want.Destination)
+	}
+	// Partitioning: a consumer that reads every command subject (that of
+	// an installation without cells) would take every cell's commands
+	// and run them on its own database. Commands stored before the
+	// stream was partitioned keep their subjects, which no cell's
+	// consumer reads: that consumer is drained first, then deleted.
+	list := s.ListConsumers(ctx)
+	for info := range list.Info() {
+		filters := append([]string{info.Config.FilterSubject}, info.Config.FilterSubjects...)
+		for _, f := range filters {
+			if f == protocol.CommandSubjectPrefix+">" || f == ">" || (f == "" && len(filters) == 1) {
+				return fmt.Errorf("stream %s has consumer %s, which reads every command (%q) and would take the commands of every cell: drain it, then delete it (nats consumer rm %s %s), before starting cells",
+					name, info.Name, info.Config.FilterSubject, name, info.Name)
+			}
+		}
+	}
+	if err := list.Err(); err != nil {
+		return fmt.Errorf("stream %s: list consumers: %w", name, err)
+	}
+	return nil
 }

@@ -11,7 +11,7 @@ import (
 // the API 2.9 introduced); the streams and the consumer the worker creates
 // use no configuration newer than that (no FilterSubjects, Metadata,
 // Compression, per-message TTLs or priority groups), so nothing else sets
-// the floor.
+// the floor. Cells are the exception: they need CellsVersion.
 const MinServerVersion = "2.9.0"
 
 // TermReasonVersion is the first nats-server that honours a terminate with
@@ -19,6 +19,21 @@ const MinServerVersion = "2.9.0"
 // and the message comes back every AckWait: answered and dead-lettered
 // again each time.
 const TermReasonVersion = "2.10.0"
+
+// CellsVersion is the first nats-server with stream subject transforms
+// and consumers with several filter subjects, which cells are built on.
+const CellsVersion = "2.10.0"
+
+// CheckCellsVersion returns an error naming both versions when a
+// nats-server reporting version cannot partition the command stream.
+func CheckCellsVersion(version string) error {
+	v, ok := parseVersion(version)
+	want, _ := parseVersion(CellsVersion)
+	if !ok || v.less(want) {
+		return fmt.Errorf("nats-server %q cannot partition the command stream: cells need nats-server %s or newer", version, CellsVersion)
+	}
+	return nil
+}
 
 // CheckServerVersion returns an error naming both versions when a
 // nats-server reporting version is older than MinServerVersion or reports

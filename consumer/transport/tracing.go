@@ -61,9 +61,10 @@ func startCommandSpan(ctx context.Context, tracer trace.Tracer, d *Delivery) (co
 
 // SubjectParts reads company and command from a command subject that may
 // be malformed, for what is echoed back or recorded about a message that
-// could not be parsed; ok is false when the subject is not a command's.
+// could not be parsed; ok is false when the subject is not a command's. A
+// partitioned subject (cells) is read without its partition.
 func SubjectParts(subject string) (company, command string, ok bool) {
-	rest, ok := strings.CutPrefix(subject, protocol.CommandSubjectPrefix)
+	rest, ok := strings.CutPrefix(protocol.ProducerSubject(subject), protocol.CommandSubjectPrefix)
 	if !ok {
 		return "", "", false
 	}

@@ -8,12 +8,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
@@ -32,6 +34,14 @@ type Config struct {
 	// (required then).
 	Consumer *consumer.Config
 	Kinds    *exec.Kinds
+
+	// Cell, when set, runs the consumer as the cell of that name (see
+	// internal/cells): New reads the placement from the NATS KV bucket
+	// cells.Bucket, refuses to start on an invalid placement, a cell the
+	// placement does not name, or a Pool on another database than the
+	// cell's, and sets Consumer.Cell. Defaults to "": one cell, no
+	// placement read.
+	Cell string
 
 	// Outbox, when set, creates or updates the events stream and relays
 	// committed events to it.
@@ -82,6 +92,9 @@ func (c *Config) validate() error {
 	}
 	if c.Consumer != nil && c.Kinds == nil {
 		errs = append(errs, errors.New("a consumer needs Kinds"))
+	}
+	if c.Cell != "" && c.Consumer == nil {
+		errs = append(errs, errors.New("a cell is a consumer's: Cell needs Consumer"))
 	}
 	if c.Consumer == nil && c.Outbox == nil && c.Webhooks == nil && c.Retention == nil {
 		errs = append(errs, errors.New("nothing to run"))
@@ -141,6 +154,13 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		}
 		if ccfg.LocalWake == nil {
 			ccfg.LocalWake = cfg.LocalWake
+		}
+		if cfg.Cell != "" {
+			m, err := member(ctx, cfg.NATS, cfg.Pool, cfg.Cell)
+			if err != nil {
+				return nil, err
+			}
+			ccfg.Cell = &m
 		}
 		c, err := consumer.NewWorker(cfg.Pool, cfg.NATS, cfg.Kinds, ccfg)
 		if err != nil {
@@ -266,4 +286,34 @@ func (w *Worker) Stop(timeout time.Duration) error {
 		}
 	})
 	return w.stopErr
+}
+
+// member reads the placement and returns the cell name of it, checking
+// that pool is that cell's database when the placement names one.
+func member(ctx context.Context, nc *nats.Conn, pool *pgxpool.Pool, name string) (cells.Member, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return cells.Member{}, err
+	}
+	p, _, err := cells.Load(ctx, js)
+	if err != nil {
+		return cells.Member{}, fmt.Errorf("refusing to start cell %s: %w", name, err)
+	}
+	m, err := p.Member(name)
+	if err != nil {
+		return cells.Member{}, fmt.Errorf("refusing to start cell %s: %w", name, err)
+	}
+	if m.DatabaseURL == "" {
+		return m, nil
+	}
+	want, err := pgx.ParseConfig(m.DatabaseURL)
+	if err != nil {
+		return cells.Member{}, fmt.Errorf("refusing to start cell %s: its database_url in the placement: %w", name, err)
+	}
+	have := pool.Config().ConnConfig
+	if have.Host != want.Host || have.Port != want.Port || have.Database != want.Database {
+		return cells.Member{}, fmt.Errorf("refusing to start cell %s: the placement puts it on database %s at %s:%d, this worker is connected to %s at %s:%d",
+			name, want.Database, want.Host, want.Port, have.Database, have.Host, have.Port)
+	}
+	return m, nil
 }

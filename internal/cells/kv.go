@@ -1,0 +1,80 @@
+package cells
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The placement's home: one key of one KV bucket.
+const (
+	Bucket       = "onceledger_cells"
+	PlacementKey = "placement"
+)
+
+// ErrNoPlacement is returned by Load when no placement is stored.
+var ErrNoPlacement = errors.New("cells: no placement stored")
+
+// Load reads the placement and the revision it was stored at. It does not
+// validate it.
+func Load(ctx context.Context, js jetstream.JetStream) (Placement, uint64, error) {
+	kv, err := js.KeyValue(ctx, Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return Placement{}, 0, fmt.Errorf("%w: bucket %s does not exist", ErrNoPlacement, Bucket)
+	}
+	if err != nil {
+		return Placement{}, 0, fmt.Errorf("cells: open bucket %s: %w", Bucket, err)
+	}
+	e, err := kv.Get(ctx, PlacementKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Placement{}, 0, fmt.Errorf("%w: bucket %s has no key %s", ErrNoPlacement, Bucket, PlacementKey)
+	}
+	if err != nil {
+		return Placement{}, 0, fmt.Errorf("cells: read %s/%s: %w", Bucket, PlacementKey, err)
+	}
+	var p Placement
+	if err := json.Unmarshal(e.Value(), &p); err != nil {
+		return Placement{}, 0, fmt.Errorf("cells: %s/%s is not a placement: %w", Bucket, PlacementKey, err)
+	}
+	return p, e.Revision(), nil
+}
+
+// Store validates p and writes it, creating the bucket if need be. With
+// revision 0 it writes only where no placement is stored; otherwise only
+// over the placement stored at revision, so that two writers never
+// overwrite each other unseen. It returns the new revision.
+func Store(ctx context.Context, js jetstream.JetStream, p Placement, revision uint64, replicas int) (uint64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return 0, fmt.Errorf("cells: encode placement: %w", err)
+	}
+	if replicas < 1 {
+		replicas = 1
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      Bucket,
+		Description: "onceledger cells: which cell serves which partitions",
+		History:     16,
+		Replicas:    replicas,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cells: ensure bucket %s: %w", Bucket, err)
+	}
+	var rev uint64
+	if revision == 0 {
+		rev, err = kv.Create(ctx, PlacementKey, body)
+	} else {
+		rev, err = kv.Update(ctx, PlacementKey, body, revision)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cells: write %s/%s: %w", Bucket, PlacementKey, err)
+	}
+	return rev, nil
+}
