@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,89 +11,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/onceledger/onceledger/internal/browsertest"
 	"github.com/onceledger/onceledger/internal/ops"
 )
-
-// chromium is where Debian's chromium package puts the browser.
-const chromium = "/usr/bin/chromium"
-
-// chrome starts a headless Chromium of the test's own (its own profile
-// directory), closed when the test ends. Without Chromium the test fails
-// saying how to install it: the console's pages are not tested otherwise.
-func chrome(t *testing.T) context.Context {
-	t.Helper()
-	path := chromium
-	if _, err := os.Stat(path); err != nil {
-		p, lerr := exec.LookPath("chromium")
-		if lerr != nil {
-			t.Fatalf("the console's browser tests need Chromium at %s or on PATH: install it (Debian: apt-get install chromium; .ci/run does)", chromium)
-		}
-		path = p
-	}
-	// Made before the browser's cleanup is registered, so it is removed
-	// after the browser has exited.
-	profile := t.TempDir()
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 900),
-	)
-	ctx, cancelCtx := chromedp.NewContext(alloc)
-	t.Cleanup(func() {
-		cancelCtx()
-		cancelAlloc()
-	})
-	// The first action starts the browser, which lives as long as its
-	// context: that one gets no timeout, the later ones do (do, value).
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("start Chromium (%s): %v", path, err)
-	}
-	return ctx
-}
-
-// stepTimeout bounds one step of a browser test.
-const stepTimeout = 30 * time.Second
-
-func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
-	defer cancel()
-	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	return v
-}
-
-// screenshot saves the page as name.png in $ONCELEDGER_CONSOLE_SCREENSHOTS
-// (docs/console is where the documentation's come from), or in a
-// temporary directory.
-func screenshot(t *testing.T, ctx context.Context, dir, name string) {
-	t.Helper()
-	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
-	if len(png) < 1000 {
-		t.Fatalf("screenshot %s: %d bytes", name, len(png))
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
@@ -107,57 +25,61 @@ func TestConsoleInBrowser(t *testing.T) {
 		"issue_date": "2026-12-02", "due_date": "2026-12-16",
 		"lines": [{"description": "Consulting", "quantity": "3", "unit_price": "100.00", "vat_rate": "21"}]}`)
 	seq := e.deadLetter(t, "nonsense-7")
-	ctx := chrome(t)
+	ctx := browsertest.Start(t, "the console")
 	shots := os.Getenv("ONCELEDGER_CONSOLE_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()
 	}
 	text := func(what string, sel chromedp.CSS) string {
 		t.Helper()
-		return value(t, ctx, what, chromedp.Text(sel))
+		return browsertest.Value(t, ctx, what, chromedp.Text(sel))
 	}
 	location := func() string {
 		t.Helper()
-		return value(t, ctx, "location", chromedp.Location())
+		return browsertest.Value(t, ctx, "location", chromedp.Location())
 	}
 
 	// Without a session every page sends the browser to the sign-in form.
-	do(t, ctx, "open a page without a session",
+	browsertest.Do(t, ctx, "open a page without a session",
 		chromedp.Navigate(e.URL+"/console/dead-letters"),
 		chromedp.WaitVisible(chromedp.ID("token")))
 	if loc := location(); loc != e.URL+"/console/signin" {
 		t.Fatalf("without a session the browser is at %s, want the sign-in form", loc)
 	}
-	screenshot(t, ctx, shots, "signin")
+	browsertest.Screenshot(t, ctx, shots, "signin", false)
 
-	do(t, ctx, "sign in",
+	browsertest.Do(t, ctx, "sign in",
 		chromedp.SendKeys(chromedp.ID("token"), e.Token),
 		chromedp.Click(chromedp.ID("signin")),
 		chromedp.WaitVisible(chromedp.CSS(".stat")))
-	stats := value(t, ctx, "overview", chromedp.Evaluate[string](`document.getElementById("stats").innerText`))
+	stats := browsertest.Value(t, ctx, "overview", chromedp.Evaluate[string](`document.getElementById("stats").innerText`))
 	if loc := location(); loc != e.URL+"/console/" || !strings.Contains(stats, "Command backlog") || !strings.Contains(stats, "Unpublished events") {
 		t.Fatalf("after sign-in at %s:\n%s", loc, stats)
 	}
-	// The CSP lets the embedded htmx run: the overview refreshes.
-	if !value(t, ctx, "htmx", chromedp.Evaluate[bool](`typeof htmx === "object" && htmx.version.startsWith("2.")`)) {
-		t.Fatal("htmx did not load on the overview")
+	// The CSP lets the embedded htmx run: the overview refreshes. The
+	// figures can be visible before the script has run.
+	for loaded := time.Now(); !browsertest.Value(t, ctx, "htmx", chromedp.Evaluate[bool](`typeof htmx === "object" && htmx.version.startsWith("2.")`)); {
+		if time.Since(loaded) > 5*time.Second {
+			t.Fatal("htmx did not load on the overview")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	// The figures are replaced every 200ms: read them in the page, where
 	// no replacement comes between finding a node and reading it.
 	deadLetters := `document.querySelector(".stat:last-child .value").textContent`
-	if dead := value(t, ctx, "dead-letter count", chromedp.Evaluate[string](deadLetters)); dead != "1" {
+	if dead := browsertest.Value(t, ctx, "dead-letter count", chromedp.Evaluate[string](deadLetters)); dead != "1" {
 		t.Fatalf("overview shows %q dead letters, want 1:\n%s", dead, stats)
 	}
 	// The figures refresh in place: a second dead letter shows up on the
 	// page without a reload (the mark set on the page survives).
-	do(t, ctx, "mark the page", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+	browsertest.Do(t, ctx, "mark the page", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 		_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded = true`))
 		return err
 	}))
 	other := e.deadLetter(t, "nonsense-8")
-	if !value(t, ctx, "the overview refreshes", chromedp.Poll[bool](
+	if !browsertest.Value(t, ctx, "the overview refreshes", chromedp.Poll[bool](
 		deadLetters+` === "2" && window.notReloaded === true`,
-		chromedp.WithPollingTimeout(stepTimeout))) {
+		chromedp.WithPollingTimeout(browsertest.StepTimeout))) {
 		t.Fatal("the overview did not show the second dead letter")
 	}
 	// The last audit: none yet; "Run audit now" runs one and records it,
@@ -165,22 +87,22 @@ func TestConsoleInBrowser(t *testing.T) {
 	if status := text("no audit yet", "#audit-status"); !strings.Contains(status, "No audit is recorded yet") {
 		t.Fatalf("before any audit: %s", status)
 	}
-	do(t, ctx, "run an audit",
+	browsertest.Do(t, ctx, "run an audit",
 		chromedp.Click(chromedp.ID("run-audit")),
 		chromedp.WaitVisible(chromedp.ID("outcome")))
 	if outcome := text("audit outcome", "#outcome"); !strings.Contains(outcome, "audit passed: no violations") {
 		t.Fatalf("audit outcome: %s", outcome)
 	}
-	do(t, ctx, "the overview after the audit",
+	browsertest.Do(t, ctx, "the overview after the audit",
 		chromedp.Navigate(e.URL+"/console/"),
 		chromedp.WaitVisible(chromedp.ID("last-audit")))
-	if last := value(t, ctx, "last audit", chromedp.Evaluate[string](`document.getElementById("last-audit").innerText`)); !strings.Contains(last, "Passed") ||
+	if last := browsertest.Value(t, ctx, "last audit", chromedp.Evaluate[string](`document.getElementById("last-audit").innerText`)); !strings.Contains(last, "Passed") ||
 		!strings.Contains(last, "just now") || !strings.Contains(last, "run by console: test operator") {
 		t.Fatalf("the last audit on the overview:\n%s", last)
 	}
-	screenshot(t, ctx, shots, "overview")
+	browsertest.Screenshot(t, ctx, shots, "overview", false)
 
-	do(t, ctx, "look up a command",
+	browsertest.Do(t, ctx, "look up a command",
 		chromedp.Navigate(e.URL+"/console/commands"),
 		chromedp.SendKeys(chromedp.ID("company"), "acme"),
 		chromedp.SendKeys(chromedp.ID("key"), "acme-setup"),
@@ -191,7 +113,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	// The invoice's key: its document, its event with the delivery to
 	// hook-1, and its message, acknowledged.
-	do(t, ctx, "look up the invoice's key",
+	browsertest.Do(t, ctx, "look up the invoice's key",
 		chromedp.Navigate(e.URL+"/console/commands?company=acme&key=order-1041-invoice"),
 		chromedp.WaitVisible(chromedp.ID("events")))
 	if docs := text("documents", "#documents"); !strings.Contains(docs, "invoice") || !strings.Contains(docs, "INV-2026-000001") || !strings.Contains(docs, "yes") {
@@ -206,33 +128,33 @@ func TestConsoleInBrowser(t *testing.T) {
 	if state := text("state", "#state"); !strings.Contains(state, "done") {
 		t.Fatalf("the invoice's state: %s", state)
 	}
-	screenshot(t, ctx, shots, "commands")
-	do(t, ctx, "look up an unknown key", chromedp.Navigate(e.URL+"/console/commands?company=acme&key=never-sent"))
+	browsertest.Screenshot(t, ctx, shots, "commands", false)
+	browsertest.Do(t, ctx, "look up an unknown key", chromedp.Navigate(e.URL+"/console/commands?company=acme&key=never-sent"))
 	if msg, state := text("unknown key", "#message"), text("state", "#state"); !strings.Contains(msg, "No result is stored") || !strings.Contains(state, "unknown") {
 		t.Fatalf("an unknown key: %s / %s", state, msg)
 	}
-	do(t, ctx, "look up a dead-lettered key", chromedp.Navigate(e.URL+"/console/commands?company=acme&key=nonsense-8"))
+	browsertest.Do(t, ctx, "look up a dead-lettered key", chromedp.Navigate(e.URL+"/console/commands?company=acme&key=nonsense-8"))
 	if state, dead := text("state", "#state"), text("its dead letters", "#key-dead-letters"); !strings.Contains(state, "dead-lettered") ||
 		!strings.Contains(dead, itoa(other)) || !strings.Contains(dead, "invalid_command") {
 		t.Fatalf("a dead-lettered key: %s\n%s", state, dead)
 	}
 
 	letter := e.URL + "/console/dead-letters/" + itoa(seq)
-	do(t, ctx, "list dead letters", chromedp.Navigate(e.URL+"/console/dead-letters?company=acme"))
+	browsertest.Do(t, ctx, "list dead letters", chromedp.Navigate(e.URL+"/console/dead-letters?company=acme"))
 	if list := text("dead letters", "#dead-letters"); !strings.Contains(list, "nonsense-7") || !strings.Contains(list, "invalid_command") {
 		t.Fatalf("dead letters:\n%s", list)
 	}
-	screenshot(t, ctx, shots, "dead-letters")
-	do(t, ctx, "open a dead letter",
+	browsertest.Screenshot(t, ctx, shots, "dead-letters", false)
+	browsertest.Do(t, ctx, "open a dead letter",
 		chromedp.Click(chromedp.CSS(`a[href="/console/dead-letters/`+itoa(seq)+`"]`)),
 		chromedp.WaitVisible(chromedp.ID("body")))
 	if loc, body := location(), text("body", "#body"); loc != letter || !strings.Contains(body, `"what": "nothing"`) || strings.Contains(body, "s3cr3t") {
 		t.Fatalf("dead letter at %s, body:\n%s", loc, body)
 	}
-	screenshot(t, ctx, shots, "dead-letter")
+	browsertest.Screenshot(t, ctx, shots, "dead-letter", false)
 
 	// A forged CSRF token is refused, and nothing is replayed.
-	do(t, ctx, "replay with a forged CSRF token",
+	browsertest.Do(t, ctx, "replay with a forged CSRF token",
 		chromedp.SetValue(chromedp.CSS(`form[action$="/replay"] input[name="csrf"]`), "forged"),
 		chromedp.Click(chromedp.ID("replay")),
 		chromedp.WaitVisible(chromedp.ID("message")))
@@ -244,14 +166,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("dead letter %d after a forged replay: %v, want it still there", seq, err)
 	}
 
-	do(t, ctx, "replay",
+	browsertest.Do(t, ctx, "replay",
 		chromedp.Navigate(letter),
 		chromedp.Click(chromedp.ID("replay")),
 		chromedp.WaitVisible(chromedp.ID("outcome")))
 	if outcome := text("outcome", "#outcome"); !strings.Contains(outcome, "replayed dead letter "+itoa(seq)+" to ledger.cmd.acme.nonsense.create") {
 		t.Fatalf("replay outcome: %s", outcome)
 	}
-	screenshot(t, ctx, shots, "replayed")
+	browsertest.Screenshot(t, ctx, shots, "replayed", false)
 	if _, err := dlq.Get(context.Background(), seq); !errors.Is(err, ops.ErrNotFound) {
 		t.Fatalf("dead letter %d after its replay: %v, want it gone", seq, err)
 	}
@@ -262,7 +184,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	// A selection of the list is replayed at once, each letter on its own.
-	do(t, ctx, "replay a selection",
+	browsertest.Do(t, ctx, "replay a selection",
 		chromedp.Navigate(e.URL+"/console/dead-letters?company=acme"),
 		chromedp.Click(chromedp.CSS(`input[name="seq"][value="`+itoa(other)+`"]`)),
 		chromedp.Click(chromedp.CSS(`input[name="seq"][value="`+itoa(again)+`"]`)),
@@ -278,20 +200,20 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 
-	do(t, ctx, "webhook deliveries",
+	browsertest.Do(t, ctx, "webhook deliveries",
 		chromedp.Navigate(e.URL+"/console/webhooks?company=acme"),
 		chromedp.WaitVisible(chromedp.ID("deliveries")))
 	if list := text("deliveries", "#deliveries"); !strings.Contains(list, "invoice.created") || !strings.Contains(list, "pending") || !strings.Contains(list, "http://127.0.0.1:9/hooks") {
 		t.Fatalf("deliveries:\n%s", list)
 	}
-	screenshot(t, ctx, shots, "webhooks")
-	do(t, ctx, "replay a delivery",
+	browsertest.Screenshot(t, ctx, shots, "webhooks", false)
+	browsertest.Do(t, ctx, "replay a delivery",
 		chromedp.Click(chromedp.CSS(`form[action="/console/webhooks/replay"] button`)),
 		chromedp.WaitVisible(chromedp.ID("outcome")))
 	if outcome := text("outcome", "#outcome"); !strings.Contains(outcome, "is due again now") {
 		t.Fatalf("delivery replay: %s", outcome)
 	}
-	do(t, ctx, "books",
+	browsertest.Do(t, ctx, "books",
 		chromedp.Navigate(e.URL+"/console/books?company=acme&month=2026-12"),
 		chromedp.WaitVisible(chromedp.ID("trial-balance")))
 	// The invoice: 300.00 net, 63.00 VAT at 21 %, 363.00 receivable.
@@ -304,7 +226,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// The register's links download its files, of the company chosen.
 	fetch := func(what, href string) string {
 		t.Helper()
-		return value(t, ctx, what, chromedp.Evaluate[string](`(() => {
+		return browsertest.Value(t, ctx, what, chromedp.Evaluate[string](`(() => {
 			const x = new XMLHttpRequest();
 			x.open("GET", `+strconv.Quote(href)+`, false);
 			x.send();
@@ -313,7 +235,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	href := func(label string) string {
 		t.Helper()
-		return value(t, ctx, "the link "+label, chromedp.Evaluate[string](`[...document.querySelectorAll("#downloads a")].find(a => a.textContent === `+strconv.Quote(label)+`)?.getAttribute("href") ?? ""`))
+		return browsertest.Value(t, ctx, "the link "+label, chromedp.Evaluate[string](`[...document.querySelectorAll("#downloads a")].find(a => a.textContent === `+strconv.Quote(label)+`)?.getAttribute("href") ?? ""`))
 	}
 	sales := href("Sales register (CSV)")
 	if got := fetch("the sales register", sales); !strings.HasPrefix(got, "200\nattachment; filename=register-acme-2026-12-sales.csv\ntype,number,") ||
@@ -332,11 +254,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	if got := fetch("the i.SAF file", href("i.SAF (XML)")); !strings.HasPrefix(got, "400\n") || !strings.Contains(got, "registration number") {
 		t.Fatalf("the i.SAF file:\n%s", got)
 	}
-	screenshot(t, ctx, shots, "books")
+	browsertest.Screenshot(t, ctx, shots, "books", false)
 
-	do(t, ctx, "a phone's width",
+	browsertest.Do(t, ctx, "a phone's width",
 		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
 		chromedp.Navigate(e.URL+"/console/"),
 		chromedp.WaitVisible(chromedp.CSS(".stat")))
-	screenshot(t, ctx, shots, "overview-phone")
+	browsertest.Screenshot(t, ctx, shots, "overview-phone", false)
 }

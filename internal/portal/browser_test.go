@@ -3,8 +3,6 @@ package portal_test
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,96 +10,18 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
+	"github.com/onceledger/onceledger/internal/browsertest"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
-// chromium is where Debian's chromium package puts the browser.
-const chromium = "/usr/bin/chromium"
-
-// chrome starts a headless Chromium of the test's own, closed when the
-// test ends. Without Chromium the test fails saying how to install it.
-func chrome(t *testing.T) context.Context {
-	t.Helper()
-	path := chromium
-	if _, err := os.Stat(path); err != nil {
-		p, lerr := exec.LookPath("chromium")
-		if lerr != nil {
-			t.Fatalf("the portal's browser tests need Chromium at %s or on PATH: install it (Debian: apt-get install chromium)", chromium)
-		}
-		path = p
-	}
-	profile := t.TempDir()
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 900),
-	)
-	ctx, cancelCtx := chromedp.NewContext(alloc)
-	t.Cleanup(func() {
-		cancelCtx()
-		cancelAlloc()
-	})
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("start Chromium (%s): %v", path, err)
-	}
-	return ctx
-}
-
-// stepTimeout bounds one step of a browser test.
-const stepTimeout = 30 * time.Second
-
-func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
-	defer cancel()
-	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	return v
-}
-
-// screenshot saves the whole page as name.png in dir; the catalogue, a
-// long page, only as far as the window shows.
-func screenshot(t *testing.T, ctx context.Context, dir, name string) {
-	t.Helper()
-	shot := chromedp.FullScreenshot(100)
-	if name == "events" {
-		shot = chromedp.CaptureScreenshot()
-	}
-	png := value(t, ctx, "screenshot "+name, shot)
-	if len(png) < 1000 {
-		t.Fatalf("screenshot %s: %d bytes", name, len(png))
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // eventually polls cond every 50ms until it holds, failing the test after
-// stepTimeout.
+// browsertest.StepTimeout.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(stepTimeout)
+	deadline := time.Now().Add(browsertest.StepTimeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, stepTimeout)
+			t.Fatalf("%s: not within %s", what, browsertest.StepTimeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -117,7 +37,7 @@ func TestPortalInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := chrome(t)
+	ctx := browsertest.Start(t, "the portal")
 	// $ONCELEDGER_PORTAL_SCREENSHOTS keeps the pages' screenshots
 	// (docs/portal is where the documentation's come from).
 	shots := os.Getenv("ONCELEDGER_PORTAL_SCREENSHOTS")
@@ -126,15 +46,15 @@ func TestPortalInBrowser(t *testing.T) {
 	}
 	text := func(what string, sel chromedp.CSS) string {
 		t.Helper()
-		return value(t, ctx, what, chromedp.Text(sel))
+		return browsertest.Value(t, ctx, what, chromedp.Text(sel))
 	}
 	page := func() string {
 		t.Helper()
-		return value(t, ctx, "page text", chromedp.Evaluate[string](`document.body.innerText`))
+		return browsertest.Value(t, ctx, "page text", chromedp.Evaluate[string](`document.body.innerText`))
 	}
 	html := func() string {
 		t.Helper()
-		return value(t, ctx, "page HTML", chromedp.Evaluate[string](`document.documentElement.outerHTML`))
+		return browsertest.Value(t, ctx, "page HTML", chromedp.Evaluate[string](`document.documentElement.outerHTML`))
 	}
 	deliveryStatus := func(id uuid.UUID) string {
 		var s string
@@ -154,7 +74,7 @@ func TestPortalInBrowser(t *testing.T) {
 
 	// Sign in by a link made with the company's API token.
 	link := e.link(t, "acme")
-	do(t, ctx, "open the link",
+	browsertest.Do(t, ctx, "open the link",
 		chromedp.Navigate(link),
 		chromedp.Click(chromedp.ID("open")),
 		chromedp.WaitVisible(chromedp.ID("create")))
@@ -163,7 +83,7 @@ func TestPortalInBrowser(t *testing.T) {
 	}
 
 	// Create an endpoint to a local receiver: its secret is shown once.
-	do(t, ctx, "create an endpoint",
+	browsertest.Do(t, ctx, "create an endpoint",
 		chromedp.SendKeys(chromedp.ID("url"), rcv.URL+"/acme"),
 		chromedp.SendKeys(chromedp.ID("description"), "orders service"),
 		chromedp.Click(chromedp.ID("create-endpoint")),
@@ -172,16 +92,16 @@ func TestPortalInBrowser(t *testing.T) {
 	if !strings.HasPrefix(firstSecret, "whsec_") {
 		t.Fatalf("created endpoint's secret %q\n%s", firstSecret, page())
 	}
-	screenshot(t, ctx, shots, "created")
-	do(t, ctx, "to the endpoint", chromedp.Click(chromedp.ID("back")), chromedp.WaitVisible(chromedp.ID("endpoint")))
-	endpointURL := value(t, ctx, "location", chromedp.Location())
+	browsertest.Screenshot(t, ctx, shots, "created", false)
+	browsertest.Do(t, ctx, "to the endpoint", chromedp.Click(chromedp.ID("back")), chromedp.WaitVisible(chromedp.ID("endpoint")))
+	endpointURL := browsertest.Value(t, ctx, "location", chromedp.Location())
 	ours := endpointURL[strings.LastIndex(endpointURL, "/")+1:]
 	if strings.Contains(html(), firstSecret) {
 		t.Fatal("the endpoint page shows the secret")
 	}
 
 	// Send a test event: the receiver gets it, the page shows it delivered.
-	do(t, ctx, "send a test event",
+	browsertest.Do(t, ctx, "send a test event",
 		chromedp.Click(chromedp.ID("send-test")),
 		chromedp.WaitVisible(chromedp.ID("outcome")))
 	if out := text("outcome", "#outcome"); !strings.Contains(out, "webhook.test event") {
@@ -189,7 +109,7 @@ func TestPortalInBrowser(t *testing.T) {
 	}
 	eventually(t, "the receiver gets the test event", func() bool { return rcv.received.Load() == 1 })
 	eventually(t, "the test delivery is recorded", func() bool { return deliveryStatus(latest(ours)) == "delivered" })
-	do(t, ctx, "deliveries", chromedp.Navigate(endpointURL), chromedp.WaitVisible(chromedp.ID("deliveries")))
+	browsertest.Do(t, ctx, "deliveries", chromedp.Navigate(endpointURL), chromedp.WaitVisible(chromedp.ID("deliveries")))
 	if list := text("deliveries", "#deliveries"); !strings.Contains(list, "webhook.test") || !strings.Contains(list, "delivered") {
 		t.Fatalf("deliveries:\n%s", list)
 	}
@@ -197,12 +117,12 @@ func TestPortalInBrowser(t *testing.T) {
 	// The receiver fails: the delivery fails after its retries, and its
 	// attempts show what the receiver answered.
 	rcv.failing.Store(true)
-	do(t, ctx, "send a test to a failing receiver",
+	browsertest.Do(t, ctx, "send a test to a failing receiver",
 		chromedp.Click(chromedp.ID("send-test")),
 		chromedp.WaitVisible(chromedp.ID("outcome")))
 	failed := latest(ours)
 	eventually(t, "the delivery fails", func() bool { return deliveryStatus(failed) == "failed" })
-	do(t, ctx, "failed deliveries",
+	browsertest.Do(t, ctx, "failed deliveries",
 		chromedp.Navigate(endpointURL),
 		chromedp.SetValue(chromedp.ID("status-filter"), "failed"),
 		chromedp.Click(chromedp.ID("apply-filter")))
@@ -214,7 +134,7 @@ func TestPortalInBrowser(t *testing.T) {
 	if list := text("failed deliveries", "#deliveries"); strings.Count(list, "webhook.test") != 1 || !strings.Contains(list, "failed") || strings.Contains(list, "delivered") {
 		t.Fatalf("failed deliveries:\n%s", list)
 	}
-	do(t, ctx, "a failed delivery's attempts",
+	browsertest.Do(t, ctx, "a failed delivery's attempts",
 		chromedp.Click(chromedp.CSS(`a[href$="/deliveries/`+failed.String()+`"]`)),
 		chromedp.WaitVisible(chromedp.ID("attempts")))
 	attempts := text("attempts", "#attempts")
@@ -223,23 +143,23 @@ func TestPortalInBrowser(t *testing.T) {
 	}
 	// Each attempt shows the signature header it sent: the last one's is
 	// what the receiver got last.
-	sigs := value(t, ctx, "signatures", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#attempts .signature"), e => e.textContent)`))
+	sigs := browsertest.Value(t, ctx, "signatures", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#attempts .signature"), e => e.textContent)`))
 	if got, _ := rcv.lastSig.Load().(string); len(sigs) != 3 || !strings.HasPrefix(sigs[2], "v1,") || sigs[2] != got {
 		t.Fatalf("the attempts show signatures %q; the receiver got %q last", sigs, got)
 	}
 	if strings.Contains(html(), firstSecret) || strings.Contains(html(), "whsec_") {
 		t.Fatal("the delivery page shows a secret")
 	}
-	screenshot(t, ctx, shots, "delivery")
-	do(t, ctx, "the endpoint's health", chromedp.Navigate(e.URL+"/portal/"), chromedp.WaitVisible(chromedp.ID("endpoints")))
+	browsertest.Screenshot(t, ctx, shots, "delivery", false)
+	browsertest.Do(t, ctx, "the endpoint's health", chromedp.Navigate(e.URL+"/portal/"), chromedp.WaitVisible(chromedp.ID("endpoints")))
 	if health := text("health", "#endpoints"); !strings.Contains(health, "25.0 %") || !strings.Contains(health, "of 4") {
 		t.Fatalf("the endpoint's health after 1 success in 4 attempts:\n%s", health)
 	}
-	screenshot(t, ctx, shots, "endpoints")
+	browsertest.Screenshot(t, ctx, shots, "endpoints", false)
 
 	// The receiver recovers: replaying every failed delivery delivers it.
 	rcv.failing.Store(false)
-	do(t, ctx, "replay the failed deliveries",
+	browsertest.Do(t, ctx, "replay the failed deliveries",
 		chromedp.Navigate(endpointURL),
 		chromedp.Click(chromedp.ID("replay-failed")),
 		chromedp.WaitVisible(chromedp.ID("outcome")))
@@ -250,13 +170,13 @@ func TestPortalInBrowser(t *testing.T) {
 	if n := rcv.received.Load(); n != 2 {
 		t.Fatalf("the receiver accepted %d events, want 2", n)
 	}
-	do(t, ctx, "no failed deliveries left", chromedp.Navigate(endpointURL+"?status=failed"), chromedp.WaitVisible(chromedp.ID("deliveries")))
+	browsertest.Do(t, ctx, "no failed deliveries left", chromedp.Navigate(endpointURL+"?status=failed"), chromedp.WaitVisible(chromedp.ID("deliveries")))
 	if list := text("failed deliveries", "#deliveries"); !strings.Contains(list, "No deliveries.") {
 		t.Fatalf("failed deliveries after the replay:\n%s", list)
 	}
 
 	// Rotate the secret: a new one, shown once; both sign for 24 hours.
-	do(t, ctx, "rotate the secret",
+	browsertest.Do(t, ctx, "rotate the secret",
 		chromedp.Navigate(endpointURL),
 		chromedp.Click(chromedp.ID("rotate")),
 		chromedp.WaitVisible(chromedp.ID("secret")))
@@ -264,12 +184,12 @@ func TestPortalInBrowser(t *testing.T) {
 	if !strings.HasPrefix(second, "whsec_") || second == firstSecret || !strings.Contains(text("outcome", "#outcome"), "24 hours") {
 		t.Fatalf("rotation: %q\n%s", second, page())
 	}
-	do(t, ctx, "the rotated endpoint", chromedp.Navigate(endpointURL), chromedp.WaitVisible(chromedp.ID("secrets")))
+	browsertest.Do(t, ctx, "the rotated endpoint", chromedp.Navigate(endpointURL), chromedp.WaitVisible(chromedp.ID("secrets")))
 	if s := text("secrets", "#secrets"); s != "2 signing now" {
 		t.Fatalf("after the rotation: %q", s)
 	}
-	screenshot(t, ctx, shots, "endpoint")
-	do(t, ctx, "send a test after the rotation",
+	browsertest.Screenshot(t, ctx, shots, "endpoint", false)
+	browsertest.Do(t, ctx, "send a test after the rotation",
 		chromedp.Click(chromedp.ID("send-test")),
 		chromedp.WaitVisible(chromedp.ID("outcome")))
 	eventually(t, "the receiver gets the third event", func() bool { return rcv.received.Load() == 3 })
@@ -278,7 +198,7 @@ func TestPortalInBrowser(t *testing.T) {
 	}
 
 	// A test event may carry an example of a chosen type's data.
-	do(t, ctx, "send a test with an example of invoice.created",
+	browsertest.Do(t, ctx, "send a test with an example of invoice.created",
 		chromedp.Navigate(endpointURL),
 		chromedp.SetValue(chromedp.ID("example-of"), "invoice.created"),
 		chromedp.Click(chromedp.ID("send-test")),
@@ -295,14 +215,14 @@ func TestPortalInBrowser(t *testing.T) {
 		"/portal/endpoints/" + theirs + "/deliveries/" + theirDelivery.ID.String(),
 		"/portal/endpoints/" + ours + "/deliveries/" + theirDelivery.ID.String(),
 	} {
-		do(t, ctx, "another company's "+path, chromedp.Navigate(e.URL+path), chromedp.WaitVisible(chromedp.ID("message")))
+		browsertest.Do(t, ctx, "another company's "+path, chromedp.Navigate(e.URL+path), chromedp.WaitVisible(chromedp.ID("message")))
 		if p := page(); !strings.Contains(p, "Not Found") || strings.Contains(p, "/globex") {
 			t.Fatalf("%s:\n%s", path, p)
 		}
 	}
 
 	// A forged CSRF token is refused, and the endpoint stays enabled.
-	do(t, ctx, "disable with a forged CSRF token",
+	browsertest.Do(t, ctx, "disable with a forged CSRF token",
 		chromedp.Navigate(endpointURL),
 		chromedp.SetValue(chromedp.CSS(`form[action$="/disable"] input[name="csrf"]`), "forged"),
 		chromedp.Click(chromedp.ID("disable")),
@@ -310,20 +230,23 @@ func TestPortalInBrowser(t *testing.T) {
 	if p := page(); !strings.Contains(p, "Forbidden") || !strings.Contains(p, "CSRF") {
 		t.Fatalf("a forged CSRF token:\n%s", p)
 	}
-	do(t, ctx, "disable", chromedp.Navigate(endpointURL),
+	// Back to the endpoint by navigating, not by the outcome's link: a
+	// click that navigates can leave the next query holding a node of the
+	// page it left.
+	browsertest.Do(t, ctx, "disable", chromedp.Navigate(endpointURL),
+		chromedp.WaitVisible(chromedp.ID("reason")),
 		chromedp.SendKeys(chromedp.ID("reason"), "moving hosts"),
 		chromedp.Click(chromedp.ID("disable")),
-		chromedp.WaitVisible(chromedp.ID("outcome")),
-		chromedp.Click(chromedp.ID("back")),
-		chromedp.WaitVisible(chromedp.ID("enable")))
+		chromedp.WaitVisible(chromedp.ID("outcome")))
+	browsertest.Do(t, ctx, "back after disabling", chromedp.Navigate(endpointURL), chromedp.WaitVisible(chromedp.ID("enable")))
 	if s := text("status", "#status"); s != "disabled: moving hosts" {
 		t.Fatalf("after disabling: %q", s)
 	}
-	do(t, ctx, "enable", chromedp.Click(chromedp.ID("enable")), chromedp.WaitVisible(chromedp.ID("outcome")),
-		chromedp.Click(chromedp.ID("back")), chromedp.WaitVisible(chromedp.ID("disable")))
+	browsertest.Do(t, ctx, "enable", chromedp.Click(chromedp.ID("enable")), chromedp.WaitVisible(chromedp.ID("outcome")))
+	browsertest.Do(t, ctx, "back after enabling", chromedp.Navigate(endpointURL), chromedp.WaitVisible(chromedp.ID("disable")))
 	if s := text("status", "#status"); s != "enabled" {
 		t.Fatalf("after enabling: %q", s)
 	}
-	do(t, ctx, "the event catalogue", chromedp.Navigate(e.URL+"/portal/events"), chromedp.WaitVisible(chromedp.ID("event-types")))
-	screenshot(t, ctx, shots, "events")
+	browsertest.Do(t, ctx, "the event catalogue", chromedp.Navigate(e.URL+"/portal/events"), chromedp.WaitVisible(chromedp.ID("event-types")))
+	browsertest.Screenshot(t, ctx, shots, "events", true)
 }
