@@ -31,7 +31,7 @@ func count(t *testing.T, dsn, query string, args ...any) int {
 	return n
 }
 
-// With two cells, tokens, books, audit and admin key find a company's
+// With two cells, tokens, books, audit, admin key and webhooks find a company's
 // database in the placement; company.create sent through either cell's
 // HTTP API lands in the company's cell; a cell's API answers a token of
 // another cell's company 421, naming the company's cell.
@@ -150,6 +150,7 @@ func TestToolsAndAPIFindTheCompanysCell(t *testing.T) {
 		{"audit", "-company", coB, "-quiet"},
 		{"audit", "-cell", "a", "-quiet"},
 		{"admin", "key", "-company", coB, "-key", "setup"},
+		{"webhooks", "endpoints", "-company", coB},
 	} {
 		args = append(args, "-nats-url", natsURL, "-cells")
 		if code, out, errOut := invoke(ctx, "", args...); code != 0 {
