@@ -55,10 +55,8 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
-	if url, err := cf.database(ctx, *dsn, *company); err != nil {
+	if err := cf.resolve(ctx, dsn, *company); err != nil {
 		return err
-	} else {
-		*dsn = url
 	}
 	*dsn = orDevDatabase(*dsn, stderr)
 	switch {

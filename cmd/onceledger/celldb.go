@@ -30,6 +30,17 @@ func (c *cellFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.cell, "cell", "", "the cell whose database to use, from the placement stored in NATS (implies -cells); with -company, a company of another cell is refused")
 }
 
+// resolve sets *dsn to the database_url of company's cell (or -cell's
+// where company is empty) when cells are in use, and leaves it otherwise.
+func (c *cellFlags) resolve(ctx context.Context, dsn *string, company string) error {
+	url, err := c.database(ctx, *dsn, company)
+	if err != nil {
+		return err
+	}
+	*dsn = url
+	return nil
+}
+
 // database returns the database URL the tool uses: dsn without cells,
 // else the database_url the placement gives company's cell (or -cell's
 // where company is empty).

@@ -75,10 +75,8 @@ func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
-	if url, err := cf.database(ctx, *dsn, deref(company)); err != nil {
+	if err := cf.resolve(ctx, dsn, deref(company)); err != nil {
 		return err
-	} else {
-		*dsn = url
 	}
 	*dsn = orDevDatabase(*dsn, stderr)
 	switch {

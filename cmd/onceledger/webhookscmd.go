@@ -67,10 +67,8 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
-	if url, err := cf.database(ctx, *dsn, *company); err != nil {
+	if err := cf.resolve(ctx, dsn, *company); err != nil {
 		return err
-	} else {
-		*dsn = url
 	}
 	*dsn = orDevDatabase(*dsn, stderr)
 	if *dsn == "" {
