@@ -19,6 +19,9 @@ const (
 	// deadline. Nothing was published, so the same request may be sent
 	// again with the same key.
 	codeRequestTimeout ledger.Code = "request_timeout"
+	// codeMisdirected: the token's company is served by another cell,
+	// named in the problem's cell member.
+	codeMisdirected ledger.Code = "misdirected_request"
 )
 
 // statusOf maps an error code to its HTTP status.
@@ -36,6 +39,8 @@ func statusOf(code ledger.Code) int {
 		return http.StatusConflict
 	case codeRequestTimeout:
 		return http.StatusRequestTimeout
+	case codeMisdirected:
+		return http.StatusMisdirectedRequest
 	case codeTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case ledger.CodeIdempotencyKeyReused:
@@ -63,6 +68,7 @@ var titles = map[ledger.Code]string{
 	codeMethodNotAllowed:              "Method not allowed",
 	codeInvalidRequest:                "Invalid request",
 	codeRequestTimeout:                "Request timeout",
+	codeMisdirected:                   "Misdirected request",
 }
 
 // retryAfter is the Retry-After of retryable problems, in seconds.

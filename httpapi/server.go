@@ -51,6 +51,13 @@ type Config struct {
 	Secrets *webhooks.Keyring
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// CellOf, set on a cell's worker (docs/cells.md), names the cell
+	// that serves company and says whether it is this API's cell. A
+	// token this API's database knows for a company of another cell is
+	// answered 421 Misdirected Request naming the company's cell, and
+	// nothing is read or published for it. Nil: an installation without
+	// cells, every company is here.
+	CellOf func(company string) (cell string, here bool)
 }
 
 func (c *Config) setDefaults() {
@@ -244,13 +251,27 @@ func (s *Server) authed(h handlerFunc) http.HandlerFunc {
 		company, err := authenticate(r.Context(), s.pool, token)
 		if errors.Is(err, errBadToken) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="onceledger", error="invalid_token"`)
-			writeProblem(w, codeUnauthorized, "The API token is unknown or revoked.", nil)
+			detail := "The API token is unknown or revoked."
+			if s.cfg.CellOf != nil {
+				detail += " A token is known only to its company's cell: send the request to that cell's API (onceledger cells which COMPANY)."
+			}
+			writeProblem(w, codeUnauthorized, detail, nil)
 			return
 		}
 		if err != nil {
 			s.cfg.Logger.Warn("authenticating a request failed", "error", err)
 			writeProblem(w, ledger.CodeInternal, "The API token could not be checked; retry shortly.", nil)
 			return
+		}
+		if s.cfg.CellOf != nil {
+			if cell, here := s.cfg.CellOf(company); !here {
+				detail := fmt.Sprintf("Company %s is served by cell %s, not by this API's cell: send the request to cell %s's API.", company, cell, cell)
+				if cell == "" {
+					detail = fmt.Sprintf("Company %s is in a partition no cell serves.", company)
+				}
+				writeProblem(w, codeMisdirected, detail, map[string]any{"company": company, "cell": cell})
+				return
+			}
 		}
 		h(w, r, company)
 	}

@@ -36,7 +36,9 @@ Verbs:
 
 key reads DATABASE_URL (-database-url), or, when neither is set, the
 database of the onceledger dev running on the default data dir
-(ONCELEDGER_DEV_DIR); dlq reads NATS_URL (-nats-url).
+(ONCELEDGER_DEV_DIR); dlq reads NATS_URL (-nats-url). key with cells (-cells,
+ONCELEDGER_CELLS=1, or -cell NAME) reads the database_url the placement
+stored in NATS gives -company's cell; see docs/cells.md.
 Output: -format text (default) or json, for key, dlq list and dlq show.
 
 Replaying is safe: a command whose key already has a result is answered from
@@ -95,10 +97,15 @@ func adminKey(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	dsn := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
 	company := fs.String("company", "", "company ID (required)")
+	var cf cellFlags
+	cf.register(fs)
 	key := fs.String("key", "", "idempotency key (required)")
 	format := fs.String("format", "text", "text or json")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), adminUsage); fs.PrintDefaults() }
 	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
+	}
+	if err := cf.resolve(ctx, dsn, *company); err != nil {
 		return err
 	}
 	*dsn = orDevDatabase(*dsn, stderr)

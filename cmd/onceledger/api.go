@@ -66,8 +66,10 @@ func (a *apiSettings) validate() []error {
 }
 
 // mountAPI serves the HTTP command API under /v1/ on mux.
-func mountAPI(mux *http.ServeMux, pool *pgxpool.Pool, nc *nats.Conn, a apiSettings, keys *webhooks.Keyring, logger *slog.Logger) error {
+// cellOf is nil without cells.
+func mountAPI(mux *http.ServeMux, pool *pgxpool.Pool, nc *nats.Conn, a apiSettings, keys *webhooks.Keyring, cellOf func(string) (string, bool), logger *slog.Logger) error {
 	api, err := httpapi.New(pool, nc, httpapi.Config{
+		CellOf:         cellOf,
 		Secrets:        keys,
 		RequestTimeout: a.RequestTimeout,
 		MaxBodyBytes:   int64(a.MaxBodyBytes),

@@ -31,7 +31,7 @@ stderr, the report to stdout.
 Exit status: 0 when clean, 1 on any violation (or error), 2 on bad usage,
 a -company that does not exist included.
 
-` + databaseNote + `
+` + databaseNote + "\n" + cellsNote + `
 `
 
 func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -39,6 +39,8 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	dsn := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
 	company := fs.String("company", "", "audit only this company (default: all)")
+	var cf cellFlags
+	cf.register(fs)
 	format := fs.String("format", "text", "report format: text or json")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	record := fs.Bool("record", true, "record the run in audit_runs (false: write nothing)")
@@ -51,6 +53,9 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxViolations := fs.Int("max-violations", 100, "violations listed per check (all are counted)")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), auditUsage); fs.PrintDefaults() }
 	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
+	}
+	if err := cf.resolve(ctx, dsn, *company); err != nil {
 		return err
 	}
 	*dsn = orDevDatabase(*dsn, stderr)

@@ -36,7 +36,7 @@ Output: -format text (default) or json; the register: csv (default), xml (i.SAF)
 Balances are debits minus credits: a credit balance is negative.
 Run "onceledger books <report> -h" for a report's flags.
 
-` + databaseNote
+` + databaseNote + "\n" + cellsNote
 
 var bookReports = []string{"trial-balance", "account", "invoice", "vat-return", "register", "periods"}
 
@@ -57,6 +57,8 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	dsn := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
 	company := fs.String("company", "", "company id (required)")
+	var cf cellFlags
+	cf.register(fs)
 	formats := []string{"text", "json"}
 	if name == "register" {
 		formats = []string{"csv", "xml", "json"}
@@ -86,6 +88,9 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.PrintDefaults()
 	}
 	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
+	}
+	if err := cf.resolve(ctx, dsn, *company); err != nil {
 		return err
 	}
 	*dsn = orDevDatabase(*dsn, stderr)

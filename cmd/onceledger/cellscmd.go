@@ -29,7 +29,8 @@ The placement is the JSON document
 in the NATS KV bucket onceledger_cells, key placement; see docs/cells.md.
 set refuses a placement where two cells claim one partition or a partition
 has no cell, one that changes the partition count, and, without -force, one
-that moves a partition to another cell (moving is not built); it writes over
+that moves a partition to another cell (moving is not built; running workers
+stop when their cell's partitions change, to be started again); it writes over
 the placement it read only (a concurrent change makes it fail rather than be
 lost).
 
@@ -117,7 +118,7 @@ func cmdCells(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return fmt.Errorf("the stored placement has %d partitions, this one %d: changing the count moves companies between partitions, which this command does not do", current.Partitions, proposed.Partitions)
 		}
 		if moves := current.Moves(proposed); revision > 0 && len(moves) > 0 && !*force {
-			return fmt.Errorf("the placement would move partitions between cells (%s): the companies' rows would stay in the old cell's database, and the old cell's running workers would go on consuming the partitions until they restart; moving a partition is not built. Use -force only where the partitions hold no companies yet",
+			return fmt.Errorf("the placement would move partitions between cells (%s): the companies' rows would stay in the old cell's database, and commands of the partitions not yet consumed by the old cell may be read by neither cell (the cells' running workers stop on the change and serve the new placement once started again); moving a partition is not built. Use -force only where the partitions hold no companies yet",
 				strings.Join(moves, "; "))
 		}
 		rev, err := cells.Store(ctx, js, proposed, revision, *replicas)

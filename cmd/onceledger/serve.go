@@ -170,7 +170,20 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		// The health endpoints stay on the API's address too, for probes
 		// configured before they had one of their own.
 		mux.Handle("/", health)
-		if err := mountAPI(mux, pool, nc, s.API, keys, logger); err != nil {
+		var cellOf func(string) (string, bool)
+		if s.Cell != "" {
+			// The placement the worker has just checked and started on.
+			p, _, err := cells.Load(ctx, js)
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			cellOf = func(company string) (string, bool) {
+				c, _ := p.CellOf(company)
+				return c.Name, c.Name == s.Cell
+			}
+		}
+		if err := mountAPI(mux, pool, nc, s.API, keys, cellOf, logger); err != nil {
 			ln.Close()
 			return err
 		}

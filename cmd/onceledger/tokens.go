@@ -36,7 +36,7 @@ of a token is stored; create prints the token once.
   revoke -id TOKEN-ID             revoke a token; requests and console sessions
                                   with it are refused at once
 
-` + databaseNote
+` + databaseNote + "\n" + cellsNote
 
 func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -53,6 +53,8 @@ func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("tokens "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dsn := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
+	var cf cellFlags
+	cf.register(fs)
 	var company, name, id, format *string
 	var operator *bool
 	switch verb {
@@ -71,6 +73,9 @@ func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.PrintDefaults()
 	}
 	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
+	}
+	if err := cf.resolve(ctx, dsn, deref(company)); err != nil {
 		return err
 	}
 	*dsn = orDevDatabase(*dsn, stderr)

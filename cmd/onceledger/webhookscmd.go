@@ -39,7 +39,7 @@ Verbs:
 
 Output: -format text (default) or json.
 
-` + databaseNote
+` + databaseNote + "\n" + cellsNote
 
 func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -55,6 +55,8 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	dsn := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL)")
 	endpoint := fs.String("endpoint", "", "webhook endpoint ID")
 	company := fs.String("company", "", "company ID")
+	var cf cellFlags
+	cf.register(fs)
 	wide := fs.Bool("wide", false, "attempts: show response snippets whole")
 	delivery := fs.String("delivery", "", "delivery ID")
 	status := fs.String("status", "", "only deliveries with this status")
@@ -63,6 +65,9 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	format := fs.String("format", "text", "text or json")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), webhooksUsage); fs.PrintDefaults() }
 	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
+	}
+	if err := cf.resolve(ctx, dsn, *company); err != nil {
 		return err
 	}
 	*dsn = orDevDatabase(*dsn, stderr)

@@ -78,3 +78,50 @@ func Store(ctx context.Context, js jetstream.JetStream, p Placement, revision ui
 	}
 	return rev, nil
 }
+
+// ErrPlacementDeleted is passed to Watch's fn when the placement is
+// deleted or purged.
+var ErrPlacementDeleted = errors.New("cells: the placement was deleted")
+
+// Watch calls fn with the stored placement and its revision, then with
+// every placement stored after it, until ctx ends (it then returns nil) or
+// fn returns an error (which it returns). A placement that does not
+// decode, or a deleted one, is passed as an error with a zero Placement;
+// fn decides what that means. The bucket must exist.
+func Watch(ctx context.Context, js jetstream.JetStream, fn func(p Placement, revision uint64, err error) error) error {
+	kv, err := js.KeyValue(ctx, Bucket)
+	if err != nil {
+		return fmt.Errorf("cells: open bucket %s: %w", Bucket, err)
+	}
+	w, err := kv.Watch(ctx, PlacementKey)
+	if err != nil {
+		return fmt.Errorf("cells: watch %s/%s: %w", Bucket, PlacementKey, err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("cells: the watch of %s/%s ended", Bucket, PlacementKey)
+			}
+			if e == nil { // the current value has been delivered
+				continue
+			}
+			var p Placement
+			var perr error
+			if e.Operation() != jetstream.KeyValuePut {
+				perr = ErrPlacementDeleted
+			} else if err := json.Unmarshal(e.Value(), &p); err != nil {
+				p, perr = Placement{}, fmt.Errorf("cells: %s/%s is not a placement: %w", Bucket, PlacementKey, err)
+			}
+			if err := fn(p, e.Revision(), perr); err != nil {
+				return err
+			}
+		}
+	}
+}

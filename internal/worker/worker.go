@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -161,6 +162,11 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 				return nil, err
 			}
 			ccfg.Cell = &m
+			js, err := jetstream.New(cfg.NATS)
+			if err != nil {
+				return nil, err
+			}
+			w.parts = append(w.parts, part{"placement watch", watchPlacement(js, cfg.Pool, m, cfg.Logger)})
 		}
 		c, err := consumer.NewWorker(cfg.Pool, cfg.NATS, cfg.Kinds, ccfg)
 		if err != nil {
@@ -303,17 +309,80 @@ func member(ctx context.Context, nc *nats.Conn, pool *pgxpool.Pool, name string)
 	if err != nil {
 		return cells.Member{}, fmt.Errorf("refusing to start cell %s: %w", name, err)
 	}
-	if m.DatabaseURL == "" {
-		return m, nil
+	if err := onDatabase(pool, m.Cell); err != nil {
+		return cells.Member{}, fmt.Errorf("refusing to start cell %s: %w", name, err)
 	}
-	want, err := pgx.ParseConfig(m.DatabaseURL)
+	return m, nil
+}
+
+// onDatabase checks that pool is c's database where the placement names
+// one.
+func onDatabase(pool *pgxpool.Pool, c cells.Cell) error {
+	if c.DatabaseURL == "" {
+		return nil
+	}
+	want, err := pgx.ParseConfig(c.DatabaseURL)
 	if err != nil {
-		return cells.Member{}, fmt.Errorf("refusing to start cell %s: its database_url in the placement: %w", name, err)
+		return fmt.Errorf("its database_url in the placement: %w", err)
 	}
 	have := pool.Config().ConnConfig
 	if have.Host != want.Host || have.Port != want.Port || have.Database != want.Database {
-		return cells.Member{}, fmt.Errorf("refusing to start cell %s: the placement puts it on database %s at %s:%d, this worker is connected to %s at %s:%d",
-			name, want.Database, want.Host, want.Port, have.Database, have.Host, have.Port)
+		return fmt.Errorf("the placement puts it on database %s at %s:%d, this worker is connected to %s at %s:%d",
+			want.Database, want.Host, want.Port, have.Database, have.Host, have.Port)
 	}
-	return m, nil
+	return nil
+}
+
+// ErrPlacementChanged is what a cell's worker stops with when the
+// placement stored in NATS changes its cell's partitions, removes its
+// cell, or puts it on another database while it runs.
+var ErrPlacementChanged = errors.New("the placement changed under this cell")
+
+// watchPlacement watches the placement a cell's worker started on. A
+// change of another cell's is logged; a change of this cell's partitions
+// (or its removal, or another database) stops the worker, so that it does
+// not go on consuming partitions it no longer serves: started again, it
+// serves the new placement, and its consumer's filter is updated to it. A
+// placement that no worker would start on (invalid, deleted) is logged
+// as an error and changes nothing: stopping every cell over it would stop
+// every company.
+func watchPlacement(js jetstream.JetStream, pool *pgxpool.Pool, started cells.Member, logger *slog.Logger) func(context.Context) error {
+	log := logger.With("cell", started.Name)
+	return func(ctx context.Context) error {
+		first := true
+		return cells.Watch(ctx, js, func(p cells.Placement, rev uint64, err error) error {
+			initial := first
+			first = false
+			if err != nil {
+				log.Error("the stored placement is unusable; serving the partitions this worker started with, and a restart would refuse to start", "revision", rev, "error", err)
+				return nil
+			}
+			m, err := p.Member(started.Name)
+			if errors.Is(err, cells.ErrNoCell) {
+				return fmt.Errorf("%w: revision %d has no cell %s (it served partitions %v): stopping", ErrPlacementChanged, rev, started.Name, started.Partitions)
+			}
+			if err != nil {
+				log.Error("the stored placement is invalid; serving the partitions this worker started with, and a restart would refuse to start", "revision", rev, "error", err)
+				return nil
+			}
+			if m.Of != started.Of || !samePartitions(m.Partitions, started.Partitions) {
+				return fmt.Errorf("%w: revision %d gives cell %s partitions %v of %d, it started with %v of %d: stopping, so as not to consume partitions it no longer serves; start the cell's workers again to serve the new placement",
+					ErrPlacementChanged, rev, started.Name, m.Partitions, m.Of, started.Partitions, started.Of)
+			}
+			if err := onDatabase(pool, m.Cell); err != nil {
+				return fmt.Errorf("%w: revision %d: %w: stopping", ErrPlacementChanged, rev, err)
+			}
+			if !initial {
+				log.Info("the placement changed; this cell's partitions did not", "revision", rev, "partitions", m.Partitions)
+			}
+			return nil
+		})
+	}
+}
+
+func samePartitions(a, b []int) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
