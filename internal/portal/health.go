@@ -29,6 +29,13 @@ type endpoint struct {
 
 const maxCounted = 1000
 
+// healthDeliveries bounds what the health figures read: the attempts of an
+// endpoint's newest deliveries, so that a page of a busy endpoint reads a
+// bounded number of rows (through webhook_deliveries_endpoint_created)
+// whatever the retention keeps. An endpoint with more deliveries in a day
+// has its rates and last success taken from the newest of them.
+const healthDeliveries = 10000
+
 func rate(ok, n int) string {
 	if n == 0 {
 		return "-"
@@ -79,19 +86,22 @@ func endpointsOf(ctx context.Context, pool *pgxpool.Pool, company string, only u
 		              count(*) FILTER (WHERE a.attempted_at > now() - interval '1 hour' AND a.status_code BETWEEN 200 AND 299) AS ok_hour,
 		              count(*) AS n_day,
 		              count(*) FILTER (WHERE a.status_code BETWEEN 200 AND 299) AS ok_day
-		         FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id
-		        WHERE d.endpoint_id = e.id AND a.attempted_at > now() - interval '1 day') h
+		         FROM (SELECT id FROM webhook_deliveries WHERE endpoint_id = e.id ORDER BY created_at DESC LIMIT $4) d
+		         JOIN webhook_attempts a ON a.delivery_id = d.id
+		        WHERE a.attempted_at > now() - interval '1 day') h
 		 CROSS JOIN LATERAL (
 		       SELECT max(a.attempted_at) AS last_ok
-		         FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id
-		        WHERE d.endpoint_id = e.id AND a.status_code BETWEEN 200 AND 299) s
+		         FROM (SELECT id FROM webhook_deliveries WHERE endpoint_id = e.id ORDER BY created_at DESC LIMIT $4) d
+		         JOIN webhook_attempts a ON a.delivery_id = d.id
+		        WHERE a.status_code BETWEEN 200 AND 299) s
 		 CROSS JOIN LATERAL (
 		       SELECT count(*) AS n FROM (
-		           SELECT 1 FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id
-		            WHERE d.endpoint_id = e.id AND a.attempted_at > coalesce(s.last_ok, '-infinity')
+		           SELECT 1 FROM (SELECT id FROM webhook_deliveries WHERE endpoint_id = e.id ORDER BY created_at DESC LIMIT $4) d
+		            JOIN webhook_attempts a ON a.delivery_id = d.id
+		            WHERE a.attempted_at > coalesce(s.last_ok, '-infinity')
 		              AND (a.status_code BETWEEN 200 AND 299) IS NOT TRUE
 		            LIMIT $3) x) f
-		 WHERE e.company_id = $1 AND e.id = ANY($2)`, company, ids, maxCounted)
+		 WHERE e.company_id = $1 AND e.id = ANY($2)`, company, ids, maxCounted, healthDeliveries)
 	if err != nil {
 		return nil, fmt.Errorf("read endpoint health: %w", err)
 	}
