@@ -447,3 +447,59 @@ func TestConcurrentRelaysPublishEveryEventOnce(t *testing.T) {
 		}
 	}
 }
+
+// timingJS is real JetStream that notes when each message was published.
+type timingJS struct {
+	jetstream.JetStream
+	mu *sync.Mutex
+	at *[]time.Time
+}
+
+func (c timingJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	c.mu.Lock()
+	*c.at = append(*c.at, time.Now())
+	c.mu.Unlock()
+	return c.JetStream.PublishMsgAsync(m, opts...)
+}
+
+// A relay woken by a commit gathers for RelayConfig.Gather before it
+// looks: an event committed meanwhile goes out in the same look.
+func TestRunGathersCommitsCloseTogether(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	var mu sync.Mutex
+	var at []time.Time
+	js := timingJS{JetStream: connectJS(t, testenv.NATS(t)), mu: &mu, at: &at}
+	const gather = 400 * time.Millisecond
+	relay := newRelay(t, pool, js, outbox.RelayConfig{PollInterval: time.Minute, Gather: gather})
+	runRelay(t, relay)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	eventually(t, "relay listening", func() (bool, error) {
+		var n int
+		err := pool.QueryRow(ctx, `
+			SELECT count(*) FROM pg_stat_activity
+			 WHERE datname = current_database() AND query LIKE 'LISTEN %' || $1 || '%'`, outbox.NotifyChannel).Scan(&n)
+		return n == 1, err
+	})
+	// Each commit notifies.
+	first := time.Now()
+	enqueue(t, pool, "acme", "invoice.created", 1)
+	time.Sleep(100 * time.Millisecond)
+	enqueue(t, pool, "acme", "invoice.created", 2)
+	eventually(t, "both events published", func() (bool, error) {
+		n, err := countUnpublished(ctx, pool)
+		return n == 0, err
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) != 2 {
+		t.Fatalf("%d publications, want 2", len(at))
+	}
+	if waited := at[0].Sub(first); waited < gather-50*time.Millisecond {
+		t.Fatalf("the first event went out %s after its commit, before the relay had gathered for %s", waited, gather)
+	}
+	if apart := at[1].Sub(at[0]); apart > 50*time.Millisecond {
+		t.Fatalf("the events went out %s apart, want them in one look", apart)
+	}
+}
