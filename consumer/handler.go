@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -59,6 +60,14 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement
 			log.Warn("command refused by the database; it is dead-lettered", "error", err)
 			return transport.Settlement{Reply: transport.ReplyJSON(transport.ErrorResult(d, ledger.Errorf(perm.Code, "%s", perm.Reason)))}, err
 		}
+		if MovedOut(err) {
+			// The partition's handoff consumer, which starts before the
+			// fence, hands this message to the new cell: acknowledged
+			// here, answered there.
+			count(req.Command, outcomeMoved)
+			log.Info("command not run: its company's partition moved to another cell, which runs it", "error", err)
+			return transport.Ack(nil), nil
+		}
 		count(req.Command, outcomeRetried)
 		span.SetStatus(codes.Error, err.Error())
 		log.Warn("command failed; it will be retried", "error", err)
@@ -109,6 +118,14 @@ func (h *handler) refuse(d *Delivery, span trace.Span, res protocol.Result) (tra
 	h.logger.Debug("command refused as sent; answered", "stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
 		"idempotency_key", d.Msg.Headers().Get(protocol.HeaderIdempotencyKey), "code", code)
 	return transport.Ack(reply), nil
+}
+
+// MovedOut reports the database's refusal of a command whose company's
+// partition has moved to another cell (SQLSTATE OLC01, the fence of
+// migrations/00029_cell_moves.sql).
+func MovedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "OLC01"
 }
 
 // inFlightDelay grows with each delivery, so a duplicate of a long-running

@@ -20,6 +20,9 @@ const (
 	// outcomeRefused is a message refused as sent and answered: done, not
 	// dead-lettered.
 	outcomeRefused = "refused"
+	// outcomeMoved is a command of a company whose partition moved to
+	// another cell while it was delivered here: the new cell runs it.
+	outcomeMoved = "moved"
 )
 
 // Metrics are the consumer's Prometheus metrics. A nil *Metrics records

@@ -70,6 +70,11 @@ type Config struct {
 	// Serve are the partitions the durable consumer receives when
 	// Partitions is set.
 	Serve []int
+	// Handoff, when set, binds to the durable consumer, which must exist,
+	// and provisions nothing: the handoff consumer of a moving partition,
+	// made by the move (see internal/cells), whose streams are the
+	// running cells' to configure.
+	Handoff bool
 }
 
 // WithDefaults returns c with its defaults filled in, for an inbox
@@ -152,6 +157,13 @@ func (c *Config) Validate(retention time.Duration) error {
 // worker with Partitions refuses a stream partitioned into another count
 // (which would move companies between partitions).
 func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention time.Duration) (jetstream.Consumer, error) {
+	if c.Handoff {
+		cons, err := js.Consumer(ctx, c.Stream, c.Durable)
+		if err != nil {
+			return nil, fmt.Errorf("handoff consumer %s on %s: %w", c.Durable, c.Stream, err)
+		}
+		return cons, nil
+	}
 	var transform *jetstream.SubjectTransformConfig
 	filter, filters := protocol.CommandSubjectPrefix+">", []string(nil)
 	if c.Partitions > 0 {
@@ -191,7 +203,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention 
 	}); err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", c.DeadLetterStream, err)
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
+	ccfg := jetstream.ConsumerConfig{
 		Durable:        c.Durable,
 		Description:    "onceledger workers",
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
@@ -201,7 +213,17 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention 
 		MaxAckPending:  c.MaxAckPending,
 		FilterSubject:  filter,
 		FilterSubjects: filters,
-	})
+	}
+	// Where a consumer starts cannot change once it exists: one a
+	// partition move made for a cell that had none starts where the move
+	// handed over (see internal/cells), and keeps that start.
+	if existing, err := js.Consumer(ctx, c.Stream, c.Durable); err == nil {
+		ec := existing.CachedInfo().Config
+		ccfg.DeliverPolicy, ccfg.OptStartSeq, ccfg.OptStartTime = ec.DeliverPolicy, ec.OptStartSeq, ec.OptStartTime
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("consumer %s on %s: %w", c.Durable, c.Stream, err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, c.Stream, ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("ensure consumer %s on %s: %w", c.Durable, c.Stream, err)
 	}

@@ -57,6 +57,20 @@ type Placement struct {
 	Partitions int `json:"partitions"`
 	// Cells are the cells, each with the partitions it serves.
 	Cells []Cell `json:"cells"`
+	// Moving, while a partition moves between cells (onceledger cells
+	// move), is that partition, which then no cell serves.
+	Moving *Moving `json:"moving,omitempty"`
+}
+
+// Moving is a partition on its way from one cell to another: the old cell
+// has stopped consuming it, the new one does not yet, and its commands
+// published meanwhile wait in the stream for the move's handoff consumer,
+// which reads the partition from StartSequence on.
+type Moving struct {
+	Partition     int    `json:"partition"`
+	From          string `json:"from"`
+	To            string `json:"to"`
+	StartSequence uint64 `json:"start_sequence"`
 }
 
 // Cell is one database and the workers that serve its partitions.
@@ -112,6 +126,22 @@ func (p Placement) Validate() error {
 			}
 		}
 	}
+	if m := p.Moving; m != nil {
+		switch {
+		case m.Partition < 0 || m.Partition >= p.Partitions:
+			errs = append(errs, fmt.Errorf("moving partition %d is outside 0-%d", m.Partition, p.Partitions-1))
+		case owner[m.Partition] != "":
+			errs = append(errs, fmt.Errorf("partition %d is moving, and cell %q claims it", m.Partition, owner[m.Partition]))
+		default:
+			owner[m.Partition] = "(moving)"
+		}
+		if m.From == m.To || !names[m.From] || !names[m.To] {
+			errs = append(errs, fmt.Errorf("partition %d moves from cell %q to cell %q: two cells of the placement", m.Partition, m.From, m.To))
+		}
+		if m.StartSequence < 1 {
+			errs = append(errs, fmt.Errorf("partition %d moves with no start sequence", m.Partition))
+		}
+	}
 	var unserved []string
 	for part, name := range owner {
 		if name == "" {
@@ -138,7 +168,7 @@ func (p Placement) Cell(name string) (Cell, error) {
 }
 
 // CellOf returns the cell that serves company. The placement must be
-// valid.
+// valid. A company of a moving partition has none until the move ends.
 func (p Placement) CellOf(company string) (Cell, bool) {
 	part := Partition(company, p.Partitions)
 	for _, c := range p.Cells {
@@ -154,6 +184,11 @@ func (p Placement) CellOf(company string) (Cell, bool) {
 // every cell's workers get their share of the commands and one copy of
 // every lookup.
 func Durable(name string) string { return "onceledger-" + name }
+
+// HandoffDurable is the name of the consumer that hands a moving
+// partition's commands to its new cell. A cell's name starts with a
+// letter or digit, so no cell's durable is named so.
+func HandoffDurable(partition int) string { return "onceledger_move-" + strconv.Itoa(partition) }
 
 // Moves lists the partitions whose cell differs between p and next, as
 // "partition N: cell X -> cell Y" (a missing cell is "none").

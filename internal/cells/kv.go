@@ -79,6 +79,27 @@ func Store(ctx context.Context, js jetstream.JetStream, p Placement, revision ui
 	return rev, nil
 }
 
+// Update validates p and writes it over the placement stored at revision,
+// in the bucket as it is (Store also sets the bucket's configuration).
+func Update(ctx context.Context, js jetstream.JetStream, p Placement, revision uint64) (uint64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return 0, fmt.Errorf("cells: encode placement: %w", err)
+	}
+	kv, err := js.KeyValue(ctx, Bucket)
+	if err != nil {
+		return 0, fmt.Errorf("cells: open bucket %s: %w", Bucket, err)
+	}
+	rev, err := kv.Update(ctx, PlacementKey, body, revision)
+	if err != nil {
+		return 0, fmt.Errorf("cells: write %s/%s over revision %d: %w", Bucket, PlacementKey, revision, err)
+	}
+	return rev, nil
+}
+
 // ErrPlacementDeleted is passed to Watch's fn when the placement is
 // deleted or purged.
 var ErrPlacementDeleted = errors.New("cells: the placement was deleted")

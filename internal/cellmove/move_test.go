@@ -1,0 +1,424 @@
+package cellmove_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/client"
+	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/audit"
+	"github.com/onceledger/onceledger/internal/cellmove"
+	"github.com/onceledger/onceledger/internal/cells"
+	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/testworker"
+	"github.com/onceledger/onceledger/internal/worker"
+	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/protocol"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestTablesAreEveryTable holds the move's list of tables to the schema:
+// a table added by a migration must be copied by a move or named as one
+// that is not a company's.
+func TestTablesAreEveryTable(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, testenv.Migrated(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var have []string
+	if err := pool.QueryRow(ctx, `SELECT array_agg(table_name::text ORDER BY table_name) FROM information_schema.tables
+		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`).Scan(&have); err != nil {
+		t.Fatal(err)
+	}
+	want := append(cellmove.TableNames(), cellmove.NotPerCompany...)
+	slices.Sort(want)
+	if !slices.Equal(have, want) {
+		var missing, extra []string
+		for _, n := range have {
+			if !slices.Contains(want, n) {
+				missing = append(missing, n)
+			}
+		}
+		for _, n := range want {
+			if !slices.Contains(have, n) {
+				extra = append(extra, n)
+			}
+		}
+		t.Fatalf("the schema's tables and the move's differ: not listed by the move %v; listed but not in the schema %v", missing, extra)
+	}
+}
+
+// TestPartitionInSQL holds the database's cells_partition, which the
+// fence uses, to cells.Partition, which the stream's transform computes.
+func TestPartitionInSQL(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, testenv.Migrated(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var ids []string
+	for i := range 400 {
+		ids = append(ids, fmt.Sprintf("co-%d", i), fmt.Sprintf("%x_z-%d", i*7919, i))
+	}
+	for _, n := range []int{1, 2, 3, 8, 1024} {
+		var got []int32
+		if err := pool.QueryRow(ctx, `SELECT array_agg(cells_partition(id, $2) ORDER BY ord) FROM unnest($1::text[]) WITH ORDINALITY AS t(id, ord)`, ids, n).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range ids {
+			if want := cells.Partition(id, n); int(got[i]) != want {
+				t.Fatalf("cells_partition(%q, %d) = %d, cells.Partition = %d", id, n, got[i], want)
+			}
+		}
+	}
+}
+
+// supervise runs a cell's worker until ctx ends, starting it again when it
+// stops on a change of its partitions, as a supervisor would.
+func supervise(ctx context.Context, t *testing.T, wg *sync.WaitGroup, natsURL, cell string, pool *pgxpool.Pool) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		nc, err := nats.Connect(natsURL)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer nc.Close()
+		for ctx.Err() == nil {
+			cfg := testworker.Config()
+			w, err := worker.New(ctx, worker.Config{
+				Pool: pool, NATS: nc, Consumer: &cfg, Kinds: testworker.Kinds(t), Cell: cell,
+				Outbox: &worker.Outbox{}, Logger: testworker.Logger(),
+			})
+			if err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("cell %s: %v", cell, err)
+				}
+				return
+			}
+			if err := w.Run(ctx); err != nil && !errors.Is(err, worker.ErrPlacementChanged) {
+				t.Errorf("cell %s stopped: %v", cell, err)
+				return
+			}
+		}
+	}()
+}
+
+func invoice(order string) []byte {
+	body, _ := json.Marshal(map[string]any{
+		"order_id": order, "series": "INV",
+		"customer": map[string]any{"id": "cust-1", "name": "UAB Pavyzdys", "vat_id": "LT100000000010", "country": "LT"},
+		"currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16",
+		"lines": []any{map[string]any{"description": "Consulting", "quantity": "2", "unit_price": "100.00", "vat_rate": "21"}},
+	})
+	return body
+}
+
+// TestMoveUnderLoad moves a partition from cell a to cell b while
+// commands of every company keep arriving, some of them retries, and
+// checks that nothing was lost or run twice: every command has its one
+// result; each company's invoices are one per command, numbered without a
+// gap, in the company's cell; what the old cell kept of the moved
+// companies is in the new one, identical; their events reached the events
+// stream once each; a retry of a command that ran before the move is
+// answered from the inbox after it; the old cell's database refuses the
+// moved companies' commands; the audit passes in both.
+func TestMoveUnderLoad(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	natsURL := testenv.NATS(t)
+	dsn := map[string]string{"a": testenv.Migrated(t), "b": testenv.Migrated(t)}
+	pools := map[string]*pgxpool.Pool{}
+	for name, d := range dsn {
+		pool, err := pgxpool.New(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		pools[name] = pool
+	}
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placement := cells.Placement{Partitions: 4, Cells: []cells.Cell{
+		{Name: "a", Partitions: []int{0, 1}, DatabaseURL: dsn["a"]},
+		{Name: "b", Partitions: []int{2, 3}, DatabaseURL: dsn["b"]},
+	}}
+	if _, err := cells.Store(ctx, js, placement, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	workers, stopWorkers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stopWorkers(); wg.Wait() }()
+	for name, pool := range pools {
+		supervise(workers, t, &wg, natsURL, name, pool)
+	}
+
+	cl, err := client.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var companies []string
+	byPart := map[int][]string{}
+	for i := range 20 {
+		company := fmt.Sprintf("co-%d", i)
+		companies = append(companies, company)
+		part := cells.Partition(company, placement.Partitions)
+		byPart[part] = append(byPart[part], company)
+		body, _ := json.Marshal(map[string]any{"name": "Acme UAB", "country": "LT", "currency": "EUR"})
+		if res, err := cl.Publish(ctx, company, "company.create", "setup", body); err != nil || res.Status != protocol.StatusOK {
+			t.Fatalf("%s company.create: %v %+v", company, err, res.Error)
+		}
+	}
+	part := 0
+	if len(byPart[1]) > len(byPart[0]) {
+		part = 1
+	}
+	moved := byPart[part]
+	if len(moved) == 0 {
+		t.Fatalf("no company in cell a's partitions: %v", byPart)
+	}
+	// A command that runs before the move, retried after it.
+	before := moved[0]
+	first, err := cl.Publish(ctx, before, "invoice.create", "before-the-move", invoice("before-the-move"))
+	if err != nil || first.Status != protocol.StatusOK {
+		t.Fatalf("invoice before the move: %v %+v", err, first.Error)
+	}
+
+	// The load: invoices for every company, each key published once or,
+	// one in five, twice (a producer's retry), without a message ID so
+	// that the stream keeps both.
+	var mu sync.Mutex
+	keys := map[string][]string{}
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	loadDone := make(chan struct{})
+	go func() {
+		defer close(loadDone)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := 0; loadCtx.Err() == nil; i++ {
+			company := companies[i%len(companies)]
+			key := fmt.Sprintf("load-%d", i)
+			m := nats.NewMsg(protocol.CommandSubject(company, "invoice.create"))
+			m.Data = invoice(key)
+			m.Header.Set(protocol.HeaderIdempotencyKey, key)
+			copies := 1
+			if rng.IntN(5) == 0 {
+				copies = 2
+			}
+			for range copies {
+				if _, err := js.PublishMsg(loadCtx, m); err != nil {
+					if loadCtx.Err() == nil {
+						t.Errorf("publish: %v", err)
+					}
+					return
+				}
+			}
+			mu.Lock()
+			keys[company] = append(keys[company], key)
+			mu.Unlock()
+			time.Sleep(4 * time.Millisecond)
+		}
+	}()
+
+	time.Sleep(2 * time.Second)
+	var out bytes.Buffer
+	started := time.Now()
+	rep, err := cellmove.Move(ctx, cellmove.Config{
+		NATS: nc, Partition: part, To: "b", Kinds: testworker.Kinds(t), Consumer: testworker.Config(),
+		Open: func(ctx context.Context, c cells.Cell) (*pgxpool.Pool, error) { return pgxpool.New(ctx, c.DatabaseURL) },
+		Out:  &out, Logger: testworker.Logger(),
+	})
+	t.Logf("move of partition %d (%d companies) under load took %s:\n%s", part, len(moved), time.Since(started), out.String())
+	if err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	if !slices.Equal(rep.Companies, sorted(moved)) {
+		t.Errorf("moved companies %v, want %v", rep.Companies, sorted(moved))
+	}
+	time.Sleep(2 * time.Second)
+	stopLoad()
+	<-loadDone
+
+	// Every command gets its result.
+	final, _, err := cells.Load(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Moving != nil || !slices.Contains(mustCell(t, final, "b").Partitions, part) || slices.Contains(mustCell(t, final, "a").Partitions, part) {
+		t.Fatalf("placement after the move: %+v", final)
+	}
+	awaitCtx, cancelAwait := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelAwait()
+	total := 0
+	for _, company := range companies {
+		for _, key := range keys[company] {
+			res, err := cl.Await(awaitCtx, company, key)
+			if err != nil {
+				t.Fatalf("%s %s: no result: %v", company, key, err)
+			}
+			if res.Status != protocol.StatusOK {
+				t.Fatalf("%s %s: %+v", company, key, res.Error)
+			}
+			total++
+		}
+	}
+	t.Logf("%d commands answered, %d of them for the %d moved companies", total, countKeys(keys, moved), len(moved))
+	if countKeys(keys, moved) == 0 {
+		t.Fatal("no command of the moved companies was published under load")
+	}
+
+	// Each company's invoices: one per key, numbered 1..n, in its cell.
+	for _, company := range companies {
+		cell, _ := final.CellOf(company)
+		var n, maxSeq int64
+		if err := pools[cell.Name].QueryRow(ctx, `SELECT count(*), coalesce(max(sequence), 0) FROM invoices WHERE company_id = $1`, company).Scan(&n, &maxSeq); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(len(keys[company]))
+		if company == before {
+			want++
+		}
+		if n != want || maxSeq != want {
+			t.Errorf("%s (cell %s): %d invoices numbered up to %d, want %d", company, cell.Name, n, maxSeq, want)
+		}
+	}
+
+	// What the old cell kept of the moved companies is in the new one,
+	// as it was; it took none of their commands after the fence.
+	var stale int
+	if err := pools["a"].QueryRow(ctx, `SELECT count(*) FROM inbox WHERE company_id = ANY($1)`, moved).Scan(&stale); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pools["a"].Query(ctx, `SELECT company_id, idempotency_key, result::text FROM inbox WHERE company_id = ANY($1)`, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type kept struct{ company, key, result string }
+	var old []kept
+	for rows.Next() {
+		var k kept
+		if err := rows.Scan(&k.company, &k.key, &k.result); err != nil {
+			t.Fatal(err)
+		}
+		old = append(old, k)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range old {
+		var result string
+		if err := pools["b"].QueryRow(ctx, `SELECT result::text FROM inbox WHERE company_id = $1 AND idempotency_key = $2`, k.company, k.key).Scan(&result); err != nil {
+			t.Fatalf("key %s/%s of the old cell in the new one: %v", k.company, k.key, err)
+		}
+		if result != k.result {
+			t.Errorf("key %s/%s: result %s in the old cell, %s in the new", k.company, k.key, k.result, result)
+		}
+	}
+	t.Logf("the old cell had run %d keys of the moved companies; all are in the new cell, identical", len(old))
+
+	// A retry of the command that ran before the move: answered from the
+	// inbox, the same invoice.
+	again, err := cl.Publish(ctx, before, "invoice.create", "before-the-move", invoice("before-the-move"))
+	if err != nil || !again.Replayed || string(again.Result) != string(first.Result) {
+		t.Errorf("retry after the move: %v %+v, want the replay of %s", err, again, first.Result)
+	}
+
+	// The old cell's database refuses the moved companies' keys.
+	_, err = pools["a"].Exec(ctx, `INSERT INTO inbox (company_id, idempotency_key, command, fingerprint, status, result)
+		VALUES ($1, 'after-the-fence', 'invoice.create', '\x00', 'ok', '{}')`, moved[0])
+	if !consumer.MovedOut(err) {
+		t.Errorf("a key of a moved company stored in the old cell: %v, want the fence's refusal", err)
+	}
+
+	// Every event of the moved companies reached the events stream, once.
+	events, err := js.Stream(ctx, outbox.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, company := range moved {
+		var want int
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var pending int
+			if err := pools["b"].QueryRow(ctx, `SELECT count(*) FROM outbox_events e WHERE company_id = $1`, company).Scan(&want); err != nil {
+				t.Fatal(err)
+			}
+			if err := pools["b"].QueryRow(ctx, `SELECT count(*) FROM outbox_pending p JOIN outbox_events e ON e.id = p.event_id WHERE company_id = $1`, company).Scan(&pending); err != nil {
+				t.Fatal(err)
+			}
+			if pending == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		info, err := events.Info(ctx, jetstream.WithSubjectFilter(protocol.EventSubject(company, ">")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got uint64
+		for _, n := range info.State.Subjects {
+			got += n
+		}
+		if got != uint64(want) {
+			t.Errorf("%s: %d events in %s, %d in its cell's outbox", company, got, outbox.StreamName, want)
+		}
+	}
+	if _, err := js.Consumer(ctx, consumer.DefaultStream, cells.HandoffDurable(part)); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Errorf("the handoff consumer after the move: %v, want it deleted", err)
+	}
+	for name, pool := range pools {
+		report, err := audit.Run(ctx, pool, audit.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !report.OK() {
+			t.Errorf("cell %s: audit found violations: %+v", name, report.Violations)
+		}
+	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+func countKeys(keys map[string][]string, companies []string) int {
+	n := 0
+	for _, c := range companies {
+		n += len(keys[c])
+	}
+	return n
+}
+
+func mustCell(t *testing.T, p cells.Placement, name string) cells.Cell {
+	t.Helper()
+	c, err := p.Cell(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
