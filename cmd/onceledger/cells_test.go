@@ -8,6 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/client"
+	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/protocol"
@@ -93,5 +99,79 @@ func TestCellsCommandAsOperator(t *testing.T) {
 	}
 	if code, out, errOut := invoke(ctx, "", "cells", "show", "-nats-url", srv.URL("admin")); code != 0 || !strings.Contains(out, "2 partitions, revision 1") {
 		t.Fatalf("cells show as admin: exit %d %s%s", code, out, errOut)
+	}
+}
+
+// `cells move` moves a partition whose commands wait in the stream, no
+// worker running: the handoff runs them on the new cell's database, the
+// placement then gives the partition to the new cell; usage errors and a
+// move to the cell that serves the partition are refused.
+func TestCellsMoveCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dsn := map[string]string{"a": testenv.Postgres(t), "b": testenv.Postgres(t)}
+	natsURL := testenv.NATS(t)
+	for _, d := range dsn {
+		if code, out, errOut := invoke(ctx, "", "migrate", "-database-url", d); code != 0 {
+			t.Fatalf("migrate: %s%s", out, errOut)
+		}
+	}
+	placement := fmt.Sprintf(`{"partitions": 2, "cells": [{"name": "a", "partitions": [0], "database_url": %q}, {"name": "b", "partitions": [1], "database_url": %q}]}`, dsn["a"], dsn["b"])
+	if code, out, errOut := invoke(ctx, placement, "cells", "set", "-nats-url", natsURL, "-"); code != 0 {
+		t.Fatalf("cells set: exit %d %s%s", code, out, errOut)
+	}
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cell a's consumer, as its worker would make it, which never ran.
+	if _, err := streams.Provision(ctx, js, streams.Config{Durable: cells.Durable("a"), Partitions: 2, Serve: []int{0}}.WithDefaults(7*24*time.Hour), 7*24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var company string // one of cell a's
+	for i := 0; company == ""; i++ {
+		if c := fmt.Sprintf("co-%d", i); cells.Partition(c, 2) == 0 {
+			company = c
+		}
+	}
+	cl, err := client.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Enqueue(ctx, company, "company.create", "setup", []byte(`{"name":"Acme UAB","country":"LT","currency":"EUR"}`)); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, bad := range [][]string{{"-to", "b"}, {"-partition", "0"}, {"-partition", "0", "-to", "zz"}, {"-partition", "1", "-to", "b"}} {
+		args := append([]string{"cells", "move", "-nats-url", natsURL}, bad...)
+		if code, _, errOut := invoke(ctx, "", args...); code == 0 || errOut == "" {
+			t.Errorf("cells move %v: exit %d, want a refusal", bad, code)
+		}
+	}
+	code, out, errOut := invoke(ctx, "", "cells", "move", "-nats-url", natsURL, "-partition", "0", "-to", "b", "-log-level", "error")
+	if code != 0 || !strings.Contains(out, "partition 0 moved from cell a to cell b") {
+		t.Fatalf("cells move: exit %d\n%s%s", code, out, errOut)
+	}
+	for name, d := range dsn {
+		pool, err := pgxpool.New(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM companies WHERE id = $1`, company).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		pool.Close()
+		if want := map[string]int{"a": 0, "b": 1}[name]; n != want {
+			t.Errorf("cell %s's database holds %s %d times, want %d", name, company, n, want)
+		}
+	}
+	if code, out, errOut := invoke(ctx, "", "cells", "show", "-nats-url", natsURL); code != 0 || !strings.Contains(out, "[0 1]") || strings.Contains(out, "moving") {
+		t.Errorf("cells show after the move: exit %d %s%s", code, out, errOut)
 	}
 }

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/pglisten"
+	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/ledger/postgres"
 	"github.com/onceledger/onceledger/webhooks"
 )
@@ -127,6 +129,19 @@ func (s *settings) keyring() *webhooks.Keyring {
 		panic("secrets key not validated: " + err.Error())
 	}
 	return k
+}
+
+// kinds are the commands' kinds as the settings configure them: the
+// worker's, and those of the handoff of a moving partition.
+func (s *settings) kinds(keys *webhooks.Keyring) (*exec.Kinds, error) {
+	return kinds.All(webhooks.Rules{Secrets: keys, Targets: s.targets()}, postgres.WithDateHorizon(s.DateHorizon))
+}
+
+// targets is where webhooks may be sent.
+func (s *settings) targets() webhooks.AddressPolicy {
+	policy, _ := webhooks.ParseAllowCIDRs(s.WebhookAllow) // validated with the settings
+	policy, _ = policy.WithPorts(s.WebhookAllowPorts)
+	return policy
 }
 
 // appendRange appends an error naming the setting unless v is in 1..max.

@@ -19,9 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/onceledger/onceledger/internal/cells"
-	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/worker"
-	"github.com/onceledger/onceledger/ledger/postgres"
 	"github.com/onceledger/onceledger/migrations"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/webhooks"
@@ -121,9 +119,8 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	} else if n > 0 {
 		logger.Info("sealed webhook signing secrets with the first ONCELEDGER_SECRETS_KEY", "endpoints", n, "key_id", keys.KeyID())
 	}
-	policy, _ := webhooks.ParseAllowCIDRs(s.WebhookAllow) // validated with the settings
-	policy, _ = policy.WithPorts(s.WebhookAllowPorts)
-	k, err := kinds.All(webhooks.Rules{Secrets: keys, Targets: policy}, postgres.WithDateHorizon(s.DateHorizon))
+	policy := s.targets()
+	k, err := s.kinds(keys)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,6 +108,15 @@ func supervise(ctx context.Context, t *testing.T, wg *sync.WaitGroup, natsURL, c
 				Pool: pool, NATS: nc, Consumer: &cfg, Kinds: testworker.Kinds(t), Cell: cell,
 				Outbox: &worker.Outbox{}, Logger: testworker.Logger(),
 			})
+			if err != nil && strings.Contains(err.Error(), "must serve at least one partition") {
+				// A cell that has moved its last partition away has
+				// nothing to run until it is given one.
+				select {
+				case <-ctx.Done():
+				case <-time.After(200 * time.Millisecond):
+				}
+				continue
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					t.Errorf("cell %s: %v", cell, err)
@@ -386,6 +396,17 @@ func TestMoveUnderLoad(t *testing.T) {
 			t.Errorf("%s: %d events in %s, %d in its cell's outbox", company, got, outbox.StreamName, want)
 		}
 	}
+	// Back into the cell that keeps the moved companies' books, fenced:
+	// refused, and nothing changes.
+	if _, err := cellmove.Move(ctx, cellmove.Config{
+		NATS: nc, Partition: part, To: "a", Kinds: testworker.Kinds(t), Consumer: testworker.Config(),
+		Open: func(ctx context.Context, c cells.Cell) (*pgxpool.Pool, error) { return pgxpool.New(ctx, c.DatabaseURL) },
+	}); err == nil || !strings.Contains(err.Error(), "already holds") {
+		t.Errorf("moving the partition back into the cell that kept its books: %v, want a refusal", err)
+	}
+	if p, _, err := cells.Load(ctx, js); err != nil || p.Moving != nil {
+		t.Errorf("placement after the refused move: %+v %v", p, err)
+	}
 	if _, err := js.Consumer(ctx, consumer.DefaultStream, cells.HandoffDurable(part)); !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		t.Errorf("the handoff consumer after the move: %v, want it deleted", err)
 	}
@@ -421,4 +442,134 @@ func mustCell(t *testing.T, p cells.Placement, name string) cells.Cell {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// stopAt cancels a context when a line containing at is written.
+type stopAt struct {
+	at     string
+	cancel context.CancelFunc
+	buf    bytes.Buffer
+}
+
+func (s *stopAt) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(s.at)) {
+		s.cancel()
+	}
+	return s.buf.Write(p)
+}
+
+// TestMoveGoesOnAfterAStop stops a move right after its fence, before the
+// copy, with commands of the partition waiting; the placement says the
+// partition is moving, and the same command run again goes on from there
+// and finishes the move, the waiting commands run once in the new cell.
+func TestMoveGoesOnAfterAStop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	natsURL := testenv.NATS(t)
+	dsn := map[string]string{"a": testenv.Migrated(t), "b": testenv.Migrated(t)}
+	pools := map[string]*pgxpool.Pool{}
+	for name, d := range dsn {
+		pool, err := pgxpool.New(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		pools[name] = pool
+	}
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placement := cells.Placement{Partitions: 2, Cells: []cells.Cell{
+		{Name: "a", Partitions: []int{0}, DatabaseURL: dsn["a"]},
+		{Name: "b", Partitions: []int{1}, DatabaseURL: dsn["b"]},
+	}}
+	if _, err := cells.Store(ctx, js, placement, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	workers, stopWorkers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stopWorkers(); wg.Wait() }()
+	for name, pool := range pools {
+		supervise(workers, t, &wg, natsURL, name, pool)
+	}
+	cl, err := client.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var companies []string
+	for i := 0; len(companies) < 3; i++ {
+		if c := fmt.Sprintf("co-%d", i); cells.Partition(c, 2) == 0 {
+			companies = append(companies, c)
+		}
+	}
+	body, _ := json.Marshal(map[string]any{"name": "Acme UAB", "country": "LT", "currency": "EUR"})
+	for _, c := range companies[:2] {
+		if res, err := cl.Publish(ctx, c, "company.create", "setup", body); err != nil || res.Status != protocol.StatusOK {
+			t.Fatalf("%s company.create: %v %+v", c, err, res)
+		}
+	}
+	cfg := cellmove.Config{
+		NATS: nc, Partition: 0, To: "b", Kinds: testworker.Kinds(t), Consumer: testworker.Config(),
+		Open: func(ctx context.Context, c cells.Cell) (*pgxpool.Pool, error) { return pgxpool.New(ctx, c.DatabaseURL) },
+	}
+	stopCtx, stop := context.WithCancel(ctx)
+	w := &stopAt{at: "fenced partition", cancel: stop}
+	first := cfg
+	first.Out = w
+	if _, err := cellmove.Move(stopCtx, first); err == nil {
+		t.Fatalf("the move stopped after its fence returned no error:\n%s", w.buf.String())
+	}
+	p, _, err := cells.Load(ctx, js)
+	if err != nil || p.Moving == nil || p.Moving.Partition != 0 || p.Moving.To != "b" {
+		t.Fatalf("placement after the stopped move: %+v %v", p, err)
+	}
+	// Commands of the partition published while it is half moved: one
+	// for a company that is being copied, one that creates a company.
+	if _, err := cl.Enqueue(ctx, companies[0], "invoice.create", "while-moving", invoice("while-moving")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Enqueue(ctx, companies[2], "company.create", "setup", body); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	second := cfg
+	second.Out = &out
+	rep, err := cellmove.Move(ctx, second)
+	if err != nil {
+		t.Fatalf("the move run again: %v\n%s", err, out.String())
+	}
+	if !rep.Resumed || !strings.Contains(out.String(), "resuming the move of partition 0") {
+		t.Errorf("the second run did not resume:\n%s", out.String())
+	}
+	for _, c := range companies {
+		res, err := cl.Await(ctx, c, "setup")
+		if err != nil || res.Status != protocol.StatusOK {
+			t.Fatalf("%s setup after the move: %v %+v", c, err, res)
+		}
+	}
+	if res, err := cl.Await(ctx, companies[0], "while-moving"); err != nil || res.Status != protocol.StatusOK {
+		t.Fatalf("the invoice published while moving: %v %+v", err, res)
+	}
+	for name, want := range map[string]int{"a": 2, "b": 3} {
+		var n int
+		if err := pools[name].QueryRow(ctx, `SELECT count(*) FROM companies`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Errorf("cell %s's database holds %d companies, want %d (the old cell keeps the books it had, fenced)", name, n, want)
+		}
+	}
+	var invoices int
+	if err := pools["b"].QueryRow(ctx, `SELECT count(*) FROM invoices WHERE company_id = $1`, companies[0]).Scan(&invoices); err != nil {
+		t.Fatal(err)
+	}
+	if invoices != 1 {
+		t.Errorf("%s has %d invoices in the new cell, want 1", companies[0], invoices)
+	}
 }

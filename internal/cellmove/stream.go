@@ -94,7 +94,7 @@ func serve(ctx context.Context, js jetstream.JetStream, stream string, c cells.C
 			return nil
 		}
 		ccfg := base
-		ccfg.Durable, ccfg.Description = name, "onceledger workers"
+		ccfg.Name, ccfg.Durable, ccfg.Description = "", name, "onceledger workers"
 		ccfg.DeliverPolicy, ccfg.OptStartSeq = jetstream.DeliverAllPolicy, 0
 		if len(c.Partitions) == 0 {
 			s, err := js.Stream(ctx, stream)
