@@ -76,7 +76,11 @@ func (c *cellFlags) database(ctx context.Context, dsn, company string) (string, 
 	if company != "" {
 		var ok bool
 		if cell, ok = p.CellOf(company); !ok {
-			return "", fmt.Errorf("company %s is in partition %d, which no cell serves", company, cells.Partition(company, p.Partitions))
+			part := cells.Partition(company, p.Partitions)
+			if m := p.Moving; m != nil && m.Partition == part {
+				return "", fmt.Errorf("company %s is in partition %d, which is moving from cell %s to cell %s: try again when the move is done (onceledger cells show)", company, part, m.From, m.To)
+			}
+			return "", fmt.Errorf("company %s is in partition %d, which no cell serves", company, part)
 		}
 		if c.cell != "" && cell.Name != c.cell {
 			return "", fmt.Errorf("company %s is served by cell %s, not by cell %s", company, cell.Name, c.cell)
