@@ -501,3 +501,22 @@ func TestEveryCommandOverHTTP(t *testing.T) {
 		t.Fatalf("invoice after credit and payment: %d %s", r.status, r.body)
 	}
 }
+
+// On a cell's API, a company of another cell is 421 naming the cell, and
+// one whose partition is moving (no cell has it) is 503, retryable with
+// Retry-After; nothing is published for either.
+func TestCellOfAnswers(t *testing.T) {
+	t.Parallel()
+	owner := map[string]string{"acme": "b", "globex": ""}
+	e := newAPI(t, Config{CellOf: func(company string) (string, bool) { return owner[company], owner[company] == "a" }})
+	for company, want := range map[string]int{"acme": http.StatusMisdirectedRequest, "globex": http.StatusServiceUnavailable} {
+		r := e.post("/v1/sales/invoices/create", e.token(company), "k-1", readExample(t, "invoice.json"))
+		p := r.problem(t)
+		if r.status != want || p.Details["company"] != company {
+			t.Errorf("%s: %d %s, want %d", company, r.status, r.body, want)
+		}
+		if want == http.StatusServiceUnavailable && (!p.Retryable || r.header.Get("Retry-After") == "" || !strings.Contains(p.Detail, "moving to another cell")) {
+			t.Errorf("%s moving: %v %s, want a retryable problem saying it moves", company, r.header, r.body)
+		}
+	}
+}

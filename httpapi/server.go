@@ -56,7 +56,8 @@ type Config struct {
 	// token this API's database knows for a company of another cell is
 	// answered 421 Misdirected Request naming the company's cell, and
 	// nothing is read or published for it. Nil: an installation without
-	// cells, every company is here.
+	// cells, every company is here. A company of no cell (its partition
+	// moving) is answered 503, retryable.
 	CellOf func(company string) (cell string, here bool)
 }
 
@@ -265,10 +266,13 @@ func (s *Server) authed(h handlerFunc) http.HandlerFunc {
 		}
 		if s.cfg.CellOf != nil {
 			if cell, here := s.cfg.CellOf(company); !here {
-				detail := fmt.Sprintf("Company %s is served by cell %s, not by this API's cell: send the request to cell %s's API.", company, cell, cell)
 				if cell == "" {
-					detail = fmt.Sprintf("Company %s is in a partition no cell serves.", company)
+					// A valid placement leaves a partition to no cell only
+					// while it moves, which takes seconds to minutes.
+					writeProblem(w, ledger.CodeInternal, fmt.Sprintf("Company %s is moving to another cell; retry shortly.", company), map[string]any{"company": company})
+					return
 				}
+				detail := fmt.Sprintf("Company %s is served by cell %s, not by this API's cell: send the request to cell %s's API.", company, cell, cell)
 				writeProblem(w, codeMisdirected, detail, map[string]any{"company": company, "cell": cell})
 				return
 			}

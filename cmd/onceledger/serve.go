@@ -169,14 +169,18 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		mux.Handle("/", health)
 		var cellOf func(string) (string, bool)
 		if s.Cell != "" {
-			// The placement the worker has just checked and started on.
+			// The placement the worker has just checked and started on,
+			// kept current: this cell's partitions stay as they are
+			// (the worker, and the API with it, stops when they change),
+			// other cells' move.
 			p, _, err := cells.Load(ctx, js)
 			if err != nil {
 				ln.Close()
 				return err
 			}
+			live := cells.Follow(ctx, js, p)
 			cellOf = func(company string) (string, bool) {
-				c, _ := p.CellOf(company)
+				c, _ := live.Placement().CellOf(company)
 				return c.Name, c.Name == s.Cell
 			}
 		}

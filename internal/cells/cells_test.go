@@ -235,3 +235,62 @@ func TestMoves(t *testing.T) {
 		t.Errorf("moves = %v, want partition 1 from a to c", m)
 	}
 }
+
+// Follow keeps the placement current: a move recorded, then finished, is
+// seen without a restart; an invalid write is not obeyed.
+func TestFollow(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js := jetStream(t)
+	p := cells.Placement{Partitions: 2, Cells: []cells.Cell{{Name: "a", Partitions: []int{0}}, {Name: "b", Partitions: []int{1}}}}
+	rev, err := cells.Store(ctx, js, p, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := cells.Follow(ctx, js, p)
+	company := "co-0"
+	part := cells.Partition(company, 2)
+	owner := func() string {
+		c, _ := live.Placement().CellOf(company)
+		return c.Name
+	}
+	await := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for owner() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's cell: %q, want %q", company, owner(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	from, to := p.Cells[part].Name, p.Cells[1-part].Name
+	await(from)
+	moving := p
+	moving.Cells = []cells.Cell{{Name: "a"}, {Name: "b"}}
+	moving.Cells[1-part].Partitions = []int{1 - part}
+	moving.Moving = &cells.Moving{Partition: part, From: from, To: to, StartSequence: 1}
+	if rev, err = cells.Update(ctx, js, moving, rev); err != nil {
+		t.Fatal(err)
+	}
+	await("")
+	done := moving
+	done.Moving = nil
+	done.Cells = []cells.Cell{{Name: from}, {Name: to, Partitions: []int{0, 1}}}
+	if rev, err = cells.Update(ctx, js, done, rev); err != nil {
+		t.Fatal(err)
+	}
+	await(to)
+	kv, err := js.KeyValue(ctx, cells.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, cells.PlacementKey, []byte(`{"partitions": 2, "cells": []}`)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if owner() != to {
+		t.Errorf("after an invalid write %s's cell is %q, want %q still", company, owner(), to)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -146,3 +147,30 @@ func Watch(ctx context.Context, js jetstream.JetStream, fn func(p Placement, rev
 		}
 	}
 }
+
+// Live is a placement kept current by a watch of the bucket, for those
+// that route by it while it changes (a cell's HTTP API, whose own cell's
+// partitions stay as it started, but other cells' move).
+type Live struct {
+	p atomic.Pointer[Placement]
+}
+
+// Follow returns initial, kept current until ctx ends: every valid
+// placement stored after it replaces it; an invalid or deleted one is
+// ignored (a worker would not start on it either).
+func Follow(ctx context.Context, js jetstream.JetStream, initial Placement) *Live {
+	l := &Live{}
+	l.p.Store(&initial)
+	go func() {
+		_ = Watch(ctx, js, func(p Placement, _ uint64, err error) error {
+			if err == nil && p.Validate() == nil {
+				l.p.Store(&p)
+			}
+			return nil
+		})
+	}()
+	return l
+}
+
+// Placement is the current placement.
+func (l *Live) Placement() Placement { return *l.p.Load() }
