@@ -34,7 +34,7 @@ func currencyListSQL() string {
 // worker accepts is never refused at commit, and one it refuses is never
 // stored by anyone else.
 func TestCurrencyCheckListsLedgerCurrencies(t *testing.T) {
-	raw, err := os.ReadFile("00019_books_guard.sql")
+	raw, err := os.ReadFile("00030_currency_check_plpgsql.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,10 +43,42 @@ func TestCurrencyCheckListsLedgerCurrencies(t *testing.T) {
 	i := strings.Index(s, open)
 	j := strings.Index(s[i+len(open):], end)
 	if i < 0 || j < 0 {
-		t.Fatalf("00019_books_guard.sql: no list of currencies in iso_4217_currency")
+		t.Fatalf("00030_currency_check_plpgsql.sql: no list of currencies in iso_4217_currency")
 	}
 	if got, want := s[i+len(open):i+len(open)+j], currencyListSQL(); got != want {
 		t.Fatalf("iso_4217_currency lists other currencies than ledger.Currencies(); the list should read:\n%s", want)
+	}
+}
+
+// The database's check, as migrated, accepts exactly the ledger's
+// currencies among every string of three upper-case letters, and nothing
+// of another length or case.
+func TestCurrencyCheckAcceptsExactlyLedgerCurrencies(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	conn, err := pgx.Connect(ctx, testenv.Migrated(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var accepted []string
+	if err := conn.QueryRow(ctx, `
+		WITH l(c) AS (SELECT chr(65 + i) FROM generate_series(0, 25) AS i)
+		SELECT array_agg(a.c || b.c || c.c ORDER BY a.c || b.c || c.c) FROM l a, l b, l c
+		 WHERE iso_4217_currency(a.c || b.c || c.c)`).Scan(&accepted); err != nil {
+		t.Fatal(err)
+	}
+	if want := ledger.Currencies(); strings.Join(accepted, " ") != strings.Join(want, " ") {
+		t.Fatalf("iso_4217_currency accepts %d codes, the ledger knows %d:\n%v\n%v", len(accepted), len(want), accepted, want)
+	}
+	for _, bad := range []string{"eur", "Eur", "EU", "EURO", "", " EUR", "EUR "} {
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT iso_4217_currency($1)`, bad).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			t.Errorf("iso_4217_currency(%q) is true", bad)
+		}
 	}
 }
 
