@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -132,6 +133,69 @@ func supervise(ctx context.Context, t *testing.T, wg *sync.WaitGroup, natsURL, c
 	}()
 }
 
+// fixture is two cells, a and b, each a database of its own, on one
+// NATS, with their workers running under a supervisor until the test
+// ends.
+type fixture struct {
+	placement cells.Placement
+	pools     map[string]*pgxpool.Pool
+	nc        *nats.Conn
+	js        jetstream.JetStream
+	cl        *client.Client
+	cfg       cellmove.Config // a move's, without Partition, To and Out
+}
+
+func twoCells(ctx context.Context, t *testing.T, partitions int, a, b []int) *fixture {
+	t.Helper()
+	natsURL := testenv.NATS(t)
+	dsn := map[string]string{"a": testenv.Migrated(t), "b": testenv.Migrated(t)}
+	f := &fixture{pools: map[string]*pgxpool.Pool{}}
+	for name, d := range dsn {
+		pool, err := pgxpool.New(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		f.pools[name] = pool
+	}
+	var err error
+	if f.nc, err = nats.Connect(natsURL); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.nc.Close)
+	if f.js, err = jetstream.New(f.nc); err != nil {
+		t.Fatal(err)
+	}
+	f.placement = cells.Placement{Partitions: partitions, Cells: []cells.Cell{
+		{Name: "a", Partitions: a, DatabaseURL: dsn["a"]},
+		{Name: "b", Partitions: b, DatabaseURL: dsn["b"]},
+	}}
+	if _, err := cells.Store(ctx, f.js, f.placement, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	workers, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { stop(); wg.Wait() })
+	for name, pool := range f.pools {
+		supervise(workers, t, &wg, natsURL, name, pool)
+	}
+	if f.cl, err = client.New(f.nc); err != nil {
+		t.Fatal(err)
+	}
+	f.cfg = cellmove.Config{
+		NATS: f.nc, Kinds: testworker.Kinds(t), Consumer: testworker.Config(), Logger: testworker.Logger(),
+		Open: func(ctx context.Context, c cells.Cell) (*pgxpool.Pool, error) { return pgxpool.New(ctx, c.DatabaseURL) },
+	}
+	return f
+}
+
+// move moves partition part to cell to.
+func (f *fixture) move(ctx context.Context, part int, to string, out io.Writer) (*cellmove.Report, error) {
+	cfg := f.cfg
+	cfg.Partition, cfg.To, cfg.Out = part, to, out
+	return cellmove.Move(ctx, cfg)
+}
+
 func invoice(order string) []byte {
 	body, _ := json.Marshal(map[string]any{
 		"order_id": order, "series": "INV",
@@ -154,44 +218,8 @@ func invoice(order string) []byte {
 func TestMoveUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	natsURL := testenv.NATS(t)
-	dsn := map[string]string{"a": testenv.Migrated(t), "b": testenv.Migrated(t)}
-	pools := map[string]*pgxpool.Pool{}
-	for name, d := range dsn {
-		pool, err := pgxpool.New(ctx, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pool.Close()
-		pools[name] = pool
-	}
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	placement := cells.Placement{Partitions: 4, Cells: []cells.Cell{
-		{Name: "a", Partitions: []int{0, 1}, DatabaseURL: dsn["a"]},
-		{Name: "b", Partitions: []int{2, 3}, DatabaseURL: dsn["b"]},
-	}}
-	if _, err := cells.Store(ctx, js, placement, 0, 1); err != nil {
-		t.Fatal(err)
-	}
-	workers, stopWorkers := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() { stopWorkers(); wg.Wait() }()
-	for name, pool := range pools {
-		supervise(workers, t, &wg, natsURL, name, pool)
-	}
-
-	cl, err := client.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := twoCells(ctx, t, 4, []int{0, 1}, []int{2, 3})
+	pools, js, cl, placement := f.pools, f.js, f.cl, f.placement
 	var companies []string
 	byPart := map[int][]string{}
 	for i := range 20 {
@@ -258,11 +286,7 @@ func TestMoveUnderLoad(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	var out bytes.Buffer
 	started := time.Now()
-	rep, err := cellmove.Move(ctx, cellmove.Config{
-		NATS: nc, Partition: part, To: "b", Kinds: testworker.Kinds(t), Consumer: testworker.Config(),
-		Open: func(ctx context.Context, c cells.Cell) (*pgxpool.Pool, error) { return pgxpool.New(ctx, c.DatabaseURL) },
-		Out:  &out, Logger: testworker.Logger(),
-	})
+	rep, err := f.move(ctx, part, "b", &out)
 	t.Logf("move of partition %d (%d companies) under load took %s:\n%s", part, len(moved), time.Since(started), out.String())
 	if err != nil {
 		t.Fatalf("move: %v", err)
@@ -405,10 +429,7 @@ func TestMoveUnderLoad(t *testing.T) {
 	}
 	// Back into the cell that keeps the moved companies' books, fenced:
 	// refused, and nothing changes.
-	if _, err := cellmove.Move(ctx, cellmove.Config{
-		NATS: nc, Partition: part, To: "a", Kinds: testworker.Kinds(t), Consumer: testworker.Config(),
-		Open: func(ctx context.Context, c cells.Cell) (*pgxpool.Pool, error) { return pgxpool.New(ctx, c.DatabaseURL) },
-	}); err == nil || !strings.Contains(err.Error(), "already holds") {
+	if _, err := f.move(ctx, part, "a", nil); err == nil || !strings.Contains(err.Error(), "already holds") {
 		t.Errorf("moving the partition back into the cell that kept its books: %v, want a refusal", err)
 	}
 	if p, _, err := cells.Load(ctx, js); err != nil || p.Moving != nil {
@@ -472,43 +493,8 @@ func (s *stopAt) Write(p []byte) (int, error) {
 func TestMoveGoesOnAfterAStop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	natsURL := testenv.NATS(t)
-	dsn := map[string]string{"a": testenv.Migrated(t), "b": testenv.Migrated(t)}
-	pools := map[string]*pgxpool.Pool{}
-	for name, d := range dsn {
-		pool, err := pgxpool.New(ctx, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pool.Close()
-		pools[name] = pool
-	}
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	placement := cells.Placement{Partitions: 2, Cells: []cells.Cell{
-		{Name: "a", Partitions: []int{0}, DatabaseURL: dsn["a"]},
-		{Name: "b", Partitions: []int{1}, DatabaseURL: dsn["b"]},
-	}}
-	if _, err := cells.Store(ctx, js, placement, 0, 1); err != nil {
-		t.Fatal(err)
-	}
-	workers, stopWorkers := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() { stopWorkers(); wg.Wait() }()
-	for name, pool := range pools {
-		supervise(workers, t, &wg, natsURL, name, pool)
-	}
-	cl, err := client.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := twoCells(ctx, t, 2, []int{0}, []int{1})
+	pools, js, cl := f.pools, f.js, f.cl
 	var companies []string
 	for i := 0; len(companies) < 3; i++ {
 		if c := fmt.Sprintf("co-%d", i); cells.Partition(c, 2) == 0 {
@@ -521,15 +507,9 @@ func TestMoveGoesOnAfterAStop(t *testing.T) {
 			t.Fatalf("%s company.create: %v %+v", c, err, res)
 		}
 	}
-	cfg := cellmove.Config{
-		NATS: nc, Partition: 0, To: "b", Kinds: testworker.Kinds(t), Consumer: testworker.Config(),
-		Open: func(ctx context.Context, c cells.Cell) (*pgxpool.Pool, error) { return pgxpool.New(ctx, c.DatabaseURL) },
-	}
 	stopCtx, stop := context.WithCancel(ctx)
 	w := &stopAt{at: "fenced partition", cancel: stop}
-	first := cfg
-	first.Out = w
-	if _, err := cellmove.Move(stopCtx, first); err == nil {
+	if _, err := f.move(stopCtx, 0, "b", w); err == nil {
 		t.Fatalf("the move stopped after its fence returned no error:\n%s", w.buf.String())
 	}
 	p, _, err := cells.Load(ctx, js)
@@ -545,9 +525,7 @@ func TestMoveGoesOnAfterAStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	second := cfg
-	second.Out = &out
-	rep, err := cellmove.Move(ctx, second)
+	rep, err := f.move(ctx, 0, "b", &out)
 	if err != nil {
 		t.Fatalf("the move run again: %v\n%s", err, out.String())
 	}
