@@ -128,6 +128,17 @@ func Move(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("no cell serves partition %d", part)
 		}
 		if owner.Name == to.Name {
+			// A move stopped between its flip and the end of its handoff
+			// leaves the handoff consumer; the new cell's consumer has
+			// the partition, so it is only deleted.
+			err := js.DeleteConsumer(ctx, cfg.Stream, cells.HandoffDurable(part))
+			switch {
+			case err == nil:
+				say("cell %s serves partition %d; deleted the handoff consumer %s its move left", to.Name, part, cells.HandoffDurable(part))
+				return &Report{Partition: part, To: to.Name, Resumed: true}, nil
+			case !errors.Is(err, jetstream.ErrConsumerNotFound):
+				return nil, fmt.Errorf("delete the handoff consumer %s: %w", cells.HandoffDurable(part), err)
+			}
 			return nil, fmt.Errorf("cell %s serves partition %d already", to.Name, part)
 		}
 		from = owner

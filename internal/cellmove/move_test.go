@@ -550,6 +550,25 @@ func TestMoveGoesOnAfterAStop(t *testing.T) {
 			t.Errorf("cell %s's database holds %d companies, want %d (the old cell keeps the books it had, fenced)", name, n, want)
 		}
 	}
+	// A move stopped after its flip leaves its handoff consumer behind:
+	// the same command deletes it; with none left, it says the cell has
+	// the partition.
+	if _, err := f.js.CreateConsumer(ctx, consumer.DefaultStream, jetstream.ConsumerConfig{
+		Durable: cells.HandoffDurable(0), AckPolicy: jetstream.AckExplicitPolicy, FilterSubjects: cells.FilterSubjects([]int{0}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if _, err := f.move(ctx, 0, "b", &out); err != nil || !strings.Contains(out.String(), "deleted the handoff consumer") {
+		t.Errorf("the move run after its flip with its handoff consumer left: %v\n%s", err, out.String())
+	}
+	if _, err := f.js.Consumer(ctx, consumer.DefaultStream, cells.HandoffDurable(0)); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Errorf("the handoff consumer left by a move: %v, want it deleted", err)
+	}
+	if _, err := f.move(ctx, 0, "b", nil); err == nil || !strings.Contains(err.Error(), "serves partition 0 already") {
+		t.Errorf("a move to the cell that serves the partition: %v, want a refusal", err)
+	}
+
 	var invoices int
 	if err := pools["b"].QueryRow(ctx, `SELECT count(*) FROM invoices WHERE company_id = $1`, companies[0]).Scan(&invoices); err != nil {
 		t.Fatal(err)
