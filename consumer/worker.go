@@ -21,6 +21,7 @@ import (
 	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/consumer/transport"
 	"github.com/onceledger/onceledger/internal/cells"
+	"github.com/onceledger/onceledger/internal/firstattempt"
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
@@ -77,6 +78,13 @@ type Config struct {
 	// relays and dispatchers of other processes then find the events when
 	// they poll.
 	LocalWake *pglisten.Local
+	// FirstAttempts, when set, is the desk of the webhook dispatcher that
+	// runs beside this consumer (internal/worker sets it with LocalWake):
+	// each transaction creates its webhook deliveries leased to that
+	// dispatcher, within the terms it offers, and hands them over after
+	// its commit, so that their first attempts need no claim (see
+	// internal/firstattempt).
+	FirstAttempts *firstattempt.Desk
 
 	afterCommit func(*Delivery)
 	// beforeHandle, for tests, runs first in the router's handler.
@@ -225,7 +233,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	batches := groupcommit.New(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, w.cfg.LocalWake, log,
+	batches := groupcommit.New(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, w.cfg.LocalWake, w.cfg.FirstAttempts, log,
 		groupcommit.Metrics{Batch: w.cfg.Metrics.batch, Fallback: w.cfg.Metrics.fallback}, w.cfg.TracerProvider.Tracer(transport.TracerName))
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.Close()

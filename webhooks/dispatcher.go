@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -25,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/onceledger/onceledger/internal/firstattempt"
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/internal/pgsettings"
 	"github.com/onceledger/onceledger/internal/tracecontext"
@@ -109,6 +111,13 @@ type DispatcherConfig struct {
 	// the last claim took as many as it had room for, nor after a
 	// recording. Defaults to pglisten.DefaultGather; negative claims at once.
 	Gather time.Duration
+	// FirstAttempts, when set, is where the consumers of this process
+	// hand the dispatcher the deliveries their transactions created
+	// leased to it (see internal/firstattempt): it attempts them without a
+	// claim, and claims only when a transaction left deliveries pending
+	// (or on its poll, or a NOTIFY). Set it where a consumer runs beside
+	// the dispatcher and shares the desk; Wake is then not needed.
+	FirstAttempts *firstattempt.Desk
 	// Policy decides which addresses may be dialled. The zero policy allows
 	// public addresses only.
 	Policy AddressPolicy
@@ -211,6 +220,16 @@ type Dispatcher struct {
 	client *http.Client
 	lease  time.Duration
 	tracer trace.Tracer
+
+	// busy counts the workers attempting or recording, handed the
+	// deliveries handed over by consumers (FirstAttempts) and not yet
+	// started, handedPending whether one of their transactions left
+	// deliveries for a claim; handedSignal wakes Run for them.
+	busy          atomic.Int64
+	handedMu      sync.Mutex
+	handed        []claimed
+	handedPending bool
+	handedSignal  chan struct{}
 }
 
 // NewDispatcher returns a dispatcher on pool.
@@ -241,7 +260,7 @@ func NewDispatcher(pool *pgxpool.Pool, cfg DispatcherConfig) (*Dispatcher, error
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return &Dispatcher{pool: pool, cfg: cfg, client: client, lease: cfg.RequestTimeout + 30*time.Second,
-		tracer: cfg.TracerProvider.Tracer(tracerName)}, nil
+		tracer: cfg.TracerProvider.Tracer(tracerName), handedSignal: make(chan struct{}, 1)}, nil
 }
 
 // claimed is one delivery this dispatcher holds the lease of.
@@ -266,31 +285,56 @@ type claimed struct {
 // the claim held deliveries back for an endpoint's in-flight bound, for one
 // of its attempts to be recorded: that attempt's endpoint may have room
 // again. Each wait ends at most once per recording, so Run never spins
-// while nothing is due.
+// while nothing is due. Deliveries handed over by consumers
+// (FirstAttempts) are attempted as workers are free, before any claim.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	wake, listening := pglisten.Listen(ctx, d.pool, NotifyChannel, d.cfg.PollInterval, d.cfg.Logger)
 	// The attempts and their records finish even during shutdown, so the
 	// lease never outlives the answer it waits for.
 	rec := d.startRecorder(context.WithoutCancel(ctx), d.cfg.Workers)
-	slots := make(chan struct{}, d.cfg.Workers)
 	// freed is signalled after a recording gave workers back.
 	freed := make(chan struct{}, 1)
 	release := func() {
-		<-slots
+		d.busy.Add(-1)
 		select {
 		case freed <- struct{}{}:
 		default:
 		}
 	}
 	var wg sync.WaitGroup
+	start := func(c claimed) {
+		d.busy.Add(1)
+		wg.Add(1)
+		go d.attempt(context.WithoutCancel(ctx), c, rec, func() {
+			release()
+			wg.Done()
+		})
+	}
+	if desk := d.cfg.FirstAttempts; desk != nil {
+		stop := desk.Serve(d)
+		defer func() {
+			stop()
+			d.releaseHanded()
+		}()
+	}
 	defer func() {
 		wg.Wait()
 		rec.close()
 		<-listening
 	}()
 	failures := 0
+	// claim: look for due deliveries before waiting again; room: a
+	// recording may let the next claim find more (the last one held some
+	// back); polled: when the poll is due, whatever wakes Run meanwhile.
+	claim := true
+	var room <-chan struct{}
+	var polled time.Time
 	for ctx.Err() == nil {
-		free := d.cfg.Workers - len(slots)
+		free := d.cfg.Workers - int(d.busy.Load())
+		for _, c := range d.takeHanded(free) {
+			start(c)
+			free--
+		}
 		if free == 0 {
 			select {
 			case <-freed:
@@ -298,52 +342,142 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		// From here on a signal means a recording after this claim began.
-		select {
-		case <-freed:
-		default:
-		}
-		batch, held, err := d.claim(ctx, free)
-		for _, c := range batch {
-			slots <- struct{}{}
-			wg.Add(1)
-			go d.attempt(context.WithoutCancel(ctx), c, rec, func() {
-				release()
-				wg.Done()
-			})
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				break
+		if claim {
+			// From here on a signal means a recording after this claim began.
+			select {
+			case <-freed:
+			default:
 			}
-			failures++
-			d.cfg.Logger.Warn("claiming webhook deliveries failed", "error", err)
-			pglisten.Sleep(ctx, min(time.Duration(failures)*200*time.Millisecond, 5*time.Second))
-			continue
+			polled = time.Now().Add(d.cfg.PollInterval)
+			room = nil
+			batch, held, err := d.claim(ctx, free)
+			for _, c := range batch {
+				start(c)
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				failures++
+				d.cfg.Logger.Warn("claiming webhook deliveries failed", "error", err)
+				pglisten.Sleep(ctx, min(time.Duration(failures)*200*time.Millisecond, 5*time.Second))
+				continue
+			}
+			failures = 0
+			if len(batch) == free {
+				continue
+			}
+			claim = false
+			// A recording frees a place another claim could use only when
+			// this one held deliveries back for their endpoint's bound.
+			if held {
+				room = freed
+			}
 		}
-		failures = 0
-		if len(batch) == free {
-			continue
-		}
-		// A recording frees a place another claim could use only when
-		// this one held deliveries back for their endpoint's bound.
-		var room <-chan struct{}
-		if held {
-			room = freed
-		}
-		poll := time.NewTimer(d.cfg.PollInterval)
+		poll := time.NewTimer(time.Until(polled))
 		select {
 		case <-ctx.Done():
 		case <-wake:
 			pglisten.Gather(ctx, d.cfg.Gather, wake, d.cfg.Wake)
+			claim = true
 		case <-d.cfg.Wake:
 			pglisten.Gather(ctx, d.cfg.Gather, wake, d.cfg.Wake)
+			claim = true
+		case <-d.handedSignal:
+			if d.takePending() {
+				pglisten.Gather(ctx, d.cfg.Gather, wake, d.cfg.Wake)
+				claim = true
+			}
 		case <-room:
+			claim = true
 		case <-poll.C:
+			claim = true
 		}
 		poll.Stop()
 	}
 	return nil
+}
+
+// Terms are the terms under which this dispatcher takes deliveries created
+// leased (firstattempt.Receiver): as many as it has workers neither busy
+// nor promised to deliveries already handed over.
+func (d *Dispatcher) Terms() firstattempt.Terms {
+	d.handedMu.Lock()
+	waiting := len(d.handed)
+	d.handedMu.Unlock()
+	return firstattempt.Terms{
+		Room:        max(0, d.cfg.Workers-int(d.busy.Load())-waiting),
+		PerEndpoint: d.cfg.PerEndpoint,
+		Lease:       d.lease,
+	}
+}
+
+// Take queues deliveries a consumer's transaction created leased to this
+// dispatcher (firstattempt.Receiver); pending says it left others for a
+// claim. It does not block.
+func (d *Dispatcher) Take(leased []firstattempt.Delivery, pending bool) {
+	d.handedMu.Lock()
+	for _, l := range leased {
+		c := claimed{id: l.ID, eventID: l.EventID, endpointID: l.EndpointID, company: l.Company, attempt: 1, url: l.URL,
+			body: l.Body, eventType: l.EventType, eventCreated: l.EventCreated, traceparent: l.Traceparent, tracestate: l.Tracestate}
+		// As for a claimed delivery: one whose endpoint's secrets cannot
+		// be read goes without any, and its attempt fails for want of a
+		// signing secret.
+		if err := json.Unmarshal(l.Secrets, &c.secrets); err != nil {
+			d.cfg.Logger.Error("webhook endpoint secrets are unreadable", "endpoint_id", c.endpointID, "error", err)
+			c.secrets = nil
+		}
+		d.handed = append(d.handed, c)
+	}
+	d.handedPending = d.handedPending || pending
+	d.handedMu.Unlock()
+	d.cfg.Metrics.handed(len(leased))
+	select {
+	case d.handedSignal <- struct{}{}:
+	default:
+	}
+}
+
+// takeHanded takes up to n handed deliveries to start.
+func (d *Dispatcher) takeHanded(n int) []claimed {
+	d.handedMu.Lock()
+	defer d.handedMu.Unlock()
+	n = min(n, len(d.handed))
+	out := d.handed[:n:n]
+	d.handed = d.handed[n:]
+	return out
+}
+
+// takePending reports, and clears, that a handing transaction left
+// deliveries for a claim.
+func (d *Dispatcher) takePending() bool {
+	d.handedMu.Lock()
+	defer d.handedMu.Unlock()
+	p := d.handedPending
+	d.handedPending = false
+	return p
+}
+
+// releaseHanded gives back the leases of handed deliveries Run will not
+// start: they are due at once for whichever dispatcher claims next.
+func (d *Dispatcher) releaseHanded() {
+	d.handedMu.Lock()
+	left := d.handed
+	d.handed = nil
+	d.handedMu.Unlock()
+	if len(left) == 0 {
+		return
+	}
+	ls := make([]firstattempt.Delivery, len(left))
+	for i, c := range left {
+		ls[i] = firstattempt.Delivery{ID: c.id}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := firstattempt.Release(ctx, d.pool, ls); err != nil {
+		d.cfg.Logger.Warn("giving back leased webhook deliveries failed; they are due when their leases end",
+			"deliveries", len(ls), "error", err)
+	}
 }
 
 // DispatchOnce claims what is due and attempts it, waiting for the

@@ -14,6 +14,7 @@ type Metrics struct {
 	latency  prometheus.Histogram
 	delivery prometheus.Histogram
 	claims   prometheus.Counter
+	handedN  prometheus.Counter
 	recorded prometheus.Histogram
 }
 
@@ -38,13 +39,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "onceledger_webhook_claims_total",
 			Help: "Claims of due webhook deliveries, whether or not they found any.",
 		}),
+		handedN: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "onceledger_webhook_first_attempts_total",
+			Help: "Webhook deliveries a consumer of this process created leased to the dispatcher and handed over, attempted without a claim.",
+		}),
 		recorded: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "onceledger_webhook_recorded_attempts",
 			Help:    "Webhook attempts recorded together, per recording.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 9),
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.attempts, m.latency, m.delivery, m.claims, m.recorded} {
+	for _, c := range []prometheus.Collector{m.attempts, m.latency, m.delivery, m.claims, m.handedN, m.recorded} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -70,6 +75,12 @@ func (m *Metrics) attempt(r result, eventCreated time.Time) {
 func (m *Metrics) claim() {
 	if m != nil {
 		m.claims.Inc()
+	}
+}
+
+func (m *Metrics) handed(n int) {
+	if m != nil && n > 0 {
+		m.handedN.Add(float64(n))
 	}
 }
 

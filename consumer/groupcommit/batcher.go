@@ -14,6 +14,7 @@ import (
 
 	"github.com/onceledger/onceledger/consumer/transport"
 	"github.com/onceledger/onceledger/consumer/txn"
+	"github.com/onceledger/onceledger/internal/firstattempt"
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
@@ -113,6 +114,10 @@ type Batcher struct {
 	// wake wakes the relays and dispatchers after a commit that wrote
 	// events, outside the transaction: by NOTIFY, or in this process.
 	wake waker
+	// desk, when set, is the dispatcher of this process: a transaction
+	// creates its deliveries leased under the dispatcher's terms and hands
+	// them over after its commit (see internal/firstattempt).
+	desk *firstattempt.Desk
 
 	// One queue per transaction slot; a company always goes to the same one,
 	// so concurrent batches never wait on each other's number-series and
@@ -141,11 +146,12 @@ func (localWaker) Close() {}
 // transactions kinds execute, each bounded by commitTimeout. afterCommit,
 // when not nil, runs for each command executed, after the commit and
 // before Submit returns. A commit that wrote events wakes local when it
-// is set, else every process by NOTIFY (outbox.WakeChannels).
-func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.Duration, afterCommit func(*transport.Delivery), local *pglisten.Local, logger *slog.Logger, metrics Metrics, tracer trace.Tracer) *Batcher {
+// is set, else every process by NOTIFY (outbox.WakeChannels); with desk
+// set, its webhook deliveries go to desk's dispatcher (see Batcher.desk).
+func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.Duration, afterCommit func(*transport.Delivery), local *pglisten.Local, desk *firstattempt.Desk, logger *slog.Logger, metrics Metrics, tracer trace.Tracer) *Batcher {
 	b := &Batcher{
 		pool: pool, kinds: kinds, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics, tracer: tracer,
-		closing: make(chan struct{}),
+		closing: make(chan struct{}), desk: desk,
 	}
 	if local != nil {
 		b.wake = localWaker{local}
@@ -214,6 +220,21 @@ func (b *Batcher) loop(queue chan *Submission) {
 	}
 }
 
+// hand passes a committed transaction's leased deliveries to the desk's
+// dispatcher; when it has none any more, it gives their leases back so
+// that they are due at once rather than when the leases end.
+func (b *Batcher) hand(r txn.Report) {
+	if b.desk == nil || b.desk.Hand(r.Leased, r.Pending) || len(r.Leased) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.commitTimeout)
+	defer cancel()
+	if err := firstattempt.Release(ctx, b.pool, r.Leased); err != nil {
+		b.logger.Warn("giving back leased webhook deliveries failed; they are due when their leases end",
+			"deliveries", len(r.Leased), "error", err)
+	}
+}
+
 // run executes one batch in one transaction and releases its submissions.
 func (b *Batcher) run(batch []*Submission) {
 	defer func() {
@@ -237,12 +258,16 @@ func (b *Batcher) run(batch []*Submission) {
 	for i, s := range batch {
 		items[i] = &s.Item
 	}
-	fallbacks, err := txn.Run(ctx, conn, b.kinds, items, func() {
+	var terms *firstattempt.Terms
+	if t, ok := b.desk.Terms(); ok {
+		terms = &t
+	}
+	report, err := txn.RunLeasing(ctx, conn, b.kinds, items, func() {
 		ackBeforeCommit(batch)
 		crashAt("before_commit")
 		committing = time.Now()
-	})
-	if fallbacks > 0 {
+	}, terms)
+	if fallbacks := report.Fallbacks; fallbacks > 0 {
 		b.logger.Info("batch fell back to smaller groups", "commands", len(batch), "groups_failed", fallbacks)
 		if b.metrics.Fallback != nil {
 			b.metrics.Fallback()
@@ -266,6 +291,7 @@ func (b *Batcher) run(batch []*Submission) {
 	}
 	if executed > 0 {
 		b.wake.Poke()
+		b.hand(report)
 	}
 	if b.metrics.Batch != nil {
 		b.metrics.Batch(len(batch), committing.Sub(started), time.Since(committing))

@@ -11,12 +11,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/consumer/inbox"
+	"github.com/onceledger/onceledger/internal/firstattempt"
 	"github.com/onceledger/onceledger/internal/pgsettings"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
@@ -65,9 +67,35 @@ type Conn interface {
 // ran again in halves. The error is the transaction's: it broke or did not
 // commit, and every item without an error of its own has it.
 func Run(ctx context.Context, conn Conn, kinds *exec.Kinds, items []*Item, beforeCommit func()) (fallbacks int, err error) {
-	t := &txn{ctx: ctx, kinds: kinds, beforeCommit: beforeCommit}
-	err = t.execute(conn, items)
-	return t.fallbacks, err
+	r, err := RunLeasing(ctx, conn, kinds, items, beforeCommit, nil)
+	return r.Fallbacks, err
+}
+
+// Report is what RunLeasing tells beside its error.
+type Report struct {
+	// Fallbacks counts the groups that failed and ran again in halves.
+	Fallbacks int
+	// Leased are the webhook deliveries the transaction created leased
+	// under its terms (see internal/firstattempt), for its dispatcher to
+	// attempt once the transaction committed.
+	Leased []firstattempt.Delivery
+	// Pending: the transaction's events also have deliveries left for a
+	// dispatcher's claim (or no terms were set), so dispatchers should look.
+	Pending bool
+}
+
+// RunLeasing is Run with the first attempts of the transaction's webhook
+// deliveries: with terms, the deliveries its events fan out to are created
+// leased within them and read back before the COMMIT; with nil terms they
+// are created pending, as by Run.
+func RunLeasing(ctx context.Context, conn Conn, kinds *exec.Kinds, items []*Item, beforeCommit func(), terms *firstattempt.Terms) (Report, error) {
+	t := &txn{ctx: ctx, kinds: kinds, beforeCommit: beforeCommit, terms: terms}
+	err := t.execute(conn, items)
+	r := Report{Fallbacks: t.fallbacks, Pending: len(t.events) > 0}
+	if t.read != nil {
+		r.Leased, r.Pending = t.read.Leased, t.read.Pending
+	}
+	return r, err
 }
 
 // errTxBroken marks a failure after which the transaction cannot go on.
@@ -87,6 +115,12 @@ type txn struct {
 	commitErr        error
 	// fallbacks counts the groups that failed and ran again in halves.
 	fallbacks int
+	// terms, when set, are the first attempts' (see RunLeasing); events
+	// are the IDs of the events written, read the deliveries read back
+	// before the COMMIT.
+	terms  *firstattempt.Terms
+	events []uuid.UUID
+	read   *firstattempt.Read
 }
 
 // execute runs subs in one transaction on conn, from BEGIN to COMMIT, and
@@ -135,6 +169,11 @@ func (t *txn) execute(conn Conn, subs []*Item) error {
 	// (inserts from arrays, lookups by primary key), so planning them per
 	// batch is wasted; on indexes, so the inbox is never scanned whole.
 	b.Queue(pgsettings.GenericPlansOnIndexes)
+	settings := 1
+	if t.terms != nil {
+		firstattempt.QueueSet(b, *t.terms)
+		settings++
+	}
 	keys := make([]inbox.Key, len(unique))
 	for i, s := range unique {
 		keys[i] = inbox.Key{Company: s.Req.Company, Key: s.Req.Key}
@@ -148,7 +187,7 @@ func (t *txn) execute(conn Conn, subs []*Item) error {
 	t.tx = br.Tx()
 	err := func() error {
 		defer br.Close()
-		for range 2 { // begin, settings
+		for range 1 + settings { // begin, settings
 			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("begin: %w", err)
 			}
@@ -191,7 +230,7 @@ func (t *txn) execute(conn Conn, subs []*Item) error {
 			t.beforeCommit()
 		}
 		t.ended = true
-		if err := t.tx.Commit(t.ctx); err != nil {
+		if err := t.commit(); err != nil {
 			return t.fail(subs, fmt.Errorf("consumer: commit: %w", err))
 		}
 		t.committed = true
@@ -200,6 +239,37 @@ func (t *txn) execute(conn Conn, subs []*Item) error {
 		return t.fail(subs, fmt.Errorf("consumer: commit: %w", t.commitErr))
 	}
 	return nil
+}
+
+// queueRead queues on w, before its COMMIT, the read-back of the
+// deliveries of the transaction's events when it set terms. Events of
+// groups rolled back are among them: they have no deliveries any more.
+func (t *txn) queueRead(w *pgx.Batch) {
+	t.read = nil
+	if t.terms != nil && len(t.events) > 0 {
+		t.read = firstattempt.QueueRead(w, t.events)
+	}
+}
+
+// commit commits, after the read-back of queueRead when there is one.
+func (t *txn) commit() error {
+	w := &pgx.Batch{}
+	t.queueRead(w)
+	if t.read == nil {
+		return t.tx.Commit(t.ctx)
+	}
+	w.Queue("COMMIT")
+	br := t.tx.SendBatch(t.ctx, w)
+	if err := t.read.Scan(br); err != nil {
+		t.read = nil
+		br.Close()
+		return err
+	}
+	_, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func onlyFresh(subs []*Item) []*Item {
@@ -406,6 +476,7 @@ func (t *txn) passes(p *prepared, commit bool) error {
 				if t.beforeCommit != nil {
 					t.beforeCommit()
 				}
+				t.queueRead(w)
 				w.Queue("COMMIT")
 			} else {
 				w.Queue("SET CONSTRAINTS ALL DEFERRED")
@@ -430,6 +501,12 @@ func (t *txn) passes(p *prepared, commit bool) error {
 				return fmt.Errorf("deferred constraints: %w", err)
 			}
 			if commit {
+				if t.read != nil {
+					if err := t.read.Scan(br); err != nil {
+						t.read = nil
+						return err
+					}
+				}
 				// Only now is the transaction over: a failed write above
 				// skipped the COMMIT, and the savepoint still stands.
 				t.ended = true
@@ -500,8 +577,12 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 		// their webhook deliveries, in this transaction, by triggers:
 		// outbox_events_pending (migrations/00010_outbox_pending.sql) and
 		// outbox_events_fan_out (migrations/00007_statement_triggers.sql).
-		if _, err := outbox.Queue(w, events); err != nil {
+		written, err := outbox.Queue(w, events)
+		if err != nil {
 			return err
+		}
+		for _, ev := range written {
+			t.events = append(t.events, ev.ID)
 		}
 	}
 	if len(rows) > 0 {

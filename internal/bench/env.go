@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/firstattempt"
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/natsserver"
 	"github.com/onceledger/onceledger/internal/pgcluster"
@@ -68,6 +69,7 @@ type Env struct {
 	// wake is how the phases' consumers wake the background relay and
 	// dispatcher.
 	wake  *pglisten.Local
+	desk  *firstattempt.Desk
 	bgErr error
 
 	phases   int // phases started, for unique key prefixes
@@ -287,13 +289,15 @@ func (e *Env) startBackground(ctx context.Context) error {
 	// The phases' consumers wake this relay and dispatcher in memory, as
 	// a worker running all three does.
 	e.wake = &pglisten.Local{}
+	e.desk = &firstattempt.Desk{}
 	w, err := wiring.New(ctx, wiring.Config{
-		Pool:      e.pool,
-		NATS:      e.wnc,
-		LocalWake: e.wake,
-		Outbox:    &wiring.Outbox{},
-		Webhooks:  &webhooks.DispatcherConfig{Policy: policy, Secrets: keys},
-		Logger:    e.cfg.Logger,
+		Pool:          e.pool,
+		NATS:          e.wnc,
+		LocalWake:     e.wake,
+		FirstAttempts: e.desk,
+		Outbox:        &wiring.Outbox{},
+		Webhooks:      &webhooks.DispatcherConfig{Policy: policy, Secrets: keys},
+		Logger:        e.cfg.Logger,
 	})
 	if err != nil {
 		return err
@@ -400,9 +404,10 @@ func (e *Env) startWorker(ctx context.Context, mode Mode) (*worker, error) {
 		return nil, err
 	}
 	wk, err := wiring.New(ctx, wiring.Config{
-		Pool:      e.pool,
-		NATS:      e.wnc,
-		LocalWake: e.wake,
+		Pool:          e.pool,
+		NATS:          e.wnc,
+		LocalWake:     e.wake,
+		FirstAttempts: e.desk,
 		Consumer: &consumer.Config{
 			Subscriber: consumer.SubscriberConfig{Concurrency: e.cfg.Concurrency, AckMode: mode.Ack},
 			Batch:      mode.Batch,

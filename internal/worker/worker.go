@@ -17,6 +17,7 @@ import (
 
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/cells"
+	"github.com/onceledger/onceledger/internal/firstattempt"
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
@@ -61,6 +62,12 @@ type Config struct {
 	// does), and leave it nil where a consumer runs without a relay and a
 	// dispatcher beside it, so that it notifies the other processes.
 	LocalWake *pglisten.Local
+	// FirstAttempts is how the consumer's transactions hand the webhook
+	// deliveries they created to the dispatcher, leased to it, so that a
+	// first attempt needs no claim (internal/firstattempt). A worker that
+	// runs all three gets one of its own with its LocalWake; workers of one
+	// process that split the parts share one as they share LocalWake.
+	FirstAttempts *firstattempt.Desk
 
 	// Logger is the parts' logger where their own config has none.
 	// Defaults to slog.Default().
@@ -135,6 +142,9 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	w := &Worker{}
 	if cfg.LocalWake == nil && cfg.Consumer != nil && cfg.Outbox != nil && cfg.Webhooks != nil {
 		cfg.LocalWake = &pglisten.Local{}
+		if cfg.FirstAttempts == nil {
+			cfg.FirstAttempts = &firstattempt.Desk{}
+		}
 	}
 	if cfg.Outbox != nil {
 		js, err := jetstream.New(cfg.NATS)
@@ -155,6 +165,9 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		}
 		if ccfg.LocalWake == nil {
 			ccfg.LocalWake = cfg.LocalWake
+		}
+		if ccfg.FirstAttempts == nil {
+			ccfg.FirstAttempts = cfg.FirstAttempts
 		}
 		if cfg.Cell != "" {
 			m, err := member(ctx, cfg.NATS, cfg.Pool, cfg.Cell)
@@ -206,7 +219,12 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		if dcfg.TracerProvider == nil {
 			dcfg.TracerProvider = cfg.TracerProvider
 		}
-		if dcfg.Wake == nil && cfg.LocalWake != nil {
+		if dcfg.FirstAttempts == nil {
+			dcfg.FirstAttempts = cfg.FirstAttempts
+		}
+		// A dispatcher with a desk is woken by the consumers' hand-overs
+		// when they leave deliveries for a claim, not by every commit.
+		if dcfg.Wake == nil && cfg.LocalWake != nil && dcfg.FirstAttempts == nil {
 			dcfg.Wake = cfg.LocalWake.Listen()
 		}
 		d, err := webhooks.NewDispatcher(cfg.Pool, dcfg)
