@@ -220,6 +220,13 @@ func (b *Batcher) loop(queue chan *Submission) {
 	}
 }
 
+// leaseBatchMax is the largest batch whose deliveries are created leased
+// to the dispatcher of this process. Larger batches come under load, where
+// a claim takes many deliveries at once anyway: leasing them at birth made
+// the group-commit peak lower (see docs/performance.md), so their
+// deliveries are left for the claim.
+const leaseBatchMax = 8
+
 // hand passes a committed transaction's leased deliveries to the desk's
 // dispatcher; when it has none any more, it gives their leases back so
 // that they are due at once rather than when the leases end.
@@ -259,7 +266,7 @@ func (b *Batcher) run(batch []*Submission) {
 		items[i] = &s.Item
 	}
 	var terms *firstattempt.Terms
-	if t, ok := b.desk.Terms(); ok {
+	if t, ok := b.desk.Terms(); ok && len(batch) <= leaseBatchMax {
 		terms = &t
 	}
 	report, err := txn.RunLeasing(ctx, conn, b.kinds, items, func() {
