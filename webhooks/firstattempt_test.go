@@ -183,16 +183,7 @@ func TestHandedDeliveriesNeedNoClaim(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 20 s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	waitFor := func(what string, ok func() bool) { t.Helper(); waitUntil(t, what, ok) }
 	waitFor("the first claim", func() bool { return claims() >= 1 })
 	start := claims()
 	for i := range 5 {

@@ -363,6 +363,18 @@ func TestClaimReadsLittleOfALargeTable(t *testing.T) {
 
 // claimCounter returns dispatcher metrics and a function reading how many
 // claims they have counted.
+// waitUntil waits up to 20 s for ok, polling every 5 ms.
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20 s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func claimCounter(t *testing.T) (*webhooks.Metrics, func() float64) {
 	reg := prometheus.NewRegistry()
 	metrics, err := webhooks.NewMetrics(reg)
@@ -412,16 +424,7 @@ func TestADeliveryCostsOneClaimUnlessHeldBack(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 20 s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	waitFor := func(what string, ok func() bool) { t.Helper(); waitUntil(t, what, ok) }
 	waitFor("the first claim", func() bool { return claims() >= 1 })
 	start := claims()
 	const lone = 5
