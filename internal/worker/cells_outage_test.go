@@ -98,6 +98,10 @@ func TestCellOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	pools := map[string]*pgxpool.Pool{}
+	// Both workers are wired (their streams updated) before either starts:
+	// the NATS server's file store races when one stream is updated while
+	// a consumer of it is being created.
+	var wired []*worker.Worker
 	for _, name := range []string{"a", "b"} {
 		pool, err := pgxpool.New(ctx, dsn[name])
 		if err != nil {
@@ -116,12 +120,15 @@ func TestCellOutage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Start()
+		wired = append(wired, w)
 		t.Cleanup(func() {
 			if err := w.Stop(30 * time.Second); err != nil {
 				t.Errorf("cell %s: Stop = %v", name, err)
 			}
 		})
+	}
+	for _, w := range wired {
+		w.Start()
 	}
 	c, err := client.New(nc)
 	if err != nil {
