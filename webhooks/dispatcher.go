@@ -420,13 +420,7 @@ func (d *Dispatcher) Take(leased []firstattempt.Delivery, pending bool) {
 	for _, l := range leased {
 		c := claimed{id: l.ID, eventID: l.EventID, endpointID: l.EndpointID, company: l.Company, attempt: 1, url: l.URL,
 			body: l.Body, eventType: l.EventType, eventCreated: l.EventCreated, traceparent: l.Traceparent, tracestate: l.Tracestate}
-		// As for a claimed delivery: one whose endpoint's secrets cannot
-		// be read goes without any, and its attempt fails for want of a
-		// signing secret.
-		if err := json.Unmarshal(l.Secrets, &c.secrets); err != nil {
-			d.cfg.Logger.Error("webhook endpoint secrets are unreadable", "endpoint_id", c.endpointID, "error", err)
-			c.secrets = nil
-		}
+		d.openSecrets(&c, l.Secrets)
 		d.handed = append(d.handed, c)
 	}
 	d.handedPending = d.handedPending || pending
@@ -668,14 +662,7 @@ func (d *Dispatcher) claim(ctx context.Context, n int) (out []claimed, held bool
 			&c.traceparent, &c.tracestate); err != nil {
 			return fmt.Errorf("read claimed delivery: %w", err)
 		}
-		// The claim has committed by now, so a delivery it returns is
-		// attempted, or it would wait out its lease: one whose endpoint's
-		// secrets cannot be read goes without any, and its attempt is
-		// recorded as failed for want of a signing secret.
-		if err := json.Unmarshal(secrets, &c.secrets); err != nil {
-			d.cfg.Logger.Error("webhook endpoint secrets are unreadable", "endpoint_id", c.endpointID, "error", err)
-			c.secrets = nil
-		}
+		d.openSecrets(&c, secrets)
 		out = append(out, c)
 		return nil
 	}, claimSQL, n, d.cfg.PerEndpoint, d.lease.Milliseconds())
@@ -685,6 +672,17 @@ func (d *Dispatcher) claim(ctx context.Context, n int) (out []claimed, held bool
 		return out, held, fmt.Errorf("claim deliveries: %w", err)
 	}
 	return out, held, nil
+}
+
+// openSecrets reads a leased delivery's endpoint secrets column into c. The
+// lease is taken by now, so the delivery is attempted, or it would wait
+// out its lease: one whose endpoint's secrets cannot be read goes without
+// any, and its attempt is recorded as failed for want of a signing secret.
+func (d *Dispatcher) openSecrets(c *claimed, column []byte) {
+	if err := json.Unmarshal(column, &c.secrets); err != nil {
+		d.cfg.Logger.Error("webhook endpoint secrets are unreadable", "endpoint_id", c.endpointID, "error", err)
+		c.secrets = nil
+	}
 }
 
 // result is what one attempt came to.

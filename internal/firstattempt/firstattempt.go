@@ -121,14 +121,14 @@ func (d *Desk) Hand(leased []Delivery, pending bool) bool {
 	return true
 }
 
-// Beginner is where a consumer's transaction queues its statements.
-type Beginner interface {
+// Queuer is where a transaction's statements are queued: a pgx.Batch.
+type Queuer interface {
 	Queue(query string, arguments ...any) *pgx.QueuedQuery
 }
 
 // QueueSet queues the statement that sets t for the rest of the
 // transaction.
-func QueueSet(b Beginner, t Terms) {
+func QueueSet(b Queuer, t Terms) {
 	b.Queue(`SELECT set_config('`+Setting+`', $1, true)`, t.Value())
 }
 
@@ -142,7 +142,7 @@ type Read struct {
 // QueueRead queues the read-back of the deliveries of events, which this
 // transaction wrote; only this transaction can see them yet, so no other
 // dispatcher holds them.
-func QueueRead(b Beginner, events []uuid.UUID) *Read {
+func QueueRead(b Queuer, events []uuid.UUID) *Read {
 	b.Queue(readSQL, events)
 	return &Read{}
 }
