@@ -65,6 +65,7 @@ const (
 	MaxBatchMax          = groupcommit.MaxMaxSize
 	DefaultBatchParallel = groupcommit.DefaultParallel
 	MaxBatchParallel     = groupcommit.MaxParallel
+	MaxBatchLinger       = groupcommit.MaxLinger
 )
 
 // CheckTunables checks the worker's tunables as an operator sets them
@@ -79,6 +80,9 @@ func CheckTunables(concurrency int, batch BatchConfig) []error {
 	}
 	if batch.Parallel < 1 || batch.Parallel > MaxBatchParallel {
 		errs = append(errs, fmt.Errorf("batch parallel %d: use 1..%d", batch.Parallel, MaxBatchParallel))
+	}
+	if batch.Linger < 0 || batch.Linger > MaxBatchLinger {
+		errs = append(errs, fmt.Errorf("batch linger %s: use 0..%s", batch.Linger, MaxBatchLinger))
 	}
 	return errs
 }

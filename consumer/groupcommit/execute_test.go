@@ -52,6 +52,8 @@ type worldOptions struct {
 	// hook is added to invoice.create's plans, after the recording of
 	// what they executed.
 	hook kinds.Hook
+	// linger is the batcher's Config.Linger.
+	linger time.Duration
 }
 
 func newBatchWorld(t *testing.T, opts worldOptions) *batchWorld {
@@ -90,7 +92,7 @@ func newBatchWorld(t *testing.T, opts worldOptions) *batchWorld {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w.b = New(pool, k, Config{MaxSize: 256, Parallel: 1}, 30*time.Second, nil, nil, nil, logger, w.metrics, noop.NewTracerProvider().Tracer(""))
+	w.b = New(pool, k, Config{MaxSize: 256, Parallel: 1, Linger: opts.linger}, 30*time.Second, nil, nil, nil, logger, w.metrics, noop.NewTracerProvider().Tracer(""))
 	t.Cleanup(w.b.Close)
 	w.run(w.company("acme"))
 	return w
@@ -597,4 +599,56 @@ func TestFailingReadsFailOnlyTheirCommands(t *testing.T) {
 	if got := w.number(k2again); got != "INV-2026-000002" {
 		t.Fatalf("k2 redelivered numbered %s, want INV-2026-000002", got)
 	}
+}
+
+// With Config.Linger, commands arriving steadily wait for each other in
+// batches of up to lingerBelow, and a command after a quiet spell runs at
+// once.
+func TestSteadyCommandsLingerAndALoneOneDoesNot(t *testing.T) {
+	const linger = time.Second
+	w := newBatchWorld(t, worldOptions{linger: linger})
+	submit := func(s *Submission) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- w.b.Submit(s) }()
+		return done
+	}
+	before := len(w.executedBatches())
+	var results []<-chan error
+	for i := range 9 {
+		results = append(results, submit(w.invoice("acme", fmt.Sprintf("s%d", i), fmt.Sprintf("so%d", i))))
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, r := range results {
+		if err := <-r; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sizes []int
+	for _, b := range w.executedBatches()[before:] {
+		sizes = append(sizes, len(b))
+	}
+	// The first command runs alone (no gap is known yet); after it the
+	// gaps of 20ms are steady, so batches wait until they hold four.
+	if slices.Max(sizes) < lingerBelow || len(sizes) > 4 {
+		t.Fatalf("9 commands 20ms apart ran in batches of %v, want batches of %d after the first", sizes, lingerBelow)
+	}
+
+	time.Sleep(linger + 200*time.Millisecond)
+	before = len(w.executedBatches())
+	started := time.Now()
+	if err := <-submit(w.invoice("acme", "lone", "lone")); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(started); took >= linger*8/10 {
+		t.Fatalf("a command after a quiet spell took %s: it waited for company although commands stopped", took)
+	}
+	if got := w.executedBatches()[before:]; len(got) != 1 || len(got[0]) != 1 {
+		t.Fatalf("the lone command ran in batches %v, want one of its own", got)
+	}
+}
+
+func (w *batchWorld) executedBatches() [][]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.executed)
 }

@@ -121,7 +121,11 @@ func (m Mode) String() string {
 	if m.Batch.MaxSize == 1 {
 		return fmt.Sprintf("one transaction per command, %d at once, %s", m.Batch.Parallel, ack)
 	}
-	return fmt.Sprintf("group commit, up to %d commands per transaction, %d transactions at once, %s", m.Batch.MaxSize, m.Batch.Parallel, ack)
+	linger := ""
+	if m.Batch.Linger > 0 {
+		linger = fmt.Sprintf(", small batches lingering up to %s", m.Batch.Linger)
+	}
+	return fmt.Sprintf("group commit, up to %d commands per transaction, %d transactions at once%s, %s", m.Batch.MaxSize, m.Batch.Parallel, linger, ack)
 }
 
 func (c *Config) setDefaults() {
