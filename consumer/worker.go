@@ -24,6 +24,7 @@ import (
 	"github.com/onceledger/onceledger/internal/firstattempt"
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger/exec"
+	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -85,6 +86,12 @@ type Config struct {
 	// its commit, so that their first attempts need no claim (see
 	// internal/firstattempt).
 	FirstAttempts *firstattempt.Desk
+	// Events, when set, is the handoff of the outbox relay that runs
+	// beside this consumer (internal/worker sets it): each transaction of
+	// up to eight commands hands the relay the events it wrote after its
+	// commit, and takes out of the relay's queue, with its own writes,
+	// the events the relay published (see outbox.Handoff).
+	Events *outbox.Handoff
 
 	afterCommit func(*Delivery)
 	// beforeHandle, for tests, runs first in the router's handler.
@@ -233,7 +240,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	batches := groupcommit.New(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, w.cfg.LocalWake, w.cfg.FirstAttempts, log,
+	batches := groupcommit.New(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, w.cfg.LocalWake, w.cfg.FirstAttempts, w.cfg.Events, log,
 		groupcommit.Metrics{Batch: w.cfg.Metrics.batch, Fallback: w.cfg.Metrics.fallback}, w.cfg.TracerProvider.Tracer(transport.TracerName))
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.Close()

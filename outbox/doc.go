@@ -15,6 +15,12 @@
 //     JetStream drops re-publications inside its duplicate window. It marks an
 //     event published only after JetStream acknowledged it, and survives
 //     restarts: an unmarked event is published again.
+//   - Within one worker, a consumer transaction of up to eight commands
+//     hands the events it committed straight to the relay (Handoff), which
+//     publishes them without looking at its queue, and a later consumer
+//     transaction takes their keys out of the queue with its own writes.
+//     The keys stay queued until then, so a crash in between publishes
+//     the events again, as above.
 //   - The span context the event was written under (W3C traceparent and
 //     tracestate) is stored beside it, fixed like its ID and body, and every
 //     publication continues that trace in its headers; it is never part of

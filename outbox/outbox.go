@@ -38,6 +38,11 @@ type Event struct {
 	Sequence  int64           `json:"sequence"`
 	CreatedAt time.Time       `json:"created_at"`
 	Data      json.RawMessage `json:"data"`
+
+	// What a relay publishes of an event handed over (see Handoff): its
+	// body as stored, and the trace context stored beside it.
+	body                    []byte
+	traceparent, tracestate string
 }
 
 // Subject is the NATS subject the event is published on.
@@ -204,6 +209,7 @@ func encode(ctx context.Context, company, eventType string, data any) (Event, en
 	}
 	enc := encoded{head: head + `"sequence":`, tail: tail}
 	enc.traceparent, enc.tracestate = tracecontext.Columns(ctx)
+	ev.traceparent, ev.tracestate = enc.traceparent, enc.tracestate
 	return ev, enc, nil
 }
 

@@ -42,6 +42,11 @@ type RelayConfig struct {
 	// Wake, when set, wakes the relay too: a consumer in this process that
 	// committed events (pglisten.Local).
 	Wake <-chan struct{}
+	// Handoff, when set, is how a consumer in this process hands the
+	// relay the events it committed and takes the relay's removals from
+	// its queue into its next transaction (see Handoff). At most one relay
+	// serves a Handoff at a time.
+	Handoff *Handoff
 	// Gather is how long the relay waits after a wake-up before it looks,
 	// so that the events of commits close together share one transaction
 	// and one claim. It delays a lone event by as much, and applies only
@@ -109,7 +114,8 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) (*Rel
 }
 
 // Run relays events until ctx is cancelled. It wakes on NOTIFY and polls as
-// a fallback.
+// a fallback; with a Handoff, it publishes what this process's commits hand
+// it without looking.
 func (r *Relay) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	wake, listening := pglisten.Listen(ctx, r.pool, NotifyChannel, r.cfg.PollInterval, r.cfg.Logger)
@@ -117,36 +123,144 @@ func (r *Relay) Run(ctx context.Context) error {
 		cancel()
 		<-listening // the LISTEN connection is closed before Run returns
 	}()
+	var handed <-chan []Event
+	if h := r.cfg.Handoff; h != nil {
+		q, stop := h.serve()
+		handed = q
+		defer func() {
+			stop()
+			r.giveBack(q)
+			r.removeHanded(context.WithoutCancel(ctx))
+		}()
+	}
 	failures := 0
+	look := true
+	var looked time.Time
 	for ctx.Err() == nil {
-		n, err := r.RelayOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			failures++
-			delay := min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)
-			r.cfg.Logger.Warn("outbox relay failed, retrying", "error", err, "retry_in", delay)
-			pglisten.Sleep(ctx, delay)
-			continue
+		if look {
+			looked = time.Now()
+			n, err := r.RelayOnce(ctx)
+			if err != nil && ctx.Err() == nil {
+				failures++
+				delay := min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)
+				r.cfg.Logger.Warn("outbox relay failed, retrying", "error", err, "retry_in", delay)
+				pglisten.Sleep(ctx, delay)
+				continue
+			}
+			failures = 0
+			if n == r.cfg.BatchSize {
+				continue
+			}
 		}
-		failures = 0
-		if n == r.cfg.BatchSize {
-			continue
+		look = true
+		var remove <-chan time.Time
+		if h := r.cfg.Handoff; h != nil {
+			if d, ok := h.due(); ok {
+				remove = time.After(d)
+			}
 		}
+		poll := time.NewTimer(max(time.Until(looked.Add(r.cfg.PollInterval)), 0))
 		select {
 		case <-ctx.Done():
 		case <-wake:
 			pglisten.Gather(ctx, r.cfg.Gather, wake, r.cfg.Wake)
 		case <-r.cfg.Wake:
 			pglisten.Gather(ctx, r.cfg.Gather, wake, r.cfg.Wake)
-		case <-time.After(r.cfg.PollInterval):
+		case <-poll.C:
+		case events := <-handed:
+			// A failure leaves the events to a look, at once.
+			look = r.publishHanded(ctx, events) != nil
+		case <-remove:
+			r.removeHanded(ctx)
+			look = false
 		}
+		poll.Stop()
 	}
 	return nil
+}
+
+// publishHanded publishes events handed over (see Handoff).
+func (r *Relay) publishHanded(ctx context.Context, events []Event) error {
+	batch := make([]pending, len(events))
+	for i, ev := range events {
+		batch[i] = pending{id: ev.ID, company: ev.Company, typ: ev.Type, subj: ev.Subject(), body: string(ev.body),
+			traceparent: ev.traceparent, tracestate: ev.tracestate}
+	}
+	if err := r.publish(ctx, batch); err != nil {
+		r.cfg.Handoff.failed(events)
+		if ctx.Err() == nil {
+			r.cfg.Logger.Warn("outbox relay failed to publish handed events; a look at the queue publishes them", "events", len(events), "error", err)
+		}
+		return err
+	}
+	r.cfg.Handoff.published(events)
+	return nil
+}
+
+// giveBack leaves the events still queued for a relay that stops to the
+// next look at the queue, this process's or another's.
+func (r *Relay) giveBack(q <-chan []Event) {
+	for {
+		select {
+		case events := <-q:
+			r.cfg.Handoff.failed(events)
+		default:
+			return
+		}
+	}
+}
+
+// removeHanded takes the keys of published handed events out of the queue
+// in a transaction of its own: no transaction of the consumer came to do
+// it in time. A removal that fails is tried again later; one lost to a
+// crash publishes the events again, which JetStream drops as duplicates.
+func (r *Relay) removeHanded(ctx context.Context) {
+	h := r.cfg.Handoff
+	ids := h.Removals()
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+	defer cancel()
+	err := func() error {
+		// One round trip on a connection of its own: a pool's batch that
+		// begins a transaction holds its connection until Commit, a
+		// second round trip.
+		c, err := r.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Release()
+		b := &pgx.Batch{}
+		b.BeginTx(pgx.TxOptions{})
+		b.Queue(pgsettings.GenericPlansOnIndexes + pgsettings.NoCommitWait)
+		QueueRemoval(b, ids)
+		b.Queue("COMMIT")
+		return c.SendBatch(ctx, b).Close()
+	}()
+	h.Settle(ids, err == nil)
+	if err != nil && ctx.Err() == nil {
+		r.cfg.Logger.Warn("outbox relay failed to take published events out of its queue; it tries again", "events", len(ids), "error", err)
+	}
+}
+
+// pending is an event to publish.
+type pending struct {
+	id                      uuid.UUID
+	company, typ, subj      string
+	body                    string
+	traceparent, tracestate string
 }
 
 // RelayOnce publishes one batch of unpublished events, taking them out of
 // the queue once all are acknowledged, and returns how many it published.
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	var n int
+	skip := [][16]byte{} // not uuid.UUID, which pgx encodes as text; not nil, which is NULL
+	var mark uint64
+	if r.cfg.Handoff != nil {
+		skip, mark = r.cfg.Handoff.look()
+	}
 	err := func() error {
 		// One round trip begins the transaction, selects its settings and
 		// takes the events out of the queue; the keys come back if the
@@ -166,18 +280,22 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		//
 		// outbox_pending is filled by the trigger outbox_events_pending
 		// (migrations/00010_outbox_pending.sql) as events are written.
+		// Events handed over and not yet taken out are skipped: this relay
+		// publishes them (see Handoff).
 		claim := &pgx.Batch{}
 		claim.BeginTx(pgx.TxOptions{})
 		claim.Queue(pgsettings.GenericPlansOnIndexes + pgsettings.NoCommitWait)
 		claim.Queue(`
 			WITH taken AS (
 				DELETE FROM outbox_pending
-				 WHERE event_id = ANY (ARRAY (SELECT event_id FROM outbox_pending ORDER BY event_id LIMIT $1 FOR UPDATE SKIP LOCKED))
+				 WHERE event_id = ANY (ARRAY (
+					SELECT event_id FROM outbox_pending WHERE event_id <> ALL ($2)
+					 ORDER BY event_id LIMIT $1 FOR UPDATE SKIP LOCKED))
 				RETURNING event_id)
 			SELECT e.id, e.company_id, e.type, e.body::text, coalesce(e.traceparent, ''), coalesce(e.tracestate, '')
 			  FROM outbox_events e
 			 WHERE e.id = ANY (ARRAY (SELECT event_id FROM taken))
-			 ORDER BY e.id`, r.cfg.BatchSize)
+			 ORDER BY e.id`, r.cfg.BatchSize, skip)
 		br := r.pool.SendBatch(ctx, claim)
 		tx := br.Tx()
 		defer tx.Rollback(context.WithoutCancel(ctx))
@@ -190,12 +308,6 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		rows, err := br.Query()
 		if err != nil {
 			return fmt.Errorf("claim events: %w", err)
-		}
-		type pending struct {
-			id                      uuid.UUID
-			company, typ, subj      string
-			body                    string
-			traceparent, tracestate string
 		}
 		var batch []pending
 		for rows.Next() {
@@ -215,55 +327,8 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		if len(batch) == 0 {
 			return tx.Commit(ctx)
 		}
-		futures := make([]jetstream.PubAckFuture, 0, len(batch))
-		spans := make([]trace.Span, 0, len(batch))
-		// Every span ends, also when the batch is abandoned half-way: a
-		// span left open is never exported. Ending one twice is a no-op.
-		defer func() {
-			for _, sp := range spans {
-				sp.End()
-			}
-		}()
-		for _, p := range batch {
-			// A span per event, not per batch: the events of a batch
-			// belong to different commands' traces.
-			_, sp := r.tracer.Start(tracecontext.FromColumns(ctx, p.traceparent, p.tracestate), "onceledger.publish "+p.typ,
-				trace.WithSpanKind(trace.SpanKindProducer),
-				trace.WithAttributes(
-					attribute.String("messaging.system", "nats"),
-					attribute.String("messaging.operation.type", "send"),
-					attribute.String("messaging.destination.name", p.subj),
-					attribute.String("messaging.message.id", p.id.String()),
-					attribute.String("onceledger.company", p.company),
-					attribute.String("onceledger.event_type", p.typ),
-				))
-			spans = append(spans, sp)
-			msg := nats.NewMsg(p.subj)
-			msg.Data = []byte(p.body)
-			msg.Header.Set(jetstream.MsgIDHeader, p.id.String())
-			tracecontext.ToHeader(trace.ContextWithSpan(ctx, sp), msg.Header)
-			f, err := r.js.PublishMsgAsync(msg)
-			if err != nil {
-				sp.SetStatus(codes.Error, err.Error())
-				return fmt.Errorf("publish event %s: %w", p.id, err)
-			}
-			futures = append(futures, f)
-		}
-		timeout := time.NewTimer(r.cfg.PublishTimeout)
-		defer timeout.Stop()
-		for i, f := range futures {
-			select {
-			case <-f.Ok():
-				spans[i].End()
-			case err := <-f.Err():
-				spans[i].SetStatus(codes.Error, err.Error())
-				return fmt.Errorf("publish event %s: %w", batch[i].id, err)
-			case <-timeout.C:
-				spans[i].SetStatus(codes.Error, "no acknowledgement from JetStream")
-				return fmt.Errorf("publish events: no acknowledgement from JetStream within %s", r.cfg.PublishTimeout)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+		if err := r.publish(ctx, batch); err != nil {
+			return err
 		}
 		if err := tx.Commit(ctx); err != nil {
 			return fmt.Errorf("mark events published: %w", err)
@@ -271,8 +336,66 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		n = len(batch)
 		return nil
 	}()
+	if r.cfg.Handoff != nil {
+		r.cfg.Handoff.looked(mark, err == nil && n < r.cfg.BatchSize)
+	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return n, nil
 	}
 	return n, err
+}
+
+// publish publishes batch and waits until JetStream acknowledged all of it.
+func (r *Relay) publish(ctx context.Context, batch []pending) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(batch))
+	spans := make([]trace.Span, 0, len(batch))
+	// Every span ends, also when the batch is abandoned half-way: a
+	// span left open is never exported. Ending one twice is a no-op.
+	defer func() {
+		for _, sp := range spans {
+			sp.End()
+		}
+	}()
+	for _, p := range batch {
+		// A span per event, not per batch: the events of a batch
+		// belong to different commands' traces.
+		_, sp := r.tracer.Start(tracecontext.FromColumns(ctx, p.traceparent, p.tracestate), "onceledger.publish "+p.typ,
+			trace.WithSpanKind(trace.SpanKindProducer),
+			trace.WithAttributes(
+				attribute.String("messaging.system", "nats"),
+				attribute.String("messaging.operation.type", "send"),
+				attribute.String("messaging.destination.name", p.subj),
+				attribute.String("messaging.message.id", p.id.String()),
+				attribute.String("onceledger.company", p.company),
+				attribute.String("onceledger.event_type", p.typ),
+			))
+		spans = append(spans, sp)
+		msg := nats.NewMsg(p.subj)
+		msg.Data = []byte(p.body)
+		msg.Header.Set(jetstream.MsgIDHeader, p.id.String())
+		tracecontext.ToHeader(trace.ContextWithSpan(ctx, sp), msg.Header)
+		f, err := r.js.PublishMsgAsync(msg)
+		if err != nil {
+			sp.SetStatus(codes.Error, err.Error())
+			return fmt.Errorf("publish event %s: %w", p.id, err)
+		}
+		futures = append(futures, f)
+	}
+	timeout := time.NewTimer(r.cfg.PublishTimeout)
+	defer timeout.Stop()
+	for i, f := range futures {
+		select {
+		case <-f.Ok():
+			spans[i].End()
+		case err := <-f.Err():
+			spans[i].SetStatus(codes.Error, err.Error())
+			return fmt.Errorf("publish event %s: %w", batch[i].id, err)
+		case <-timeout.C:
+			spans[i].SetStatus(codes.Error, "no acknowledgement from JetStream")
+			return fmt.Errorf("publish events: no acknowledgement from JetStream within %s", r.cfg.PublishTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }

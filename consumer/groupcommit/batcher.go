@@ -142,6 +142,10 @@ type Batcher struct {
 	// creates its deliveries leased under the dispatcher's terms and hands
 	// them over after its commit (see internal/firstattempt).
 	desk *firstattempt.Desk
+	// handoff, when set, is the relay of this process: a transaction
+	// hands it the events it wrote after its commit, and takes out of the
+	// relay's queue the events it published (see outbox.Handoff).
+	handoff *outbox.Handoff
 
 	// One queue per transaction slot; a company always goes to the same one,
 	// so concurrent batches never wait on each other's number-series and
@@ -171,11 +175,12 @@ func (localWaker) Close() {}
 // when not nil, runs for each command executed, after the commit and
 // before Submit returns. A commit that wrote events wakes local when it
 // is set, else every process by NOTIFY (outbox.WakeChannels); with desk
-// set, its webhook deliveries go to desk's dispatcher (see Batcher.desk).
-func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.Duration, afterCommit func(*transport.Delivery), local *pglisten.Local, desk *firstattempt.Desk, logger *slog.Logger, metrics Metrics, tracer trace.Tracer) *Batcher {
+// set, its webhook deliveries go to desk's dispatcher (see Batcher.desk);
+// with handoff set, its events to handoff's relay (Batcher.handoff).
+func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.Duration, afterCommit func(*transport.Delivery), local *pglisten.Local, desk *firstattempt.Desk, handoff *outbox.Handoff, logger *slog.Logger, metrics Metrics, tracer trace.Tracer) *Batcher {
 	b := &Batcher{
 		pool: pool, kinds: kinds, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics, tracer: tracer,
-		closing: make(chan struct{}), desk: desk,
+		closing: make(chan struct{}), desk: desk, handoff: handoff,
 	}
 	if local != nil {
 		b.wake = localWaker{local}
@@ -304,10 +309,11 @@ func (a *arrivals) steady(linger time.Duration) bool {
 }
 
 // leaseBatchMax is the largest batch whose deliveries are created leased
-// to the dispatcher of this process. Larger batches come under load, where
-// a claim takes many deliveries at once anyway: leasing them at birth made
-// the group-commit peak lower (see docs/performance.md), so their
-// deliveries are left for the claim.
+// to the dispatcher of this process, and whose events are handed to the
+// relay of this process. Larger batches come under load, where a claim
+// takes many deliveries at once anyway: leasing them at birth made the
+// group-commit peak lower (see docs/performance.md), so their deliveries
+// are left for the claim, and their events for the relay's look.
 const leaseBatchMax = 8
 
 // hand passes a committed transaction's leased deliveries to the desk's
@@ -348,15 +354,16 @@ func (b *Batcher) run(batch []*Submission) {
 	for i, s := range batch {
 		items[i] = &s.Item
 	}
-	var terms *firstattempt.Terms
+	extras := txn.Extras{Handoff: b.handoff != nil && len(batch) <= leaseBatchMax, Removals: b.handoff.Removals()}
 	if t, ok := b.desk.Terms(); ok && len(batch) <= leaseBatchMax {
-		terms = &t
+		extras.Terms = &t
 	}
-	report, err := txn.RunLeasing(ctx, conn, b.kinds, items, func() {
+	report, err := txn.RunWith(ctx, conn, b.kinds, items, func() {
 		ackBeforeCommit(batch)
 		crashAt("before_commit")
 		committing = time.Now()
-	}, terms)
+	}, extras)
+	b.handoff.Settle(extras.Removals, err == nil)
 	if fallbacks := report.Fallbacks; fallbacks > 0 {
 		b.logger.Info("batch fell back to smaller groups", "commands", len(batch), "groups_failed", fallbacks)
 		if b.metrics.Fallback != nil {
@@ -380,7 +387,15 @@ func (b *Batcher) run(batch []*Submission) {
 		}
 	}
 	if executed > 0 {
-		b.wake.Poke()
+		handed := b.handoff.Hand(report.Events)
+		if !handed && report.Wrote {
+			b.handoff.Left()
+		}
+		// The dispatcher of a desk is told by the desk; the relay of a
+		// handoff needs no wake-up for events it was handed.
+		if !handed || b.desk == nil {
+			b.wake.Poke()
+		}
 		b.hand(report)
 	}
 	if b.metrics.Batch != nil {

@@ -67,8 +67,24 @@ type Conn interface {
 // ran again in halves. The error is the transaction's: it broke or did not
 // commit, and every item without an error of its own has it.
 func Run(ctx context.Context, conn Conn, kinds *exec.Kinds, items []*Item, beforeCommit func()) (fallbacks int, err error) {
-	r, err := RunLeasing(ctx, conn, kinds, items, beforeCommit, nil)
+	r, err := RunWith(ctx, conn, kinds, items, beforeCommit, Extras{})
 	return r.Fallbacks, err
+}
+
+// Extras is what a transaction does beside its commands for the parts of
+// its process that run beside the consumer.
+type Extras struct {
+	// Terms, when set, create the transaction's webhook deliveries leased
+	// within them, read back before the COMMIT (see
+	// internal/firstattempt); otherwise they are created pending.
+	Terms *firstattempt.Terms
+	// Handoff reads back the sequences of the transaction's events before
+	// the COMMIT, so that they can be handed to the relay complete
+	// (Report.Events; see outbox.Handoff).
+	Handoff bool
+	// Removals are keys of outbox_pending whose events the relay
+	// published: the transaction takes them out (outbox.QueueRemoval).
+	Removals []uuid.UUID
 }
 
 // Report is what RunLeasing tells beside its error.
@@ -82,18 +98,26 @@ type Report struct {
 	// Pending: the transaction's events also have deliveries left for a
 	// dispatcher's claim (or no terms were set), so dispatchers should look.
 	Pending bool
+	// Events are the events the transaction wrote, complete, when
+	// Extras.Handoff asked for them and it committed; Wrote whether it
+	// wrote any.
+	Events []outbox.Event
+	Wrote  bool
 }
 
-// RunLeasing is Run with the first attempts of the transaction's webhook
-// deliveries: with terms, the deliveries its events fan out to are created
-// leased within them and read back before the COMMIT; with nil terms they
-// are created pending, as by Run.
-func RunLeasing(ctx context.Context, conn Conn, kinds *exec.Kinds, items []*Item, beforeCommit func(), terms *firstattempt.Terms) (Report, error) {
-	t := &txn{ctx: ctx, kinds: kinds, beforeCommit: beforeCommit, terms: terms}
+// RunWith is Run with extras (see Extras).
+func RunWith(ctx context.Context, conn Conn, kinds *exec.Kinds, items []*Item, beforeCommit func(), extras Extras) (Report, error) {
+	t := &txn{ctx: ctx, kinds: kinds, beforeCommit: beforeCommit, terms: extras.Terms, handoff: extras.Handoff, removals: extras.Removals}
 	err := t.execute(conn, items)
-	r := Report{Fallbacks: t.fallbacks, Pending: len(t.events) > 0}
+	r := Report{Fallbacks: t.fallbacks, Pending: len(t.events) > 0, Wrote: len(t.events) > 0}
 	if t.read != nil {
 		r.Leased, r.Pending = t.read.Leased, t.read.Pending
+	}
+	if err == nil && t.seqs != nil {
+		if r.Events, err = t.seqs.Complete(); err != nil {
+			// Committed all the same: the relay's look publishes them.
+			r.Events, err = nil, nil
+		}
 	}
 	return r, err
 }
@@ -121,6 +145,13 @@ type txn struct {
 	terms  *firstattempt.Terms
 	events []uuid.UUID
 	read   *firstattempt.Read
+	// handoff, when set, keeps the events written, complete with their
+	// sequences read back before the COMMIT in seqs; removals are keys to
+	// take out of outbox_pending (see Extras).
+	handoff  bool
+	written  []outbox.Event
+	seqs     *outbox.Sequences
+	removals []uuid.UUID
 }
 
 // execute runs subs in one transaction on conn, from BEGIN to COMMIT, and
@@ -172,6 +203,10 @@ func (t *txn) execute(conn Conn, subs []*Item) error {
 	settings := 1
 	if t.terms != nil {
 		firstattempt.QueueSet(b, *t.terms)
+		settings++
+	}
+	if len(t.removals) > 0 {
+		outbox.QueueRemoval(b, t.removals)
 		settings++
 	}
 	keys := make([]inbox.Key, len(unique))
@@ -242,26 +277,46 @@ func (t *txn) execute(conn Conn, subs []*Item) error {
 }
 
 // queueRead queues on w, before its COMMIT, the read-back of the
-// deliveries of the transaction's events when it set terms. Events of
-// groups rolled back are among them: they have no deliveries any more.
+// deliveries of the transaction's events when it set terms, and of their
+// sequences for the handoff. Events of groups rolled back are among them:
+// they have no deliveries any more, and are not found.
 func (t *txn) queueRead(w *pgx.Batch) {
-	t.read = nil
+	t.read, t.seqs = nil, nil
 	if t.terms != nil && len(t.events) > 0 {
 		t.read = firstattempt.QueueRead(w, t.events)
 	}
+	if t.handoff && len(t.written) > 0 {
+		t.seqs = outbox.QueueSequences(w, t.written)
+	}
+}
+
+// scanRead reads from br what queueRead queued.
+func (t *txn) scanRead(br pgx.BatchResults) error {
+	if t.read != nil {
+		if err := t.read.Scan(br); err != nil {
+			t.read, t.seqs = nil, nil
+			return err
+		}
+	}
+	if t.seqs != nil {
+		if err := t.seqs.Scan(br); err != nil {
+			t.read, t.seqs = nil, nil
+			return err
+		}
+	}
+	return nil
 }
 
 // commit commits, after the read-back of queueRead when there is one.
 func (t *txn) commit() error {
 	w := &pgx.Batch{}
 	t.queueRead(w)
-	if t.read == nil {
+	if t.read == nil && t.seqs == nil {
 		return t.tx.Commit(t.ctx)
 	}
 	w.Queue("COMMIT")
 	br := t.tx.SendBatch(t.ctx, w)
-	if err := t.read.Scan(br); err != nil {
-		t.read = nil
+	if err := t.scanRead(br); err != nil {
 		br.Close()
 		return err
 	}
@@ -501,11 +556,8 @@ func (t *txn) passes(p *prepared, commit bool) error {
 				return fmt.Errorf("deferred constraints: %w", err)
 			}
 			if commit {
-				if t.read != nil {
-					if err := t.read.Scan(br); err != nil {
-						t.read = nil
-						return err
-					}
+				if err := t.scanRead(br); err != nil {
+					return err
 				}
 				// Only now is the transaction over: a failed write above
 				// skipped the COMMIT, and the savepoint still stands.
@@ -583,6 +635,9 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 		}
 		for _, ev := range written {
 			t.events = append(t.events, ev.ID)
+		}
+		if t.handoff {
+			t.written = append(t.written, written...)
 		}
 	}
 	if len(rows) > 0 {

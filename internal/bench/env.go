@@ -29,6 +29,7 @@ import (
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/migrations"
+	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
 )
@@ -68,9 +69,11 @@ type Env struct {
 	background *wiring.Worker
 	// wake is how the phases' consumers wake the background relay and
 	// dispatcher.
-	wake  *pglisten.Local
-	desk  *firstattempt.Desk
-	bgErr error
+	wake *pglisten.Local
+	desk *firstattempt.Desk
+	// events is the handoff of the relay to the phases' consumers.
+	events *outbox.Handoff
+	bgErr  error
 
 	phases   int // phases started, for unique key prefixes
 	sent     int // invoice.create commands sent
@@ -290,11 +293,13 @@ func (e *Env) startBackground(ctx context.Context) error {
 	// a worker running all three does.
 	e.wake = &pglisten.Local{}
 	e.desk = &firstattempt.Desk{}
+	e.events = &outbox.Handoff{}
 	w, err := wiring.New(ctx, wiring.Config{
 		Pool:          e.pool,
 		NATS:          e.wnc,
 		LocalWake:     e.wake,
 		FirstAttempts: e.desk,
+		Events:        e.events,
 		Outbox:        &wiring.Outbox{},
 		Webhooks:      &webhooks.DispatcherConfig{Policy: policy, Secrets: keys},
 		Logger:        e.cfg.Logger,
@@ -408,6 +413,7 @@ func (e *Env) startWorker(ctx context.Context, mode Mode) (*worker, error) {
 		NATS:          e.wnc,
 		LocalWake:     e.wake,
 		FirstAttempts: e.desk,
+		Events:        e.events,
 		Consumer: &consumer.Config{
 			Subscriber: consumer.SubscriberConfig{Concurrency: e.cfg.Concurrency, AckMode: mode.Ack},
 			Batch:      mode.Batch,

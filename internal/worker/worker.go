@@ -68,6 +68,12 @@ type Config struct {
 	// runs all three gets one of its own with its LocalWake; workers of one
 	// process that split the parts share one as they share LocalWake.
 	FirstAttempts *firstattempt.Desk
+	// Events is how the consumer's transactions hand the events they
+	// wrote to the relay, and take out of its queue what it published
+	// (outbox.Handoff). A worker that runs the consumer and the relay
+	// gets one of its own; workers of one process that split them share
+	// one.
+	Events *outbox.Handoff
 
 	// Logger is the parts' logger where their own config has none.
 	// Defaults to slog.Default().
@@ -146,6 +152,9 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 			cfg.FirstAttempts = &firstattempt.Desk{}
 		}
 	}
+	if cfg.Events == nil && cfg.Consumer != nil && cfg.Outbox != nil {
+		cfg.Events = &outbox.Handoff{}
+	}
 	if cfg.Outbox != nil {
 		js, err := jetstream.New(cfg.NATS)
 		if err != nil {
@@ -168,6 +177,9 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		}
 		if ccfg.FirstAttempts == nil {
 			ccfg.FirstAttempts = cfg.FirstAttempts
+		}
+		if ccfg.Events == nil {
+			ccfg.Events = cfg.Events
 		}
 		if cfg.Cell != "" {
 			m, err := member(ctx, cfg.NATS, cfg.Pool, cfg.Cell)
@@ -200,6 +212,9 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		}
 		if rcfg.Wake == nil && cfg.LocalWake != nil {
 			rcfg.Wake = cfg.LocalWake.Listen()
+		}
+		if rcfg.Handoff == nil {
+			rcfg.Handoff = cfg.Events
 		}
 		js, err := jetstream.New(cfg.NATS)
 		if err != nil {

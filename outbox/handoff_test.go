@@ -1,0 +1,168 @@
+package outbox_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/outbox"
+)
+
+// writeHanded commits n events of company in one transaction, as the
+// consumer does with a handoff, and returns them complete for Hand.
+func writeHanded(t *testing.T, pool *pgxpool.Pool, company string, n int) []outbox.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	var pending []outbox.Pending
+	for i := range n {
+		pending = append(pending, outbox.Pending{Ctx: ctx, Company: company, Type: "invoice.created", Data: map[string]any{"n": i, "note": "<&>"}})
+	}
+	var events []outbox.Event
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		written, err := outbox.Queue(b, pending)
+		if err != nil {
+			return err
+		}
+		seqs := outbox.QueueSequences(b, written)
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if err := seqs.Scan(br); err != nil {
+			return err
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		events, err = seqs.Complete()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != n {
+		t.Fatalf("%d events complete, want %d", len(events), n)
+	}
+	return events
+}
+
+// takeRemovals collects h's removals until it has n of them.
+func takeRemovals(t *testing.T, h *outbox.Handoff, n int) []uuid.UUID {
+	t.Helper()
+	var ids []uuid.UUID
+	deadline := time.Now().Add(waitTimeout)
+	for len(ids) < n {
+		ids = append(ids, h.Removals()...)
+		if time.Now().After(deadline) {
+			t.Fatalf("%d removals within %s, want %d", len(ids), waitTimeout, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return ids
+}
+
+// Events handed to a caught-up relay are published as stored, without a
+// look at the queue; their keys leave the queue in the transaction that
+// takes the relay's removals, or in the relay's own when none does; a
+// look skips them meanwhile; and after a commit left its events to a
+// look, nothing is handed until that look.
+func TestHandedEventsArePublishedWithoutALook(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	js := connectJS(t, testenv.NATS(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 4*waitTimeout)
+	defer cancel()
+	h := &outbox.Handoff{}
+	wake := make(chan struct{}, 1)
+	enqueue(t, pool, "acme", "invoice.created", "before the relay")
+	relay := newRelay(t, pool, js, outbox.RelayConfig{PollInterval: time.Minute, Gather: -1, Wake: wake, Handoff: h})
+	runRelay(t, relay)
+	// The relay's first look publishes what was queued; then it is caught up.
+	eventually(t, "the first look", func() (bool, error) {
+		n, err := countUnpublished(ctx, pool)
+		return n == 0, err
+	})
+	handed := writeHanded(t, pool, "acme", 3)
+	eventually(t, "the relay taking handed events", func() (bool, error) { return h.Hand(handed), nil })
+	ids := takeRemovals(t, h, 3)
+
+	rows := storedRows(t, pool)
+	msgs := streamMessages(t, js)
+	if len(msgs) != 4 {
+		t.Fatalf("stream holds %d messages, want 4", len(msgs))
+	}
+	for i, ev := range handed {
+		m, row := msgs[i+1], rows[ev.ID]
+		if got := m.Header.Get(jetstream.MsgIDHeader); got != ev.ID.String() {
+			t.Errorf("handed event %d published as %s, want %s", i, got, ev.ID)
+		}
+		if string(m.Data) != row.Body {
+			t.Errorf("handed event %d: published data\n  %s\nwant the stored body\n  %s", i, m.Data, row.Body)
+		}
+		if row.Published || ids[i] != ev.ID {
+			t.Errorf("handed event %d: taken out of the queue before a transaction took the removals %v", i, ids)
+		}
+	}
+	// A look skips keys handed over and not yet taken out.
+	if n, err := relay.RelayOnce(ctx); n != 0 || err != nil {
+		t.Fatalf("RelayOnce with the handed keys still queued = %d, %v; want 0, nil", n, err)
+	}
+	if got := streamMsgCount(t, js); got != 4 {
+		t.Fatalf("stream holds %d messages after a look, want 4", got)
+	}
+
+	// Removals taken by a transaction that commits leave the queue with it.
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		outbox.QueueRemoval(b, ids[:2])
+		return tx.SendBatch(ctx, b).Close()
+	})
+	h.Settle(ids[:2], err == nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := countUnpublished(ctx, pool); n != 1 || err != nil {
+		t.Fatalf("%d keys queued after the removal of two of three, %v; want 1", n, err)
+	}
+	// One whose transaction did not commit is taken out by the relay.
+	h.Settle(ids[2:], false)
+	eventually(t, "the relay taking out the last key itself", func() (bool, error) {
+		n, err := countUnpublished(ctx, pool)
+		return n == 0, err
+	})
+
+	// A commit that left its events to a look: nothing is handed until
+	// a look that began after it, which publishes them first.
+	left := writeHanded(t, pool, "acme", 1)
+	h.Left()
+	later := writeHanded(t, pool, "acme", 1)
+	if h.Hand(later) {
+		t.Fatal("the relay took handed events while events committed before them waited for a look")
+	}
+	h.Left()
+	wake <- struct{}{}
+	eventually(t, "the look publishing both", func() (bool, error) {
+		n, err := countUnpublished(ctx, pool)
+		return n == 0, err
+	})
+	msgs = streamMessages(t, js)
+	if len(msgs) != 6 || msgs[4].Header.Get(jetstream.MsgIDHeader) != left[0].ID.String() {
+		t.Fatalf("after the look the stream holds %d messages, want 6 with %s fifth", len(msgs), left[0].ID)
+	}
+	again := writeHanded(t, pool, "acme", 1)
+	eventually(t, "the relay taking handed events after its look", func() (bool, error) { return h.Hand(again), nil })
+	eventually(t, "the handed event published", func() (bool, error) { return streamMsgCount(t, js) == 7, nil })
+	if got := fmt.Sprint(companySequences(t, pool, "acme")); got != "[1 2 3 4 5 6 7]" {
+		t.Fatalf("acme's sequences %s, want 1 to 7", got)
+	}
+}
