@@ -193,13 +193,16 @@ func (h *Handoff) due() (time.Duration, bool) {
 	return max(time.Until(h.since.Add(removeAfter)), 0), true
 }
 
+// Queuer is where a transaction's statements are queued: a pgx.Batch.
+type Queuer interface {
+	Queue(query string, arguments ...any) *pgx.QueuedQuery
+}
+
 // QueueRemoval queues the statement that takes ids out of outbox_pending:
 // their events were published. A key another relay holds (it claimed the
 // event too, and publishes it again) is skipped rather than waited for;
 // that relay takes it out.
-func QueueRemoval(b interface {
-	Queue(string, ...any) *pgx.QueuedQuery
-}, ids []uuid.UUID) {
+func QueueRemoval(b Queuer, ids []uuid.UUID) {
 	keys := make([][16]byte, len(ids)) // not uuid.UUID, which pgx encodes as text
 	for i, id := range ids {
 		keys[i] = id
@@ -218,9 +221,7 @@ type Sequences struct {
 // QueueSequences queues the read-back of the sequences of events, written
 // by Queue in the same transaction. Events of rolled-back statements are
 // not found, and are left out of Complete.
-func QueueSequences(b interface {
-	Queue(string, ...any) *pgx.QueuedQuery
-}, events []Event) *Sequences {
+func QueueSequences(b Queuer, events []Event) *Sequences {
 	ids := make([][16]byte, len(events))
 	for i, ev := range events {
 		ids[i] = ev.ID
