@@ -71,7 +71,8 @@
 // transaction that wrote it, which may still have been open when another
 // transaction wrote an event, or may have written events of other commands
 // before it (commands share transactions); Grace absorbs that, and clock
-// skew between workers and the database.
+// skew between workers and the database. A webhook.test event is expected
+// at the one endpoint its data names, and at no other.
 //
 // delivery_events: every webhook delivery points at an event that exists
 // and belongs to the delivery's company. (Event IDs are a primary key, so

@@ -8,22 +8,33 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/onceledger/onceledger/outbox"
+	"github.com/onceledger/onceledger/webhooks"
 )
 
-// eventDeliveriesSQL: $3 is Grace in microseconds. The endpoint must have
-// been in its current state (created_at, updated_at) for Grace before the
-// event: only then is it known to have been enabled and subscribed when the
-// event's fan-out ran.
+// eventDeliveriesSQL: $3 is Grace in microseconds and $4 the type of test
+// events. The endpoint must have been in its current state (created_at,
+// updated_at) for Grace before the event: only then is it known to have
+// been enabled and subscribed when the event's fan-out ran. A test event
+// is sent to one enabled endpoint with its delivery, in one transaction,
+// so that delivery is expected whatever the endpoint's state now.
 const eventDeliveriesSQL = `
 WITH events AS (
-	SELECT id, company_id, sequence, type, created_at FROM outbox_events WHERE ($1::text = '' OR company_id = $1)),
+	SELECT id, company_id, sequence, type, body, created_at FROM outbox_events WHERE ($1::text = '' OR company_id = $1)),
 expected AS (
 	SELECT ev.company_id, ev.id, ev.sequence, ev.type, ep.id AS endpoint_id
 	  FROM events AS ev
 	  JOIN webhook_endpoints AS ep
 	    ON ep.company_id = ev.company_id AND ep.status = 'enabled'
 	   AND (ep.event_types = '{}' OR ev.type = ANY (ep.event_types))
-	   AND greatest(ep.created_at, ep.updated_at) <= ev.created_at - $3::bigint * interval '1 microsecond'),
+	   AND greatest(ep.created_at, ep.updated_at) <= ev.created_at - $3::bigint * interval '1 microsecond'
+	 WHERE ev.type <> $4
+	UNION ALL
+	-- A test event goes to the endpoint it tests, whatever its filter,
+	-- and to no other: its data names that endpoint.
+	SELECT ev.company_id, ev.id, ev.sequence, ev.type, ep.id
+	  FROM events AS ev
+	  JOIN webhook_endpoints AS ep ON ep.company_id = ev.company_id AND ep.id::text = ev.body -> 'data' ->> 'endpoint_id'
+	 WHERE ev.type = $4),
 counted AS (SELECT count(*) AS n, '' AS note FROM events),
 flagged AS (
 	SELECT x.company_id, x.id::text AS ref,
@@ -33,7 +44,7 @@ flagged AS (
 	 WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries AS d WHERE d.event_id = x.id AND d.endpoint_id = x.endpoint_id))`
 
 func eventDeliveries(ctx context.Context, a *auditor, name string) (CheckResult, error) {
-	return a.flagged(ctx, name, eventDeliveriesSQL, a.opts.Grace.Microseconds())
+	return a.flagged(ctx, name, eventDeliveriesSQL, a.opts.Grace.Microseconds(), webhooks.EventTest)
 }
 
 const deliveryEventsSQL = `
