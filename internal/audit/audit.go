@@ -315,7 +315,7 @@ func flaggedBy(query string) func(context.Context, *auditor, string) (CheckResul
 // records what it flags as violations of check.
 func (a *auditor) flagged(ctx context.Context, check, query string, args ...any) (CheckResult, error) {
 	var res CheckResult
-	rows, err := a.tx.Query(ctx, query+flaggedTail, append([]any{a.opts.Company, a.opts.MaxViolations}, args...)...)
+	rows, err := a.tx.Query(ctx, expandMoney(query)+flaggedTail, append([]any{a.opts.Company, a.opts.MaxViolations}, args...)...)
 	if err != nil {
 		return res, err
 	}

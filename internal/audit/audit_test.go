@@ -286,7 +286,7 @@ func TestForgedStatesAreCaught(t *testing.T) {
 		want:    []string{audit.CheckCustomerCredits},
 		wantRef: "EUR",
 		check: func(t *testing.T, r *audit.Report) {
-			if v := r.Violations[0]; v.Company != "beta" || !strings.Contains(v.Detail, "customer cust-x has a credit of 7 but its movements sum to 0") {
+			if v := r.Violations[0]; v.Company != "beta" || !strings.Contains(v.Detail, "customer cust-x has a credit of 7.00 but its movements sum to 0.00") {
 				t.Errorf("customer credits violation %+v", v)
 			}
 		},

@@ -21,7 +21,7 @@ counted AS (SELECT count(*) AS n, '' AS note FROM totals),
 flagged AS (
 	SELECT company_id, currency AS ref,
 	       format('the %s trial balance does not net to zero: debits %s, credits %s, difference %s',
-	              currency, trim_scale(debits), trim_scale(credits), trim_scale(debits - credits)) AS detail
+	              currency, money[debits; currency], money[credits; currency], money[debits - credits; currency]) AS detail
 	  FROM totals
 	 WHERE debits <> credits)`
 
@@ -44,10 +44,10 @@ WITH per_currency AS (
 per_entry AS (
 	SELECT p.entry_id, min(p.company_id) AS company_id, max(p.last_company) AS last_company, sum(p.lines) AS lines,
 	       concat_ws('; ',
-	           string_agg(format('%s debits %s, credits %s', p.currency, trim_scale(p.debits), trim_scale(p.credits)), '; '
+	           string_agg(format('%s debits %s, credits %s', p.currency, money[p.debits; p.currency], money[p.credits; p.currency]), '; '
 	                      ORDER BY p.currency) FILTER (WHERE p.debits <> p.credits),
 	           CASE WHEN sum(p.company_debits) <> sum(p.company_credits)
-	                THEN format('in the company''s currency debits %s, credits %s', trim_scale(sum(p.company_debits)), trim_scale(sum(p.company_credits))) END,
+	                THEN format('in the company''s currency debits %s, credits %s', money[sum(p.company_debits); min(c.currency)], money[sum(p.company_credits); min(c.currency)]) END,
 	           string_agg(format('%s line(s) in %s have no amounts in the company''s currency %s', p.unconverted, p.currency, c.currency), '; ')
 	               FILTER (WHERE p.unconverted > 0 AND upper(p.currency) <> c.currency)) AS unbalanced
 	  FROM per_currency p LEFT JOIN companies c ON c.id = p.company_id
@@ -193,10 +193,10 @@ flagged AS (
 	SELECT t.company_id, t.currency AS ref,
 	       concat_ws('; ',
 	           CASE WHEN t.account <> t.open THEN format('account 1200 holds %s but the open invoices sum to %s (difference %s)',
-	                                                      trim_scale(t.account), trim_scale(t.open), trim_scale(t.account - t.open)) END,
+	                                                      money[t.account; t.currency], money[t.open; t.currency], money[t.account - t.open; t.currency]) END,
 	           CASE WHEN d.source_id IS NOT NULL THEN format('first difference: %s %s%s of %s posted %s to 1200 where the document says %s',
 	                                                          d.source_type, d.source_id, coalesce(' (' || d.label || ')', ''), d.day,
-	                                                          trim_scale(d.posted), trim_scale(d.said)) END) AS detail
+	                                                          money[d.posted; t.currency], money[d.said; t.currency]) END) AS detail
 	  FROM totals t
 	  LEFT JOIN LATERAL (SELECT * FROM documents d WHERE d.company_id = t.company_id AND d.currency = t.currency AND d.posted <> d.said
 	                      ORDER BY d.day, d.source_type, d.source_id LIMIT 1) d ON true
@@ -256,13 +256,13 @@ flagged AS (
 	SELECT t.company_id, t.currency AS ref,
 	       concat_ws('; ',
 	           CASE WHEN t.account <> t.credits THEN format('account 2200 holds %s but the customers'' credits sum to %s (difference %s)',
-	                                                       trim_scale(t.account), trim_scale(t.credits), trim_scale(t.account - t.credits)) END,
+	                                                       money[t.account; t.currency], money[t.credits; t.currency], money[t.account - t.credits; t.currency]) END,
 	           CASE WHEN t.moved <> t.credits THEN format('the customers'' credits sum to %s but their movements to %s',
-	                                                     trim_scale(t.credits), trim_scale(t.moved)) END,
+	                                                     money[t.credits; t.currency], money[t.moved; t.currency]) END,
 	           CASE WHEN d.source_id IS NOT NULL THEN format('first difference: %s %s of %s posted %s to 2200 where its credit movements say %s',
-	                                                          d.source_type, d.source_id, d.day, trim_scale(d.posted), trim_scale(d.said)) END,
+	                                                          d.source_type, d.source_id, d.day, money[d.posted; t.currency], money[d.said; t.currency]) END,
 	           CASE WHEN c.customer_id IS NOT NULL THEN format('customer %s has a credit of %s but its movements sum to %s',
-	                                                            c.customer_id, trim_scale(c.balance), trim_scale(c.moved)) END) AS detail
+	                                                            c.customer_id, money[c.balance; t.currency], money[c.moved; t.currency]) END) AS detail
 	  FROM totals t
 	  LEFT JOIN LATERAL (SELECT * FROM documents d WHERE d.company_id = t.company_id AND d.currency = t.currency AND d.posted <> d.said
 	                      ORDER BY d.day, d.source_type, d.source_id LIMIT 1) d ON true

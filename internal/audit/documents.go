@@ -72,8 +72,8 @@ flagged AS (
 	       format('%s %s of %s: ', kind, label, day) ||
 	       CASE WHEN (lines_net, lines_vat, lines_gross) <> (net, vat, gross) OR gross <> net + vat
 	            THEN format('the document says net %s, VAT %s, gross %s but its lines sum to net %s, VAT %s, gross %s',
-	                        trim_scale(net), trim_scale(vat), trim_scale(gross),
-	                        trim_scale(lines_net), trim_scale(lines_vat), trim_scale(lines_gross))
+	                        money[net; currency], money[vat; currency], money[gross; currency],
+	                        money[lines_net; currency], money[lines_vat; currency], money[lines_gross; currency])
 	            WHEN entry_company IS NULL THEN format('its journal entry %s does not exist', journal_entry_id)
 	            WHEN entry_company <> company_id OR first_company <> company_id OR last_company <> company_id
 	            THEN format('its journal entry %s is of company %s with lines of %s', journal_entry_id, entry_company,
@@ -82,8 +82,8 @@ flagged AS (
 	            THEN format('its journal entry %s posts in %s where the document is in %s', journal_entry_id,
 	                        CASE WHEN first_currency = currency THEN last_currency ELSE first_currency END, currency)
 	            ELSE format('the document says net %s, VAT %s, gross %s but its journal entry %s posts net %s, VAT %s, gross %s%s',
-	                        trim_scale(net), trim_scale(vat), trim_scale(gross), journal_entry_id,
-	                        trim_scale(entry_net), trim_scale(entry_vat), trim_scale(entry_gross),
+	                        money[net; currency], money[vat; currency], money[gross; currency], journal_entry_id,
+	                        money[entry_net; currency], money[entry_vat; currency], money[entry_gross; currency],
 	                        CASE WHEN NOT entry_only_kind THEN format(', and posts to accounts a %s does not post to', kind) ELSE '' END)
 	       END AS detail
 	  FROM compared
@@ -110,8 +110,8 @@ counted AS (SELECT count(DISTINCT invoice_id) AS n, '' AS note FROM credited),
 flagged AS (
 	SELECT DISTINCT ON (c.invoice_id) c.company_id, c.invoice_id::text AS ref,
 	       format('invoice %s: %s credit note(s) up to %s take back net %s, VAT %s at VAT rate %s where the invoice charged net %s, VAT %s',
-	              coalesce(inv.number, '(missing)'), c.notes, c.last_note, trim_scale(c.net), trim_scale(c.vat), trim_scale(c.vat_rate),
-	              trim_scale(coalesce(i.net, 0)), trim_scale(coalesce(i.vat, 0))) AS detail
+	              coalesce(inv.number, '(missing)'), c.notes, c.last_note, money[c.net; inv.currency], money[c.vat; inv.currency], trim_scale(c.vat_rate),
+	              money[coalesce(i.net, 0); inv.currency], money[coalesce(i.vat, 0); inv.currency]) AS detail
 	  FROM credited c
 	  LEFT JOIN invoiced i ON i.invoice_id = c.invoice_id AND i.vat_rate = c.vat_rate
 	  LEFT JOIN invoices inv ON inv.id = c.invoice_id
@@ -123,7 +123,7 @@ flagged AS (
 // credit) no more than what its credit notes left of it.
 const paymentsSQL = `
 WITH pays AS (
-	SELECT p.company_id, p.id, p.payment_ref, p.amount, p.unapplied, coalesce(sum(a.amount), 0) AS allocated
+	SELECT p.company_id, p.id, p.payment_ref, p.currency::text AS currency, p.amount, p.unapplied, coalesce(sum(a.amount), 0) AS allocated
 	  FROM payments p LEFT JOIN payment_allocations a ON a.payment_id = p.id
 	 WHERE ($1::text = '' OR p.company_id = $1)
 	 GROUP BY p.id),
@@ -134,7 +134,7 @@ paid AS (
 		SELECT invoice_id, -amount FROM customer_credit_movements WHERE kind = 'application') x
 	 GROUP BY 1),
 owed AS (
-	SELECT i.company_id, i.id, i.number, i.gross, p.amount AS paid,
+	SELECT i.company_id, i.id, i.number, i.currency::text AS currency, i.gross, p.amount AS paid,
 	       coalesce((SELECT sum(c.gross) FROM credit_notes c WHERE c.invoice_id = i.id), 0) AS credited,
 	       coalesce((SELECT sum(m.amount) FROM customer_credit_movements m WHERE m.kind = 'credit_note' AND m.invoice_id = i.id), 0) AS refunded
 	  FROM invoices i JOIN paid p ON p.invoice_id = i.id
@@ -142,13 +142,13 @@ owed AS (
 counted AS (SELECT (SELECT count(*) FROM pays) + (SELECT count(*) FROM owed) AS n, '' AS note),
 flagged AS (
 	SELECT company_id, id::text AS ref,
-	       format('payment %s of %s allocates %s and leaves %s unapplied: %s in all', payment_ref, trim_scale(amount),
-	              trim_scale(allocated), trim_scale(unapplied), trim_scale(allocated + unapplied)) AS detail
+	       format('payment %s of %s allocates %s and leaves %s unapplied: %s in all', payment_ref, money[amount; currency],
+	              money[allocated; currency], money[unapplied; currency], money[allocated + unapplied; currency]) AS detail
 	  FROM pays WHERE allocated + unapplied <> amount
 	UNION ALL
 	SELECT company_id, id::text,
 	       format('invoice %s is paid %s but owes %s (gross %s, credited %s of which %s went to the customer''s credit)',
-	              number, trim_scale(paid), trim_scale(gross - credited + refunded), trim_scale(gross), trim_scale(credited), trim_scale(refunded))
+	              number, money[paid; currency], money[gross - credited + refunded; currency], money[gross; currency], money[credited; currency], money[refunded; currency])
 	  FROM owed WHERE paid > gross - credited + refunded)`
 
 // currenciesSQL: every currency column holds a code of $3, the

@@ -101,13 +101,13 @@ func TestGuardsRefuseWhatTheAuditCatches(t *testing.T) {
 		tamper:     append(copyInvoice(inv4, copyID, copyEntry, 5, "net + 1, vat, gross + 1", "4000"), advance(5)),
 		guard:      "invoices_agree",
 		want:       []string{audit.CheckDocumentTotals, audit.CheckEffectsInbox, audit.CheckReceivables},
-		wantDetail: "the document says net 11, VAT 2.1, gross 13.1 but its lines sum to net 10, VAT 2.1, gross 12.1",
+		wantDetail: "the document says net 11.00, VAT 2.10, gross 13.10 but its lines sum to net 10.00, VAT 2.10, gross 12.10",
 	}, {
 		name:       "an invoice whose entry posts its revenue elsewhere",
 		tamper:     append(copyInvoice(inv4, copyID, copyEntry, 5, "net, vat, gross", "3000"), advance(5)),
 		guard:      "invoices_agree",
 		want:       []string{audit.CheckDocumentTotals, audit.CheckEffectsInbox},
-		wantDetail: "its journal entry " + copyEntry + " posts net 0, VAT 2.1, gross 12.1, and posts to accounts a invoice does not post to",
+		wantDetail: "its journal entry " + copyEntry + " posts net 0.00, VAT 2.10, gross 12.10, and posts to accounts a invoice does not post to",
 	}, {
 		name: "a credit note beyond what is left of its invoice",
 		tamper: []string{
@@ -127,7 +127,7 @@ func TestGuardsRefuseWhatTheAuditCatches(t *testing.T) {
 		},
 		guard:      "credit_notes_agree",
 		want:       []string{audit.CheckCreditNotes, audit.CheckEffectsInbox},
-		wantDetail: "take back net 200, VAT 42 at VAT rate 21 where the invoice charged net 100, VAT 21",
+		wantDetail: "take back net 200.00, VAT 42.00 at VAT rate 21 where the invoice charged net 100.00, VAT 21.00",
 	}, {
 		name: "a journal line of another company",
 		tamper: []string{
@@ -164,19 +164,19 @@ func TestGuardsRefuseWhatTheAuditCatches(t *testing.T) {
 		tamper:     []string{fmt.Sprintf(`INSERT INTO payment_allocations (payment_id, invoice_id, amount) VALUES ('%s', '%s', 10)`, pay1, inv4)},
 		message:    "payment_allocations cannot be added to a document posted by an earlier transaction",
 		want:       []string{audit.CheckPayments, audit.CheckReceivables},
-		wantDetail: "payment ch_1 of 130 allocates 131 and leaves 9 unapplied: 140 in all",
+		wantDetail: "payment ch_1 of 130.00 allocates 131.00 and leaves 9.00 unapplied: 140.00 in all",
 	}, {
 		name:       "an invoice paid beyond what its credit notes left",
 		tamper:     []string{fmt.Sprintf(`UPDATE payment_allocations SET invoice_id = '%s' WHERE payment_id = '%s'`, inv1, pay1)},
 		message:    "payment_allocations rows are immutable (UPDATE refused)",
 		want:       []string{audit.CheckPayments},
-		wantDetail: "invoice INV-2026-000001 is paid 121 but owes 0 (gross 121, credited 121 of which 0 went to the customer's credit)",
+		wantDetail: "invoice INV-2026-000001 is paid 121.00 but owes 0.00 (gross 121.00, credited 121.00 of which 0.00 went to the customer's credit)",
 	}, {
 		name:       "a posted invoice changed",
 		tamper:     []string{fmt.Sprintf(`UPDATE invoices SET net = net - 1, vat = vat + 1 WHERE id = '%s'`, inv4)},
 		message:    "invoices rows are immutable (UPDATE refused)",
 		want:       []string{audit.CheckDocumentTotals},
-		wantDetail: "the document says net 9, VAT 3.1, gross 12.1 but its lines sum to net 10, VAT 2.1, gross 12.1",
+		wantDetail: "the document says net 9.00, VAT 3.10, gross 12.10 but its lines sum to net 10.00, VAT 2.10, gross 12.10",
 	}}
 
 	ctx := context.Background()
