@@ -34,9 +34,12 @@
 // document_totals: every invoice, credit note and purchase invoice is the
 // sum of its lines, and its journal entry (of its company, in its
 // currency) carries the same net, VAT and gross on the accounts its kind
-// posts to and on no other. The database refuses such a document at
-// commit (invoices_agree, credit_notes_agree); this finds one written
-// before that, or with the triggers off.
+// posts to and on no other. A purchase's reverse-charged lines are posted
+// as docs/vat.md says: their VAT is credited to output VAT (2300) instead
+// of payables (2100), so its gross is 2100 and 2300 together, and 2300
+// holds exactly the VAT those lines assess. The database refuses a wrong
+// document at commit (invoices_agree, credit_notes_agree); this finds one
+// written before that, or with the triggers off.
 //
 // credit_notes: per invoice and VAT rate, its credit notes take back no
 // more net and VAT than it charged. payments: a payment's allocations and

@@ -11,17 +11,29 @@ package audit
 //	invoice           Dr 1200 gross, Cr 4000 net, Cr 2300 VAT
 //	credit note       Dr 4000 net, Dr 2300 VAT, Cr 1200 and 2200 gross between them
 //	purchase invoice  Dr its lines' accounts net, Dr 1300 VAT, Cr 2100 gross
+//	                  less the VAT it assesses, Cr 2300 that VAT
+//
+// A purchase's reverse-charged lines carry VAT the company assesses
+// itself (docs/vat.md): it owes that VAT (2300) and deducts it (1300) at
+// once, and the supplier is owed the rest of the gross, so its entry's
+// gross is 2100 and 2300 together, and 2300 must hold exactly the VAT of
+// those lines. Lines of an exchange difference carry no amount in the
+// document's currency, and a credit note's part to the customer's credit
+// is on 2200; the check reads the document's currency only, in which
+// neither changes a total.
 //
 // The entry must be of the document's company, with every line in it and
 // in the document's currency. A violation names the document and its
 // first difference: header against lines, else entry against header.
 const documentTotalsSQL = `
 WITH lines AS (
-	SELECT invoice_id AS id, sum(net) AS net, sum(vat) AS vat, sum(gross) AS gross FROM invoice_lines GROUP BY 1
+	SELECT invoice_id AS id, sum(net) AS net, sum(vat) AS vat, sum(gross) AS gross, 0 AS assessed FROM invoice_lines GROUP BY 1
 	UNION ALL
-	SELECT credit_note_id, sum(net), sum(vat), sum(gross) FROM credit_note_lines GROUP BY 1
+	SELECT credit_note_id, sum(net), sum(vat), sum(gross), 0 FROM credit_note_lines GROUP BY 1
 	UNION ALL
-	SELECT purchase_invoice_id, sum(net), sum(vat), sum(gross) FROM purchase_invoice_lines GROUP BY 1),
+	SELECT purchase_invoice_id, sum(net), sum(vat), sum(gross),
+	       coalesce(sum(vat) FILTER (WHERE vat_treatment LIKE 'reverse\_charge\_%'), 0)
+	  FROM purchase_invoice_lines GROUP BY 1),
 docs AS (
 	SELECT 'invoice' AS kind, id, company_id, number AS label, issue_date AS day, currency::text AS currency,
 	       net, vat, gross, journal_entry_id
@@ -47,6 +59,7 @@ posted AS (
 	 GROUP BY l.entry_id),
 compared AS (
 	SELECT d.*, coalesce(l.net, 0) AS lines_net, coalesce(l.vat, 0) AS lines_vat, coalesce(l.gross, 0) AS lines_gross,
+	       coalesce(l.assessed, 0) AS lines_assessed, coalesce(p.output_vat, 0) AS entry_output_vat,
 	       e.company_id AS entry_company, p.first_company, p.last_company, p.first_currency, p.last_currency,
 	       -- what the entry says the document's net, VAT and gross are, and
 	       -- whether it posts to no account its kind does not post to
@@ -58,10 +71,10 @@ compared AS (
 	                   ELSE coalesce(p.input_vat, 0) END AS entry_vat,
 	       CASE d.kind WHEN 'invoice' THEN coalesce(p.receivables, 0)
 	                   WHEN 'credit note' THEN coalesce(p.credits, 0) - coalesce(p.receivables, 0)
-	                   ELSE coalesce(p.payables, 0) END AS entry_gross,
+	                   ELSE coalesce(p.payables, 0) + coalesce(p.output_vat, 0) END AS entry_gross,
 	       CASE d.kind WHEN 'invoice' THEN coalesce(p.credits, 0) = 0 AND coalesce(p.input_vat, 0) = 0 AND coalesce(p.payables, 0) = 0 AND coalesce(p.other, 0) = 0
 	                   WHEN 'credit note' THEN coalesce(p.input_vat, 0) = 0 AND coalesce(p.payables, 0) = 0 AND coalesce(p.other, 0) = 0
-	                   ELSE coalesce(p.receivables, 0) = 0 AND coalesce(p.credits, 0) = 0 AND coalesce(p.revenue, 0) = 0 AND coalesce(p.output_vat, 0) = 0 END AS entry_only_kind
+	                   ELSE coalesce(p.receivables, 0) = 0 AND coalesce(p.credits, 0) = 0 AND coalesce(p.revenue, 0) = 0 END AS entry_only_kind
 	  FROM docs d
 	  LEFT JOIN lines l ON l.id = d.id
 	  LEFT JOIN journal_entries e ON e.id = d.journal_entry_id
@@ -81,6 +94,10 @@ flagged AS (
 	            WHEN first_currency <> currency OR last_currency <> currency
 	            THEN format('its journal entry %s posts in %s where the document is in %s', journal_entry_id,
 	                        CASE WHEN first_currency = currency THEN last_currency ELSE first_currency END, currency)
+	            WHEN kind = 'purchase invoice' AND (entry_net, entry_vat, entry_gross) = (net, vat, gross) AND entry_only_kind
+	                 AND entry_output_vat <> lines_assessed
+	            THEN format('its journal entry %s credits %s to 2300 where its reverse-charged lines assess VAT %s',
+	                        journal_entry_id, money[entry_output_vat; currency], money[lines_assessed; currency])
 	            ELSE format('the document says net %s, VAT %s, gross %s but its journal entry %s posts net %s, VAT %s, gross %s%s',
 	                        money[net; currency], money[vat; currency], money[gross; currency], journal_entry_id,
 	                        money[entry_net; currency], money[entry_vat; currency], money[entry_gross; currency],
@@ -90,7 +107,8 @@ flagged AS (
 	 WHERE (lines_net, lines_vat, lines_gross) <> (net, vat, gross) OR gross <> net + vat
 	    OR entry_company IS NULL OR entry_company <> company_id OR first_company <> company_id OR last_company <> company_id
 	    OR first_currency <> currency OR last_currency <> currency
-	    OR (entry_net, entry_vat, entry_gross) <> (net, vat, gross) OR NOT entry_only_kind)`
+	    OR (entry_net, entry_vat, entry_gross) <> (net, vat, gross) OR NOT entry_only_kind
+	    OR (kind = 'purchase invoice' AND entry_output_vat <> lines_assessed))`
 
 // creditNotesSQL: per invoice and VAT rate, its credit notes together
 // take back no more net and no more VAT than the invoice charged. One
