@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -31,6 +32,8 @@ type handler struct {
 	logger        *slog.Logger
 	metrics       *Metrics
 	before        func(*Delivery) // Config.beforeHandle
+	// maxDeliver is the worker's bound on deliveries (StreamConfig.MaxDeliver).
+	maxDeliver uint64
 }
 
 func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement, error) {
@@ -41,6 +44,9 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement
 	count := func(command, outcome string) {
 		h.metrics.count(command, outcome)
 		span.SetAttributes(attrOutcome.String(outcome))
+	}
+	if h.maxDeliver > 0 && d.NumDelivered > h.maxDeliver {
+		return h.unsettled(d, span)
 	}
 	req, perr := parseRequest(d)
 	if perr != nil {
@@ -118,6 +124,21 @@ func (h *handler) refuse(d *Delivery, span trace.Span, res protocol.Result) (tra
 	h.logger.Debug("command refused as sent; answered", "stream_seq", d.StreamSeq, "subject", d.Msg.Subject(),
 		"idempotency_key", d.Msg.Headers().Get(protocol.HeaderIdempotencyKey), "code", code)
 	return transport.Ack(reply), nil
+}
+
+// unsettled dead-letters a delivery past the worker's bound without running
+// it. The failure policy dead-letters a command that fails on its last
+// delivery; one delivered again after that was not settled by it: its
+// deliveries ended with a worker stopping or crashing while it ran, with a
+// lost connection, or with the dead letter failing to store. A command that
+// takes its worker down each time would otherwise do so forever.
+func (h *handler) unsettled(d *Delivery, span trace.Span) (transport.Settlement, error) {
+	span.SetStatus(codes.Error, string(ledger.CodeInternal))
+	reply := transport.ReplyJSON(transport.ErrorResult(d, ledger.Errorf(ledger.CodeInternal,
+		"The command could not be processed after %d attempts; it was moved to the dead-letter stream for an operator.", d.NumDelivered-1)))
+	return transport.Settlement{Reply: reply}, &PermanentError{Code: ledger.CodeInternal, Reason: fmt.Sprintf(
+		"delivered %d times, past the limit of %d: the deliveries before ended without a settlement (the worker stopped or crashed while handling it, or lost its connection); not run again",
+		d.NumDelivered, h.maxDeliver)}
 }
 
 // MovedOut reports the database's refusal of a command whose company's

@@ -244,7 +244,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		groupcommit.Metrics{Batch: w.cfg.Metrics.batch, Fallback: w.cfg.Metrics.fallback}, w.cfg.TracerProvider.Tracer(transport.TracerName))
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.Close()
-	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: quiet, metrics: w.cfg.Metrics, before: w.cfg.beforeHandle}
+	h := &handler{batcher: batches, inFlightDelay: w.cfg.InFlightDelay, logger: quiet, metrics: w.cfg.Metrics, before: w.cfg.beforeHandle,
+		maxDeliver: uint64(w.cfg.Streams.MaxDeliver)}
 	dls := deadletter.NewStream(w.js)
 	var serves func(string) bool
 	if c := w.cfg.Cell; c != nil {

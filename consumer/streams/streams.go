@@ -50,6 +50,14 @@ type Config struct {
 	// MaxDeliver is how often a message is delivered before it is
 	// dead-lettered. Defaults to 20.
 	//
+	// The bound is the worker's, not the server's: the durable consumer
+	// delivers without a limit (ServerMaxDeliver), and the worker
+	// dead-letters a message that failed on its MaxDeliver-th delivery, or
+	// arrives past it, with the reason. A server limit would stop
+	// delivering a message whose last deliveries ended without the worker
+	// settling it (a worker stopping or crashing, a connection lost) and
+	// count it as handled: stored, yet neither executed nor dead-lettered.
+	//
 	// Retries back off through NAK delays that the worker chooses (see
 	// transport.SubscriberConfig.Backoff), not through the consumer's
 	// BackOff list: JetStream offsets a NAK delay from AckWait but expires it against the
@@ -76,6 +84,10 @@ type Config struct {
 	// running cells' to configure.
 	Handoff bool
 }
+
+// ServerMaxDeliver is the durable consumer's MaxDeliver: unlimited. See
+// Config.MaxDeliver for the worker's bound.
+const ServerMaxDeliver = -1
 
 // WithDefaults returns c with its defaults filled in, for an inbox
 // retention of retention.
@@ -209,7 +221,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention 
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        c.AckWait,
-		MaxDeliver:     c.MaxDeliver,
+		MaxDeliver:     ServerMaxDeliver,
 		MaxAckPending:  c.MaxAckPending,
 		FilterSubject:  filter,
 		FilterSubjects: filters,

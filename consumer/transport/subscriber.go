@@ -178,8 +178,9 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	return out, nil
 }
 
-// Close stops pulling, waits until every message handed out was settled,
-// and closes the output channel.
+// Close stops pulling: no pull starts after it, and the messages the pull
+// still open brings in are handled. It waits until every message handed out
+// was settled, and closes the output channel.
 func (s *Subscriber) Close() error {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.wg.Wait()
@@ -266,16 +267,12 @@ func (s *Subscriber) handle(ctx context.Context, jm jetstream.Msg, out chan<- *m
 	}
 	msg.SetContext(withDelivery(ctx, d))
 
-	select {
-	case out <- msg:
-	case <-s.closing:
-		// Not handed to a handler: give it back for another worker now.
-		span.SetAttributes(AttrOutcome.String("returned"))
-		if err := jm.Nak(); err != nil {
-			s.cfg.Logger.Warn("NAK on shutdown failed; the message is redelivered after AckWait", "stream_seq", d.StreamSeq, "error", err)
-		}
-		return
-	}
+	// Handed out even while the subscriber closes: a message the last
+	// pull brought in is handled like any other (the router reads until
+	// the output closes, which is after this). Given back instead, it
+	// would come straight back to the pull still open, each time spending
+	// one of its deliveries.
+	out <- msg
 
 	tick := time.NewTicker(s.cfg.InProgressEvery)
 	defer tick.Stop()

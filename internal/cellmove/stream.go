@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/internal/cells"
 )
 
@@ -25,7 +26,7 @@ import (
 func handOver(ctx context.Context, js jetstream.JetStream, stream string, p cells.Placement, rev uint64,
 	from, to cells.Cell, part int, r *Report, say func(string, ...any)) (uint64, error) {
 	base := consumer.StreamConfig{}.WithDefaults(7 * 24 * time.Hour)
-	ccfg := jetstream.ConsumerConfig{AckWait: base.AckWait, MaxDeliver: base.MaxDeliver, MaxAckPending: base.MaxAckPending}
+	ccfg := jetstream.ConsumerConfig{AckWait: base.AckWait, MaxDeliver: streams.ServerMaxDeliver, MaxAckPending: base.MaxAckPending}
 	start := uint64(1)
 	old, err := js.Consumer(ctx, stream, cells.Durable(from.Name))
 	switch {
@@ -35,7 +36,9 @@ func handOver(ctx context.Context, js jetstream.JetStream, stream string, p cell
 			return 0, fmt.Errorf("cell %s's consumer: %w", from.Name, err)
 		}
 		start = info.AckFloor.Stream + 1
-		ccfg.AckWait, ccfg.MaxDeliver, ccfg.MaxAckPending = info.Config.AckWait, info.Config.MaxDeliver, info.Config.MaxAckPending
+		// Unlimited deliveries whatever an older worker set: the worker
+		// bounds them (see streams.Config.MaxDeliver).
+		ccfg.AckWait, ccfg.MaxAckPending = info.Config.AckWait, info.Config.MaxAckPending
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		// The old cell never ran: the partition's every message is the
 		// handoff's.

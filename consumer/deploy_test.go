@@ -1,0 +1,254 @@
+package consumer_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/protocol"
+)
+
+// A deploy stops workers while commands arrive: every command JetStream
+// stored ends as an inbox row or a dead letter, none runs twice, and none
+// spends its deliveries in a loop of the stopping worker. Rounds of bursts,
+// each interrupted by a graceful stop (what SIGTERM does) somewhere inside
+// it, with one worker restarted each time and with two restarted one after
+// the other; on the embedded server and on the system's nats-server (2.9
+// on Debian 12).
+func TestRestartsUnderTrafficLoseNothing(t *testing.T) {
+	t.Parallel()
+	servers := map[string]func(t *testing.T) string{
+		"embedded": func(t *testing.T) string { return testenv.NATS(t) },
+		"system": func(t *testing.T) string {
+			url, ok, why := testenv.SystemNATS(t)
+			if !ok {
+				t.Fatalf("the deploy test runs on the system's nats-server too: %s", why)
+			}
+			return url
+		},
+	}
+	for name, server := range servers {
+		for _, workers := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/%d-workers", name, workers), func(t *testing.T) {
+				t.Parallel()
+				restartsUnderTraffic(t, newHarnessOn(t, server(t)), workers)
+			})
+		}
+	}
+}
+
+func restartsUnderTraffic(t *testing.T, h *harness, workers int) {
+	const rounds, burst = 4, 150
+	h.setupCompany("acme")
+	cfg := testConfig()
+	cfg.Streams.MaxDeliver = 5
+	// Pulls as large and as long as a production worker's.
+	cfg.Subscriber.Concurrency, cfg.Subscriber.FetchWait = 1024, time.Second
+	// Deliveries retried on the backoff come back at once, as they would
+	// from a worker that NAKs in a loop.
+	cfg.Subscriber.Backoff = func(uint64) time.Duration { return 10 * time.Millisecond }
+
+	running := make([]*worker, workers)
+	for i := range running {
+		running[i] = h.startWorker(cfg, nil)
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 47))
+	keys := 0
+	for round := range rounds {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			publishBurst(t, h.js, round, burst)
+		}()
+		// Stop each worker somewhere in the burst, one after the other,
+		// and start its successor before the next one stops.
+		for i := range running {
+			time.Sleep(time.Duration(20+rng.IntN(150)) * time.Millisecond)
+			if err := running[i].stop(); err != nil {
+				t.Fatalf("round %d: worker %d: %v", round, i, err)
+			}
+			running[i].nc.Close()
+			running[i] = h.startWorker(cfg, nil)
+		}
+		wg.Wait()
+		keys += burst
+	}
+
+	// Drained: nothing pending or unacknowledged.
+	ctx := context.Background()
+	eventually(t, "the consumer to drain", func() bool {
+		cons, err := h.js.Consumer(ctx, consumer.DefaultStream, consumer.DefaultDurable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.NumPending == 0 && info.NumAckPending == 0
+	})
+
+	// Every stored command has its inbox row or its dead letter.
+	dead := map[uint64]bool{}
+	for _, m := range h.deadLetters() {
+		seq, _ := strconv.ParseUint(m.Header.Get(protocol.HeaderOriginalSequence), 10, 64)
+		dead[seq] = true
+	}
+	stream, err := h.js.Stream(ctx, consumer.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := stream.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("stream sequence %d: %v", seq, err)
+		}
+		key := m.Header.Get(protocol.HeaderIdempotencyKey)
+		if dead[seq] || h.count(`SELECT count(*) FROM inbox WHERE company_id = 'acme' AND idempotency_key = $1`, key) == 1 {
+			continue
+		}
+		if lost++; lost <= 10 {
+			t.Errorf("stream sequence %d (%s, key %q) has neither an inbox row nor a dead letter", seq, m.Subject, key)
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d stored commands lost", lost)
+	}
+	if len(dead) > 0 {
+		t.Errorf("%d commands dead-lettered; a restart must not use up a command's deliveries", len(dead))
+	}
+	if n := h.count(`SELECT count(*) FROM invoices WHERE company_id = 'acme'`); n != keys {
+		t.Errorf("%d invoices for %d commands", n, keys)
+	}
+	if n := h.count(`SELECT count(*) FROM inbox WHERE company_id = 'acme' AND command = 'invoice.create' AND status = 'ok'`); n != keys {
+		t.Errorf("%d successful invoice keys for %d commands", n, keys)
+	}
+}
+
+// publishBurst publishes n invoices of round, each with a key and an order
+// of its own, as fast as JetStream stores them.
+func publishBurst(t *testing.T, js jetstream.JetStream, round, n int) {
+	var futures []jetstream.PubAckFuture
+	for i := range n {
+		key := fmt.Sprintf("deploy-%d-%d", round, i)
+		msg := nats.NewMsg(protocol.CommandSubject("acme", "invoice.create"))
+		msg.Data = mustMarshal(t, invoiceBody("order-"+key, "10.00"))
+		msg.Header.Set(protocol.HeaderIdempotencyKey, key)
+		f, err := js.PublishMsgAsync(msg)
+		if err != nil {
+			t.Errorf("publish %s: %v", key, err)
+			return
+		}
+		futures = append(futures, f)
+		if i%10 == 9 {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			t.Errorf("publish: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Error("publish not acknowledged in 10s")
+		}
+	}
+}
+
+// A message whose deliveries ended without the worker settling them (here a
+// stand-in for workers that stopped or crashed while handling it) is not
+// dropped when it passes the worker's limit: the server keeps delivering
+// it, and the worker dead-letters it with the reason instead of running
+// it. A consumer made by an older worker with a server-side limit loses
+// that limit. On the embedded server and on the system's.
+func TestDeliveriesPastTheLimitAreDeadLettered(t *testing.T) {
+	t.Parallel()
+	servers := map[string]func(t *testing.T) string{
+		"embedded": func(t *testing.T) string { return testenv.NATS(t) },
+		"system": func(t *testing.T) string {
+			url, ok, why := testenv.SystemNATS(t)
+			if !ok {
+				t.Fatalf("this test runs on the system's nats-server too: %s", why)
+			}
+			return url
+		},
+	}
+	for name, server := range servers {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			deliveriesPastTheLimit(t, newHarnessOn(t, server(t)))
+		})
+	}
+}
+
+func deliveriesPastTheLimit(t *testing.T, h *harness) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h.setupCompany("acme")
+	cfg := testConfig()
+	cfg.Streams.MaxDeliver = 3
+	// The consumer as a worker that left the limit to the server made it.
+	cons, err := h.js.UpdateConsumer(ctx, consumer.DefaultStream, jetstream.ConsumerConfig{
+		Durable: consumer.DefaultDurable, Description: "onceledger workers", AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: cfg.Streams.AckWait, MaxDeliver: cfg.Streams.MaxDeliver, MaxAckPending: 2048, FilterSubject: "ledger.cmd.>",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.publishRaw(protocol.CommandSubject("acme", "invoice.create"), map[string]string{protocol.HeaderIdempotencyKey: "k-unsettled"},
+		mustMarshal(t, invoiceBody("o-unsettled", "5.00")))
+	for range cfg.Streams.MaxDeliver {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			if err := m.Nak(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got != 1 {
+			t.Fatalf("fetched %d messages, want the command: %v", got, batch.Error())
+		}
+	}
+
+	h.startWorker(cfg, nil)
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.MaxDeliver != -1 {
+		t.Errorf("the consumer's MaxDeliver is %d after the worker started, want unlimited", info.Config.MaxDeliver)
+	}
+	eventually(t, "the dead letter", func() bool { return len(h.deadLetters()) == 1 })
+	dl := h.deadLetters()[0]
+	if dl.Header.Get(protocol.HeaderDeadLetterCode) != "internal" || dl.Header.Get(protocol.HeaderDeliveries) != "4" ||
+		!strings.Contains(dl.Header.Get(protocol.HeaderDeadLetterReason), "past the limit of 3") {
+		t.Fatalf("dead letter headers %v", dl.Header)
+	}
+	if n := h.count(`SELECT count(*) FROM inbox WHERE idempotency_key = 'k-unsettled'`); n != 0 {
+		t.Fatalf("the command past the limit ran: %d inbox rows", n)
+	}
+	eventually(t, "the dead-lettered message to be settled", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0 && info.NumRedelivered == 0
+	})
+}
