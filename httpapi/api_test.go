@@ -44,6 +44,14 @@ func newAPI(t *testing.T, cfg Config) *apiEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.pool.Close)
+	e.start(cfg)
+	return e
+}
+
+// start serves a new Server with cfg on e's database and NATS server.
+func (e *apiEnv) start(cfg Config) {
+	t := e.t
+	t.Helper()
 	nc, err := nats.Connect(e.natsURL)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +70,15 @@ func newAPI(t *testing.T, cfg Config) *apiEnv {
 	}
 	e.srv = httptest.NewServer(e.api)
 	t.Cleanup(e.srv.Close)
-	return e
+}
+
+// newAPIOn is another instance of e's API, on its database and NATS
+// server.
+func newAPIOn(t *testing.T, e *apiEnv, cfg Config) *apiEnv {
+	t.Helper()
+	next := *e
+	next.start(cfg)
+	return &next
 }
 
 func (e *apiEnv) token(company string) string {

@@ -31,6 +31,12 @@
 //     Accepted with Location: /v1/commands/{key}. The command is queued or
 //     running and will run at most once; repeating the request with the same
 //     key is always safe and returns the result once there is one.
+//   - A server shutting down (Server.Drain, then Server.Stop) sends no
+//     new command: it answers 503 with Retry-After, saying it sent nothing.
+//     A request whose command was sent and whose result is not known when
+//     the worker beside it has stopped is answered 503 with Retry-After,
+//     saying the command was sent and runs once. Either way the same
+//     request sent again, to any instance, gets the one result.
 //   - The company of every request is the company of its API token, never a
 //     value from the request: a token of one company can neither read nor
 //     write another company's books. Tokens are stored as SHA-256 hashes

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -129,6 +130,37 @@ type Server struct {
 	cfg      Config
 	mux      *http.ServeMux
 	patterns []string // "METHOD /path" of every route, in registration order
+
+	// draining is closed by Drain, stopped by Stop (see there).
+	draining  chan struct{}
+	drainOnce sync.Once
+	stopped   context.Context
+	stop      context.CancelFunc
+}
+
+// Drain is the first step of a shutdown: from now on a command request is
+// answered 503 with Retry-After and not published, so the client sends it
+// again, with the same key, to another instance or to this one once it is
+// back. Commands published before wait on for their results.
+func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
+
+// Stop is the last step, once the worker beside the API has stopped: a
+// command request still waiting for its result is answered now, 503 with
+// Retry-After, saying the command was sent and runs once; the same request
+// sent again gets its result. It drains too.
+func (s *Server) Stop() {
+	s.Drain()
+	s.stop()
+}
+
+// Draining reports whether Drain was called.
+func (s *Server) Draining() bool {
+	select {
+	case <-s.draining:
+		return true
+	default:
+		return false
+	}
 }
 
 // New returns the API on pool (tokens and reads) and nc (commands and
@@ -142,7 +174,8 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{pool: pool, client: cl, cfg: cfg, mux: http.NewServeMux()}
+	s := &Server{pool: pool, client: cl, cfg: cfg, mux: http.NewServeMux(), draining: make(chan struct{})}
+	s.stopped, s.stop = context.WithCancel(context.Background())
 	s.routes()
 	return s, nil
 }
@@ -328,10 +361,17 @@ func (s *Server) command(rt commandRoute) handlerFunc {
 			writeProblem(w, serr.Code, serr.Message, serr.Details)
 			return
 		}
+		if s.Draining() {
+			writeProblem(w, ledger.CodeInternal, "This server is shutting down and did not send the command; send the request again with the same Idempotency-Key.", nil)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
+		defer context.AfterFunc(s.stopped, cancel)()
 		res, err := s.client.PublishOnce(ctx, company, rt.command, protocol.FormatKey(key), body)
 		switch {
+		case err != nil && s.stopped.Err() != nil && r.Context().Err() == nil:
+			writeProblem(w, ledger.CodeInternal, "This server stopped before the command's result was known. The command was sent and runs once: send the request again with the same Idempotency-Key for its result.", nil)
 		case errors.Is(err, client.ErrNoResult):
 			location := "/v1/commands/" + url.PathEscape(protocol.FormatKey(key))
 			w.Header().Set("Location", location)

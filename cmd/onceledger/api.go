@@ -67,7 +67,7 @@ func (a *apiSettings) validate() []error {
 
 // mountAPI serves the HTTP command API under /v1/ on mux.
 // cellOf is nil without cells.
-func mountAPI(mux *http.ServeMux, pool *pgxpool.Pool, nc *nats.Conn, a apiSettings, keys *webhooks.Keyring, cellOf func(string) (string, bool), logger *slog.Logger) error {
+func mountAPI(mux *http.ServeMux, pool *pgxpool.Pool, nc *nats.Conn, a apiSettings, keys *webhooks.Keyring, cellOf func(string) (string, bool), logger *slog.Logger) (*httpapi.Server, error) {
 	api, err := httpapi.New(pool, nc, httpapi.Config{
 		CellOf:         cellOf,
 		Secrets:        keys,
@@ -76,10 +76,10 @@ func mountAPI(mux *http.ServeMux, pool *pgxpool.Pool, nc *nats.Conn, a apiSettin
 		Logger:         logger.With("component", "httpapi"),
 	})
 	if err != nil {
-		return errors.Join(errors.New("HTTP API"), err)
+		return nil, errors.Join(errors.New("HTTP API"), err)
 	}
 	mux.Handle("/v1/", api)
-	return nil
+	return api, nil
 }
 
 // mountConsole serves the operator console under /console/ on mux.

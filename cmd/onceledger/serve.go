@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/onceledger/onceledger/httpapi"
 	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/internal/worker"
 	"github.com/onceledger/onceledger/migrations"
@@ -140,9 +141,13 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		return err
 	}
 
-	health := healthHandler(pool, nc, s.DatabaseURL)
+	// A shutdown drains first: /readyz fails, so that a load balancer
+	// sends no more requests here, and the API publishes no new command.
+	stopping := make(chan struct{})
+	health := healthHandler(pool, nc, s.DatabaseURL, stopping)
 	health.Handle("GET /metrics", promhttp.HandlerFor(obs.registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}))
 	var servers []*http.Server
+	var api *httpapi.Server
 	defer func() {
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer scancel()
@@ -184,7 +189,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 				return c.Name, c.Name == s.Cell
 			}
 		}
-		if err := mountAPI(mux, pool, nc, s.API, keys, cellOf, logger); err != nil {
+		if api, err = mountAPI(mux, pool, nc, s.API, keys, cellOf, logger); err != nil {
 			ln.Close()
 			return err
 		}
@@ -203,14 +208,27 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	if ready != nil {
 		ready()
 	}
-	return wk.Run(ctx)
+	go func() {
+		<-ctx.Done()
+		close(stopping)
+		if api != nil {
+			api.Drain()
+		}
+	}()
+	err = wk.Run(ctx)
+	if api != nil {
+		// The worker finished what it had taken: a request still waiting
+		// is for a command the next worker runs, and is told so.
+		api.Stop()
+	}
+	return err
 }
 
 // healthHandler serves /healthz (the process is alive) and /readyz
 // (Postgres and NATS are reachable and the schema is current). /healthz
 // answers "ok" on its first line, as it did before it named the version on
 // the next.
-func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string) *http.ServeMux {
+func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string, stopping <-chan struct{}) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -221,6 +239,11 @@ func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string) *http.ServeMux
 		defer cancel()
 		checks := map[string]string{"postgres": "ok", "nats": "ok", "migrations": "ok"}
 		ok := true
+		select {
+		case <-stopping:
+			checks["shutdown"], ok = "shutting down: finishing the commands in flight", false
+		default:
+		}
 		if err := pool.Ping(ctx); err != nil {
 			checks["postgres"], ok = err.Error(), false
 		}
