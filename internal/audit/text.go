@@ -18,7 +18,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Audit of %s as of %s\n\n", scope, r.AsOf.UTC().Format(time.RFC3339))
 	fmt.Fprintln(tw, "CHECK\tCHECKED\tVIOLATIONS\tNOTE")
+	var notRun []string
 	for _, c := range r.Checks {
+		if c.NotRun {
+			notRun = append(notRun, c.Name)
+			fmt.Fprintf(tw, "%s\tnot run\t-\t%s\n", c.Name, c.Note)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%d %s\t%d\t%s\n", c.Name, c.Checked, c.Unit, c.Violations, c.Note)
 	}
 	if err := tw.Flush(); err != nil {
@@ -56,6 +62,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 
+	if len(notRun) > 0 {
+		fmt.Fprintf(w, "\nNot run: %s (no NATS connection: the streams were not compared with the database)\n", strings.Join(notRun, ", "))
+	}
 	if r.OK() {
 		_, err := fmt.Fprintln(w, "\nOK: no violations")
 		return err
