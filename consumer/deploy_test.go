@@ -4,17 +4,16 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/testworker"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -69,7 +68,7 @@ func restartsUnderTraffic(t *testing.T, h *harness, workers int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			publishBurst(t, h.js, round, burst)
+			testworker.Burst(t, h.js, "acme", fmt.Sprintf("deploy-%d", round), burst)
 		}()
 		// Stop each worker somewhere in the burst, one after the other,
 		// and start its successor before the next one stops.
@@ -85,89 +84,17 @@ func restartsUnderTraffic(t *testing.T, h *harness, workers int) {
 		keys += burst
 	}
 
-	// Drained: nothing pending or unacknowledged.
-	ctx := context.Background()
-	eventually(t, "the consumer to drain", func() bool {
-		cons, err := h.js.Consumer(ctx, consumer.DefaultStream, consumer.DefaultDurable)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := cons.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.NumPending == 0 && info.NumAckPending == 0
-	})
-
-	// Every stored command has its inbox row or its dead letter.
-	dead := map[uint64]bool{}
-	for _, m := range h.deadLetters() {
-		seq, _ := strconv.ParseUint(m.Header.Get(protocol.HeaderOriginalSequence), 10, 64)
-		dead[seq] = true
-	}
-	stream, err := h.js.Stream(ctx, consumer.DefaultStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := stream.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lost := 0
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		m, err := stream.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("stream sequence %d: %v", seq, err)
-		}
-		key := m.Header.Get(protocol.HeaderIdempotencyKey)
-		if dead[seq] || h.count(`SELECT count(*) FROM inbox WHERE company_id = 'acme' AND idempotency_key = $1`, key) == 1 {
-			continue
-		}
-		if lost++; lost <= 10 {
-			t.Errorf("stream sequence %d (%s, key %q) has neither an inbox row nor a dead letter", seq, m.Subject, key)
+	a := testworker.Account(t, h.js, h.pool, 20*time.Second)
+	for i, l := range a.Lost {
+		if i < 10 {
+			t.Errorf("stored command %s has neither an inbox row nor a dead letter", l)
 		}
 	}
-	if lost > 0 {
-		t.Fatalf("%d stored commands lost", lost)
-	}
-	if len(dead) > 0 {
-		t.Errorf("%d commands dead-lettered; a restart must not use up a command's deliveries", len(dead))
+	if len(a.Lost) > 0 || a.DeadLettered > 0 {
+		t.Fatalf("of %d stored commands %d lost, %d dead-lettered; a restart must neither lose one nor use up its deliveries", a.Stored, len(a.Lost), a.DeadLettered)
 	}
 	if n := h.count(`SELECT count(*) FROM invoices WHERE company_id = 'acme'`); n != keys {
 		t.Errorf("%d invoices for %d commands", n, keys)
-	}
-	if n := h.count(`SELECT count(*) FROM inbox WHERE company_id = 'acme' AND command = 'invoice.create' AND status = 'ok'`); n != keys {
-		t.Errorf("%d successful invoice keys for %d commands", n, keys)
-	}
-}
-
-// publishBurst publishes n invoices of round, each with a key and an order
-// of its own, as fast as JetStream stores them.
-func publishBurst(t *testing.T, js jetstream.JetStream, round, n int) {
-	var futures []jetstream.PubAckFuture
-	for i := range n {
-		key := fmt.Sprintf("deploy-%d-%d", round, i)
-		msg := nats.NewMsg(protocol.CommandSubject("acme", "invoice.create"))
-		msg.Data = mustMarshal(t, invoiceBody("order-"+key, "10.00"))
-		msg.Header.Set(protocol.HeaderIdempotencyKey, key)
-		f, err := js.PublishMsgAsync(msg)
-		if err != nil {
-			t.Errorf("publish %s: %v", key, err)
-			return
-		}
-		futures = append(futures, f)
-		if i%10 == 9 {
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			t.Errorf("publish: %v", err)
-		case <-time.After(10 * time.Second):
-			t.Error("publish not acknowledged in 10s")
-		}
 	}
 }
 
