@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/internal/audit"
+	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/internal/ops"
 	"github.com/onceledger/onceledger/migrations"
 )
@@ -23,7 +26,12 @@ Checks the database for every invariant onceledger promises: trial balance
 and journal entries balance, gapless number series, every idempotency key
 has its effect and every recent effect its key, every event its webhook
 deliveries and a gapless sequence, and nothing waits too long to be
-published or delivered. Reads one snapshot, then records the run (when,
+published or delivered. With -streams (on when NATS_URL is set or cells
+are in use) it also reads the streams from NATS: every command the
+workers acknowledged that is still in LEDGER_CMD has its idempotency key
+in the inbox or a dead letter, and every published event is in
+LEDGER_EVT; without it the report says those checks were not run. Reads
+one snapshot, then records the run (when,
 passed or not, what each check found) in audit_runs, whose newest the
 console's overview shows; -record=false writes nothing. Progress goes to
 stderr, the report to stdout.
@@ -51,12 +59,20 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxUndelivered := fs.Duration("max-undelivered-age", time.Hour, "oldest a pending delivery to an enabled endpoint may be")
 	grace := fs.Duration("grace", time.Minute, "clock skew and commit delay tolerated when comparing times of different transactions")
 	maxViolations := fs.Int("max-violations", 100, "violations listed per check (all are counted)")
+	_, natsSet := os.LookupEnv("NATS_URL")
+	withStreams := fs.Bool("streams", natsSet || cf.on, "compare LEDGER_CMD, LEDGER_DLQ and LEDGER_EVT with the database (needs NATS; default: on when NATS_URL is set or cells are in use)")
+	durable := fs.String("durable", "", "the workers' durable consumer on LEDGER_CMD (default: "+streams.DefaultDurable+", or the cell's with -cell or -cells)")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), auditUsage); fs.PrintDefaults() }
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
 	if err := cf.resolve(ctx, dsn, *company); err != nil {
 		return err
+	}
+	// Naming a NATS server or a cell asks for the streams too, unless
+	// -streams says otherwise.
+	if !flagSet(fs, "streams") && (flagSet(fs, "nats-url") || cf.on || cf.cell != "") {
+		*withStreams = true
 	}
 	*dsn = orDevDatabase(*dsn, stderr)
 	switch {
@@ -96,6 +112,26 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !*quiet {
 		opts.Progress = stderr
 	}
+	if *withStreams {
+		if errs := cf.nats.validate(); len(errs) > 0 {
+			return &usageError{errs[0].Error()}
+		}
+		nc, err := cf.nats.connect("onceledger audit")
+		if err != nil {
+			return fmt.Errorf("connect to NATS for the stream checks (-streams=false audits the database only): %w", err)
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		if *durable == "" {
+			if *durable, err = cellDurable(ctx, js, &cf, *company); err != nil {
+				return err
+			}
+		}
+		opts.Streams = &audit.Streams{JS: js, Durable: *durable}
+	}
 	var report *audit.Report
 	if *record {
 		report, err = ops.RunAudit(ctx, conn, opts, "onceledger audit")
@@ -127,4 +163,30 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &exitError{code: 1}
 	}
 	return nil
+}
+
+// cellDurable is the durable consumer whose commands the audited database
+// holds: the cell's, with cells, else the default deployment's.
+func cellDurable(ctx context.Context, js jetstream.JetStream, cf *cellFlags, company string) (string, error) {
+	switch {
+	case cf.cell != "":
+		return cells.Durable(cf.cell), nil
+	case !cf.on:
+		return streams.DefaultDurable, nil
+	}
+	p, _, err := cells.Load(ctx, js)
+	if err != nil {
+		return "", err
+	}
+	cell, ok := p.CellOf(company)
+	if !ok {
+		return "", fmt.Errorf("company %s is in a partition no cell serves now: audit it with -cell", company)
+	}
+	return cells.Durable(cell.Name), nil
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/consumer/streams"
+	"github.com/onceledger/onceledger/internal/audit/audittest"
+)
+
+// A worker runs commands from NATS; the audit compares its streams with
+// its database, names a command whose key is gone by its stream
+// sequence, and without NATS says the stream checks were not run.
+func TestAuditReadsTheStreams(t *testing.T) {
+	t.Parallel()
+	dsn, natsURL, _ := runWorker(t)
+	ctx := context.Background()
+	pub := func(stdin string, args ...string) {
+		t.Helper()
+		code, out, errOut := invoke(ctx, stdin, append([]string{"publish", "-nats-url", natsURL, "-company", "acme"}, args...)...)
+		if code != 0 {
+			t.Fatalf("publish %v: exit %d %s%s", args, code, out, errOut)
+		}
+	}
+	pub(`{"name":"Acme UAB","country":"LT","currency":"EUR"}`, "-command", "company.create", "-key", "setup", "-")
+	pub(`{"order_id":"o-1","series":"INV","customer":{"id":"c","name":"C","country":"LT"},"currency":"EUR",
+		"issue_date":"2026-12-02","due_date":"2026-12-16",
+		"lines":[{"description":"x","quantity":"1","unit_price":"10.00","vat_rate":"21"}]}`,
+		"-command", "invoice.create", "-key", "inv-1", "-")
+
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	settled(t, pool, natsURL)
+
+	code, out, errOut := invoke(ctx, "", "audit", "-database-url", dsn, "-nats-url", natsURL, "-quiet", "-record=false")
+	if code != 0 || !strings.Contains(out, "OK: no violations") || strings.Contains(out, "Not run") {
+		t.Fatalf("clean: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = invoke(ctx, "", "audit", "-database-url", dsn, "-streams=false", "-quiet", "-record=false")
+	if code != 0 || !strings.Contains(out, "Not run: stream_commands, stream_events") {
+		t.Fatalf("without NATS: exit %d\n%s%s", code, out, errOut)
+	}
+
+	var seq int64
+	if err := pool.QueryRow(ctx, `SELECT stream_sequence FROM inbox WHERE company_id = 'acme' AND idempotency_key = 'inv-1'`).Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	audittest.Forge(t, pool, `DELETE FROM inbox WHERE company_id = 'acme' AND idempotency_key = 'inv-1'`)
+	code, out, errOut = invoke(ctx, "", "audit", "-database-url", dsn, "-nats-url", natsURL, "-quiet", "-record=false")
+	want := fmt.Sprintf(`message %d of LEDGER_CMD (subject ledger.cmd.acme.invoice.create, key "inv-1") is acknowledged`, seq)
+	if code != 1 || !strings.Contains(out, want) {
+		t.Fatalf("a lost key: exit %d, want 1 and %q\n%s%s", code, want, out, errOut)
+	}
+}
+
+// settled waits until the worker has acknowledged every command and the
+// relay has published every event.
+func settled(t *testing.T, pool *pgxpool.Pool, natsURL string) {
+	t.Helper()
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var pending int64
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox_pending`).Scan(&pending); err != nil {
+			t.Fatal(err)
+		}
+		cons, err := js.Consumer(ctx, streams.DefaultStream, streams.DefaultDurable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pending == 0 && info.NumAckPending == 0 && info.NumPending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not settled: %d events unpublished, consumer %+v", pending, info)
+		}
+	}
+}
