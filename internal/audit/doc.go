@@ -96,11 +96,29 @@
 // prove liveness, not safety: a failing receiver also trips
 // undelivered_age, and the violation names it.
 //
+// stream_commands and stream_events compare the database with JetStream,
+// when Options.Streams gives the audit NATS (else they are reported not
+// run). stream_commands: every message of the command stream at or below
+// the workers' durable consumer's ack floor, and still in the stream, left
+// its trace: its key in the inbox (run, replayed, or refused for reusing a
+// stored key), a dead letter naming its stream sequence, or nothing for a
+// message refused as sent and answered on its Reply-To. The ack floor is
+// read before the snapshot: the worker acknowledges after its commit, so
+// the snapshot sees every transaction of an acknowledged message. A
+// message of a company whose partition is fenced here (it moved to another
+// cell) is that cell's. The stream is read through one ordered consumer
+// that delivers headers only, and keys go to Postgres in batches, one
+// query each. stream_events: every event the relay has published is in the
+// events stream under its ID (its Nats-Msg-Id), unless the stream may have
+// aged it out: once it has dropped its first message, only events written
+// after its oldest message are held to it.
+//
 // # What it does not prove
 //
 // That each line's amounts are right (quantity times price, VAT at the
 // right rate: the ledger's own tests and the property test check
 // arithmetic against a model), that a key purged before
-// the horizon ever existed, or anything about messages still in NATS
-// (dead letters are inspected with `onceledger admin dlq`).
+// the horizon ever existed, or anything about a command that left the
+// command stream (by its age) or is not yet acknowledged. Dead letters are
+// counted, not judged: `onceledger admin dlq` inspects them.
 package audit
