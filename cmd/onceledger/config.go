@@ -40,6 +40,7 @@ type settings struct {
 	InboxRetention  time.Duration
 	StreamReplicas  int
 	ShutdownTimeout time.Duration
+	MaxDeliver      int
 	WebhookAllow    string
 	// WebhookAllowPorts, when set, are the only ports webhook targets
 	// may use.
@@ -103,6 +104,7 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.DurationVar(&s.WebhookDisableAfter, "webhook-disable-after", s.envDuration("ONCELEDGER_WEBHOOK_DISABLE_AFTER", 5*24*time.Hour), "disable a webhook endpoint that has had no successful delivery for this long, and tell its company with a webhook_endpoint.disabled event (env ONCELEDGER_WEBHOOK_DISABLE_AFTER)")
 	s.SecretsKey = s.envSecretsKey()
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", s.envDuration("ONCELEDGER_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight commands (env ONCELEDGER_SHUTDOWN_TIMEOUT)")
+	fs.IntVar(&s.MaxDeliver, "max-deliver", s.envInt("ONCELEDGER_MAX_DELIVER", 20), "deliveries of a command that keeps failing before it is dead-lettered with the reason; the server's limit is off, this is the worker's (env ONCELEDGER_MAX_DELIVER)")
 	fs.DurationVar(&s.DateHorizon, "date-horizon", s.envDuration("ONCELEDGER_DATE_HORIZON", postgres.DefaultDateHorizon), "how far ahead of today a document may be dated; 0 allows any date (env ONCELEDGER_DATE_HORIZON)")
 }
 
@@ -247,6 +249,9 @@ func (s *settings) validate(withConnections bool) error {
 	if _, err := (webhooks.AddressPolicy{}).WithPorts(s.WebhookAllowPorts); err != nil {
 		errs = append(errs, fmt.Errorf("webhook allow ports: %v", err))
 	}
+	if s.MaxDeliver < 2 || s.MaxDeliver > 1000 {
+		errs = append(errs, fmt.Errorf("max deliver %d: use 2..1000", s.MaxDeliver))
+	}
 	if s.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("shutdown timeout %s: must be positive", s.ShutdownTimeout))
 	}
@@ -281,7 +286,7 @@ func (s *settings) logger(w *os.File) *slog.Logger {
 
 func (s *settings) consumerConfig(logger *slog.Logger) consumer.Config {
 	return consumer.Config{
-		Streams:         consumer.StreamConfig{Replicas: s.StreamReplicas},
+		Streams:         consumer.StreamConfig{Replicas: s.StreamReplicas, MaxDeliver: s.MaxDeliver},
 		Subscriber:      consumer.SubscriberConfig{Concurrency: s.Concurrency, AckMode: consumer.AckMode(s.AckMode)},
 		Batch:           consumer.BatchConfig{MaxSize: s.BatchMax, Parallel: s.BatchParallel, Linger: s.BatchLinger},
 		InboxRetention:  s.InboxRetention,
