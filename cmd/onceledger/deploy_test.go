@@ -88,7 +88,9 @@ func deployUnderTraffic(t *testing.T, natsURL string, workers int) {
 		for i := range running {
 			time.Sleep(time.Duration(50+rng.IntN(200)) * time.Millisecond)
 			running[i].term(t)
+			started := time.Now()
 			running[i] = startRunProcess(t, dsn, natsURL)
+			t.Logf("its successor was ready %s later", time.Since(started).Round(time.Millisecond))
 		}
 		wg.Wait()
 	}
@@ -150,6 +152,7 @@ func startRunProcess(t *testing.T, dsn, natsURL string) *runProcess {
 // term sends SIGTERM and waits for a clean exit.
 func (p *runProcess) term(t *testing.T) {
 	t.Helper()
+	sent := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +161,7 @@ func (p *runProcess) term(t *testing.T) {
 		if err != nil {
 			t.Fatalf("worker (pid %d) after SIGTERM: %v\n%s", p.cmd.Process.Pid, err, p.out)
 		}
+		t.Logf("worker (pid %d) exited %s after SIGTERM", p.cmd.Process.Pid, time.Since(sent).Round(time.Millisecond))
 	case <-time.After(40 * time.Second):
 		t.Fatalf("worker (pid %d) did not stop within 40s of SIGTERM\n%s", p.cmd.Process.Pid, p.out)
 	}
