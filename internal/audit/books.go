@@ -150,29 +150,52 @@ documents AS (
 	       coalesce(p.source_type, s.source_type) AS source_type, coalesce(p.source_id, s.source_id) AS source_id,
 	       coalesce(s.day, p.day) AS day, s.label, coalesce(p.amount, 0) AS posted, coalesce(s.amount, 0) AS said
 	  FROM posted p FULL JOIN said s ON s.source_type = p.source_type AND s.source_id = p.source_id),
-open AS (
+-- Computed once: a lateral join on documents itself would compute it
+-- again for every total.
+differing AS MATERIALIZED (SELECT * FROM documents WHERE posted <> said),
+-- What settled each invoice, gathered per invoice in one pass over each
+-- table (hash joins, not a lookup per invoice).
+note_credits AS (
+	SELECT source_id, sum(amount) AS amount FROM customer_credit_movements
+	 WHERE kind = 'credit_note' AND ($1::text = '' OR company_id = $1) GROUP BY 1),
+credited AS (
+	SELECT n.invoice_id, sum(n.gross) AS amount,
+	       sum(coalesce(n.receivable_company, n.gross - coalesce(nc.amount, 0))) AS company
+	  FROM credit_notes n LEFT JOIN note_credits nc ON nc.source_id = n.id
+	 WHERE ($1::text = '' OR n.company_id = $1) GROUP BY 1),
+allocated AS (
+	SELECT invoice_id, sum(amount) AS amount, sum(coalesce(amount_company, amount)) AS company
+	  FROM payment_allocations
+	 WHERE ($1::text = '' OR payment_id IN (SELECT id FROM payments WHERE company_id = $1)) GROUP BY 1),
+moved AS (
+	SELECT invoice_id, sum(amount) AS amount,
+	       sum(coalesce(invoice_company, -amount)) FILTER (WHERE kind = 'application') AS applied_company
+	  FROM customer_credit_movements
+	 WHERE invoice_id IS NOT NULL AND ($1::text = '' OR company_id = $1) GROUP BY 1),
+converted AS (
+	SELECT invoice_id, sum(net_company + vat_company) AS gross
+	  FROM invoice_lines
+	 WHERE invoice_id IN (SELECT id FROM invoices WHERE exchange_rate IS NOT NULL AND ($1::text = '' OR company_id = $1))
+	 GROUP BY 1),
+settled AS (
 	SELECT i.company_id, i.currency::text AS currency,
-	       sum(i.gross
-	           - coalesce((SELECT sum(c.gross) FROM credit_notes c WHERE c.invoice_id = i.id), 0)
-	           - coalesce((SELECT sum(a.amount) FROM payment_allocations a WHERE a.invoice_id = i.id), 0)
-	           + coalesce((SELECT sum(m.amount) FROM customer_credit_movements m WHERE m.invoice_id = i.id), 0)) AS amount
-	  FROM invoices i WHERE ($1::text = '' OR i.company_id = $1)
-	 GROUP BY 1, 2),
--- In the company's currency: an invoice's gross there (its converted
--- lines' for one in another currency) less what settlements relieved it
--- by; rows without company amounts count their own.
+	       i.gross - coalesce(c.amount, 0) - coalesce(a.amount, 0) + coalesce(m.amount, 0) AS open,
+	       -- In the company's currency: an invoice's gross there (its
+	       -- converted lines' for one in another currency) less what
+	       -- settlements relieved it by; rows without company amounts
+	       -- count their own.
+	       CASE WHEN i.exchange_rate IS NULL THEN i.gross ELSE v.gross END
+	           - coalesce(c.company, 0) - coalesce(a.company, 0) - coalesce(m.applied_company, 0) AS open_company
+	  FROM invoices i
+	  LEFT JOIN credited c ON c.invoice_id = i.id
+	  LEFT JOIN allocated a ON a.invoice_id = i.id
+	  LEFT JOIN moved m ON m.invoice_id = i.id
+	  LEFT JOIN converted v ON v.invoice_id = i.id
+	 WHERE ($1::text = '' OR i.company_id = $1)),
+open AS (SELECT company_id, currency, sum(open) AS amount FROM settled GROUP BY 1, 2),
 open_company AS (
-	SELECT i.company_id, 'company currency ' || min(c.currency) AS currency,
-	       sum(CASE WHEN i.exchange_rate IS NULL THEN i.gross
-	                ELSE (SELECT sum(l.net_company + l.vat_company) FROM invoice_lines l WHERE l.invoice_id = i.id) END
-	           - coalesce((SELECT sum(coalesce(n.receivable_company,
-	                                           n.gross - coalesce((SELECT sum(m.amount) FROM customer_credit_movements m
-	                                                                WHERE m.kind = 'credit_note' AND m.source_id = n.id), 0)))
-	                         FROM credit_notes n WHERE n.invoice_id = i.id), 0)
-	           - coalesce((SELECT sum(coalesce(a.amount_company, a.amount)) FROM payment_allocations a WHERE a.invoice_id = i.id), 0)
-	           - coalesce((SELECT sum(coalesce(m.invoice_company, -m.amount)) FROM customer_credit_movements m
-	                        WHERE m.invoice_id = i.id AND m.kind = 'application'), 0)) AS amount
-	  FROM invoices i JOIN companies c ON c.id = i.company_id WHERE ($1::text = '' OR i.company_id = $1)
+	SELECT s.company_id, 'company currency ' || min(c.currency) AS currency, sum(s.open_company) AS amount
+	  FROM settled s JOIN companies c ON c.id = s.company_id
 	 GROUP BY 1),
 account_company AS (
 	SELECT l.company_id, 'company currency ' || min(c.currency) AS currency,
@@ -198,7 +221,7 @@ flagged AS (
 	                                                          d.source_type, d.source_id, coalesce(' (' || d.label || ')', ''), d.day,
 	                                                          money[d.posted; t.currency], money[d.said; t.currency]) END) AS detail
 	  FROM totals t
-	  LEFT JOIN LATERAL (SELECT * FROM documents d WHERE d.company_id = t.company_id AND d.currency = t.currency AND d.posted <> d.said
+	  LEFT JOIN LATERAL (SELECT * FROM differing d WHERE d.company_id = t.company_id AND d.currency = t.currency
 	                      ORDER BY d.day, d.source_type, d.source_id LIMIT 1) d ON true
 	 WHERE t.account <> t.open OR d.source_id IS NOT NULL)`
 
@@ -224,6 +247,7 @@ documents AS (
 	       coalesce(p.source_type, s.source_type) AS source_type, coalesce(p.source_id, s.source_id) AS source_id,
 	       coalesce(s.day, p.day) AS day, coalesce(p.amount, 0) AS posted, coalesce(s.amount, 0) AS said
 	  FROM posted p FULL JOIN said s ON s.source_type = p.source_type AND s.source_id = p.source_id),
+differing AS MATERIALIZED (SELECT * FROM documents WHERE posted <> said),
 customers AS (
 	SELECT coalesce(b.company_id, m.company_id) AS company_id, coalesce(b.currency, m.currency) AS currency,
 	       coalesce(b.customer_id, m.customer_id) AS customer_id, coalesce(b.balance, 0) AS balance, coalesce(m.amount, 0) AS moved
@@ -232,6 +256,7 @@ customers AS (
 	  FULL JOIN (SELECT company_id, currency::text AS currency, customer_id, sum(amount) AS amount FROM customer_credit_movements
 	              WHERE ($1::text = '' OR company_id = $1) GROUP BY 1, 2, 3) m
 	    ON m.company_id = b.company_id AND m.currency = b.currency AND m.customer_id = b.customer_id),
+uneven AS MATERIALIZED (SELECT * FROM customers WHERE balance <> moved),
 -- In the company's currency: 2200 there holds what the credits' balances
 -- and movements hold there (rows without company amounts count their own).
 company_totals AS (
@@ -264,8 +289,8 @@ flagged AS (
 	           CASE WHEN c.customer_id IS NOT NULL THEN format('customer %s has a credit of %s but its movements sum to %s',
 	                                                            c.customer_id, money[c.balance; t.currency], money[c.moved; t.currency]) END) AS detail
 	  FROM totals t
-	  LEFT JOIN LATERAL (SELECT * FROM documents d WHERE d.company_id = t.company_id AND d.currency = t.currency AND d.posted <> d.said
+	  LEFT JOIN LATERAL (SELECT * FROM differing d WHERE d.company_id = t.company_id AND d.currency = t.currency
 	                      ORDER BY d.day, d.source_type, d.source_id LIMIT 1) d ON true
-	  LEFT JOIN LATERAL (SELECT * FROM customers c WHERE c.company_id = t.company_id AND c.currency = t.currency AND c.balance <> c.moved
+	  LEFT JOIN LATERAL (SELECT * FROM uneven c WHERE c.company_id = t.company_id AND c.currency = t.currency
 	                      ORDER BY c.customer_id LIMIT 1) c ON true
 	 WHERE t.account <> t.credits OR t.moved <> t.credits OR d.source_id IS NOT NULL OR c.customer_id IS NOT NULL)`

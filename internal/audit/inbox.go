@@ -21,7 +21,10 @@ import (
 //     (null when the result has no such field).
 //
 // Both sides are matched on (company, command, ref) with hash anti-joins:
-// no per-row lookups, whatever the table sizes.
+// no per-row lookups, whatever the table sizes. Both are materialized, so
+// that the planner cannot turn an anti-join into a lookup per row, which
+// reads every key of a company (and parses its result) for each of its
+// documents.
 var effectsSQL = `
 WITH kinds (command, noun, field) AS (VALUES
 	('company.create', 'company', 'id'),
@@ -35,7 +38,7 @@ WITH kinds (command, noun, field) AS (VALUES
 	('customer_credit.apply', 'credit application', 'application_id'),
 	('customer_credit.refund', 'credit refund', 'refund_id'),
 	('webhook_endpoint.create', 'webhook endpoint', 'endpoint_id')),
-documents (company_id, command, ref, created_at) AS (
+documents (company_id, command, ref, created_at) AS MATERIALIZED (
 	SELECT id, 'company.create', id, created_at FROM companies WHERE ($1::text = '' OR id = $1)
 	UNION ALL
 	SELECT company_id, 'invoice.create', id::text, created_at FROM invoices WHERE ($1::text = '' OR company_id = $1)
@@ -56,7 +59,7 @@ documents (company_id, command, ref, created_at) AS (
 	  FROM customer_credit_movements WHERE kind IN ('application', 'refund') AND ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, 'webhook_endpoint.create', id::text, created_at FROM webhook_endpoints WHERE ($1::text = '' OR company_id = $1)),
-keys AS (
+keys AS MATERIALIZED (
 	SELECT i.company_id, i.idempotency_key, i.command, k.noun, k.field,
 	       nullif(i.outcome ->> k.field, '') AS ref
 	  FROM (` + successfulKeys + `) AS i JOIN kinds AS k ON k.command = i.command)`
