@@ -185,20 +185,52 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, codeInvalidRequest, msg, map[string]any{"path": r.URL.EscapedPath()})
 		return
 	}
+	if name, msg := badQuery(r.URL.Query()); msg != "" {
+		writeProblem(w, codeInvalidRequest, msg, map[string]any{"parameter": name})
+		return
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// badQuery says which query parameter holds what badText refuses, in its
+// name or a value. No parameter of the API takes such text, and the
+// database refuses some of it (NUL, bytes that are not UTF-8) in words
+// that are its own: it is refused here, before anything is read. The name
+// is returned %q-quoted when it is itself the bad text.
+func badQuery(q url.Values) (name, msg string) {
+	for k, vs := range q {
+		if m := badText(k); m != "" {
+			return fmt.Sprintf("%q", k), "A query parameter's name " + m
+		}
+		for _, v := range vs {
+			if m := badText(v); m != "" {
+				return k, "The query parameter " + k + " " + m
+			}
+		}
+	}
+	return "", ""
+}
+
+// badText says what is wrong with s as text a parameter may hold: bytes
+// that are not UTF-8, or control characters. Empty when nothing is.
+func badText(s string) string {
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8 once percent-decoded."
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return fmt.Sprintf("holds the control character %U once percent-decoded.", r)
+		}
+	}
+	return ""
 }
 
 // badPath says what is wrong with a request path, after percent-decoding,
 // that no route can take: bytes that are not UTF-8, or control characters
 // (NUL, LF, …). Empty when nothing is.
 func badPath(path string) string {
-	if !utf8.ValidString(path) {
-		return "The path is not valid UTF-8 once percent-decoded."
-	}
-	for _, r := range path {
-		if unicode.IsControl(r) {
-			return fmt.Sprintf("The path holds the control character %U once percent-decoded.", r)
-		}
+	if m := badText(path); m != "" {
+		return "The path " + m
 	}
 	return ""
 }
@@ -621,7 +653,10 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, fn func(context.Co
 	case errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22"):
 		// A value of the request the database cannot take (SQLSTATE
 		// class 22): the same request fails the same way every time.
-		writeProblem(w, codeInvalidRequest, "The request holds a value the books cannot be searched by: "+pgErr.Message+".", nil)
+		// The database's words stay in the log: they describe the
+		// database, not the request.
+		s.cfg.Logger.Info("read refused a value", "path", r.URL.Path, "sqlstate", pgErr.Code, "error", err)
+		writeProblem(w, codeInvalidRequest, "The request holds a value the books cannot be searched by.", nil)
 	case err != nil:
 		s.cfg.Logger.Warn("read failed", "path", r.URL.Path, "error", err)
 		writeProblem(w, ledger.CodeInternal, "The books could not be read; retry shortly.", nil)
