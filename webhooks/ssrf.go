@@ -23,18 +23,46 @@ var ErrForbiddenAddress = errors.New("webhook target address is not allowed")
 // forbidden are the ranges a webhook may not reach unless allowed: a URL
 // registered by a tenant must not become a way into the operator's network
 // (cloud metadata at 169.254.169.254, databases on 10.x, the worker itself).
+// IPv6 ranges that carry an IPv4 address, or hand the packet to a relay or
+// translator that reaches one, are refused whole: which IPv4 address they
+// end at depends on the relay, not on the URL. 6to4 is the exception (see
+// Allowed).
 var forbidden = func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range []string{
 		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
 		"192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
 		"224.0.0.0/4", "240.0.0.0/4",
-		"::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10", "ff00::/8",
+		"::/128", "::1/128", "::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64",
+		"2001::/32", "2001:db8::/32", "fc00::/7", "fe80::/10", "ff00::/8",
 	} {
 		out = append(out, netip.MustParsePrefix(s))
 	}
 	return out
 }()
+
+// rangeNames say what the IPv6 ranges that carry an IPv4 address are.
+var rangeNames = map[netip.Prefix]string{
+	netip.MustParsePrefix("::/96"):           "an IPv4-compatible IPv6 address (::/96, deprecated), which some systems route to the IPv4 address it holds",
+	netip.MustParsePrefix("::ffff:0:0:0/96"): "an IPv4-translated IPv6 address (::ffff:0:0:0/96)",
+	netip.MustParsePrefix("64:ff9b::/96"):    "a NAT64 address (64:ff9b::/96), which a translator turns into the IPv4 address it holds",
+	netip.MustParsePrefix("64:ff9b:1::/48"):  "a local-use NAT64 address (64:ff9b:1::/48), which a translator turns into an IPv4 address",
+	netip.MustParsePrefix("100::/64"):        "a discard-only address (100::/64)",
+	netip.MustParsePrefix("2001::/32"):       "a Teredo address (2001::/32), tunnelled through a relay to an IPv4 address",
+}
+
+// sixToFour is 6to4 (RFC 3056): the 32 bits after the prefix are the IPv4
+// address the packet is tunnelled to.
+var sixToFour = netip.MustParsePrefix("2002::/16")
+
+// sixToFourAddr is the IPv4 address a 6to4 address holds.
+func sixToFourAddr(addr netip.Addr) (netip.Addr, bool) {
+	if !addr.Is6() || !sixToFour.Contains(addr) {
+		return netip.Addr{}, false
+	}
+	b := addr.As16()
+	return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+}
 
 // AddressPolicy decides which addresses and ports webhook deliveries may
 // dial.
@@ -95,6 +123,14 @@ func (p AddressPolicy) portAllowed(port string) bool {
 	return slices.Contains(p.ports, uint16(n))
 }
 
+// validPort reports whether port (decimal, as in a URL) is one a
+// connection can be made to. A URL parser takes any digits: 0 and 99999
+// parse.
+func validPort(port string) bool {
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n > 0
+}
+
 // portList is the allowed ports, for messages.
 func (p AddressPolicy) portList() string {
 	s := make([]string, len(p.ports))
@@ -114,10 +150,21 @@ func (p AddressPolicy) Allowed(addr netip.Addr) bool {
 			return true
 		}
 	}
+	return public(addr)
+}
+
+// public reports whether addr is outside every forbidden range. A 6to4
+// address is as public as the IPv4 address it holds, whatever the policy
+// allows: allowing 127.0.0.0/8 allows the loopback interface, not a
+// tunnel to it.
+func public(addr netip.Addr) bool {
 	for _, f := range forbidden {
 		if f.Contains(addr) {
 			return false
 		}
+	}
+	if v4, ok := sixToFourAddr(addr); ok && !public(v4) {
+		return false
 	}
 	return addr.IsGlobalUnicast()
 }
@@ -149,6 +196,9 @@ func (p AddressPolicy) DialContext(timeout time.Duration) func(ctx context.Conte
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s", ErrForbiddenAddress, addr)
+		}
+		if !validPort(port) {
+			return nil, fmt.Errorf("%w: port %s is not a port from 1 to 65535", ErrForbiddenAddress, port)
 		}
 		// Checked here as well as at registration: the list may have
 		// shrunk since the endpoint was created.
@@ -183,6 +233,11 @@ func (p AddressPolicy) checkURL(field, raw string) *ledger.Error {
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
 	}
+	if !validPort(port) {
+		e := refuse("port %s is not a port from 1 to 65535", port)
+		e.Details["port"] = port
+		return e
+	}
 	if !p.portAllowed(port) {
 		e := refuse("port %s is not one webhook targets may use (%s, set by ONCELEDGER_WEBHOOK_ALLOW_PORTS)", port, p.portList())
 		e.Details["port"] = port
@@ -214,8 +269,14 @@ func (p AddressPolicy) checkURL(field, raw string) *ledger.Error {
 // rangeName says which forbidden range holds addr.
 func rangeName(addr netip.Addr) string {
 	addr = addr.WithZone("").Unmap()
+	if v4, ok := sixToFourAddr(addr); ok && !public(v4) {
+		return "a 6to4 address of " + v4.String() + ", which is " + rangeName(v4)
+	}
 	for _, f := range forbidden {
 		if f.Contains(addr) {
+			if name, ok := rangeNames[f]; ok {
+				return name
+			}
 			switch {
 			case addr.IsLoopback():
 				return "a loopback address (" + f.String() + ")"
