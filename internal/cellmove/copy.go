@@ -2,9 +2,11 @@ package cellmove
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -127,7 +129,7 @@ func copyCompanies(ctx context.Context, fromDB, toDB *pgxpool.Pool, companies []
 	if err != nil {
 		return nil, err
 	}
-	src, err := fromDB.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	src, err := lockOldSide(ctx, fromDB, companies)
 	if err != nil {
 		return nil, err
 	}
@@ -137,20 +139,8 @@ func copyCompanies(ctx context.Context, fromDB, toDB *pgxpool.Pool, companies []
 		return nil, err
 	}
 	defer dst.Rollback(context.WithoutCancel(ctx))
-	for _, tx := range []pgx.Tx{src, dst} {
-		// Times and numbers read back as written, whatever the servers'
-		// defaults.
-		if _, err := tx.Exec(ctx, `SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO, YMD'; SET LOCAL extra_float_digits = 1; SET LOCAL bytea_output = 'hex'`); err != nil {
-			return nil, err
-		}
-	}
-	// The first statement fixes the old side's snapshot: the locks are
-	// taken in it, so what is copied is what is deleted.
-	if _, err := src.Exec(ctx, `
-		WITH d AS (SELECT 1 FROM webhook_deliveries WHERE company_id = ANY($1) AND status IN ('pending', 'delivering') FOR UPDATE),
-		     p AS (SELECT 1 FROM outbox_pending WHERE event_id IN (SELECT id FROM outbox_events WHERE company_id = ANY($1)) FOR UPDATE)
-		SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM p)`, companies); err != nil {
-		return nil, fmt.Errorf("lock the companies' pending deliveries and events in the old cell: %w", err)
+	if _, err := dst.Exec(ctx, sessionForCopy); err != nil {
+		return nil, err
 	}
 	if _, err := dst.Exec(ctx, `SET LOCAL onceledger.copying_rows = 'on'`); err != nil {
 		return nil, err
@@ -213,6 +203,47 @@ func copyCompanies(ctx context.Context, fromDB, toDB *pgxpool.Pool, companies []
 		return out, fmt.Errorf("the copy is committed; the old cell's deliveries and relay queue of the companies were not removed: %w", err)
 	}
 	return out, nil
+}
+
+// sessionForCopy makes times and numbers read back as written, whatever
+// the servers' defaults.
+const sessionForCopy = `SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO, YMD'; SET LOCAL extra_float_digits = 1; SET LOCAL bytea_output = 'hex'`
+
+// lockOldSide begins the old side's repeatable-read transaction of the
+// copy and locks the companies' pending deliveries and relay queue rows
+// in its first statement, which fixes its snapshot: what is copied is
+// what is deleted. The relay and the dispatcher keep changing those rows
+// meanwhile; one changed after the snapshot was taken cannot be locked in
+// it (SQLSTATE 40001), and the transaction is begun again, a few times.
+func lockOldSide(ctx context.Context, fromDB *pgxpool.Pool, companies []string) (pgx.Tx, error) {
+	const tries = 8
+	for try := 1; ; try++ {
+		src, err := fromDB.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := src.Exec(ctx, sessionForCopy); err != nil {
+			src.Rollback(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		_, err = src.Exec(ctx, `
+			WITH d AS (SELECT 1 FROM webhook_deliveries WHERE company_id = ANY($1) AND status IN ('pending', 'delivering') FOR UPDATE),
+			     p AS (SELECT 1 FROM outbox_pending WHERE event_id IN (SELECT id FROM outbox_events WHERE company_id = ANY($1)) FOR UPDATE)
+			SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM p)`, companies)
+		if err == nil {
+			return src, nil
+		}
+		src.Rollback(context.WithoutCancel(ctx))
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "40001" || try == tries {
+			return nil, fmt.Errorf("lock the companies' pending deliveries and events in the old cell: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(try) * 20 * time.Millisecond):
+		}
+	}
 }
 
 // pipe streams a COPY TO of one connection into a COPY FROM of another.
