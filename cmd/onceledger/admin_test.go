@@ -216,11 +216,11 @@ func TestAdminDeadLetters(t *testing.T) {
 		}
 	}
 	// Malformed JSON whose producer hears the refusal: answered, and done.
-	refused, err := nc.SubscribeSync("test.refused")
+	refused, err := nc.SubscribeSync("_INBOX.test.refused")
 	if err != nil {
 		t.Fatal(err)
 	}
-	publish("ledger.cmd.acme.invoice.create", map[string]string{protocol.HeaderIdempotencyKey: "bad-0", protocol.HeaderReplyTo: "test.refused"}, `{"order_id":`)
+	publish("ledger.cmd.acme.invoice.create", map[string]string{protocol.HeaderIdempotencyKey: "bad-0", protocol.HeaderReplyTo: "_INBOX.test.refused"}, `{"order_id":`)
 	if m, err := refused.NextMsg(10 * time.Second); err != nil || !strings.Contains(string(m.Data), string(ledger.CodeInvalidCommand)) {
 		t.Fatalf("the refusal of an answerable malformed command: %v", err)
 	}
@@ -240,7 +240,7 @@ func TestAdminDeadLetters(t *testing.T) {
 	for i := range 2 {
 		publish("ledger.dlq.cmd.acme.invoice.create", map[string]string{
 			protocol.HeaderIdempotencyKey:   "order-7-invoice",
-			protocol.HeaderReplyTo:          "test.replies",
+			protocol.HeaderReplyTo:          "_INBOX.test.replies",
 			protocol.HeaderDeadLetterCode:   "internal",
 			protocol.HeaderDeadLetterReason: "still failing after 20 deliveries: connection refused",
 			protocol.HeaderOriginalSubject:  "ledger.cmd.acme.invoice.create",
@@ -280,7 +280,7 @@ func TestAdminDeadLetters(t *testing.T) {
 		t.Fatalf("dlq show 2: %+v", shown)
 	}
 
-	replies, err := nc.SubscribeSync("test.replies")
+	replies, err := nc.SubscribeSync("_INBOX.test.replies")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -338,8 +338,8 @@ func (s *Subscriber) settle(ctx context.Context, d *Delivery, decision Settlemen
 	}
 	span.End()
 	replyTo := d.Msg.Headers().Get(protocol.HeaderReplyTo)
-	if replyTo != "" && !protocol.ReplySubjectAllowed(replyTo) {
-		log.Warn("result not sent: Reply-To is a subject of the server or of onceledger", "reply_to", replyTo)
+	if reason := protocol.ReplyRefusal(d.Msg.Subject(), replyTo); reason != "" {
+		log.Warn("result not sent: "+reason+"; the producer can ask the result lookup", "reply_to", replyTo)
 	} else if replyTo != "" && decision.Reply != nil && s.nc != nil {
 		if err := s.nc.Publish(replyTo, decision.Reply); err != nil {
 			log.Warn("sending result to Reply-To failed; the producer can ask the result lookup", "reply_to", replyTo, "error", err)

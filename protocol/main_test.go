@@ -1,0 +1,9 @@
+package protocol_test
+
+import (
+	"testing"
+
+	"github.com/onceledger/onceledger/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
