@@ -22,6 +22,9 @@ const (
 	// codeMisdirected: the token's company is served by another cell,
 	// named in the problem's cell member.
 	codeMisdirected ledger.Code = "misdirected_request"
+	// codeRateLimited: too many requests of a kind that has a limit (test
+	// events of one webhook endpoint); Retry-After says when to try again.
+	codeRateLimited ledger.Code = "rate_limited"
 )
 
 // statusOf maps an error code to its HTTP status.
@@ -43,6 +46,8 @@ func statusOf(code ledger.Code) int {
 		return http.StatusMisdirectedRequest
 	case codeTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case codeRateLimited:
+		return http.StatusTooManyRequests
 	case ledger.CodeIdempotencyKeyReused:
 		return http.StatusUnprocessableEntity
 	case ledger.CodeInternal:
@@ -69,6 +74,7 @@ var titles = map[ledger.Code]string{
 	codeInvalidRequest:                "Invalid request",
 	codeRequestTimeout:                "Request timeout",
 	codeMisdirected:                   "Misdirected request",
+	codeRateLimited:                   "Too many requests",
 }
 
 // retryAfter is the Retry-After of retryable problems, in seconds.
@@ -99,7 +105,7 @@ func newProblem(code ledger.Code, detail string, details map[string]any) problem
 		Status:    statusOf(code),
 		Detail:    detail,
 		Code:      code,
-		Retryable: code.Retryable() || code == codeRequestTimeout,
+		Retryable: code.Retryable() || code == codeRequestTimeout || code == codeRateLimited,
 		Details:   details,
 	}
 }

@@ -557,7 +557,7 @@ func (s *Server) webhookEndpoints(w http.ResponseWriter, r *http.Request, compan
 // with the delivery of a new webhook.test event to the endpoint (see
 // webhooks.SendTest). It is not a command: it changes nothing in the
 // books, so it takes no Idempotency-Key, and each request sends one more
-// test event.
+// test event, up to webhooks.TestsPerWindow a window (429 beyond).
 func (s *Server) testWebhookEndpoint(w http.ResponseWriter, r *http.Request, company string) {
 	ref := r.PathValue("endpoint")
 	notFound := func() {
@@ -571,11 +571,17 @@ func (s *Server) testWebhookEndpoint(w http.ResponseWriter, r *http.Request, com
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	d, err := webhooks.SendTest(ctx, s.pool, company, id)
+	var limited *webhooks.TestLimitError
 	switch {
 	case errors.Is(err, webhooks.ErrEndpointNotFound):
 		notFound()
 	case errors.Is(err, webhooks.ErrEndpointDisabled):
 		writeProblem(w, ledger.CodeConflict, fmt.Sprintf("Webhook endpoint %s is disabled; enable it (webhook_endpoint.update with enable) to test it.", id), map[string]any{"endpoint_id": ref})
+	case errors.As(err, &limited):
+		seconds := int(limited.RetryAfter / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(seconds))
+		writeProblem(w, codeRateLimited, fmt.Sprintf("Webhook endpoint %s was sent %d test events in the last %s; send the next in %d s.", id, webhooks.TestsPerWindow, webhooks.TestWindow, seconds),
+			map[string]any{"endpoint_id": ref, "limit": webhooks.TestsPerWindow, "window_seconds": int(webhooks.TestWindow / time.Second), "retry_after_seconds": seconds})
 	case err != nil:
 		s.cfg.Logger.Warn("sending a test webhook failed", "company", company, "endpoint_id", id, "error", err)
 		writeProblem(w, ledger.CodeInternal, "The test event could not be written; retry shortly.", nil)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -24,7 +25,33 @@ var (
 	// ErrEndpointDisabled is returned for a test of a disabled endpoint,
 	// which the dispatcher would never attempt.
 	ErrEndpointDisabled = errors.New("webhook endpoint is disabled")
+	// ErrTooManyTests is matched by a *TestLimitError.
+	ErrTooManyTests = errors.New("too many test events for the webhook endpoint")
 )
+
+// TestsPerWindow test events may be sent to one endpoint in any
+// TestWindow, whoever sends them (API, portal, operators) and through
+// whichever worker: enough to try a receiver by hand, too few to make the
+// worker a way of flooding someone's address.
+const (
+	TestsPerWindow = 10
+	TestWindow     = time.Minute
+)
+
+// TestLimitError refuses a test event beyond TestsPerWindow.
+type TestLimitError struct {
+	// RetryAfter is when the oldest test event of the window leaves it,
+	// from now; at least a second.
+	RetryAfter time.Duration
+}
+
+func (e *TestLimitError) Error() string {
+	return fmt.Sprintf("%d test events were sent to the webhook endpoint in the last %s; send the next in %s",
+		TestsPerWindow, TestWindow, e.RetryAfter)
+}
+
+// Is makes a *TestLimitError match ErrTooManyTests.
+func (e *TestLimitError) Is(target error) bool { return target == ErrTooManyTests }
 
 // TestEvent is the data of a webhook.test event.
 type TestEvent struct {
@@ -45,7 +72,9 @@ type TestEvent struct {
 // change to the books, so it has no idempotency key. The event is also an
 // event of the company's stream like any other (it takes the next
 // sequence), so that stream has no gap where it was. With company empty
-// the endpoint may be any company's (for operators).
+// the endpoint may be any company's (for operators). Beyond TestsPerWindow
+// in a TestWindow it is a *TestLimitError, counted in the database so
+// that the limit holds across workers.
 func SendTest(ctx context.Context, pool *pgxpool.Pool, company string, endpoint uuid.UUID) (Delivery, error) {
 	return SendTestOf(ctx, pool, company, endpoint, "", nil)
 }
@@ -59,7 +88,7 @@ func SendTestOf(ctx context.Context, pool *pgxpool.Pool, company string, endpoin
 		var status string
 		err := tx.QueryRow(ctx, `
 			SELECT company_id, status FROM webhook_endpoints
-			 WHERE id = $1 AND ($2 = '' OR company_id = $2) FOR SHARE`, endpoint, company).Scan(&d.Company, &status)
+			 WHERE id = $1 AND ($2 = '' OR company_id = $2) FOR NO KEY UPDATE`, endpoint, company).Scan(&d.Company, &status)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrEndpointNotFound
 		}
@@ -68,6 +97,9 @@ func SendTestOf(ctx context.Context, pool *pgxpool.Pool, company string, endpoin
 		}
 		if status != "enabled" {
 			return ErrEndpointDisabled
+		}
+		if err := checkTestLimit(ctx, tx, d.Company, endpoint); err != nil {
+			return err
 		}
 		data := TestEvent{
 			EndpointID: endpoint.String(),
@@ -101,7 +133,7 @@ func SendTestOf(ctx context.Context, pool *pgxpool.Pool, company string, endpoin
 			Scan(&d.ID, &d.Status, &d.Attempts, &d.NextAttemptAt, &d.CreatedAt)
 	})
 	if err != nil {
-		if errors.Is(err, ErrEndpointNotFound) || errors.Is(err, ErrEndpointDisabled) {
+		if errors.Is(err, ErrEndpointNotFound) || errors.Is(err, ErrEndpointDisabled) || errors.Is(err, ErrTooManyTests) {
 			return Delivery{}, err
 		}
 		return Delivery{}, fmt.Errorf("send a test event: %w", err)
@@ -112,4 +144,39 @@ func SendTestOf(ctx context.Context, pool *pgxpool.Pool, company string, endpoin
 		return Delivery{}, fmt.Errorf("send a test event: %w", err)
 	}
 	return d, nil
+}
+
+// checkTestLimit refuses a test event to endpoint beyond TestsPerWindow.
+// The caller holds the endpoint's row locked, so tests of one endpoint are
+// counted one after the other. The count reads the company's deliveries
+// of the window only: event IDs are UUIDv7, ordered by the time they were
+// made, and the index on (company_id, event_id, endpoint_id) starts there;
+// the margin covers clocks of workers that disagree.
+func checkTestLimit(ctx context.Context, tx pgx.Tx, company string, endpoint uuid.UUID) error {
+	from := uuidAt(time.Now().Add(-2 * TestWindow))
+	var n int
+	var wait time.Duration
+	err := tx.QueryRow(ctx, `
+		SELECT count(*), coalesce(min(e.created_at) + $4::interval - now(), '0s')
+		  FROM webhook_deliveries d JOIN outbox_events e ON e.id = d.event_id
+		 WHERE d.company_id = $1 AND d.event_id >= $2 AND d.endpoint_id = $3
+		   AND e.type = $5 AND e.created_at > now() - $4::interval`,
+		company, from, endpoint, TestWindow, EventTest).Scan(&n, &wait)
+	if err != nil {
+		return fmt.Errorf("count test events: %w", err)
+	}
+	if n < TestsPerWindow {
+		return nil
+	}
+	return &TestLimitError{RetryAfter: max(wait.Round(time.Second), time.Second)}
+}
+
+// uuidAt is the smallest UUIDv7 of t's millisecond.
+func uuidAt(t time.Time) uuid.UUID {
+	var u uuid.UUID
+	ms := uint64(t.UnixMilli())
+	for i := range 6 {
+		u[i] = byte(ms >> (8 * (5 - i)))
+	}
+	return u
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"strconv"
@@ -487,11 +488,15 @@ func (p *Portal) sendTest(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	p.once(w, r, s, back, func(ctx context.Context) (string, error) {
 		d, err := webhooks.SendTestOf(ctx, p.cfg.Pool, s.Company, id, exampleOf, example)
+		var limited *webhooks.TestLimitError
 		switch {
 		case errors.Is(err, webhooks.ErrEndpointNotFound):
 			return "", notFound("There is no such endpoint.")
 		case errors.Is(err, webhooks.ErrEndpointDisabled):
 			return "", &problem{http.StatusConflict, "The endpoint is disabled: enable it to test it."}
+		case errors.As(err, &limited):
+			return "", &problem{http.StatusTooManyRequests, fmt.Sprintf("The endpoint was sent %d test events in the last %s: send the next in %s.",
+				webhooks.TestsPerWindow, webhooks.TestWindow, limited.RetryAfter)}
 		case err != nil:
 			return "", err
 		}
