@@ -352,6 +352,9 @@ type call struct {
 	// own is set once JetStream stored a message of this call, not
 	// dropped as a duplicate: the worker will answer it.
 	own bool
+	// dropped is set while the last publish was dropped as a duplicate
+	// of a message this call has not seen stored (see run).
+	dropped bool
 
 	publishes int
 	pauses    int
@@ -386,6 +389,7 @@ func (cl *call) run(ctx context.Context) (protocol.Result, error) {
 			}
 			publish, confirm = false, false
 			cl.own = cl.own || !dup
+			cl.dropped = dup && !cl.own
 			if !dup {
 				if res, done, err := cl.wait(ctx, cl.c.cfg.AttemptTimeout); done || err != nil {
 					return res, err
@@ -415,6 +419,19 @@ func (cl *call) run(ctx context.Context) (protocol.Result, error) {
 			publish = cl.retry
 		case pending:
 			publish = cl.retry
+			if cl.dropped {
+				// JetStream dropped the message as a duplicate, yet no
+				// command holds or has stored the key: the message ID is
+				// another message's. Message IDs are headers, which NATS
+				// permissions do not check, so a producer of another
+				// company can take the ID of a command it can predict
+				// and keep it from ever being stored. Sent again under a
+				// message ID of its own, which nobody can predict, the
+				// command is stored; if the ID was held by this command's
+				// own earlier message, still queued, the worker answers
+				// the second one from the inbox.
+				publish, confirm = true, true
+			}
 		}
 		if res, done, err := cl.wait(ctx, cl.c.backoff(cl.pauses)); done || err != nil {
 			return res, err
@@ -423,8 +440,9 @@ func (cl *call) run(ctx context.Context) (protocol.Result, error) {
 	}
 }
 
-// publish sends the command once. A confirming publish gets a message ID of
-// its own, so JetStream does not drop it as a duplicate.
+// publish sends the command once. A confirming publish, and one sent again
+// after its message ID was taken, gets a message ID of its own, so
+// JetStream does not drop it as a duplicate.
 func (cl *call) publish(ctx context.Context, confirm bool) (duplicate bool, err error) {
 	id := cl.msgID
 	if confirm {
