@@ -79,9 +79,9 @@ func (s *Server) portalLink(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, codeInvalidRequest, "With an operator token, company names the company whose portal the link opens.", map[string]any{"parameter": "company"})
 			return
 		}
-		company, by = req.Company, "operator token "+op.ID.String()
+		company, by = req.Company, portal.ByOperatorToken(op.ID)
 	} else {
-		c, err := authenticate(r.Context(), s.pool, token)
+		c, id, err := tokenOf(r.Context(), s.pool, token)
 		if errors.Is(err, errBadToken) {
 			unauthorized()
 			return
@@ -95,7 +95,7 @@ func (s *Server) portalLink(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, codeInvalidRequest, "An API token makes links into its own company's portal only.", map[string]any{"parameter": "company"})
 			return
 		}
-		company, by = c, "API token"
+		company, by = c, portal.ByAPIToken(id)
 	}
 	ttl := time.Duration(req.ExpiresIn) * time.Second
 	if req.ExpiresIn != 0 && (ttl < time.Minute || ttl > portal.MaxLinkTTL) {

@@ -88,7 +88,9 @@ func ListTokens(ctx context.Context, db DB, company string) ([]Token, error) {
 	return tokens, nil
 }
 
-// RevokeToken revokes a token; requests with it are refused from then on.
+// RevokeToken revokes a token; requests with it are refused from then on,
+// and so are the portal links it made and the portal sessions opened with
+// it or with them.
 // Revoking a revoked token changes nothing.
 func RevokeToken(ctx context.Context, db DB, id uuid.UUID) (Token, error) {
 	t, err := scanToken(db.QueryRow(ctx, `
@@ -108,8 +110,14 @@ var errBadToken = errors.New("unknown or revoked token")
 
 // authenticate returns the company token acts for.
 func authenticate(ctx context.Context, db DB, token string) (string, error) {
+	company, _, err := tokenOf(ctx, db, token)
+	return company, err
+}
+
+// tokenOf returns the company token acts for and the token's ID.
+func tokenOf(ctx context.Context, db DB, token string) (string, uuid.UUID, error) {
 	if !bearer.Shaped(token, TokenPrefix) {
-		return "", errBadToken
+		return "", uuid.Nil, errBadToken
 	}
 	var id uuid.UUID
 	var company string
@@ -117,17 +125,17 @@ func authenticate(ctx context.Context, db DB, token string) (string, error) {
 	err := db.QueryRow(ctx, `SELECT id, company_id, last_used_at FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL`,
 		bearer.Hash(token)).Scan(&id, &company, &lastUsed)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", errBadToken
+		return "", uuid.Nil, errBadToken
 	}
 	if err != nil {
-		return "", fmt.Errorf("look up API token: %w", err)
+		return "", uuid.Nil, fmt.Errorf("look up API token: %w", err)
 	}
 	// Operators see when a token was last used; once a minute is precise
 	// enough and keeps reads from writing on every request.
 	if lastUsed == nil || time.Since(*lastUsed) > time.Minute {
 		if _, err := db.Exec(ctx, `UPDATE api_tokens SET last_used_at = now() WHERE id = $1`, id); err != nil {
-			return "", fmt.Errorf("record API token use: %w", err)
+			return "", uuid.Nil, fmt.Errorf("record API token use: %w", err)
 		}
 	}
-	return company, nil
+	return company, id, nil
 }

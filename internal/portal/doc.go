@@ -19,8 +19,12 @@
 //     cookie (HttpOnly, SameSite=Strict, Secure over TLS) of which only
 //     the SHA-256 is stored; every POST carries the session's CSRF token
 //     and is refused with 403 without it; the console's security headers
-//     and embedded assets. A session opened with an API token ends when
-//     the token is revoked.
+//     and embedded assets. A session opened with an API token, or by a
+//     link made with one, ends when the token is revoked.
+//   - A link made with a token (ByAPIToken, ByOperatorToken) opens
+//     nothing once that token is revoked. A session opened by an
+//     operator's link lasts its SessionTTL: revoking the operator's token
+//     stops its unopened links, not that session.
 //   - Every change to an endpoint is a webhook_endpoint.* command sent
 //     through the command pipeline under the Idempotency-Key its form
 //     carries, made once when the form is rendered: submitting a form

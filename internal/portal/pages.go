@@ -82,7 +82,7 @@ func (p *Portal) signinPage(w http.ResponseWriter, r *http.Request, status int, 
 
 // signedIn starts a session of company and sends the browser to the
 // endpoints.
-func (p *Portal) signedIn(w http.ResponseWriter, r *http.Request, company string, tokenID uuid.UUID) {
+func (p *Portal) signedIn(w http.ResponseWriter, r *http.Request, company string, tokenID uuid.UUID, byLink bool) {
 	id, err := p.startSession(r.Context(), company, tokenID)
 	if err != nil {
 		p.fail(w, r, nil, err)
@@ -90,7 +90,7 @@ func (p *Portal) signedIn(w http.ResponseWriter, r *http.Request, company string
 	}
 	p.setCookie(w, r, signinCookie, "", -1)
 	p.setCookie(w, r, sessionCookie, id, int(p.cfg.SessionTTL/time.Second))
-	p.cfg.Logger.Info("portal sign-in", "company", company, "by_link", tokenID == uuid.Nil)
+	p.cfg.Logger.Info("portal sign-in", "company", company, "by_link", byLink)
 	http.Redirect(w, r, basePath+"/", http.StatusSeeOther)
 }
 
@@ -118,7 +118,7 @@ func (p *Portal) signin(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, nil, err)
 		return
 	}
-	p.signedIn(w, r, company, tokenID)
+	p.signedIn(w, r, company, tokenID, false)
 }
 
 // linkForm answers the opening of a link with a button that uses it: a
@@ -139,16 +139,20 @@ func (p *Portal) openLink(w http.ResponseWriter, r *http.Request) {
 	if !p.signinChecked(w, r) {
 		return
 	}
-	company, err := p.useLink(r.Context(), r.PostFormValue("token"))
+	company, tokenID, err := p.useLink(r.Context(), r.PostFormValue("token"))
 	if errors.Is(err, errBadCredential) {
 		p.render(w, http.StatusUnauthorized, "error", nil, errorPage{Title: "Unauthorized", Message: "This portal link is unknown, expired or already used: ask for a new one."})
+		return
+	}
+	if errors.Is(err, errRevokedMaker) {
+		p.render(w, http.StatusUnauthorized, "error", nil, errorPage{Title: "Unauthorized", Message: "The token this portal link was made with has been revoked: ask for a new link."})
 		return
 	}
 	if err != nil {
 		p.fail(w, r, nil, err)
 		return
 	}
-	p.signedIn(w, r, company, uuid.Nil)
+	p.signedIn(w, r, company, tokenID, true)
 }
 
 func (p *Portal) signout(w http.ResponseWriter, r *http.Request, s *session) {

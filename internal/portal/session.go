@@ -54,9 +54,22 @@ type Link struct {
 // ErrLinkTTL is returned by CreateLink for a lifetime out of range.
 var ErrLinkTTL = fmt.Errorf("a portal link lasts from 1 minute to %s", MaxLinkTTL)
 
+// ByAPIToken and ByOperatorToken are the createdBy of a link made with
+// a token: the link opens nothing once that token is revoked, and a
+// session opened by a link of an API token ends when the token is
+// revoked.
+func ByAPIToken(id uuid.UUID) string      { return byAPIToken + id.String() }
+func ByOperatorToken(id uuid.UUID) string { return byOperatorToken + id.String() }
+
+const (
+	byAPIToken      = "API token "
+	byOperatorToken = "operator token "
+)
+
 // CreateLink stores a new link into company's portal, valid for ttl
 // (DefaultLinkTTL when 0), and returns it. createdBy says who asked for
-// it (an API token or operator token ID), for the record.
+// it: ByAPIToken or ByOperatorToken, which tie the link to the token, or
+// another text, for the record only.
 func CreateLink(ctx context.Context, db bearer.DB, company, createdBy string, ttl time.Duration) (Link, error) {
 	if ttl == 0 {
 		ttl = DefaultLinkTTL
@@ -88,24 +101,63 @@ func CreateLink(ctx context.Context, db bearer.DB, company, createdBy string, tt
 // errBadCredential: an unknown, revoked, expired or used token or link.
 var errBadCredential = errors.New("unknown, revoked, expired or used token")
 
-// useLink marks the link token as used and returns its company.
-func (p *Portal) useLink(ctx context.Context, token string) (string, error) {
+// errRevokedMaker: a link whose token was revoked after it made it.
+var errRevokedMaker = errors.New("the token that made the link is revoked")
+
+// useLink marks the link token as used and returns its company and, for
+// a link made with an API token, that token's ID, which the session keeps
+// so that it ends with the token. A link whose token is revoked is
+// errRevokedMaker and stays unused.
+func (p *Portal) useLink(ctx context.Context, token string) (string, uuid.UUID, error) {
 	token = strings.TrimSpace(token)
 	if !bearer.Shaped(token, LinkPrefix) {
-		return "", errBadCredential
+		return "", uuid.Nil, errBadCredential
 	}
 	var company string
-	err := p.cfg.Pool.QueryRow(ctx, `
-		UPDATE portal_links SET used_at = now()
-		 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
-		RETURNING company_id`, bearer.Hash(token)).Scan(&company)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", errBadCredential
+	var apiToken uuid.UUID
+	err := pgx.BeginFunc(ctx, p.cfg.Pool, func(tx pgx.Tx) error {
+		var by string
+		err := tx.QueryRow(ctx, `
+			SELECT company_id, created_by FROM portal_links
+			 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now() FOR UPDATE`, bearer.Hash(token)).Scan(&company, &by)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errBadCredential
+		}
+		if err != nil {
+			return err
+		}
+		table, rest := "", ""
+		if r, ok := strings.CutPrefix(by, byAPIToken); ok {
+			table, rest = "api_tokens", r
+		} else if r, ok := strings.CutPrefix(by, byOperatorToken); ok {
+			table, rest = "operator_tokens", r
+		}
+		if table != "" {
+			id, _ := uuid.Parse(rest)
+			if table == "api_tokens" {
+				apiToken = id
+			}
+			// A token is revoked, never deleted; a missing one is as good
+			// as revoked.
+			var live bool
+			err := tx.QueryRow(ctx, `SELECT revoked_at IS NULL FROM `+table+` WHERE id = $1`, id).Scan(&live)
+			if errors.Is(err, pgx.ErrNoRows) || err == nil && !live {
+				return errRevokedMaker
+			}
+			if err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `UPDATE portal_links SET used_at = now() WHERE token_hash = $1`, bearer.Hash(token))
+		return err
+	})
+	if errors.Is(err, errBadCredential) || errors.Is(err, errRevokedMaker) {
+		return "", uuid.Nil, err
 	}
 	if err != nil {
-		return "", fmt.Errorf("use portal link: %w", err)
+		return "", uuid.Nil, fmt.Errorf("use portal link: %w", err)
 	}
-	return company, nil
+	return company, apiToken, nil
 }
 
 // apiToken returns the company and ID of a live API token.
@@ -129,7 +181,9 @@ func (p *Portal) apiToken(ctx context.Context, token string) (string, uuid.UUID,
 }
 
 // startSession stores a new session of company and returns the cookie
-// value. tokenID is the API token it signed in with (uuid.Nil for a link).
+// value. tokenID is the API token it signed in with, or that made the
+// link it was opened by; uuid.Nil for a link of an operator: the session
+// ends when that token is revoked.
 func (p *Portal) startSession(ctx context.Context, company string, tokenID uuid.UUID) (string, error) {
 	id, err := bearer.Random(32)
 	if err != nil {
