@@ -15,6 +15,18 @@ import (
 // ErrDeliveryNotFound is returned for an unknown delivery ID.
 var ErrDeliveryNotFound = errors.New("webhook delivery not found")
 
+// ErrDeliveryBusy is matched by the error of a replay of a delivery that
+// is being attempted.
+var ErrDeliveryBusy = errors.New("webhook delivery is being attempted")
+
+type busyError struct{ id uuid.UUID }
+
+func (e busyError) Error() string {
+	return fmt.Sprintf("delivery %s is being attempted right now; replay it once the attempt ends", e.id)
+}
+
+func (e busyError) Is(target error) bool { return target == ErrDeliveryBusy }
+
 // ReplayDelivery makes one delivery due again now, whatever its status,
 // with a fresh retry schedule. The event ID and body stay the same.
 func ReplayDelivery(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) error {
@@ -27,10 +39,14 @@ func ReplayDelivery(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) error
 	}
 	if tag.RowsAffected() == 0 {
 		var status string
-		if err := pool.QueryRow(ctx, `SELECT status FROM webhook_deliveries WHERE id = $1`, id).Scan(&status); errors.Is(err, pgx.ErrNoRows) {
+		err := pool.QueryRow(ctx, `SELECT status FROM webhook_deliveries WHERE id = $1`, id).Scan(&status)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("%w: %s", ErrDeliveryNotFound, id)
+		case err != nil:
+			return fmt.Errorf("replay delivery: %w", err)
 		}
-		return fmt.Errorf("delivery %s is being attempted right now; replay it once the attempt ends", id)
+		return busyError{id}
 	}
 	return notify(ctx, pool)
 }

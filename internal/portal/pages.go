@@ -525,7 +525,7 @@ func (p *Portal) replayDelivery(w http.ResponseWriter, r *http.Request, s *sessi
 	}
 	p.once(w, r, s, back, func(ctx context.Context) (string, error) {
 		if err := webhooks.ReplayDelivery(ctx, p.cfg.Pool, d.ID); err != nil {
-			if !errors.Is(err, webhooks.ErrDeliveryNotFound) {
+			if errors.Is(err, webhooks.ErrDeliveryBusy) {
 				return "", &problem{http.StatusConflict, err.Error()}
 			}
 			return "", err
