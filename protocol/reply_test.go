@@ -192,3 +192,11 @@ func TestReplyToOutsideTheCompanysSpaceIsNotAnswered(t *testing.T) {
 	case <-time.After(time.Second):
 	}
 }
+
+func BenchmarkReplyRefusal(b *testing.B) {
+	for range b.N {
+		if r := protocol.ReplyRefusal("ledger.cmd.acme.invoice.create", "_INBOX_acme.abcdefghijklmnop.1"); r != "" {
+			b.Fatal(r)
+		}
+	}
+}
