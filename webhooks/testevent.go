@@ -148,19 +148,20 @@ func SendTestOf(ctx context.Context, pool *pgxpool.Pool, company string, endpoin
 
 // checkTestLimit refuses a test event to endpoint beyond TestsPerWindow.
 // The caller holds the endpoint's row locked, so tests of one endpoint are
-// counted one after the other. The count reads the company's deliveries
-// of the window only: event IDs are UUIDv7, ordered by the time they were
-// made, and the index on (company_id, event_id, endpoint_id) starts there;
-// the margin covers clocks of workers that disagree.
+// counted one after the other. Event IDs are UUIDv7, ordered by the time
+// they were made, so both tables are read by their indexes from the IDs
+// of the window and 10 s before it, never further back: the cost is that
+// of the events of the last 70 s, not of the history. A worker whose clock
+// is more than 10 s behind makes test events the count misses.
 func checkTestLimit(ctx context.Context, tx pgx.Tx, company string, endpoint uuid.UUID) error {
-	from := uuidAt(time.Now().Add(-2 * TestWindow))
+	from := uuidAt(time.Now().Add(-TestWindow - 10*time.Second))
 	var n int
 	var wait time.Duration
 	err := tx.QueryRow(ctx, `
 		SELECT count(*), coalesce(min(e.created_at) + $4::interval - now(), '0s')
 		  FROM webhook_deliveries d JOIN outbox_events e ON e.id = d.event_id
 		 WHERE d.company_id = $1 AND d.event_id >= $2 AND d.endpoint_id = $3
-		   AND e.type = $5 AND e.created_at > now() - $4::interval`,
+		   AND e.id >= $2 AND e.type = $5 AND e.created_at > now() - $4::interval`,
 		company, from, endpoint, TestWindow, EventTest).Scan(&n, &wait)
 	if err != nil {
 		return fmt.Errorf("count test events: %w", err)
