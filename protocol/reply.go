@@ -137,13 +137,16 @@ func ReplyRefusal(subject, replyTo string) string {
 	if replyTo == "" {
 		return ""
 	}
+	// The company token is taken as it stands, valid or not: a malformed
+	// command is answered with its refusal, and the token is still the
+	// one the producer's permissions let it publish on.
 	company, ok := strings.CutPrefix(subject, ResultSubjectPrefix)
 	if !ok {
-		c, _, err := ParseCommandSubject(subject)
-		if err != nil {
+		rest, cmd := strings.CutPrefix(ProducerSubject(subject), CommandSubjectPrefix)
+		company, _, _ = strings.Cut(rest, ".")
+		if !cmd || company == "" {
 			return "the company of " + subject + " is unknown"
 		}
-		company = c
 	}
 	p, err := ReplyPolicyFromEnv()
 	if err != nil {

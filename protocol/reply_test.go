@@ -103,6 +103,11 @@ func TestReplyRefusal(t *testing.T) {
 		{"ledger.result.acme", "_INBOX_beta.x", false},
 		{"ledger.cmd.acme.invoice.create", "", true},
 		{"elsewhere", "_INBOX_acme.x", false},
+		{"ledger.cmd.", "_INBOX.x", false},
+		// Malformed commands are answered with their refusal.
+		{"ledger.cmd.acme", "_INBOX_acme.x", true},
+		{"ledger.cmd.ACME.invoice.create", "_INBOX.x", true},
+		{"ledger.cmd.ACME.invoice.create", "_INBOX_acme.x", false},
 	} {
 		if got := protocol.ReplyRefusal(c.subject, c.replyTo); (got == "") != c.allowed {
 			t.Errorf("%s answered on %q: refusal %q", c.subject, c.replyTo, got)
