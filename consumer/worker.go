@@ -251,6 +251,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if c := w.cfg.Cell; c != nil {
 		dls, serves = deadletter.NewCellStream(w.js, c.Name), c.Serves
 	}
+	dls.WithBudget(w.cfg.Streams.DeadLetterStream, w.cfg.Streams.DeadLetterBudget)
 	failed := deadletter.Policy(dls, w.cfg.Streams.MaxDeliver, subCfg.Backoff, log, quiet, func(ctx context.Context, command string) {
 		w.cfg.Metrics.count(command, outcomeDeadLettered)
 		trace.SpanFromContext(ctx).SetAttributes(attrOutcome.String(outcomeDeadLettered))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -28,6 +29,46 @@ const maxReasonLen = 2048
 type Stream struct {
 	js   jetstream.JetStream
 	cell string
+	// name and budget: see WithBudget.
+	name   string
+	budget int
+	// counting makes a count and the publish after it one step, so that
+	// a burst of dead letters in one worker does not pass the budget
+	// together; workers apart may each pass it by one.
+	counting sync.Mutex
+}
+
+// HeaderBodyOmitted is set on a dead letter stored without its body,
+// which stays in the command stream, at the original sequence, until its
+// MaxAge: its company had used up its budget (see WithBudget).
+const HeaderBodyOmitted = "Onceledger-Dead-Letter-Body-Omitted"
+
+// WithBudget makes dl keep the bodies of at most perCompany dead letters of
+// one company in the dead-letter stream named name: beyond, a dead letter
+// is stored with its headers alone (HeaderBodyOmitted), so that a company's
+// flood of commands that can never run, each up to a megabyte, fills its
+// own budget and not the store every company shares, while every command
+// still ends as a dead letter that says why.
+func (dl *Stream) WithBudget(name string, perCompany int) *Stream {
+	dl.name, dl.budget = name, perCompany
+	return dl
+}
+
+// held counts company's dead letters in the stream.
+func (dl *Stream) held(ctx context.Context, company string) (int, error) {
+	s, err := dl.js.Stream(ctx, dl.name)
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subjectOf(protocol.CommandSubjectPrefix+company+".>")))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range info.State.Subjects {
+		n += int(c)
+	}
+	return n, nil
 }
 
 // NewStream returns the dead-letter stream of js: it publishes to the
@@ -62,9 +103,26 @@ func (dl *Stream) MsgID(seq uint64) string {
 func (dl *Stream) Publish(ctx context.Context, d *transport.Delivery, code ledger.Code, reason string) error {
 	orig := d.Msg
 	published := protocol.ProducerSubject(orig.Subject())
-	subject := protocol.DeadLetterPrefix + strings.TrimPrefix(published, "ledger.")
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	omitted := ""
+	if company, _, err := protocol.ParseCommandSubject(published); err == nil && dl.budget > 0 {
+		dl.counting.Lock()
+		defer dl.counting.Unlock()
+		n, err := dl.held(ctx, company)
+		if err != nil {
+			return fmt.Errorf("count the dead letters of %s: %w", company, err)
+		}
+		if n >= dl.budget {
+			omitted = fmt.Sprintf("company %s holds %d dead letters, its budget; the body (%d bytes) is in the command stream at sequence %d until its MaxAge",
+				company, n, len(orig.Data()), d.StreamSeq)
+		}
+	}
+	subject := subjectOf(published)
 	msg := nats.NewMsg(subject)
-	msg.Data = orig.Data()
+	if omitted == "" {
+		msg.Data = orig.Data()
+	}
 	for k, v := range orig.Headers() {
 		if k == jetstream.MsgIDHeader {
 			continue
@@ -80,13 +138,20 @@ func (dl *Stream) Publish(ctx context.Context, d *transport.Delivery, code ledge
 	msg.Header.Set(protocol.HeaderOriginalSequence, strconv.FormatUint(d.StreamSeq, 10))
 	msg.Header.Set(protocol.HeaderDeliveries, strconv.FormatUint(d.NumDelivered, 10))
 	msg.Header.Set(protocol.HeaderDeadLetteredAt, time.Now().UTC().Format(time.RFC3339Nano))
+	if omitted != "" {
+		msg.Header.Set(HeaderBodyOmitted, omitted)
+	}
 	msg.Header.Set(jetstream.MsgIDHeader, dl.MsgID(d.StreamSeq))
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	if _, err := dl.js.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("publish dead letter to %s: %w", subject, err)
 	}
 	return nil
+}
+
+// subjectOf is the dead-letter subject of a command subject:
+// ledger.dlq.cmd.<company>.<command>.
+func subjectOf(published string) string {
+	return protocol.DeadLetterPrefix + strings.TrimPrefix(published, "ledger.")
 }
 
 // Policy is the worker's transport.FailurePolicy: a *txn.PermanentError

@@ -68,6 +68,29 @@ type Config struct {
 	// Defaults to 2048.
 	MaxAckPending int
 
+	// MaxBytes bounds the command stream's store. When it is full a new
+	// command is refused at publishing (the producer's publish fails and
+	// it retries), never an older one dropped: the command stream
+	// discards new messages. Defaults to -1, unlimited: the server's or
+	// the account's store is the bound.
+	MaxBytes int64
+	// MaxMsgSize is the largest command the stream stores, headers
+	// included. Defaults to DefaultMaxMsgSize (1 MiB), the HTTP API's
+	// largest body.
+	MaxMsgSize int32
+	// DeadLetterMaxAge is how long a dead letter is kept. Defaults to 30
+	// days.
+	DeadLetterMaxAge time.Duration
+	// DeadLetterMaxBytes bounds the dead-letter stream's store; the
+	// oldest dead letters go first. Defaults to 1 GiB.
+	DeadLetterMaxBytes int64
+	// DeadLetterBudget is the most dead letters one company keeps: a
+	// company's flood of commands that can never run fills its own
+	// budget, not the store every company shares. Over it a dead letter
+	// is counted and logged but not stored; the command itself stays in
+	// the command stream until its MaxAge. Defaults to 1000.
+	DeadLetterBudget int
+
 	// Partitions, when above 0, partitions the command stream for cells
 	// (see internal/cells): the stream stores each command under
 	// ledger.cmd.P.<partition>.<company>.<command>, and the durable
@@ -84,6 +107,9 @@ type Config struct {
 	// running cells' to configure.
 	Handoff bool
 }
+
+// DefaultMaxMsgSize is Config.MaxMsgSize's default.
+const DefaultMaxMsgSize = 1 << 20
 
 // ServerMaxDeliver is the durable consumer's MaxDeliver: unlimited. See
 // Config.MaxDeliver for the worker's bound.
@@ -125,6 +151,21 @@ func (c *Config) SetDefaults(retention time.Duration) {
 	if c.MaxAckPending == 0 {
 		c.MaxAckPending = 2048
 	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = -1
+	}
+	if c.MaxMsgSize == 0 {
+		c.MaxMsgSize = DefaultMaxMsgSize
+	}
+	if c.DeadLetterMaxAge == 0 {
+		c.DeadLetterMaxAge = 30 * 24 * time.Hour
+	}
+	if c.DeadLetterMaxBytes == 0 {
+		c.DeadLetterMaxBytes = 1 << 30
+	}
+	if c.DeadLetterBudget == 0 {
+		c.DeadLetterBudget = 1000
+	}
 }
 
 // Validate checks c against an inbox retention of retention: above all,
@@ -144,6 +185,16 @@ func (c *Config) Validate(retention time.Duration) error {
 		return fmt.Errorf("streams: MaxDeliver must be at least 2, got %d", c.MaxDeliver)
 	case c.MaxAckPending < 1:
 		return fmt.Errorf("streams: MaxAckPending must be at least 1")
+	case c.MaxBytes != -1 && c.MaxBytes < 1<<20:
+		return fmt.Errorf("streams: the command stream's MaxBytes %d is below 1 MiB (-1 is unlimited)", c.MaxBytes)
+	case c.MaxMsgSize < 1024:
+		return fmt.Errorf("streams: MaxMsgSize %d is below 1024 bytes", c.MaxMsgSize)
+	case c.DeadLetterMaxAge < time.Hour:
+		return fmt.Errorf("streams: DeadLetterMaxAge %s is below 1h", c.DeadLetterMaxAge)
+	case c.DeadLetterMaxBytes < 1<<20:
+		return fmt.Errorf("streams: DeadLetterMaxBytes %d is below 1 MiB", c.DeadLetterMaxBytes)
+	case c.DeadLetterBudget < 1:
+		return fmt.Errorf("streams: DeadLetterBudget must be at least 1")
 	case c.Partitions < 0 || c.Partitions > cells.MaxPartitions:
 		return fmt.Errorf("streams: Partitions must be 0 to %d, got %d", cells.MaxPartitions, c.Partitions)
 	case c.Partitions > 0 && len(c.Serve) == 0:
@@ -192,9 +243,14 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention 
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      c.MaxAge,
+		MaxBytes:    c.MaxBytes,
+		MaxMsgSize:  c.MaxMsgSize,
 		Duplicates:  c.DuplicateWindow,
 		Replicas:    c.Replicas,
-		Discard:     jetstream.DiscardOld,
+		// A full stream refuses the new command, which its producer
+		// retries, rather than drop an old one no worker ran yet. Age
+		// expires messages whatever the policy.
+		Discard: jetstream.DiscardNew,
 
 		SubjectTransform: transform,
 	})
@@ -210,8 +266,11 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention 
 		Subjects:    []string{protocol.DeadLetterPrefix + ">"},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
-		Duplicates:  c.DuplicateWindow,
+		MaxAge:      c.DeadLetterMaxAge,
+		MaxBytes:    c.DeadLetterMaxBytes,
+		Duplicates:  min(c.DuplicateWindow, c.DeadLetterMaxAge),
 		Replicas:    c.Replicas,
+		Discard:     jetstream.DiscardOld,
 	}); err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", c.DeadLetterStream, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/consumer/deadletter"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -80,6 +82,9 @@ type DeadLetters struct {
 	JS jetstream.JetStream
 	// Stream is the dead-letter stream. Defaults to DeadLetterStream.
 	Stream string
+	// CommandStream holds the bodies a dead letter was stored without (its
+	// company's budget was used up). Defaults to consumer.DefaultStream.
+	CommandStream string
 }
 
 func (d DeadLetters) name() string {
@@ -259,10 +264,18 @@ func (d DeadLetters) replay(ctx context.Context, stream jetstream.Stream, m *jet
 	}
 	msg := nats.NewMsg(subject)
 	msg.Data = m.Data
+	if m.Header.Get(deadletter.HeaderBodyOmitted) != "" {
+		body, err := d.omittedBody(ctx, m)
+		if err != nil {
+			return Replayed{}, err
+		}
+		msg.Data = body
+	}
 	for k, v := range m.Header {
 		// JetStream's own headers (Nats-Msg-Id, Nats-Expected-…) would
 		// change how the replay is stored; a fresh message ID is set below.
 		if strings.HasPrefix(strings.ToLower(k), "nats-") ||
+			strings.EqualFold(k, deadletter.HeaderBodyOmitted) ||
 			slices.ContainsFunc(deadLetterHeaders, func(h string) bool { return strings.EqualFold(h, k) }) {
 			continue
 		}
@@ -282,6 +295,31 @@ func (d DeadLetters) replay(ctx context.Context, stream jetstream.Stream, m *jet
 			m.Sequence, subject, ack.Stream, ack.Sequence, d.name(), err)
 	}
 	return Replayed{DeadLetter: m.Sequence, Subject: subject, Stream: ack.Stream, Sequence: ack.Sequence}, nil
+}
+
+// omittedBody reads the body a dead letter was stored without from the
+// command stream, where it stays until the stream's MaxAge.
+func (d DeadLetters) omittedBody(ctx context.Context, m *jetstream.RawStreamMsg) ([]byte, error) {
+	name := d.CommandStream
+	if name == "" {
+		name = consumer.DefaultStream
+	}
+	seq, err := strconv.ParseUint(m.Header.Get(protocol.HeaderOriginalSequence), 10, 64)
+	if err != nil {
+		return nil, refuse(CodeConflict, "sequence", nil, "dead letter %d was stored without its body and names no original sequence to read it from; not replayed", m.Sequence)
+	}
+	s, err := d.JS.Stream(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("open stream %s for the body of dead letter %d: %w", name, m.Sequence, err)
+	}
+	orig, err := s.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, refuse(CodeConflict, "sequence", nil, "dead letter %d was stored without its body, and %s no longer holds it at sequence %d (past its MaxAge); not replayed", m.Sequence, name, seq)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the body of dead letter %d from %s sequence %d: %w", m.Sequence, name, seq, err)
+	}
+	return orig.Data, nil
 }
 
 // DeadLetterQuery selects a page of dead letters for Page: those after a
