@@ -55,6 +55,10 @@ const (
 	MaxConcurrency     = transport.MaxConcurrency
 )
 
+// DefaultMaxMsgSize is StreamConfig.MaxMsgSize's default: the largest
+// command the command stream stores.
+const DefaultMaxMsgSize = streams.DefaultMaxMsgSize
+
 // BatchConfig configures group commit; see groupcommit.Config.
 type BatchConfig = groupcommit.Config
 

@@ -41,6 +41,12 @@ type settings struct {
 	StreamReplicas  int
 	ShutdownTimeout time.Duration
 	MaxDeliver      int
+	// The streams' bounds (consumer.StreamConfig).
+	CmdStreamMaxBytes int
+	MaxMessageSize    int
+	DLQMaxAge         time.Duration
+	DLQMaxBytes       int
+	DLQBudget         int
 	WebhookAllow    string
 	// WebhookAllowPorts, when set, are the only ports webhook targets
 	// may use.
@@ -105,6 +111,11 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	s.SecretsKey = s.envSecretsKey()
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", s.envDuration("ONCELEDGER_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight commands (env ONCELEDGER_SHUTDOWN_TIMEOUT)")
 	fs.IntVar(&s.MaxDeliver, "max-deliver", s.envInt("ONCELEDGER_MAX_DELIVER", 20), "deliveries of a command that keeps failing before it is dead-lettered with the reason; the server's limit is off, this is the worker's (env ONCELEDGER_MAX_DELIVER)")
+	fs.IntVar(&s.CmdStreamMaxBytes, "cmd-stream-max-bytes", s.envInt("ONCELEDGER_CMD_STREAM_MAX_BYTES", -1), "most bytes the command stream LEDGER_CMD stores; when full, new commands are refused at publishing, none dropped; -1 leaves the bound to the server's store (env ONCELEDGER_CMD_STREAM_MAX_BYTES)")
+	fs.IntVar(&s.MaxMessageSize, "max-message-size", s.envInt("ONCELEDGER_MAX_MESSAGE_SIZE", consumer.DefaultMaxMsgSize), "largest command LEDGER_CMD stores, headers included, in bytes (env ONCELEDGER_MAX_MESSAGE_SIZE)")
+	fs.DurationVar(&s.DLQMaxAge, "dlq-max-age", s.envDuration("ONCELEDGER_DLQ_MAX_AGE", 30*24*time.Hour), "how long LEDGER_DLQ keeps a dead letter (env ONCELEDGER_DLQ_MAX_AGE)")
+	fs.IntVar(&s.DLQMaxBytes, "dlq-max-bytes", s.envInt("ONCELEDGER_DLQ_MAX_BYTES", 1<<30), "most bytes LEDGER_DLQ stores; the oldest dead letters go first (env ONCELEDGER_DLQ_MAX_BYTES)")
+	fs.IntVar(&s.DLQBudget, "dlq-budget", s.envInt("ONCELEDGER_DLQ_BUDGET", 1000), "dead letters of one company kept with their bodies; beyond, its dead letters carry headers only, the body staying in LEDGER_CMD (env ONCELEDGER_DLQ_BUDGET)")
 	fs.DurationVar(&s.DateHorizon, "date-horizon", s.envDuration("ONCELEDGER_DATE_HORIZON", postgres.DefaultDateHorizon), "how far ahead of today a document may be dated; 0 allows any date (env ONCELEDGER_DATE_HORIZON)")
 }
 
@@ -286,7 +297,9 @@ func (s *settings) logger(w *os.File) *slog.Logger {
 
 func (s *settings) consumerConfig(logger *slog.Logger) consumer.Config {
 	return consumer.Config{
-		Streams:         consumer.StreamConfig{Replicas: s.StreamReplicas, MaxDeliver: s.MaxDeliver},
+		Streams: consumer.StreamConfig{Replicas: s.StreamReplicas, MaxDeliver: s.MaxDeliver,
+			MaxBytes: int64(s.CmdStreamMaxBytes), MaxMsgSize: int32(min(s.MaxMessageSize, 1<<30)),
+			DeadLetterMaxAge: s.DLQMaxAge, DeadLetterMaxBytes: int64(s.DLQMaxBytes), DeadLetterBudget: s.DLQBudget},
 		Subscriber:      consumer.SubscriberConfig{Concurrency: s.Concurrency, AckMode: consumer.AckMode(s.AckMode)},
 		Batch:           consumer.BatchConfig{MaxSize: s.BatchMax, Parallel: s.BatchParallel, Linger: s.BatchLinger},
 		InboxRetention:  s.InboxRetention,

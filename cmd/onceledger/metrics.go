@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -38,7 +39,7 @@ func newObservability(pool *pgxpool.Pool, js jetstream.JetStream, streams consum
 	if err != nil {
 		return nil, err
 	}
-	if err := reg.Register(&stateCollector{pool: pool, js: js, stream: streams.Stream, durable: streams.Durable}); err != nil {
+	if err := reg.Register(&stateCollector{pool: pool, js: js, stream: streams.Stream, deadLetters: streams.DeadLetterStream, durable: streams.Durable}); err != nil {
 		return nil, err
 	}
 	return &observability{registry: reg, consumer: cm, webhooks: wm}, nil
@@ -47,10 +48,11 @@ func newObservability(pool *pgxpool.Pool, js jetstream.JetStream, streams consum
 // stateCollector reads backlogs when scraped: what is waiting in the
 // command consumer, the outbox and the webhook deliveries, and the pool.
 type stateCollector struct {
-	pool    *pgxpool.Pool
-	js      jetstream.JetStream
-	stream  string
-	durable string
+	pool        *pgxpool.Pool
+	js          jetstream.JetStream
+	stream      string
+	deadLetters string
+	durable     string
 }
 
 var (
@@ -65,11 +67,16 @@ var (
 	descPoolAcquires       = prometheus.NewDesc("onceledger_db_pool_acquires_total", "Connections acquired from the pool.", nil, nil)
 	descPoolAcquireWait    = prometheus.NewDesc("onceledger_db_pool_acquire_wait_seconds_total", "Time spent waiting for pool connections.", nil, nil)
 	descScrapeError        = prometheus.NewDesc("onceledger_state_scrape_errors", "1 when part of the backlog could not be read during this scrape.", []string{"source"}, nil)
+	descStreamBytes        = prometheus.NewDesc("onceledger_stream_bytes", "Bytes a stream stores.", []string{"stream"}, nil)
+	descStreamMaxBytes     = prometheus.NewDesc("onceledger_stream_max_bytes", "A stream's bound in bytes; -1 when the server's store is the bound.", []string{"stream"}, nil)
+	descStoreBytes         = prometheus.NewDesc("onceledger_jetstream_store_bytes", "Bytes the account's JetStream file store holds.", nil, nil)
+	descStoreMaxBytes      = prometheus.NewDesc("onceledger_jetstream_store_max_bytes", "The account's JetStream file store limit; -1 when the server's store is the bound.", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConsumerPending, descConsumerAckPending, descOutboxBacklog, descOutboxOldest,
-		descWebhookBacklog, descWebhookOldest, descPoolConns, descPoolMax, descPoolAcquires, descPoolAcquireWait, descScrapeError} {
+		descWebhookBacklog, descWebhookOldest, descPoolConns, descPoolMax, descPoolAcquires, descPoolAcquireWait, descScrapeError,
+		descStreamBytes, descStreamMaxBytes, descStoreBytes, descStoreMaxBytes} {
 		ch <- d
 	}
 }
@@ -94,6 +101,26 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	failed("jetstream", err)
+
+	err = nil
+	for _, name := range []string{c.stream, c.deadLetters} {
+		s, serr := c.js.Stream(ctx, name)
+		if serr == nil {
+			var info *jetstream.StreamInfo
+			if info, serr = s.Info(ctx); serr == nil {
+				ch <- prometheus.MustNewConstMetric(descStreamBytes, prometheus.GaugeValue, float64(info.State.Bytes), name)
+				ch <- prometheus.MustNewConstMetric(descStreamMaxBytes, prometheus.GaugeValue, float64(info.Config.MaxBytes), name)
+			}
+		}
+		err = errors.Join(err, serr)
+	}
+	if acct, aerr := c.js.AccountInfo(ctx); aerr == nil {
+		ch <- prometheus.MustNewConstMetric(descStoreBytes, prometheus.GaugeValue, float64(acct.Store))
+		ch <- prometheus.MustNewConstMetric(descStoreMaxBytes, prometheus.GaugeValue, float64(acct.Limits.MaxStore))
+	} else {
+		err = errors.Join(err, aerr)
+	}
+	failed("jetstream_store", err)
 
 	backlog, err := outbox.ReadBacklog(ctx, c.pool, "")
 	if err == nil {

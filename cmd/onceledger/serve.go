@@ -144,7 +144,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	// A shutdown drains first: /readyz fails, so that a load balancer
 	// sends no more requests here, and the API publishes no new command.
 	stopping := make(chan struct{})
-	health := healthHandler(pool, nc, s.DatabaseURL, stopping)
+	health := healthHandler(pool, nc, s.DatabaseURL, stopping, storeCheck(js, ccfg.Streams.WithDefaults(ccfg.InboxRetention).Stream))
 	health.Handle("GET /metrics", promhttp.HandlerFor(obs.registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}))
 	var servers []*http.Server
 	var api *httpapi.Server
@@ -228,7 +228,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 // (Postgres and NATS are reachable and the schema is current). /healthz
 // answers "ok" on its first line, as it did before it named the version on
 // the next.
-func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string, stopping <-chan struct{}) *http.ServeMux {
+func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string, stopping <-chan struct{}, store func(context.Context) string) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -249,6 +249,10 @@ func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string, stopping <-cha
 		}
 		if !nc.IsConnected() {
 			checks["nats"], ok = "not connected: "+nc.Status().String(), false
+		} else if store != nil {
+			if full := store(ctx); full != "" {
+				checks["nats"], ok = full, false
+			}
 		}
 		if pending, err := migrations.Pending(ctx, dsn); err != nil {
 			checks["migrations"], ok = err.Error(), false
@@ -262,6 +266,26 @@ func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string, stopping <-cha
 		json.NewEncoder(w).Encode(checks)
 	})
 	return mux
+}
+
+// storeCheck says why the command stream refuses new commands, or "": a
+// stream at its MaxBytes (it discards new messages), or an account whose
+// JetStream store is used up. A server whose own store is full, with no
+// account limit, is not seen from a client; producers then get
+// "insufficient resources" at publishing.
+func storeCheck(js jetstream.JetStream, stream string) func(context.Context) string {
+	return func(ctx context.Context) string {
+		if s, err := js.Stream(ctx, stream); err == nil {
+			if info, err := s.Info(ctx); err == nil && info.Config.MaxBytes > 0 &&
+				info.State.Bytes+uint64(max(info.Config.MaxMsgSize, 0)) >= uint64(info.Config.MaxBytes) {
+				return fmt.Sprintf("stream %s is full (%d of %d bytes): new commands are refused", stream, info.State.Bytes, info.Config.MaxBytes)
+			}
+		}
+		if acct, err := js.AccountInfo(ctx); err == nil && acct.Limits.MaxStore > 0 && acct.Store >= uint64(acct.Limits.MaxStore) {
+			return fmt.Sprintf("the account's JetStream store is full (%d of %d bytes): new commands are refused", acct.Store, acct.Limits.MaxStore)
+		}
+		return ""
+	}
 }
 
 // cmdHealthcheck says "ok" on success: silence left a person at a terminal

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/protocol"
+)
+
+// A command stream at its bound refuses new commands at publishing, and
+// /readyz says so, naming the stream; /metrics shows the store's use.
+func TestFullCommandStreamIsNotReady(t *testing.T) {
+	t.Parallel()
+	_, natsURL, httpAddr := runWorker(t, "-cmd-stream-max-bytes", "1048576", "-max-message-size", "2048")
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Commands for a company that does not exist: refused by the worker,
+	// but stored first, which is what fills the stream.
+	body := `{"pad": "` + strings.Repeat("x", 1500) + `"}`
+	var refused error
+	for i := 0; i < 2000 && refused == nil; i++ {
+		msg := nats.NewMsg(protocol.CommandSubject("nobody", "invoice.create"))
+		msg.Header.Set(protocol.HeaderIdempotencyKey, fmt.Sprintf("fill-%d", i))
+		msg.Data = []byte(body)
+		_, refused = js.PublishMsg(ctx, msg)
+	}
+	if refused == nil || !strings.Contains(refused.Error(), "maximum bytes") {
+		t.Fatalf("publishing into a full command stream: %v, want a refusal", refused)
+	}
+
+	resp, err := http.Get("http://" + httpAddr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "LEDGER_CMD is full") {
+		t.Fatalf("/readyz with the command stream full: %s %s", resp.Status, b)
+	}
+	resp, err = http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`onceledger_stream_max_bytes{stream="LEDGER_CMD"} 1.048576e+06`, `onceledger_stream_bytes{stream="LEDGER_DLQ"}`, "onceledger_jetstream_store_bytes "} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
