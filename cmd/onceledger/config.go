@@ -16,6 +16,7 @@ import (
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/ledger/postgres"
+	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -203,6 +204,11 @@ func (s *settings) envDuration(name string, def time.Duration) time.Duration {
 // validate reports every bad value at once, each with what is expected.
 func (s *settings) validate(withConnections bool) error {
 	errs := append([]error(nil), s.envErrs...)
+	// Read by the worker at every answer; refused here rather than
+	// refusing every answer then.
+	if _, err := protocol.ReplyPolicyFromEnv(); err != nil {
+		errs = append(errs, err)
+	}
 	if s.DateHorizon < 0 {
 		errs = append(errs, fmt.Errorf("date horizon %s: use 0 (any date) or a positive duration such as 168h", s.DateHorizon))
 	}

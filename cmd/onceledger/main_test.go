@@ -100,6 +100,11 @@ func TestRunValidatesConfiguration(t *testing.T) {
 			want: []string{"webhook workers 0: use 1..1024", "webhook per endpoint 2000: use 1..1024", "webhook disable after 30m0s: at least 1h"},
 		},
 		{
+			env:  map[string]string{"ONCELEDGER_REPLY_PREFIXES": "_INBOX_{company}"},
+			args: []string{"run", "-database-url", "postgres://x/y", "-max-deliver", "1"},
+			want: []string{"ONCELEDGER_REPLY_PREFIXES: ", "max deliver 1: use 2..1000"},
+		},
+		{
 			env:  map[string]string{"ONCELEDGER_WEBHOOK_ALLOW_PORTS": "443,https"},
 			args: []string{"run", "-database-url", "postgres://x/y"},
 			want: []string{`webhook allow ports: "https" is not a port from 1 to 65535`},

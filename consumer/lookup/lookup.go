@@ -50,8 +50,13 @@ func Serve(ctx context.Context, nc *nats.Conn, db inbox.Beginner, queue string, 
 				res = protocol.ErrorResult(company, key, "", ledger.Errorf(ledger.CodeInternal, "The result could not be read; retry shortly."))
 			}
 		}
-		if !protocol.ReplySubjectAllowed(m.Reply) {
-			logger.Warn("result lookup not answered: its reply subject is the server's or onceledger's", "company", company, "reply", m.Reply)
+		// Answered only in the company's reply space, as a command's
+		// result is (protocol.ReplyRefusal).
+		if m.Reply == "" {
+			return
+		}
+		if reason := protocol.ReplyRefusal(m.Subject, m.Reply); reason != "" {
+			logger.Warn("result lookup not answered: "+reason, "company", company, "reply", m.Reply)
 			return
 		}
 		body, err := json.Marshal(res)
