@@ -534,9 +534,15 @@ func (r *run) execute(s sequence, from, n int) {
 			r.t.Fatal(err)
 		}
 	}
-	answers, err := consumer.Execute(r.ctx, r.pool, r.kinds, reqs)
-	if err != nil {
-		r.t.Fatalf("batch of deliveries %d..%d: %v", from, from+n-1, err)
+	// A batch ends before a key's second body, as the batcher ends it.
+	var answers []consumer.Answer
+	for rest := reqs; len(rest) > 0; {
+		cut := consumer.CutAtChangedBody(rest)
+		a, err := consumer.Execute(r.ctx, r.pool, r.kinds, rest[:cut])
+		if err != nil {
+			r.t.Fatalf("batch of deliveries %d..%d: %v", from, from+n-1, err)
+		}
+		answers, rest = append(answers, a...), rest[cut:]
 	}
 	for j, a := range answers {
 		i := from + j

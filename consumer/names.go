@@ -55,6 +55,9 @@ const (
 	MaxConcurrency     = transport.MaxConcurrency
 )
 
+// CutAtChangedBody is where a batch of reqs ends: see txn.CutAtChangedBody.
+func CutAtChangedBody(reqs []*Request) int { return txn.CutAtChangedBody(reqs) }
+
 // DefaultMaxMsgSize is StreamConfig.MaxMsgSize's default: the largest
 // command the command stream stores.
 const DefaultMaxMsgSize = streams.DefaultMaxMsgSize

@@ -222,23 +222,29 @@ func (b *Batcher) Close() {
 func (b *Batcher) loop(queue chan *Submission) {
 	defer b.wg.Done()
 	var gaps arrivals
+	// carry is what the last batch left for this one (see cut).
+	var carry []*Submission
 	for {
-		var first *Submission
-		select {
-		case first = <-queue:
-		case <-b.closing:
-			// Submissions that raced with close are still answered.
-			for {
-				select {
-				case s := <-queue:
-					b.run([]*Submission{s})
-				default:
-					return
+		batch := carry
+		carry = nil
+		if len(batch) == 0 {
+			var first *Submission
+			select {
+			case first = <-queue:
+			case <-b.closing:
+				// Submissions that raced with close are still answered.
+				for {
+					select {
+					case s := <-queue:
+						b.run([]*Submission{s})
+					default:
+						return
+					}
 				}
 			}
+			gaps.add(first.queued)
+			batch = []*Submission{first}
 		}
-		gaps.add(first.queued)
-		batch := []*Submission{first}
 	fill:
 		for len(batch) < b.cfg.MaxSize {
 			select {
@@ -252,8 +258,20 @@ func (b *Batcher) loop(queue chan *Submission) {
 		if b.cfg.Linger > 0 && len(batch) < min(lingerBelow, b.cfg.MaxSize) && gaps.steady(b.cfg.Linger) {
 			batch = b.linger(queue, batch, &gaps)
 		}
+		batch, carry = cut(batch)
 		b.run(batch)
 	}
+}
+
+// cut ends batch before a key's second body (txn.CutAtChangedBody): the
+// rest starts the next batch.
+func cut(batch []*Submission) (now, later []*Submission) {
+	reqs := make([]*txn.Request, len(batch))
+	for i, s := range batch {
+		reqs[i] = s.Req
+	}
+	n := txn.CutAtChangedBody(reqs)
+	return batch[:n], batch[n:]
 }
 
 // linger adds to batch what queue receives until Config.Linger after the

@@ -26,7 +26,7 @@ type Row struct {
 	Key         string
 	Command     string
 	Fingerprint []byte
-	// Status is the result's status, "ok" or "error".
+	// Status is the result's status, "ok" or "error", or StatusRefused.
 	Status string
 	// Result is the stored result message, JSON.
 	Result []byte
@@ -64,6 +64,13 @@ type Claims struct {
 	Rows []*Row
 }
 
+// StatusRefused is the status of a refusal that says the body is wrong
+// (invalid_command): stored to answer a repeat of the same body and the
+// result lookup, it does not hold the key. A claim of such a key takes its
+// lock as for a key without a row, and a command with another body runs
+// and replaces it (QueueForget, then QueueStore).
+const StatusRefused = "refused"
+
 // QueueClaims queues on b the claim of keys: for each key without a row, a
 // non-blocking attempt at its advisory lock (so a replay never contends for
 // a lock), then the keys' rows, read by a second statement after the lock
@@ -82,7 +89,8 @@ func QueueClaims(b *pgx.Batch, keys []Key) *Claims {
 	b.Queue(`
 		SELECT t.ord, pg_try_advisory_xact_lock(t.lock)
 		  FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS t(company_id, idempotency_key, lock, ord)
-		 WHERE (SELECT true FROM inbox i WHERE i.company_id = t.company_id AND i.idempotency_key = t.idempotency_key) IS NULL`,
+		 WHERE (SELECT true FROM inbox i WHERE i.company_id = t.company_id AND i.idempotency_key = t.idempotency_key
+		           AND i.status <> 'refused') IS NULL`,
 		companies, ks, locks)
 	b.Queue(`
 		SELECT t.ord, i.command, i.fingerprint, i.status, i.result::text, coalesce(i.stream_sequence, 0), i.created_at
@@ -140,6 +148,19 @@ func QueueStore(b *pgx.Batch, rows []Row) {
 		  FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::text[], $7::bigint[], $8::timestamptz[])
 		       AS t(c, k, cmd, f, s, r, q, t)`,
 		companies, keys, commands, fingerprints, statuses, results, seqs, created)
+}
+
+// QueueForget queues on b the deletion of the refusals (StatusRefused) that
+// rows replace, before QueueStore stores rows. The caller holds each key's
+// lock (QueueClaims).
+func QueueForget(b *pgx.Batch, keys []Key) {
+	companies, ks := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		companies[i], ks[i] = k.Company, k.Key
+	}
+	b.Queue(`
+		DELETE FROM inbox i USING unnest($1::text[], $2::text[]) AS t(c, k)
+		 WHERE i.company_id = t.c AND i.idempotency_key = t.k AND i.status = 'refused'`, companies, ks)
 }
 
 // Beginner begins transactions: a *pgxpool.Pool, a *pgx.Conn.

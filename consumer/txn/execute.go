@@ -376,7 +376,12 @@ func (s *Item) answerAfter(f *Item) {
 	case f.Err != nil:
 		s.Err = f.Err
 	case f.Outcome == Executed:
-		s.Answer, _ = decide(s.Req, true, &f.stored)
+		var done bool
+		if s.Answer, done = decide(s.Req, true, &f.stored); !done {
+			// Another body after f's refusal: it runs on its
+			// redelivery, as if it had come after f's commit.
+			s.Answer, _ = decide(s.Req, false, nil)
+		}
 	default:
 		s.Answer, _ = decide(s.Req, f.locked, f.row)
 	}
@@ -611,9 +616,13 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 	}
 	var events []outbox.Pending
 	var rows []inbox.Row
+	var replaced []inbox.Key
 	for _, s := range p.subs {
 		if !s.fresh {
 			continue
+		}
+		if s.row != nil {
+			replaced = append(replaced, inbox.Key{Company: s.Req.Company, Key: s.Req.Key})
 		}
 		evCtx := t.ctx
 		if s.Span != nil {
@@ -639,6 +648,9 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 		if t.handoff {
 			t.written = append(t.written, written...)
 		}
+	}
+	if len(replaced) > 0 {
+		inbox.QueueForget(w, replaced)
 	}
 	if len(rows) > 0 {
 		inbox.QueueStore(w, rows)
@@ -679,9 +691,13 @@ func (s *Item) stage(r exec.Result) error {
 		}
 		s.Answer.Result.Result = once
 	}
+	status := res.Status
+	if r.Err != nil && r.Err.Code == ledger.CodeInvalidCommand {
+		status = inbox.StatusRefused
+	}
 	s.stored = inbox.Row{
 		Company: req.Company, Key: req.Key, Command: req.Command, Fingerprint: req.Fingerprint,
-		Status: res.Status, Result: body, StreamSequence: int64(req.StreamSequence),
+		Status: status, Result: body, StreamSequence: int64(req.StreamSequence),
 	}
 	return nil
 }

@@ -99,7 +99,16 @@ func decide(req *Request, locked bool, row *inbox.Row) (a Answer, done bool) {
 	if row == nil {
 		return Answer{}, false
 	}
-	if row.Command != req.Command || !bytes.Equal(row.Fingerprint, req.Fingerprint) {
+	changed := row.Command != req.Command || !bytes.Equal(row.Fingerprint, req.Fingerprint)
+	if changed && row.Status == inbox.StatusRefused {
+		// The body was refused as wrong: another one may run under the
+		// key, once its lock is held.
+		if !locked {
+			return decide(req, false, nil)
+		}
+		return Answer{}, false
+	}
+	if changed {
 		e := &ledger.Error{Code: ledger.CodeIdempotencyKeyReused, Message: protocol.MessageKeyReused}
 		if row.Command != req.Command {
 			e.Details = map[string]any{"original_command": row.Command}
@@ -121,4 +130,27 @@ func StoredResult(row *inbox.Row) (protocol.Result, error) {
 	}
 	res.Replayed = true
 	return res, nil
+}
+
+// CutAtChangedBody is the length of the longest prefix of reqs in which no
+// key comes twice with different bodies (or commands). One transaction
+// answers a repeat from its key's first command; a repeat with another body
+// after a refusal (inbox.StatusRefused) would have to run, after it, so a
+// batch ends before it and it starts the next one, as it would run on its
+// own.
+func CutAtChangedBody(reqs []*Request) int {
+	type key struct{ company, key string }
+	first := map[key]*Request{}
+	for i, r := range reqs {
+		k := key{r.Company, r.Key}
+		f, ok := first[k]
+		if !ok {
+			first[k] = r
+			continue
+		}
+		if f.Command != r.Command || !bytes.Equal(f.Fingerprint, r.Fingerprint) {
+			return i
+		}
+	}
+	return len(reqs)
 }
