@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/consumer/streams"
@@ -34,9 +34,16 @@ LEDGER_EVT; without it the report says those checks were not run. Reads
 one snapshot, then records the run (when,
 passed or not, what each check found) in audit_runs, whose newest the
 console's overview shows; -record=false writes nothing. Progress goes to
-stderr, the report to stdout.
+stderr, a line as each check finishes, and on a terminal also as it
+starts (-quiet: none); the report to stdout.
 
-Exit status: 0 when clean, 1 on any violation (or error), 2 on bad usage,
+The checks run on -parallel connections at once, all reading one
+snapshot. -timeout bounds the audit: when it passes, the report says
+which checks did not finish, the run is recorded as not passed, and the
+exit status is 1.
+
+Exit status: 0 when clean, 1 on any violation, unfinished check (or
+error), 2 on bad usage,
 a -company that does not exist included.
 
 ` + databaseNote + "\n" + cellsNote + `
@@ -59,6 +66,8 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxUndelivered := fs.Duration("max-undelivered-age", time.Hour, "oldest a pending delivery to an enabled endpoint may be")
 	grace := fs.Duration("grace", time.Minute, "clock skew and commit delay tolerated when comparing times of different transactions")
 	maxViolations := fs.Int("max-violations", 100, "violations listed per check (all are counted)")
+	parallel := fs.Int("parallel", 2, "checks run at once, each on a connection of its own, all in one snapshot")
+	timeout := fs.Duration("timeout", 0, "end the audit after this long, reporting the checks not finished (0: no limit)")
 	_, natsSet := os.LookupEnv("NATS_URL")
 	withStreams := fs.Bool("streams", natsSet || cf.on, "compare LEDGER_CMD, LEDGER_DLQ and LEDGER_EVT with the database (needs NATS; default: on when NATS_URL is set or cells are in use)")
 	durable := fs.String("durable", "", "the workers' durable consumer on LEDGER_CMD (default: "+streams.DefaultDurable+", or the cell's with -cell or -cells)")
@@ -84,8 +93,10 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &usageError{fmt.Sprintf("-format %q: text or json", *format)}
 	case *dsn == "":
 		return &usageError{"DATABASE_URL (or -database-url) is required"}
-	case *outboxRetention <= 0 || *maxUnpublished <= 0 || *maxUndelivered <= 0 || *grace <= 0 || *maxViolations < 1:
-		return &usageError{"-outbox-retention, -max-unpublished-age, -max-undelivered-age, -grace and -max-violations must be positive"}
+	case *outboxRetention <= 0 || *maxUnpublished <= 0 || *maxUndelivered <= 0 || *grace <= 0 || *maxViolations < 1 || *parallel < 1:
+		return &usageError{"-outbox-retention, -max-unpublished-age, -max-undelivered-age, -grace, -max-violations and -parallel must be positive"}
+	case *timeout < 0:
+		return &usageError{"-timeout must not be negative"}
 	}
 
 	pending, err := migrations.Pending(ctx, *dsn)
@@ -95,11 +106,21 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if pending {
 		return errors.New("the database schema is behind this binary: run `onceledger migrate` first")
 	}
-	conn, err := pgx.Connect(ctx, *dsn)
+	// A pool of -parallel connections: the checks share them, and the run
+	// is recorded on a live one even when the timeout stopped a query.
+	pcfg, err := pgxpool.ParseConfig(*dsn)
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	pcfg.MaxConns = int32(min(*parallel, 64))
+	conn, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	defer conn.Close()
+	if err := conn.Ping(ctx); err != nil {
+		return fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
 
 	opts := audit.Options{
 		Company:           *company,
@@ -108,9 +129,12 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		OutboxRetention:   *outboxRetention,
 		Grace:             *grace,
 		MaxViolations:     *maxViolations,
+		Parallel:          *parallel,
+		Timeout:           *timeout,
 	}
 	if !*quiet {
 		opts.Progress = stderr
+		opts.ProgressStarts = isTerminal(stderr)
 	}
 	if *withStreams {
 		if errs := cf.nats.validate(); len(errs) > 0 {
@@ -183,6 +207,16 @@ func cellDurable(ctx context.Context, js jetstream.JetStream, cf *cellFlags, com
 		return "", fmt.Errorf("company %s is in a partition no cell serves now: audit it with -cell", company)
 	}
 	return cells.Durable(cell.Name), nil
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func flagSet(fs *flag.FlagSet, name string) bool {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/internal/audit/audittest"
+	"github.com/onceledger/onceledger/internal/testenv"
 )
 
 // A worker runs commands from NATS; the audit compares its streams with
@@ -96,5 +97,61 @@ func settled(t *testing.T, pool *pgxpool.Pool, natsURL string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("not settled: %d events unpublished, consumer %+v", pending, info)
 		}
+	}
+}
+
+// -timeout ends the audit with the report of what it checked: exit 1, the
+// unfinished checks named, the run recorded as not passed, and no word of
+// a context. Progress on stderr is a line per finished check (a start
+// line too only on a terminal); -quiet prints none.
+func TestAuditTimeoutAndProgress(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Migrated(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	audittest.Build(t, pool)
+
+	code, out, errOut := invoke(ctx, "", "audit", "-database-url", dsn, "-streams=false", "-record=false")
+	if code != 0 || !strings.Contains(errOut, "audit: document_totals   7 documents, 0 violations") || strings.Contains(errOut, "started") {
+		t.Fatalf("progress: exit %d\n%s%s", code, out, errOut)
+	}
+	if n := strings.Count(errOut, "\n"); n != 18 {
+		t.Errorf("%d progress lines, want one per check:\n%s", n, errOut)
+	}
+	code, out, errOut = invoke(ctx, "", "audit", "-database-url", dsn, "-streams=false", "-record=false", "-quiet", "-parallel", "1")
+	if code != 0 || errOut != "" || !strings.Contains(out, "OK: no violations") {
+		t.Fatalf("-quiet: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// A lock keeps event_deliveries waiting past the timeout.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `LOCK TABLE webhook_deliveries IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = invoke(ctx, "", "audit", "-database-url", dsn, "-streams=false", "-timeout", "1s")
+	if code != 1 || !strings.Contains(out, "event_deliveries  not finished") || !strings.Contains(out, "INCOMPLETE: no violations in the ") ||
+		strings.Contains(out+errOut, "context") {
+		t.Fatalf("-timeout: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "audit: event_deliveries  not finished: the audit's timeout of 1s passed") {
+		t.Errorf("progress:\n%s", errOut)
+	}
+	tx.Rollback(ctx)
+	var passed bool
+	if err := pool.QueryRow(ctx, `SELECT passed FROM audit_runs ORDER BY id DESC LIMIT 1`).Scan(&passed); err != nil || passed {
+		t.Errorf("the run stopped by its timeout is recorded passed=%v (%v)", passed, err)
+	}
+
+	code, _, errOut = invoke(ctx, "", "audit", "-database-url", dsn, "-streams=false", "-timeout", "-1s")
+	if code != 2 {
+		t.Errorf("-timeout -1s: exit %d %s", code, errOut)
 	}
 }

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/onceledger/onceledger/consumer/inbox"
 	"github.com/onceledger/onceledger/ledger"
 )
@@ -62,6 +65,19 @@ type Options struct {
 	MaxViolations int
 	// Progress, if set, receives a line per check as it finishes.
 	Progress io.Writer
+	// ProgressStarts adds a line to Progress as each check starts.
+	ProgressStarts bool
+	// Parallel is how many checks run at once, each on a connection of
+	// its own in a transaction that imports the snapshot of the first
+	// (pg_export_snapshot), so that all of them read one snapshot. It
+	// takes a *pgxpool.Pool with that many connections; on a *pgx.Conn
+	// or a pgx.Tx the checks run one after another. Defaults to 1.
+	Parallel int
+	// Timeout, if positive, bounds the audit. When it passes, the checks
+	// still running are stopped and reported unfinished (and those not
+	// started too), and Run returns the report of what was checked: not
+	// an error, and not OK.
+	Timeout time.Duration
 	// Streams, if set, are the JetStream streams the stream checks
 	// compare with the database. Nil leaves those checks out, and the
 	// report says they were not run.
@@ -84,6 +100,9 @@ func (o *Options) setDefaults() {
 	if o.MaxViolations == 0 {
 		o.MaxViolations = 100
 	}
+	if o.Parallel == 0 {
+		o.Parallel = 1
+	}
 }
 
 func (o *Options) validate() error {
@@ -92,13 +111,16 @@ func (o *Options) validate() error {
 		name string
 		v    time.Duration
 	}{{"MaxUnpublishedAge", o.MaxUnpublishedAge}, {"MaxUndeliveredAge", o.MaxUndeliveredAge},
-		{"OutboxRetention", o.OutboxRetention}, {"Grace", o.Grace}} {
+		{"OutboxRetention", o.OutboxRetention}, {"Grace", o.Grace}, {"Timeout", o.Timeout}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s %s is negative", d.name, d.v))
 		}
 	}
 	if o.MaxViolations < 0 {
 		errs = append(errs, fmt.Errorf("MaxViolations %d is negative", o.MaxViolations))
+	}
+	if o.Parallel < 0 {
+		errs = append(errs, fmt.Errorf("Parallel %d is negative", o.Parallel))
 	}
 	if o.Streams != nil && o.Streams.JS == nil {
 		errs = append(errs, errors.New("Streams has no JetStream"))
@@ -133,8 +155,12 @@ type CheckResult struct {
 	Note string `json:"note,omitempty"`
 	// NotRun is set for a check the audit could not run (the stream
 	// checks without NATS); Note says why.
-	NotRun   bool          `json:"not_run,omitempty"`
-	Duration time.Duration `json:"duration_ns"`
+	NotRun bool `json:"not_run,omitempty"`
+	// Unfinished is set for a check that Options.Timeout stopped or did
+	// not let start: what it found so far is not reported, and the
+	// audit is not OK.
+	Unfinished bool          `json:"unfinished,omitempty"`
+	Duration   time.Duration `json:"duration_ns"`
 }
 
 // Violation is one broken invariant.
@@ -164,10 +190,11 @@ type Stats struct {
 	ParkedDeliveries int64 `json:"parked_deliveries"`
 }
 
-// OK reports whether the audit found no violation.
+// OK reports whether the audit found no violation and finished every
+// check it ran.
 func (r *Report) OK() bool {
 	for _, c := range r.Checks {
-		if c.Violations > 0 {
+		if c.Violations > 0 || c.Unfinished {
 			return false
 		}
 	}
@@ -193,13 +220,23 @@ type DB interface {
 
 // Run audits the database and returns the report. An error means the audit
 // could not be completed, not that it found violations: see Report.OK.
-// Options.Company naming no company is ErrUnknownCompany.
+// Options.Company naming no company is ErrUnknownCompany. When
+// Options.Timeout passes, the report says which checks did not finish.
 func Run(ctx context.Context, db DB, opts Options) (*Report, error) {
 	opts.setDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	parent := ctx
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
 	a := &auditor{opts: opts, report: &Report{Company: opts.Company, Violations: []Violation{}}}
+	// timedOut tells the timeout from an error: the audit's own deadline
+	// passed while the caller's context is still live.
+	timedOut := func() bool { return opts.Timeout > 0 && ctx.Err() != nil && parent.Err() == nil }
 	if s := opts.Streams; s != nil {
 		streams := *s
 		streams.setDefaults()
@@ -207,6 +244,9 @@ func Run(ctx context.Context, db DB, opts Options) (*Report, error) {
 		// Before the snapshot: what was acknowledged by then had committed.
 		var err error
 		if a.durable, err = readDurable(ctx, &streams); err != nil {
+			if timedOut() {
+				return a.unfinished(nil), nil
+			}
 			return nil, err
 		}
 	}
@@ -220,37 +260,193 @@ func Run(ctx context.Context, db DB, opts Options) (*Report, error) {
 		tx, err = db.Begin(ctx)
 	}
 	if err != nil {
+		if timedOut() {
+			return a.unfinished(nil), nil
+		}
 		return nil, fmt.Errorf("audit: begin: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	// The checks' plans are costed high on big tables, which makes
-	// Postgres compile them to machine code first: seconds per check,
-	// more than running most of them.
-	if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
-	}
-
 	a.tx = tx
 	if err := a.stats(ctx); err != nil {
+		if timedOut() {
+			return a.unfinished(nil), nil
+		}
 		return nil, err
 	}
-	for _, c := range checks {
-		start := time.Now()
-		res, err := c.run(ctx, a, c.name)
+	txs := []pgx.Tx{tx}
+	if pool, ok := db.(*pgxpool.Pool); ok && opts.Parallel > 1 {
+		more, err := a.share(ctx, pool, tx)
+		defer func() {
+			for _, c := range more {
+				c.Release()
+			}
+		}()
 		if err != nil {
-			return nil, fmt.Errorf("audit: %s: %w", c.name, err)
+			if timedOut() {
+				return a.unfinished(nil), nil
+			}
+			return nil, err
 		}
-		res.Name, res.Unit, res.Duration = c.name, c.unit, time.Since(start)
-		a.report.Checks = append(a.report.Checks, res)
-		if opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, "audit: %-17s %s\n", c.name, progressLine(res))
+		for _, c := range more {
+			txs = append(txs, c.tx)
 		}
 	}
-	return a.report, nil
+	for _, tx := range txs {
+		// The checks' plans are costed high on big tables, which makes
+		// Postgres compile them to machine code first: seconds per
+		// check, more than running most of them.
+		if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
+			if timedOut() {
+				return a.unfinished(nil), nil
+			}
+			return nil, fmt.Errorf("audit: %w", err)
+		}
+	}
+
+	results := make([]*checkRun, len(checks))
+	var (
+		mu      sync.Mutex // guards next, failure and Progress
+		next    int
+		failure error
+	)
+	// Checks start longest first, so that parallel connections finish
+	// together.
+	order := byCost()
+	run := func(tx pgx.Tx) {
+		for {
+			mu.Lock()
+			if next == len(order) || failure != nil || ctx.Err() != nil {
+				mu.Unlock()
+				return
+			}
+			i := order[next]
+			next++
+			c := checks[i]
+			if opts.Progress != nil && opts.ProgressStarts {
+				fmt.Fprintf(opts.Progress, "audit: %-17s started\n", c.name)
+			}
+			mu.Unlock()
+
+			ca := *a
+			ca.tx, ca.violations = tx, nil
+			start := time.Now()
+			res, err := c.run(ctx, &ca, c.name)
+			res.Name, res.Unit, res.Duration = c.name, c.unit, time.Since(start)
+			mu.Lock()
+			switch {
+			case err != nil && timedOut():
+				res = unfinishedCheck(c, opts.Timeout)
+				results[i] = &checkRun{res: res}
+			case err != nil:
+				if failure == nil {
+					failure = fmt.Errorf("audit: %s: %w", c.name, err)
+				}
+			default:
+				results[i] = &checkRun{res: res, violations: ca.violations}
+			}
+			if opts.Progress != nil && (err == nil || results[i] != nil) {
+				fmt.Fprintf(opts.Progress, "audit: %-17s %s\n", c.name, progressLine(res))
+			}
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for _, tx := range txs[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(tx)
+		}()
+	}
+	run(txs[0])
+	wg.Wait()
+	if failure != nil && !timedOut() {
+		return nil, failure
+	}
+	return a.unfinished(results), nil
+}
+
+// checkRun is what one check found.
+type checkRun struct {
+	res        CheckResult
+	violations []Violation
+}
+
+// unfinished completes the report in the checks' order from results,
+// reporting every check without a result as unfinished.
+func (a *auditor) unfinished(results []*checkRun) *Report {
+	a.report.Checks = a.report.Checks[:0]
+	for i, c := range checks {
+		if i < len(results) && results[i] != nil {
+			a.report.Checks = append(a.report.Checks, results[i].res)
+			a.report.Violations = append(a.report.Violations, results[i].violations...)
+			continue
+		}
+		res := unfinishedCheck(c, a.opts.Timeout)
+		if a.opts.Streams == nil && (c.name == CheckStreamCommands || c.name == CheckStreamEvents) {
+			res = CheckResult{Name: c.name, Unit: c.unit, NotRun: true, Note: notRunNote}
+		}
+		if a.opts.Progress != nil {
+			fmt.Fprintf(a.opts.Progress, "audit: %-17s %s\n", c.name, progressLine(res))
+		}
+		a.report.Checks = append(a.report.Checks, res)
+	}
+	return a.report
+}
+
+func unfinishedCheck(c check, timeout time.Duration) CheckResult {
+	return CheckResult{Name: c.name, Unit: c.unit, Unfinished: true,
+		Note: fmt.Sprintf("not finished: the audit's timeout of %s passed", timeout)}
+}
+
+// sharedTx is a connection of the pool in a transaction that reads the
+// snapshot of the audit's first.
+type sharedTx struct {
+	conn *pgxpool.Conn
+	tx   pgx.Tx
+}
+
+func (s sharedTx) Release() {
+	s.tx.Rollback(context.Background())
+	s.conn.Release()
+}
+
+// share opens Options.Parallel-1 more transactions on the pool's
+// connections, each reading the snapshot of tx, and no more than the pool
+// has connections to spare.
+func (a *auditor) share(ctx context.Context, pool *pgxpool.Pool, tx pgx.Tx) ([]sharedTx, error) {
+	n := min(a.opts.Parallel-1, int(pool.Config().MaxConns-pool.Stat().AcquiredConns()))
+	if n <= 0 {
+		return nil, nil
+	}
+	var snapshot string
+	if err := tx.QueryRow(ctx, `SELECT pg_export_snapshot()`).Scan(&snapshot); err != nil {
+		return nil, fmt.Errorf("audit: export snapshot: %w", err)
+	}
+	var out []sharedTx
+	for range n {
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			return out, fmt.Errorf("audit: connect: %w", err)
+		}
+		stx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			conn.Release()
+			return out, fmt.Errorf("audit: begin: %w", err)
+		}
+		out = append(out, sharedTx{conn: conn, tx: stx})
+		if _, err := stx.Exec(ctx, `SET TRANSACTION SNAPSHOT '`+snapshot+`'`); err != nil {
+			return out, fmt.Errorf("audit: import snapshot: %w", err)
+		}
+	}
+	return out, nil
 }
 
 func progressLine(c CheckResult) string {
-	if c.NotRun {
+	if c.NotRun || c.Unfinished {
 		return c.Note
 	}
 	s := fmt.Sprintf("%d %s, %s (%s)", c.Checked, c.Unit, plural(c.Violations, "violation"), c.Duration.Round(time.Millisecond))
@@ -272,36 +468,52 @@ type check struct {
 	name string
 	unit string
 	run  func(ctx context.Context, a *auditor, name string) (CheckResult, error)
+	// cost orders the checks' start: the highest first. It is about the
+	// seconds a check took at a million keys.
+	cost int
+}
+
+// byCost lists the indexes of checks, the costliest first.
+func byCost() []int {
+	order := make([]int, len(checks))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return checks[order[i]].cost > checks[order[j]].cost })
+	return order
 }
 
 // checks run in this order: the books first, then the inbox, then the
 // outbox and webhooks, then the lag figures, then the streams.
 var checks = []check{
-	{CheckTrialBalance, "currency totals", flaggedBy(trialBalanceSQL)},
-	{CheckJournalEntries, "journal entries", flaggedBy(journalEntriesSQL)},
-	{CheckNumberSeries, "number series", flaggedBy(numberSeriesSQL)},
-	{CheckReceivables, "currency totals", flaggedBy(receivablesSQL)},
-	{CheckCustomerCredits, "currency totals", flaggedBy(customerCreditsSQL)},
-	{CheckDocumentTotals, "documents", flaggedBy(documentTotalsSQL)},
-	{CheckCreditNotes, "credited invoices", flaggedBy(creditNotesSQL)},
-	{CheckPayments, "payments and paid invoices", flaggedBy(paymentsSQL)},
-	{CheckCurrencies, "currencies", currencies},
-	{CheckInboxEffects, "successful keys", flaggedBy(inboxEffectsSQL)},
-	{CheckEffectsInbox, "documents", effectsInbox},
-	{CheckEventDeliveries, "events", eventDeliveries},
-	{CheckDeliveryEvents, "deliveries", flaggedBy(deliveryEventsSQL)},
-	{CheckEventSequences, "companies", eventSequences},
-	{CheckUnpublishedAge, "unpublished events", unpublishedAge},
-	{CheckUndeliveredAge, "undelivered deliveries", undeliveredAge},
-	{CheckStreamCommands, "stream messages", streamCommands},
-	{CheckStreamEvents, "published events", streamEvents},
+	{CheckTrialBalance, "currency totals", flaggedBy(trialBalanceSQL), 5},
+	{CheckJournalEntries, "journal entries", flaggedBy(journalEntriesSQL), 8},
+	{CheckNumberSeries, "number series", flaggedBy(numberSeriesSQL), 2},
+	{CheckReceivables, "currency totals", flaggedBy(receivablesSQL), 10},
+	{CheckCustomerCredits, "currency totals", flaggedBy(customerCreditsSQL), 0},
+	{CheckDocumentTotals, "documents", flaggedBy(documentTotalsSQL), 18},
+	{CheckCreditNotes, "credited invoices", flaggedBy(creditNotesSQL), 0},
+	{CheckPayments, "payments and paid invoices", flaggedBy(paymentsSQL), 0},
+	{CheckCurrencies, "currencies", currencies, 2},
+	{CheckInboxEffects, "successful keys", flaggedBy(inboxEffectsSQL), 11},
+	{CheckEffectsInbox, "documents", effectsInbox, 9},
+	{CheckEventDeliveries, "events", eventDeliveries, 2},
+	{CheckDeliveryEvents, "deliveries", flaggedBy(deliveryEventsSQL), 0},
+	{CheckEventSequences, "companies", eventSequences, 2},
+	{CheckUnpublishedAge, "unpublished events", unpublishedAge, 0},
+	{CheckUndeliveredAge, "undelivered deliveries", undeliveredAge, 0},
+	{CheckStreamCommands, "stream messages", streamCommands, 8},
+	{CheckStreamEvents, "published events", streamEvents, 1},
 }
 
+// auditor is what a check reads with. Each check runs on a copy of its
+// own: its transaction, and the violations it found.
 type auditor struct {
-	tx      pgx.Tx
-	opts    Options
-	report  *Report
-	durable durableState
+	tx         pgx.Tx
+	opts       Options
+	report     *Report
+	durable    durableState
+	violations []Violation
 }
 
 // stats reads the figures that are not a check's by-product, and fixes the
@@ -368,7 +580,7 @@ func (a *auditor) flagged(ctx context.Context, check, query string, args ...any)
 }
 
 func (a *auditor) violate(check, company, ref, detail string) {
-	a.report.Violations = append(a.report.Violations, Violation{Check: check, Company: company, Ref: ref, Detail: detail})
+	a.violations = append(a.violations, Violation{Check: check, Company: company, Ref: ref, Detail: detail})
 }
 
 // currencies checks the currency columns against the currencies the

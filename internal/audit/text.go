@@ -18,8 +18,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Audit of %s as of %s\n\n", scope, r.AsOf.UTC().Format(time.RFC3339))
 	fmt.Fprintln(tw, "CHECK\tCHECKED\tVIOLATIONS\tNOTE")
-	var notRun []string
+	var notRun, unfinished []string
 	for _, c := range r.Checks {
+		if c.Unfinished {
+			unfinished = append(unfinished, c.Name)
+			fmt.Fprintf(tw, "%s\tnot finished\t-\t%s\n", c.Name, c.Note)
+			continue
+		}
 		if c.NotRun {
 			notRun = append(notRun, c.Name)
 			fmt.Fprintf(tw, "%s\tnot run\t-\t%s\n", c.Name, c.Note)
@@ -69,6 +74,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		_, err := fmt.Fprintln(w, "\nOK: no violations")
 		return err
 	}
+	if len(unfinished) > 0 {
+		fmt.Fprintf(w, "\nNot finished: %s (the audit's timeout passed; what they found is not reported)\n", strings.Join(unfinished, ", "))
+	}
 	var total int64
 	var failed []string
 	for _, c := range r.Checks {
@@ -76,6 +84,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			total += c.Violations
 			failed = append(failed, c.Name)
 		}
+	}
+	if total == 0 {
+		_, err := fmt.Fprintf(w, "\nINCOMPLETE: no violations in the %d check(s) that finished; %d did not finish\n",
+			len(r.Checks)-len(unfinished), len(unfinished))
+		return err
 	}
 	_, err := fmt.Fprintf(w, "\nFAILED: %s in %s\n", plural(total, "violation"), strings.Join(failed, ", "))
 	return err
