@@ -11,7 +11,7 @@ import (
 // A refusal that says the body is wrong does not hold the key, whichever
 // rule found it: a 0 % line without a VAT treatment passes every check
 // that needs no database and is refused by the invoice's kind. The same
-// body again is answered with the same refusal, replayed; the corrected
+// body again runs again and is refused the same way; the corrected
 // body under the same key runs; after it, the wrong body is a reused key.
 func TestACorrectedBodyRunsUnderTheKeyOfItsRefusal(t *testing.T) {
 	t.Parallel()
@@ -25,9 +25,11 @@ func TestACorrectedBodyRunsUnderTheKeyOfItsRefusal(t *testing.T) {
 	if first.Error == nil || first.Error.Code != ledger.CodeInvalidCommand || first.Replayed {
 		t.Fatalf("a 0%% line without a treatment: %+v %+v, want invalid_command", first, first.Error)
 	}
+	// Run again, not replayed: a rule of the date or of other records
+	// may let the same body through later.
 	again := h.do("acme", "invoice.create", "k-fix", wrong)
-	if again.Error == nil || again.Error.Code != ledger.CodeInvalidCommand || !again.Replayed || again.Error.Message != first.Error.Message {
-		t.Fatalf("the same wrong body again: %+v %+v, want the refusal replayed", again, again.Error)
+	if again.Error == nil || again.Error.Code != ledger.CodeInvalidCommand || again.Replayed || again.Error.Message != first.Error.Message {
+		t.Fatalf("the same wrong body again: %+v %+v, want the same refusal", again, again.Error)
 	}
 	if n := h.count(`SELECT count(*) FROM inbox WHERE idempotency_key = 'k-fix' AND status = 'refused'`); n != 1 {
 		t.Fatalf("%d refusals stored for the key, want 1", n)

@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -375,13 +376,19 @@ func (s *Item) answerAfter(f *Item) {
 	switch {
 	case f.Err != nil:
 		s.Err = f.Err
-	case f.Outcome == Executed:
-		var done bool
-		if s.Answer, done = decide(s.Req, true, &f.stored); !done {
-			// Another body after f's refusal: it runs on its
-			// redelivery, as if it had come after f's commit.
-			s.Answer, _ = decide(s.Req, false, nil)
+	case f.Outcome == Executed && f.stored.Status == inbox.StatusRefused:
+		if f.Req.Command == s.Req.Command && bytes.Equal(f.Req.Fingerprint, s.Req.Fingerprint) {
+			// Run again in the same transaction it would be refused
+			// the same way.
+			s.Answer = f.Answer
+			return
 		}
+		// Another body after f's refusal runs on its redelivery, as if
+		// it had come after f's commit (batches end before it: see
+		// CutAtChangedBody).
+		s.Answer, _ = decide(s.Req, false, nil)
+	case f.Outcome == Executed:
+		s.Answer, _ = decide(s.Req, true, &f.stored)
 	default:
 		s.Answer, _ = decide(s.Req, f.locked, f.row)
 	}

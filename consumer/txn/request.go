@@ -99,16 +99,18 @@ func decide(req *Request, locked bool, row *inbox.Row) (a Answer, done bool) {
 	if row == nil {
 		return Answer{}, false
 	}
-	changed := row.Command != req.Command || !bytes.Equal(row.Fingerprint, req.Fingerprint)
-	if changed && row.Status == inbox.StatusRefused {
-		// The body was refused as wrong: another one may run under the
-		// key, once its lock is held.
+	if row.Status == inbox.StatusRefused {
+		// The body was refused as wrong: the key is free for whatever
+		// comes, once its lock is held. A corrected body runs; so does
+		// the same one, which a rule of the date or of other records
+		// (a month that had not ended, a missing exchange rate) may now
+		// let through.
 		if !locked {
 			return decide(req, false, nil)
 		}
 		return Answer{}, false
 	}
-	if changed {
+	if row.Command != req.Command || !bytes.Equal(row.Fingerprint, req.Fingerprint) {
 		e := &ledger.Error{Code: ledger.CodeIdempotencyKeyReused, Message: protocol.MessageKeyReused}
 		if row.Command != req.Command {
 			e.Details = map[string]any{"original_command": row.Command}
@@ -134,10 +136,10 @@ func StoredResult(row *inbox.Row) (protocol.Result, error) {
 
 // CutAtChangedBody is the length of the longest prefix of reqs in which no
 // key comes twice with different bodies (or commands). One transaction
-// answers a repeat from its key's first command; a repeat with another body
-// after a refusal (inbox.StatusRefused) would have to run, after it, so a
-// batch ends before it and it starts the next one, as it would run on its
-// own.
+// answers a repeat from its key's first command: with the same body, the
+// first one's answer is what the repeat would get on its own; with another
+// body after a refusal (inbox.StatusRefused) the repeat would have to run,
+// after it, so a batch ends before it and it starts the next one.
 func CutAtChangedBody(reqs []*Request) int {
 	type key struct{ company, key string }
 	first := map[key]*Request{}
