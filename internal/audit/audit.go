@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -323,29 +324,48 @@ func Run(ctx context.Context, db DB, opts Options) (*Report, error) {
 			next++
 			c := checks[i]
 			if opts.Progress != nil && opts.ProgressStarts {
-				fmt.Fprintf(opts.Progress, "audit: %-17s started\n", c.name)
+				for _, name := range append([]string{c.name}, companions[c.name]...) {
+					fmt.Fprintf(opts.Progress, "audit: %-17s started\n", name)
+				}
 			}
 			mu.Unlock()
 
 			ca := *a
-			ca.tx, ca.violations = tx, nil
+			ca.tx, ca.violations, ca.also = tx, nil, nil
 			start := time.Now()
 			res, err := c.run(ctx, &ca, c.name)
-			res.Name, res.Unit, res.Duration = c.name, c.unit, time.Since(start)
+			took := time.Since(start)
 			mu.Lock()
 			switch {
 			case err != nil && timedOut():
-				res = unfinishedCheck(c, opts.Timeout)
-				results[i] = &checkRun{res: res}
+				results[i] = &checkRun{res: unfinishedCheck(c, opts.Timeout)}
 			case err != nil:
 				if failure == nil {
 					failure = fmt.Errorf("audit: %s: %w", c.name, err)
 				}
 			default:
-				results[i] = &checkRun{res: res, violations: ca.violations}
+				// The check's own result, then those of the checks
+				// that ran with it, each with its violations.
+				for k, name := range append([]string{c.name}, companions[c.name]...) {
+					j := checkIndex(name)
+					if k > 0 {
+						res = ca.also[k-1]
+					}
+					res.Name, res.Unit, res.Duration = name, checks[j].unit, took
+					r := &checkRun{res: res}
+					for _, v := range ca.violations {
+						if v.Check == name {
+							r.violations = append(r.violations, v)
+						}
+					}
+					results[j] = r
+					if opts.Progress != nil {
+						fmt.Fprintf(opts.Progress, "audit: %-17s %s\n", name, progressLine(res))
+					}
+				}
 			}
-			if opts.Progress != nil && (err == nil || results[i] != nil) {
-				fmt.Fprintf(opts.Progress, "audit: %-17s %s\n", c.name, progressLine(res))
+			if opts.Progress != nil && results[i] != nil && results[i].res.Unfinished {
+				fmt.Fprintf(opts.Progress, "audit: %-17s %s\n", c.name, progressLine(results[i].res))
 			}
 			mu.Unlock()
 			if err != nil {
@@ -473,11 +493,27 @@ type check struct {
 	cost int
 }
 
-// byCost lists the indexes of checks, the costliest first.
+// companions are the checks that run with another, by the check they run
+// with: their run is nil.
+var companions = map[string][]string{CheckInboxEffects: {CheckEffectsInbox}}
+
+func checkIndex(name string) int {
+	for i, c := range checks {
+		if c.name == name {
+			return i
+		}
+	}
+	panic("audit: no check " + name)
+}
+
+// byCost lists the indexes of the checks that run on their own, the
+// costliest first.
 func byCost() []int {
-	order := make([]int, len(checks))
-	for i := range order {
-		order[i] = i
+	var order []int
+	for i, c := range checks {
+		if c.run != nil {
+			order = append(order, i)
+		}
 	}
 	sort.SliceStable(order, func(i, j int) bool { return checks[order[i]].cost > checks[order[j]].cost })
 	return order
@@ -491,12 +527,12 @@ var checks = []check{
 	{CheckNumberSeries, "number series", flaggedBy(numberSeriesSQL), 2},
 	{CheckReceivables, "currency totals", flaggedBy(receivablesSQL), 10},
 	{CheckCustomerCredits, "currency totals", flaggedBy(customerCreditsSQL), 0},
-	{CheckDocumentTotals, "documents", flaggedBy(documentTotalsSQL), 18},
+	{CheckDocumentTotals, "documents", documentTotals, 14},
 	{CheckCreditNotes, "credited invoices", flaggedBy(creditNotesSQL), 0},
 	{CheckPayments, "payments and paid invoices", flaggedBy(paymentsSQL), 0},
 	{CheckCurrencies, "currencies", currencies, 2},
-	{CheckInboxEffects, "successful keys", flaggedBy(inboxEffectsSQL), 11},
-	{CheckEffectsInbox, "documents", effectsInbox, 9},
+	{CheckInboxEffects, "successful keys", inboxChecks, 14},
+	{CheckEffectsInbox, "documents", nil, 0}, // by inboxChecks
 	{CheckEventDeliveries, "events", eventDeliveries, 2},
 	{CheckDeliveryEvents, "deliveries", flaggedBy(deliveryEventsSQL), 0},
 	{CheckEventSequences, "companies", eventSequences, 2},
@@ -514,6 +550,9 @@ type auditor struct {
 	report     *Report
 	durable    durableState
 	violations []Violation
+	// also are the results of the checks that ran with this one, in
+	// the order of checks.
+	also []CheckResult
 }
 
 // stats reads the figures that are not a check's by-product, and fixes the
@@ -548,6 +587,51 @@ SELECT (SELECT n FROM counted), (SELECT note FROM counted), (SELECT count(*) FRO
   FROM (VALUES (1)) AS one (x)
   LEFT JOIN LATERAL (
 	SELECT company_id, ref, detail FROM flagged ORDER BY company_id, ref LIMIT $2) AS f ON true`
+
+// flaggedTailOf is flaggedTail for the pair of CTEs prefix+"counted" and
+// prefix+"flagged".
+func flaggedTailOf(prefix string) string {
+	return strings.NewReplacer("FROM counted", "FROM "+prefix+"counted", "FROM flagged", "FROM "+prefix+"flagged").Replace(flaggedTail)
+}
+
+// flaggedEach runs a query that defines a pair of counted and flagged CTEs
+// for each of checks: counted and flagged for the first, then
+// <word>_counted and <word>_flagged, where word is the name of the CTE
+// pair's check: recent for effects_inbox. It returns their results in
+// that order.
+func (a *auditor) flaggedEach(ctx context.Context, checks []string, query string, args ...any) ([]CheckResult, error) {
+	tails := make([]string, len(checks))
+	for i := range checks {
+		prefix := ""
+		if i > 0 {
+			prefix = cteOf[checks[i]] + "_"
+		}
+		tails[i] = fmt.Sprintf("SELECT %d AS which, * FROM (%s) AS t%d", i, flaggedTailOf(prefix), i)
+	}
+	res := make([]CheckResult, len(checks))
+	rows, err := a.tx.Query(ctx, expandMoney(query)+"\n"+strings.Join(tails, "\nUNION ALL\n"),
+		append([]any{a.opts.Company, a.opts.MaxViolations}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var which int
+		var company, ref, detail *string
+		var r CheckResult
+		if err := rows.Scan(&which, &r.Checked, &r.Note, &r.Violations, &company, &ref, &detail); err != nil {
+			return nil, err
+		}
+		res[which].Checked, res[which].Note, res[which].Violations = r.Checked, r.Note, r.Violations
+		if detail != nil {
+			a.violate(checks[which], deref(company), deref(ref), *detail)
+		}
+	}
+	return res, rows.Err()
+}
+
+// cteOf names the CTE pair of a check that runs with another.
+var cteOf = map[string]string{CheckEffectsInbox: "recent"}
 
 // flaggedBy makes a check of a flagged query that takes no parameters
 // besides the company filter ($1) and the listing limit ($2).
