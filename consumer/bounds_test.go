@@ -13,7 +13,6 @@ import (
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/consumer/deadletter"
 	"github.com/onceledger/onceledger/internal/ops"
-	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -27,22 +26,7 @@ import (
 // the embedded server and on the system's.
 func TestStreamsAreBounded(t *testing.T) {
 	t.Parallel()
-	servers := map[string]func(t *testing.T) string{
-		"embedded": func(t *testing.T) string { return testenv.NATS(t) },
-		"system": func(t *testing.T) string {
-			url, ok, why := testenv.SystemNATS(t)
-			if !ok {
-				t.Fatalf("this test runs on the system's nats-server too: %s", why)
-			}
-			return url
-		},
-	}
-	for name, server := range servers {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			streamsAreBounded(t, newHarnessOn(t, server(t)))
-		})
-	}
+	onBothServers(t, func(t *testing.T, natsURL string) { streamsAreBounded(t, newHarnessOn(t, natsURL)) })
 }
 
 func streamsAreBounded(t *testing.T, h *harness) {

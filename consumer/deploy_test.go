@@ -26,23 +26,32 @@ import (
 // on Debian 12).
 func TestRestartsUnderTrafficLoseNothing(t *testing.T) {
 	t.Parallel()
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d-workers", workers), func(t *testing.T) {
+			t.Parallel()
+			onBothServers(t, func(t *testing.T, natsURL string) { restartsUnderTraffic(t, newHarnessOn(t, natsURL), workers) })
+		})
+	}
+}
+
+// onBothServers runs test, in parallel, on an embedded nats-server and on
+// the system's (2.9 on Debian 12), each a server of its own for the test.
+func onBothServers(t *testing.T, test func(t *testing.T, natsURL string)) {
 	servers := map[string]func(t *testing.T) string{
 		"embedded": func(t *testing.T) string { return testenv.NATS(t) },
 		"system": func(t *testing.T) string {
 			url, ok, why := testenv.SystemNATS(t)
 			if !ok {
-				t.Fatalf("the deploy test runs on the system's nats-server too: %s", why)
+				t.Fatalf("this test runs on the system's nats-server too: %s", why)
 			}
 			return url
 		},
 	}
 	for name, server := range servers {
-		for _, workers := range []int{1, 2} {
-			t.Run(fmt.Sprintf("%s/%d-workers", name, workers), func(t *testing.T) {
-				t.Parallel()
-				restartsUnderTraffic(t, newHarnessOn(t, server(t)), workers)
-			})
-		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, server(t))
+		})
 	}
 }
 
@@ -106,22 +115,7 @@ func restartsUnderTraffic(t *testing.T, h *harness, workers int) {
 // that limit. On the embedded server and on the system's.
 func TestDeliveriesPastTheLimitAreDeadLettered(t *testing.T) {
 	t.Parallel()
-	servers := map[string]func(t *testing.T) string{
-		"embedded": func(t *testing.T) string { return testenv.NATS(t) },
-		"system": func(t *testing.T) string {
-			url, ok, why := testenv.SystemNATS(t)
-			if !ok {
-				t.Fatalf("this test runs on the system's nats-server too: %s", why)
-			}
-			return url
-		},
-	}
-	for name, server := range servers {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			deliveriesPastTheLimit(t, newHarnessOn(t, server(t)))
-		})
-	}
+	onBothServers(t, func(t *testing.T, natsURL string) { deliveriesPastTheLimit(t, newHarnessOn(t, natsURL)) })
 }
 
 func deliveriesPastTheLimit(t *testing.T, h *harness) {
