@@ -47,8 +47,8 @@ func TestInFlightKeyIsRetriedWithoutHoldingAConnection(t *testing.T) {
 		protocol.HeaderIdempotencyKey: "slow-key", protocol.HeaderReplyTo: r.subject,
 	}, mustMarshal(t, invoiceBody("o-slow", "1.00")))
 	first := r.next(t)
-	if first.Error == nil || first.Error.Code != ledger.CodeIdempotencyKeyInFlight || !first.Error.Retryable {
-		t.Fatalf("got %+v, want retryable idempotency_key_in_flight", first)
+	if first.Error == nil || first.Error.Code != ledger.CodeIdempotencyKeyInFlight || !first.Error.Retryable || !first.Interim {
+		t.Fatalf("got %+v, want retryable idempotency_key_in_flight, marked interim", first)
 	}
 	if first.Error.Message != "A request with this Idempotency-Key is still being processed, retry shortly." {
 		t.Fatalf("message %q is not the contract's", first.Error.Message)
@@ -69,7 +69,7 @@ func TestInFlightKeyIsRetriedWithoutHoldingAConnection(t *testing.T) {
 		if res.Error != nil && res.Error.Code == ledger.CodeIdempotencyKeyInFlight {
 			continue
 		}
-		if res.Status != protocol.StatusOK || res.Replayed {
+		if res.Status != protocol.StatusOK || res.Replayed || res.Interim {
 			t.Fatalf("after the holder ended: %+v", res)
 		}
 		break

@@ -93,6 +93,7 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement
 		count(req.Command, outcomeInFlight)
 		delay := inFlightDelay(h.inFlightDelay, d.NumDelivered)
 		log.Info("command in flight elsewhere; retrying later", "retry_in", delay)
+		res.Interim = true
 		return transport.Nak(delay, transport.ReplyJSON(res)), errInFlight
 	case Reused:
 		count(req.Command, outcomeReused)

@@ -23,6 +23,11 @@ type Result struct {
 	Result         json.RawMessage `json:"result,omitempty"`
 	Error          *ResultError    `json:"error,omitempty"`
 	Replayed       bool            `json:"replayed"`
+	// Interim marks an answer that is not the command's result: an
+	// idempotency_key_in_flight sent to the Reply-To of a message the
+	// worker redelivers, which is answered again, finally, once the key's
+	// holder is done. Never stored.
+	Interim bool `json:"interim,omitempty"`
 }
 
 // ResultError is the error of a failed command.
