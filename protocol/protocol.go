@@ -49,6 +49,10 @@ const (
 	HeaderOriginalSequence = "Onceledger-Original-Sequence"
 	HeaderDeliveries       = "Onceledger-Deliveries"
 	HeaderDeadLetteredAt   = "Onceledger-Dead-Lettered-At"
+	// HeaderReplayOf is set on a command replayed from the dead-letter
+	// stream: the sequence of the dead letter it came from. A dead letter
+	// that carries it came back: its replay was dead-lettered again.
+	HeaderReplayOf = "Onceledger-Replay-Of"
 )
 
 // The two messages of the idempotency contract, word for word.

@@ -35,6 +35,9 @@ type DeadLetter struct {
 	Deliveries       string    `json:"deliveries,omitempty"`
 	DeadLetteredAt   string    `json:"dead_lettered_at,omitempty"`
 	IdempotencyKey   string    `json:"idempotency_key,omitempty"`
+	// ReplayOf is the dead letter this one's command was replayed from:
+	// set when a replay came back.
+	ReplayOf string `json:"replay_of,omitempty"`
 	// Headers and Body are filled in by Get only.
 	Headers map[string][]string `json:"headers,omitempty"`
 	Body    string              `json:"body,omitempty"`
@@ -240,6 +243,7 @@ func deadLetterOf(m *jetstream.RawStreamMsg, full bool) DeadLetter {
 		Deliveries:       h.Get(protocol.HeaderDeliveries),
 		DeadLetteredAt:   h.Get(protocol.HeaderDeadLetteredAt),
 		IdempotencyKey:   h.Get(protocol.HeaderIdempotencyKey),
+		ReplayOf:         h.Get(protocol.HeaderReplayOf),
 	}
 	if full {
 		v.Headers, v.Body = h, string(m.Data)
@@ -284,6 +288,8 @@ func (d DeadLetters) replay(ctx context.Context, stream jetstream.Stream, m *jet
 	// Unique per attempt, so JetStream's duplicate window never swallows a
 	// deliberate second replay; the inbox dedupes by key instead.
 	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("replay-%d-%d", m.Sequence, time.Now().UnixNano()))
+	// Copied to the dead letter, should the replay come back.
+	msg.Header.Set(protocol.HeaderReplayOf, strconv.FormatUint(m.Sequence, 10))
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ack, err := d.JS.PublishMsg(pctx, msg)

@@ -116,7 +116,8 @@ func TestDeadLetters(t *testing.T) {
 	h := replayed.Header
 	if replayed.Subject != subject || string(replayed.Data) != `{"order_id": "o-7"}` || h.Get(protocol.HeaderIdempotencyKey) != "order-7" ||
 		h.Get(protocol.HeaderReplyTo) != "replies.order-7" || h.Get(protocol.HeaderDeadLetterCode) != "" ||
-		h.Get(protocol.HeaderOriginalSubject) != "" || h.Get(protocol.HeaderDeliveries) != "" || h.Get(jetstream.MsgIDHeader) == "original-order-7" {
+		h.Get(protocol.HeaderOriginalSubject) != "" || h.Get(protocol.HeaderDeliveries) != "" || h.Get(jetstream.MsgIDHeader) == "original-order-7" ||
+		h.Get(protocol.HeaderReplayOf) != fmt.Sprint(first) {
 		t.Fatalf("the replayed command: %s %s %v", replayed.Subject, replayed.Data, h)
 	}
 	if _, err := dlq.Get(ctx, first); !errors.Is(err, ops.ErrNotFound) {
