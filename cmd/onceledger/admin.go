@@ -270,8 +270,12 @@ func writeDeadLetters(stdout io.Writer, page ops.DeadLetterPage, format string) 
 		if t, err := time.Parse(time.RFC3339Nano, when); err == nil {
 			when = t.UTC().Format(time.RFC3339)
 		}
+		reason := strings.ReplaceAll(d.Reason, "\n", " ")
+		if d.ReplayOf != "" {
+			reason = "came back, replayed from " + d.ReplayOf + ": " + reason
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Sequence, when, d.OriginalSubject, truncate(d.IdempotencyKey, 40),
-			d.Code, d.Deliveries, truncate(strings.ReplaceAll(d.Reason, "\n", " "), 80))
+			d.Code, d.Deliveries, truncate(reason, 80))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
