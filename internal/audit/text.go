@@ -87,7 +87,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if total == 0 {
 		_, err := fmt.Fprintf(w, "\nINCOMPLETE: no violations in the %d check(s) that finished; %d did not finish\n",
-			len(r.Checks)-len(unfinished), len(unfinished))
+			len(r.Checks)-len(unfinished)-len(notRun), len(unfinished))
 		return err
 	}
 	_, err := fmt.Fprintf(w, "\nFAILED: %s in %s\n", plural(total, "violation"), strings.Join(failed, ", "))
