@@ -383,7 +383,9 @@ func Run(ctx context.Context, db DB, opts Options) (*Report, error) {
 	}
 	run(txs[0])
 	wg.Wait()
-	if failure != nil && !timedOut() {
+	// An error that was not the timeout's ends the audit, even if the
+	// timeout passed while the other checks stopped.
+	if failure != nil {
 		return nil, failure
 	}
 	return a.unfinished(results), nil
