@@ -7,7 +7,11 @@
 // Run reads everything in one repeatable-read, read-only snapshot, so the
 // checks agree with each other while commands keep committing, and uses
 // set-based queries only (a handful of scans per check, never a query per
-// row), so it works on millions of rows. It writes nothing.
+// row), so it works on millions of rows. It writes nothing. With
+// Options.Parallel on a pool, the checks run on several connections whose
+// transactions import the first one's exported snapshot: still one
+// snapshot. Options.Timeout ends it with the report of the checks that
+// finished, the others named unfinished.
 //
 // # What each check proves
 //
