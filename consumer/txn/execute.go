@@ -628,6 +628,12 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 		if !s.fresh {
 			continue
 		}
+		if s.row != nil && s.stored.Status == inbox.StatusRefused &&
+			s.row.Command == s.Req.Command && bytes.Equal(s.row.Fingerprint, s.Req.Fingerprint) {
+			// The same body refused again: the first refusal stays, as
+			// it does for a repeat in one batch.
+			continue
+		}
 		if s.row != nil {
 			replaced = append(replaced, inbox.Key{Company: s.Req.Company, Key: s.Req.Key})
 		}
