@@ -48,7 +48,7 @@ type settings struct {
 	DLQMaxAge         time.Duration
 	DLQMaxBytes       int
 	DLQBudget         int
-	WebhookAllow    string
+	WebhookAllow      string
 	// WebhookAllowPorts, when set, are the only ports webhook targets
 	// may use.
 	WebhookAllowPorts string
