@@ -375,6 +375,13 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 	}
 }
 
+// listening tells whether a connection of this test's database listens on
+// channel. A notification sent before LISTEN ran is never seen.
+func (w *world) listening(channel string) bool {
+	return w.count(`SELECT count(*) FROM pg_stat_activity
+	                 WHERE datname = current_database() AND query LIKE 'LISTEN %' || $1 || '%'`, channel) > 0
+}
+
 func claimCounter(t *testing.T) (*webhooks.Metrics, func() float64) {
 	reg := prometheus.NewRegistry()
 	metrics, err := webhooks.NewMetrics(reg)
@@ -426,6 +433,9 @@ func TestADeliveryCostsOneClaimUnlessHeldBack(t *testing.T) {
 	}()
 	waitFor := func(what string, ok func() bool) { t.Helper(); waitUntil(t, what, ok) }
 	waitFor("the first claim", func() bool { return claims() >= 1 })
+	// NOTIFY reaches only a connection that already listens: the lone
+	// events below are committed after it does, as in a running worker.
+	waitFor("the dispatcher listening", func() bool { return w.listening(webhooks.NotifyChannel) })
 	start := claims()
 	const lone = 5
 	for i := range lone {
