@@ -46,18 +46,27 @@ func TestShutdownFinishesInFlightCommands(t *testing.T) {
 	if res := r.next(t); res.Status != protocol.StatusOK || res.Replayed {
 		t.Fatalf("in-flight command at shutdown: %+v", res)
 	}
-	// Acknowledged: nothing is left for the next worker.
+	// Acknowledged: nothing is left for the next worker. The server takes
+	// an acknowledgement in after the reply that follows it may have
+	// arrived, so this waits for it.
 	ctx := context.Background()
 	cons, err := h.js.Consumer(ctx, consumer.DefaultStream, consumer.DefaultDurable)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.NumAckPending != 0 || info.NumPending != 0 {
-		t.Fatalf("after shutdown: %d unacknowledged, %d pending", info.NumAckPending, info.NumPending)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumAckPending == 0 && info.NumPending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after shutdown: %d unacknowledged, %d pending", info.NumAckPending, info.NumPending)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
