@@ -79,6 +79,12 @@ type DispatcherConfig struct {
 	PerEndpoint int
 	// RequestTimeout bounds one attempt. Defaults to 15s.
 	RequestTimeout time.Duration
+	// Lease is how long a claimed delivery is this dispatcher's: a
+	// dispatcher that dies mid-attempt leaves it to another when the
+	// lease ends. It covers the attempt and its recording, which may wait
+	// behind others under load. Defaults to RequestTimeout plus 30s; at
+	// least RequestTimeout plus 1s.
+	Lease time.Duration
 	// PollInterval bounds how long a due delivery waits when a notification
 	// is lost, or when it waits for room under another dispatcher's
 	// attempts to its endpoint. Defaults to 1s.
@@ -153,6 +159,9 @@ func (c *DispatcherConfig) setDefaults() {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 15 * time.Second
 	}
+	if c.Lease == 0 {
+		c.Lease = c.RequestTimeout + 30*time.Second
+	}
 	if c.PollInterval == 0 {
 		c.PollInterval = time.Second
 	}
@@ -190,6 +199,8 @@ func (c *DispatcherConfig) validate() error {
 		return fmt.Errorf("webhooks dispatcher: PerEndpoint %d out of range 1..%d", c.PerEndpoint, MaxPerEndpoint)
 	case c.RequestTimeout < 100*time.Millisecond:
 		return fmt.Errorf("webhooks dispatcher: RequestTimeout %s is below 100ms", c.RequestTimeout)
+	case c.Lease < c.RequestTimeout+time.Second:
+		return fmt.Errorf("webhooks dispatcher: Lease %s must exceed RequestTimeout %s by at least 1s", c.Lease, c.RequestTimeout)
 	case c.PollInterval < 10*time.Millisecond:
 		return fmt.Errorf("webhooks dispatcher: PollInterval %s is below 10ms", c.PollInterval)
 	case len(c.Schedule) == 0:
@@ -259,7 +270,7 @@ func NewDispatcher(pool *pgxpool.Pool, cfg DispatcherConfig) (*Dispatcher, error
 		// deliver to a URL nobody registered.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Dispatcher{pool: pool, cfg: cfg, client: client, lease: cfg.RequestTimeout + 30*time.Second,
+	return &Dispatcher{pool: pool, cfg: cfg, client: client, lease: cfg.Lease,
 		tracer: cfg.TracerProvider.Tracer(tracerName), handedSignal: make(chan struct{}, 1)}, nil
 }
 

@@ -42,6 +42,7 @@ type settings struct {
 	StreamReplicas  int
 	ShutdownTimeout time.Duration
 	MaxDeliver      int
+	AckWait         time.Duration
 	// The streams' bounds (consumer.StreamConfig).
 	CmdStreamMaxBytes int
 	MaxMessageSize    int
@@ -61,6 +62,9 @@ type settings struct {
 	// Webhook dispatcher bounds: attempts at once in this worker, and per
 	// endpoint across all workers.
 	WebhookWorkers     int
+	WebhookTimeout     time.Duration
+	WebhookLease       time.Duration
+	WebhookCooldown    time.Duration
 	WebhookPerEndpoint int
 	WakeGather         time.Duration
 	// WebhookDisableAfter disables an endpoint without a success for so
@@ -106,12 +110,16 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.StringVar(&s.WebhookAllow, "webhook-allow-cidrs", envOr("ONCELEDGER_WEBHOOK_ALLOW_CIDRS", ""), "comma-separated CIDRs webhook targets may be in although private, loopback or link-local (env ONCELEDGER_WEBHOOK_ALLOW_CIDRS)")
 	fs.StringVar(&s.WebhookAllowPorts, "webhook-allow-ports", envOr("ONCELEDGER_WEBHOOK_ALLOW_PORTS", ""), "comma-separated ports webhook targets may use; empty allows any (env ONCELEDGER_WEBHOOK_ALLOW_PORTS)")
 	fs.IntVar(&s.WebhookWorkers, "webhook-workers", s.envInt("ONCELEDGER_WEBHOOK_WORKERS", webhooks.DefaultWorkers), "webhook attempts at once in this worker (env ONCELEDGER_WEBHOOK_WORKERS)")
+	fs.DurationVar(&s.WebhookTimeout, "webhook-timeout", s.envDuration("ONCELEDGER_WEBHOOK_TIMEOUT", 15*time.Second), "how long one webhook attempt may take, answer included (env ONCELEDGER_WEBHOOK_TIMEOUT)")
+	fs.DurationVar(&s.WebhookLease, "webhook-lease", s.envDuration("ONCELEDGER_WEBHOOK_LEASE", 0), "how long a worker holds a webhook delivery it attempts: one that dies mid-attempt leaves the delivery to another worker after it; 0 is the timeout plus 30s (env ONCELEDGER_WEBHOOK_LEASE)")
+	fs.DurationVar(&s.WebhookCooldown, "webhook-breaker-cooldown", s.envDuration("ONCELEDGER_WEBHOOK_BREAKER_COOLDOWN", 30*time.Second), "how long an endpoint that failed most of its recent attempts is left alone before one delivery probes it (env ONCELEDGER_WEBHOOK_BREAKER_COOLDOWN)")
 	fs.DurationVar(&s.WakeGather, "wake-gather", s.envDuration("ONCELEDGER_WAKE_GATHER", pglisten.DefaultGather), "how long the outbox relay and the webhook dispatcher, woken by a commit, wait for the commits after it, so they share one look; 0 looks at once (env ONCELEDGER_WAKE_GATHER)")
 	fs.IntVar(&s.WebhookPerEndpoint, "webhook-per-endpoint", s.envInt("ONCELEDGER_WEBHOOK_PER_ENDPOINT", webhooks.DefaultPerEndpoint), "webhook attempts at once to one endpoint, across all workers (env ONCELEDGER_WEBHOOK_PER_ENDPOINT)")
 	fs.DurationVar(&s.WebhookDisableAfter, "webhook-disable-after", s.envDuration("ONCELEDGER_WEBHOOK_DISABLE_AFTER", 5*24*time.Hour), "disable a webhook endpoint that has had no successful delivery for this long, and tell its company with a webhook_endpoint.disabled event (env ONCELEDGER_WEBHOOK_DISABLE_AFTER)")
 	s.SecretsKey = s.envSecretsKey()
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", s.envDuration("ONCELEDGER_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight commands (env ONCELEDGER_SHUTDOWN_TIMEOUT)")
 	fs.IntVar(&s.MaxDeliver, "max-deliver", s.envInt("ONCELEDGER_MAX_DELIVER", 20), "deliveries of a command that keeps failing before it is dead-lettered with the reason; the server's limit is off, this is the worker's (env ONCELEDGER_MAX_DELIVER)")
+	fs.DurationVar(&s.AckWait, "ack-wait", s.envDuration("ONCELEDGER_ACK_WAIT", 30*time.Second), "how long a command delivered to a worker that stopped answering (crashed, cut off) waits before JetStream delivers it again; a worker still running reports progress well within it (env ONCELEDGER_ACK_WAIT)")
 	fs.IntVar(&s.CmdStreamMaxBytes, "cmd-stream-max-bytes", s.envInt("ONCELEDGER_CMD_STREAM_MAX_BYTES", -1), "most bytes the command stream LEDGER_CMD stores; when full, new commands are refused at publishing, none dropped; -1 leaves the bound to the server's store (env ONCELEDGER_CMD_STREAM_MAX_BYTES)")
 	fs.IntVar(&s.MaxMessageSize, "max-message-size", s.envInt("ONCELEDGER_MAX_MESSAGE_SIZE", consumer.DefaultMaxMsgSize), "largest command LEDGER_CMD stores, headers included, in bytes (env ONCELEDGER_MAX_MESSAGE_SIZE)")
 	fs.DurationVar(&s.DLQMaxAge, "dlq-max-age", s.envDuration("ONCELEDGER_DLQ_MAX_AGE", 30*24*time.Hour), "how long LEDGER_DLQ keeps a dead letter (env ONCELEDGER_DLQ_MAX_AGE)")
@@ -254,6 +262,14 @@ func (s *settings) validate(withConnections bool) error {
 	}
 	errs = appendRange(errs, "webhook workers", s.WebhookWorkers, webhooks.MaxWorkers)
 	errs = appendRange(errs, "webhook per endpoint", s.WebhookPerEndpoint, webhooks.MaxPerEndpoint)
+	if s.WebhookTimeout < time.Second || s.WebhookTimeout > 5*time.Minute {
+		errs = append(errs, fmt.Errorf("webhook timeout %s: use 1s..5m", s.WebhookTimeout))
+	} else if s.WebhookLease != 0 && (s.WebhookLease < s.WebhookTimeout+time.Second || s.WebhookLease > time.Hour) {
+		errs = append(errs, fmt.Errorf("webhook lease %s: at least the webhook timeout %s plus 1s, at most 1h", s.WebhookLease, s.WebhookTimeout))
+	}
+	if s.WebhookCooldown < time.Second || s.WebhookCooldown > time.Hour {
+		errs = append(errs, fmt.Errorf("webhook breaker cooldown %s: use 1s..1h", s.WebhookCooldown))
+	}
 	if s.WakeGather < 0 || s.WakeGather > time.Second {
 		errs = append(errs, fmt.Errorf("wake gather %s: 0 to 1s", s.WakeGather))
 	}
@@ -268,6 +284,9 @@ func (s *settings) validate(withConnections bool) error {
 	}
 	if s.MaxDeliver < 2 || s.MaxDeliver > 1000 {
 		errs = append(errs, fmt.Errorf("max deliver %d: use 2..1000", s.MaxDeliver))
+	}
+	if s.AckWait < 3*time.Second || s.AckWait > time.Hour {
+		errs = append(errs, fmt.Errorf("ack wait %s: use 3s..1h", s.AckWait))
 	}
 	if s.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("shutdown timeout %s: must be positive", s.ShutdownTimeout))
@@ -303,10 +322,13 @@ func (s *settings) logger(w *os.File) *slog.Logger {
 
 func (s *settings) consumerConfig(logger *slog.Logger) consumer.Config {
 	return consumer.Config{
-		Streams: consumer.StreamConfig{Replicas: s.StreamReplicas, MaxDeliver: s.MaxDeliver,
+		Streams: consumer.StreamConfig{Replicas: s.StreamReplicas, MaxDeliver: s.MaxDeliver, AckWait: s.AckWait,
 			MaxBytes: int64(s.CmdStreamMaxBytes), MaxMsgSize: int32(min(s.MaxMessageSize, 1<<30)),
 			DeadLetterMaxAge: s.DLQMaxAge, DeadLetterMaxBytes: int64(s.DLQMaxBytes), DeadLetterBudget: s.DLQBudget},
-		Subscriber:      consumer.SubscriberConfig{Concurrency: s.Concurrency, AckMode: consumer.AckMode(s.AckMode)},
+		// Progress is reported three times within the ack wait, and at
+		// least every 10 s, so a slow batch is never delivered again.
+		Subscriber: consumer.SubscriberConfig{Concurrency: s.Concurrency, AckMode: consumer.AckMode(s.AckMode),
+			InProgressEvery: min(10*time.Second, s.AckWait/3)},
 		Batch:           consumer.BatchConfig{MaxSize: s.BatchMax, Parallel: s.BatchParallel, Linger: s.BatchLinger},
 		InboxRetention:  s.InboxRetention,
 		ShutdownTimeout: s.ShutdownTimeout,

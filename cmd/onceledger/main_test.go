@@ -100,9 +100,17 @@ func TestRunValidatesConfiguration(t *testing.T) {
 			want: []string{"webhook workers 0: use 1..1024", "webhook per endpoint 2000: use 1..1024", "webhook disable after 30m0s: at least 1h"},
 		},
 		{
+			args: []string{"run", "-database-url", "postgres://x/y", "-webhook-timeout", "10s", "-webhook-lease", "10s"},
+			want: []string{"webhook lease 10s: at least the webhook timeout 10s plus 1s"},
+		},
+		{
+			args: []string{"run", "-database-url", "postgres://x/y", "-webhook-timeout", "100ms", "-webhook-breaker-cooldown", "2h"},
+			want: []string{"webhook timeout 100ms: use 1s..5m", "webhook breaker cooldown 2h0m0s: use 1s..1h"},
+		},
+		{
 			env:  map[string]string{"ONCELEDGER_REPLY_PREFIXES": "_INBOX_{company}"},
-			args: []string{"run", "-database-url", "postgres://x/y", "-max-deliver", "1"},
-			want: []string{"ONCELEDGER_REPLY_PREFIXES: ", "max deliver 1: use 2..1000"},
+			args: []string{"run", "-database-url", "postgres://x/y", "-max-deliver", "1", "-ack-wait", "1s"},
+			want: []string{"ONCELEDGER_REPLY_PREFIXES: ", "max deliver 1: use 2..1000", "ack wait 1s: use 3s..1h"},
 		},
 		{
 			env:  map[string]string{"ONCELEDGER_WEBHOOK_ALLOW_PORTS": "443,https"},

@@ -133,6 +133,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 		Cell:     s.Cell,
 		Outbox:   &worker.Outbox{Stream: outbox.StreamConfig{Replicas: s.StreamReplicas}, Relay: outbox.RelayConfig{Gather: s.gather()}},
 		Webhooks: &webhooks.DispatcherConfig{Workers: s.WebhookWorkers, PerEndpoint: s.WebhookPerEndpoint, Gather: s.gather(),
+			RequestTimeout: s.WebhookTimeout, Lease: s.WebhookLease, BreakerCooldown: s.WebhookCooldown,
 			DisableAfter: s.WebhookDisableAfter, Policy: policy, Secrets: keys, Metrics: obs.webhooks},
 		Retention: &worker.Retention{Outbox: s.OutboxRetention, DeliveryLog: s.DeliveryLogRetention},
 		Logger:    logger, TracerProvider: tracerProvider,

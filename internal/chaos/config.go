@@ -23,7 +23,8 @@ type Config struct {
 	// one derived from the clock, printed in the report.
 	Seed uint64
 	// Commands is how many logical operations (idempotency keys) the
-	// generator runs, not counting retries. Defaults to 1200.
+	// generator runs, not counting retries. Defaults to 600: ten seconds
+	// of load at the default rate.
 	Commands int
 	// Rate is how many operations start per second. Defaults to 60.
 	Rate float64
@@ -37,7 +38,9 @@ type Config struct {
 
 	// Faults is how many faults the scheduler injects at seeded random times
 	// during the load phase: kills, SIGTERMs, NATS and Postgres restarts,
-	// receiver pauses. Defaults to 10; a negative value injects none.
+	// receiver pauses. The first ones are each kind once (see FaultKinds),
+	// so the default of 6 injects every kind the run may inject; a
+	// negative value injects none.
 	Faults int
 	// FaultKinds limits the faults to these kinds (keys of FaultKinds:
 	// kill, term, nats-term, nats-kill, pg-crash, pause). Defaults to all.
@@ -46,7 +49,7 @@ type Config struct {
 	// of the worker's compiled-in fault points (ONCELEDGER_FAULTS): SIGKILL
 	// right after the commit, before the ack, and right before the commit.
 	// Workers started after the load phase run without them. Default to
-	// 0.0015 and 0.0008; a negative value turns the point off.
+	// 0.003 and 0.0016; a negative value turns the point off.
 	CrashAfterCommit, CrashBeforeCommit float64
 	// WorkerFaults, when set, is passed as ONCELEDGER_FAULTS instead of the
 	// spec built from the two probabilities, for the whole run: it is how a
@@ -67,6 +70,23 @@ type Config struct {
 	// temporary directory, removed at the end unless KeepWorkDir is set.
 	WorkDir     string
 	KeepWorkDir bool
+
+	// AckWait is the workers' -ack-wait: how long a command delivered to
+	// a worker that died waits before JetStream delivers it again.
+	// Defaults to 5s, so the run settles soon after its last fault; the
+	// long run uses the production default of 30s.
+	AckWait time.Duration
+	// WebhookTimeout and WebhookLease are the workers' -webhook-timeout
+	// and -webhook-lease: an attempt the receiver stalls ends after the
+	// first, and a delivery whose worker died mid-attempt is attempted
+	// again after the second. Default to 5s and 10s; the long run uses
+	// the production defaults, 15s and 45s.
+	WebhookTimeout, WebhookLease time.Duration
+	// BreakerCooldown is the workers' -webhook-breaker-cooldown: a
+	// receiver pause opens the endpoints' breakers, and the deliveries
+	// wait this long for a probe. Defaults to 3s; the long run uses the
+	// production default, 30s.
+	BreakerCooldown time.Duration
 
 	// ResultWait is how long a producer waits for its command's result
 	// (reply, then lookups) before it leaves the key to the checks, which
@@ -91,7 +111,7 @@ func (c *Config) setDefaults() {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
 	if c.Commands == 0 {
-		c.Commands = 1200
+		c.Commands = 600
 	}
 	if c.Rate == 0 {
 		c.Rate = 60
@@ -106,16 +126,28 @@ func (c *Config) setDefaults() {
 		c.Workers = 2
 	}
 	if c.Faults == 0 {
-		c.Faults = 10
+		c.Faults = 6
 	}
 	if c.CrashAfterCommit == 0 {
-		c.CrashAfterCommit = 0.0015
+		c.CrashAfterCommit = 0.003
 	}
 	if c.CrashBeforeCommit == 0 {
-		c.CrashBeforeCommit = 0.0008
+		c.CrashBeforeCommit = 0.0016
 	}
 	if c.ReceiverFailure == 0 {
 		c.ReceiverFailure = 0.1
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 5 * time.Second
+	}
+	if c.WebhookTimeout == 0 {
+		c.WebhookTimeout = 5 * time.Second
+	}
+	if c.BreakerCooldown == 0 {
+		c.BreakerCooldown = 3 * time.Second
+	}
+	if c.WebhookLease == 0 {
+		c.WebhookLease = c.WebhookTimeout + 5*time.Second
 	}
 	if c.ResultWait == 0 {
 		c.ResultWait = 15 * time.Second
@@ -154,6 +186,8 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("Companies %d: use 1..100", c.Companies))
 	case c.Workers < 1 || c.Workers > 16:
 		errs = append(errs, fmt.Errorf("Workers %d: use 1..16", c.Workers))
+	case c.AckWait < 3*time.Second:
+		errs = append(errs, fmt.Errorf("AckWait %s: at least 3s", c.AckWait))
 	case c.CrashAfterCommit > 1 || c.CrashBeforeCommit > 1 || c.ReceiverFailure > 1:
 		errs = append(errs, errors.New("probabilities must be at most 1"))
 	}

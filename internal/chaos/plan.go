@@ -344,8 +344,8 @@ type fault struct {
 }
 
 // schedule draws n faults over the fault window from the seed, of the
-// kinds in only (all when empty). Postgres crashes are only drawn when the
-// suite may restart the server.
+// kinds in only (all when empty), each kind at least once when n allows.
+// Postgres crashes are only drawn when the suite may restart the server.
 func schedule(seed uint64, n, workers int, window time.Duration, pgRestart bool, only []string) []fault {
 	rng := rand.New(rand.NewPCG(seed, 0x6661756c74))
 	kinds := []faultKind{faultKill, faultTerm, faultNATSRestart, faultNATSKill, faultPGCrash, faultPauseReceive}
@@ -369,11 +369,25 @@ func schedule(seed uint64, n, workers int, window time.Duration, pgRestart bool,
 	if window < 2*lead {
 		window = 2 * lead
 	}
+	// The first faults are each kind that may be drawn, once, in an order
+	// of the seed's: a plan of at least that many faults proves every
+	// kind, however short. The rest are drawn by weight.
+	var each []faultKind
+	for i, k := range kinds {
+		if weights[i] > 0 {
+			each = append(each, k)
+		}
+	}
+	rng.Shuffle(len(each), func(i, j int) { each[i], each[j] = each[j], each[i] })
 	for i := range out {
 		f := fault{
 			at:     lead + time.Duration(rng.Int64N(int64(window-lead))),
-			kind:   kinds[p.weighted(weights...)],
 			worker: rng.IntN(workers),
+		}
+		if i < len(each) {
+			f.kind = each[i]
+		} else {
+			f.kind = kinds[p.weighted(weights...)]
 		}
 		switch f.kind {
 		case faultNATSRestart, faultNATSKill, faultPGCrash:

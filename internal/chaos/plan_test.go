@@ -132,6 +132,22 @@ func TestScheduleKinds(t *testing.T) {
 			t.Fatalf("scheduled %s, want only nats-kill and pause", f.kind)
 		}
 	}
+	// A plan as long as the kinds that may be drawn holds each of them.
+	for _, pg := range []bool{false, true} {
+		want := len(FaultKinds) - 1
+		if pg {
+			want++
+		}
+		for seed := range uint64(50) {
+			seen := map[faultKind]bool{}
+			for _, f := range schedule(seed, want, 2, 10*time.Second, pg, nil) {
+				seen[f.kind] = true
+			}
+			if len(seen) != want {
+				t.Fatalf("seed %d, Postgres restarts %v: %d faults hold %d kinds %v, want every one of %d", seed, pg, want, len(seen), seen, want)
+			}
+		}
+	}
 	if fs := schedule(1, 10, 2, time.Minute, false, []string{"pg-crash"}); len(fs) != 0 {
 		t.Fatalf("scheduled %d faults of a kind that cannot be injected", len(fs))
 	}

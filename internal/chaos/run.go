@@ -62,7 +62,7 @@ func (c *Config) flags() string {
 	} else {
 		s += fmt.Sprintf(" -crash-after-commit %g -crash-before-commit %g", max(c.CrashAfterCommit, 0), max(c.CrashBeforeCommit, 0))
 	}
-	return s + fmt.Sprintf(" -receiver-failure %g -result-wait %s -settle-timeout %s", max(c.ReceiverFailure, 0), c.ResultWait, c.SettleTimeout)
+	return s + fmt.Sprintf(" -receiver-failure %g -ack-wait %s -webhook-timeout %s -webhook-lease %s -webhook-breaker-cooldown %s -result-wait %s -settle-timeout %s", max(c.ReceiverFailure, 0), c.AckWait, c.WebhookTimeout, c.WebhookLease, c.BreakerCooldown, c.ResultWait, c.SettleTimeout)
 }
 
 type runner struct {
@@ -239,6 +239,10 @@ func (r *runner) start(ctx context.Context) error {
 			"-health", "",
 			"-webhook-allow-cidrs", "127.0.0.0/8",
 			"-shutdown-timeout", workerShutdownTimeout.String(),
+			"-ack-wait", cfg.AckWait.String(),
+			"-webhook-timeout", cfg.WebhookTimeout.String(),
+			"-webhook-lease", cfg.WebhookLease.String(),
+			"-webhook-breaker-cooldown", cfg.BreakerCooldown.String(),
 			"-concurrency", "64",
 			"-log-level", "info",
 		}
