@@ -28,6 +28,7 @@ import (
 //
 // Not parallel: testenv.SecuredNATS sets the passwords in the environment.
 func TestAnotherCompanysMessageIDCannotSuppressACommand(t *testing.T) {
+	t.Parallel()
 	srv := testenv.SecuredNATS(t)
 	dsn := testenv.Migrated(t)
 	testworker.Start(t, dsn, srv.URL("worker"), nil)

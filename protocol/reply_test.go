@@ -132,6 +132,7 @@ func TestReplyRefusal(t *testing.T) {
 // lookup. Its own client, with acme's inbox prefix, gets its answers.
 // Not parallel: testenv.SecuredNATS sets the passwords in the environment.
 func TestReplyToOutsideTheCompanysSpaceIsNotAnswered(t *testing.T) {
+	t.Parallel()
 	srv := testenv.SecuredNATS(t)
 	dsn := testenv.Migrated(t)
 	testworker.Start(t, dsn, srv.URL("worker"), nil)

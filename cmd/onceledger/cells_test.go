@@ -23,6 +23,7 @@ import (
 // leaves one unserved, stores a valid one; `run -cell` runs that cell of
 // it on its database and refuses a cell it does not name.
 func TestCellsCommandAndRunAsCell(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dsn, natsURL := testenv.Postgres(t), testenv.NATS(t)
 	if code, out, errOut := invoke(ctx, "", "migrate", "-database-url", dsn); code != 0 {
@@ -87,6 +88,7 @@ func TestCellsCommandAndRunAsCell(t *testing.T) {
 // Under the shipped NATS configuration the operator's user stores and
 // reads the placement; a producer's user cannot.
 func TestCellsCommandAsOperator(t *testing.T) {
+	t.Parallel()
 	srv := testenv.SecuredNATS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -107,6 +109,7 @@ func TestCellsCommandAsOperator(t *testing.T) {
 // placement then gives the partition to the new cell; usage errors and a
 // move to the cell that serves the partition are refused.
 func TestCellsMoveCommand(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dsn := map[string]string{"a": testenv.Postgres(t), "b": testenv.Postgres(t)}

@@ -36,6 +36,7 @@ func count(t *testing.T, dsn, query string, args ...any) int {
 // HTTP API lands in the company's cell; a cell's API answers a token of
 // another cell's company 421, naming the company's cell.
 func TestToolsAndAPIFindTheCompanysCell(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dsnA, dsnB, natsURL := testenv.Migrated(t), testenv.Migrated(t), testenv.NATS(t)

@@ -23,6 +23,7 @@ import (
 // nothing else, every refusal is said at once, and no password is printed.
 // Not parallel: testenv.SecuredNATS sets the passwords in the environment.
 func TestNATSAccessControl(t *testing.T) {
+	t.Parallel()
 	srv := testenv.SecuredNATS(t)
 	dsn := testenv.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -280,6 +281,7 @@ func TestPublishSaysAtOnceWhatCannotRun(t *testing.T) {
 // A wrong password for publish: exit 2 at once, and the password appears
 // nowhere.
 func TestPublishWithAWrongPassword(t *testing.T) {
+	t.Parallel()
 	srv := testenv.SecuredNATS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

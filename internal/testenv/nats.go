@@ -2,8 +2,10 @@ package testenv
 
 import (
 	"net/url"
+	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/onceledger/onceledger/internal/natsserver"
@@ -46,18 +48,34 @@ var securedUsers = map[string]string{
 	"acme-events": "ONCELEDGER_NATS_ACME_EVENTS_PASSWORD",
 }
 
+// securedPassword is user's password in every secured server of the
+// process. Characters a URL must escape prove the escaping works.
+func securedPassword(user string) string { return user + "-p@ss:/w0rd" }
+
+// securedEnv sets the passwords the shipped configuration reads from the
+// environment, once for the process: they are the same for every server,
+// so tests that start one may run in parallel.
+var securedEnv = sync.OnceValue(func() error {
+	for user, env := range securedUsers {
+		if err := os.Setenv(env, securedPassword(user)); err != nil {
+			return err
+		}
+	}
+	return nil
+})
+
 // SecuredNATS starts a server from the shipped configuration for this test,
 // stopped when it ends. The configuration reads its passwords from the
-// environment, so SecuredNATS sets them with t.Setenv: a test that calls it
-// cannot be parallel.
+// environment, which SecuredNATS sets for the whole process (the same
+// passwords for every server).
 func SecuredNATS(t testing.TB) *SecuredServer {
 	t.Helper()
+	if err := securedEnv(); err != nil {
+		t.Fatalf("testenv: set the shipped configuration's passwords: %v", err)
+	}
 	s := &SecuredServer{passwords: map[string]string{}}
-	for user, env := range securedUsers {
-		// Characters a URL must escape prove the escaping works.
-		pw := user + "-p@ss:/w0rd"
-		t.Setenv(env, pw)
-		s.passwords[user] = pw
+	for user := range securedUsers {
+		s.passwords[user] = securedPassword(user)
 	}
 	srv, err := natsserver.Start(natsserver.Config{StoreDir: t.TempDir(), ConfigFile: ShippedNATSConfig()})
 	if err != nil {
