@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/onceledger/onceledger/internal/jsstream"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -34,7 +35,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 	if cfg.DuplicateWindow == 0 {
 		cfg.DuplicateWindow = 2 * time.Minute
 	}
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	_, err := jsstream.Ensure(ctx, js, jetstream.StreamConfig{
 		Name:        StreamName,
 		Description: "onceledger events, published from the transactional outbox",
 		Subjects:    []string{protocol.EventSubjectPrefix + ">"},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/onceledger/onceledger/internal/jsstream"
 
 	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/protocol"
@@ -236,7 +237,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention 
 	if err := checkPartitioning(ctx, js, c.Stream, transform); err != nil {
 		return nil, err
 	}
-	cmdStream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	cmdStream, err := jsstream.Ensure(ctx, js, jetstream.StreamConfig{
 		Name:        c.Stream,
 		Description: "onceledger commands: ledger.cmd.<company>.<command>",
 		Subjects:    []string{protocol.CommandSubjectPrefix + ">"},
@@ -260,7 +261,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention 
 	if age := cmdStream.CachedInfo().Config.MaxAge; age <= 0 || age > retention {
 		return nil, fmt.Errorf("stream %s keeps messages for %s, longer than the inbox retention %s: refusing to start", c.Stream, age, retention)
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	if _, err := jsstream.Ensure(ctx, js, jetstream.StreamConfig{
 		Name:        c.DeadLetterStream,
 		Description: "onceledger dead letters: commands that could not be processed, with the reason in headers",
 		Subjects:    []string{protocol.DeadLetterPrefix + ">"},
