@@ -82,8 +82,8 @@ func (p *Portal) signinPage(w http.ResponseWriter, r *http.Request, status int, 
 
 // signedIn starts a session of company and sends the browser to the
 // endpoints.
-func (p *Portal) signedIn(w http.ResponseWriter, r *http.Request, company string, tokenID uuid.UUID, byLink bool) {
-	id, err := p.startSession(r.Context(), company, tokenID)
+func (p *Portal) signedIn(w http.ResponseWriter, r *http.Request, company string, by maker, byLink bool) {
+	id, err := p.startSession(r.Context(), company, by)
 	if err != nil {
 		p.fail(w, r, nil, err)
 		return
@@ -118,7 +118,7 @@ func (p *Portal) signin(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, nil, err)
 		return
 	}
-	p.signedIn(w, r, company, tokenID, false)
+	p.signedIn(w, r, company, maker{apiToken: tokenID}, false)
 }
 
 // linkForm answers the opening of a link with a button that uses it: a
@@ -139,7 +139,7 @@ func (p *Portal) openLink(w http.ResponseWriter, r *http.Request) {
 	if !p.signinChecked(w, r) {
 		return
 	}
-	company, tokenID, err := p.useLink(r.Context(), r.PostFormValue("token"))
+	company, by, err := p.useLink(r.Context(), r.PostFormValue("token"))
 	if errors.Is(err, errBadCredential) {
 		p.render(w, http.StatusUnauthorized, "error", nil, errorPage{Title: "Unauthorized", Message: "This portal link is unknown, expired or already used: ask for a new one."})
 		return
@@ -152,7 +152,7 @@ func (p *Portal) openLink(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, nil, err)
 		return
 	}
-	p.signedIn(w, r, company, tokenID, true)
+	p.signedIn(w, r, company, by, true)
 }
 
 func (p *Portal) signout(w http.ResponseWriter, r *http.Request, s *session) {

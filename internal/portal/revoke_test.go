@@ -54,8 +54,8 @@ func TestLinksAndSessionsOfARevokedAPITokenEnd(t *testing.T) {
 }
 
 // A link an operator made opens nothing once the operator's token is
-// revoked.
-func TestLinksOfARevokedOperatorTokenOpenNothing(t *testing.T) {
+// revoked, and a session opened by one ends then.
+func TestLinksAndSessionsOfARevokedOperatorTokenEnd(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	ctx := context.Background()
@@ -63,24 +63,43 @@ func TestLinksOfARevokedOperatorTokenOpenNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest(http.MethodPost, e.URL+"/v1/portal-links", strings.NewReader(`{"company": "globex"}`))
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	link := func() string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, e.URL+"/v1/portal-links", strings.NewReader(`{"company": "globex"}`))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v struct {
+			URL string `json:"url"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("an operator's link: %d %v", resp.StatusCode, err)
+		}
+		return v.URL
 	}
-	var v struct {
-		URL string `json:"url"`
+	opened, unopened := link(), link()
+	b := newBrowser(t, e.URL)
+	if status, page := b.openLink(opened); status != http.StatusOK || !strings.Contains(page, `id="company">globex<`) {
+		t.Fatalf("open the operator's link: %d\n%s", status, page)
 	}
-	json.NewDecoder(resp.Body).Decode(&v)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("an operator's link: %d", resp.StatusCode)
+	// A session of the company's own token goes on.
+	kept := newBrowser(t, e.URL)
+	if status, _ := kept.openLink(e.link(t, "globex")); status != http.StatusOK {
+		t.Fatalf("open the company token's link: %d", status)
 	}
 	if _, err := console.RevokeToken(ctx, e.Pool, op.ID); err != nil {
 		t.Fatal(err)
 	}
-	if status, page := newBrowser(t, e.URL).openLink(v.URL); status != http.StatusUnauthorized || !strings.Contains(page, "revoked") {
+	if _, page := b.get("/portal/"); !strings.Contains(page, `id="token"`) {
+		t.Fatalf("the session of the revoked operator's link still shows:\n%s", page)
+	}
+	if status, page := newBrowser(t, e.URL).openLink(unopened); status != http.StatusUnauthorized || !strings.Contains(page, "revoked") {
 		t.Fatalf("the revoked operator's link: %d\n%s", status, page)
+	}
+	if status, page := kept.get("/portal/"); status != http.StatusOK || !strings.Contains(page, `id="company">globex<`) {
+		t.Fatalf("the company token's session: %d\n%s", status, page)
 	}
 }

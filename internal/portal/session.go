@@ -104,17 +104,25 @@ var errBadCredential = errors.New("unknown, revoked, expired or used token")
 // errRevokedMaker: a link whose token was revoked after it made it.
 var errRevokedMaker = errors.New("the token that made the link is revoked")
 
-// useLink marks the link token as used and returns its company and, for
-// a link made with an API token, that token's ID, which the session keeps
-// so that it ends with the token. A link whose token is revoked is
-// errRevokedMaker and stays unused.
-func (p *Portal) useLink(ctx context.Context, token string) (string, uuid.UUID, error) {
+// maker is the token a session hangs on: the API token it signed in
+// with, or the API or operator token that made the link it was opened
+// by. The session ends when that token is revoked. Both zero: a link made
+// by neither (for the record only), which lasts until it expires.
+type maker struct {
+	apiToken, operatorToken uuid.UUID
+}
+
+// useLink marks the link token as used and returns its company and the
+// token that made it, which the session keeps so that it ends with the
+// token. A link whose token is revoked is errRevokedMaker and stays
+// unused.
+func (p *Portal) useLink(ctx context.Context, token string) (string, maker, error) {
 	token = strings.TrimSpace(token)
 	if !bearer.Shaped(token, LinkPrefix) {
-		return "", uuid.Nil, errBadCredential
+		return "", maker{}, errBadCredential
 	}
 	var company string
-	var apiToken uuid.UUID
+	var m maker
 	err := pgx.BeginFunc(ctx, p.cfg.Pool, func(tx pgx.Tx) error {
 		var by string
 		err := tx.QueryRow(ctx, `
@@ -135,7 +143,9 @@ func (p *Portal) useLink(ctx context.Context, token string) (string, uuid.UUID, 
 		if table != "" {
 			id, _ := uuid.Parse(rest)
 			if table == "api_tokens" {
-				apiToken = id
+				m.apiToken = id
+			} else {
+				m.operatorToken = id
 			}
 			// A token is revoked, never deleted; a missing one is as good
 			// as revoked.
@@ -152,12 +162,12 @@ func (p *Portal) useLink(ctx context.Context, token string) (string, uuid.UUID, 
 		return err
 	})
 	if errors.Is(err, errBadCredential) || errors.Is(err, errRevokedMaker) {
-		return "", uuid.Nil, err
+		return "", maker{}, err
 	}
 	if err != nil {
-		return "", uuid.Nil, fmt.Errorf("use portal link: %w", err)
+		return "", maker{}, fmt.Errorf("use portal link: %w", err)
 	}
-	return company, apiToken, nil
+	return company, m, nil
 }
 
 // apiToken returns the company and ID of a live API token.
@@ -181,10 +191,8 @@ func (p *Portal) apiToken(ctx context.Context, token string) (string, uuid.UUID,
 }
 
 // startSession stores a new session of company and returns the cookie
-// value. tokenID is the API token it signed in with, or that made the
-// link it was opened by; uuid.Nil for a link of an operator: the session
-// ends when that token is revoked.
-func (p *Portal) startSession(ctx context.Context, company string, tokenID uuid.UUID) (string, error) {
+// value. The session ends when its maker's token is revoked.
+func (p *Portal) startSession(ctx context.Context, company string, by maker) (string, error) {
 	id, err := bearer.Random(32)
 	if err != nil {
 		return "", err
@@ -199,14 +207,10 @@ func (p *Portal) startSession(ctx context.Context, company string, tokenID uuid.
 	if _, err := p.cfg.Pool.Exec(ctx, `DELETE FROM portal_actions WHERE created_at < now() - interval '1 day'`); err != nil {
 		return "", fmt.Errorf("purge old portal actions: %w", err)
 	}
-	var token *uuid.UUID
-	if tokenID != uuid.Nil {
-		token = &tokenID
-	}
 	if _, err := p.cfg.Pool.Exec(ctx, `
-		INSERT INTO portal_sessions (id_hash, company_id, api_token_id, csrf_token, expires_at)
-		VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')`,
-		bearer.Hash(id), company, token, csrf, p.cfg.SessionTTL.Milliseconds()); err != nil {
+		INSERT INTO portal_sessions (id_hash, company_id, api_token_id, operator_token_id, csrf_token, expires_at)
+		VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond')`,
+		bearer.Hash(id), company, nullID(by.apiToken), nullID(by.operatorToken), csrf, p.cfg.SessionTTL.Milliseconds()); err != nil {
 		return "", fmt.Errorf("store portal session: %w", err)
 	}
 	return id, nil
@@ -223,9 +227,12 @@ func (p *Portal) session(r *http.Request) (*session, error) {
 	s := &session{idHash: bearer.Hash(ck.Value)}
 	err = p.cfg.Pool.QueryRow(r.Context(), `
 		SELECT s.company_id, s.csrf_token
-		  FROM portal_sessions s LEFT JOIN api_tokens t ON t.id = s.api_token_id
+		  FROM portal_sessions s
+		  LEFT JOIN api_tokens t ON t.id = s.api_token_id
+		  LEFT JOIN operator_tokens o ON o.id = s.operator_token_id
 		 WHERE s.id_hash = $1 AND s.expires_at > now()
-		   AND (s.api_token_id IS NULL OR t.revoked_at IS NULL)`, s.idHash).Scan(&s.Company, &s.CSRF)
+		   AND (s.api_token_id IS NULL OR (t.id IS NOT NULL AND t.revoked_at IS NULL))
+		   AND (s.operator_token_id IS NULL OR (o.id IS NOT NULL AND o.revoked_at IS NULL))`, s.idHash).Scan(&s.Company, &s.CSRF)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errNoSession
 	}
@@ -240,4 +247,12 @@ func (p *Portal) setCookie(w http.ResponseWriter, r *http.Request, name, value s
 		Name: name, Value: value, Path: basePath + "/", MaxAge: maxAge,
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
 	})
+}
+
+// nullID is id, or NULL for uuid.Nil.
+func nullID(id uuid.UUID) *uuid.UUID {
+	if id == uuid.Nil {
+		return nil
+	}
+	return &id
 }
