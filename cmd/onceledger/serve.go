@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/httpapi"
 	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/internal/worker"
@@ -269,23 +270,16 @@ func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string, stopping <-cha
 	return mux
 }
 
-// storeCheck says why the command stream refuses new commands, or "": a
-// stream at its MaxBytes (it discards new messages), or an account whose
-// JetStream store is used up. A server whose own store is full, with no
-// account limit, is not seen from a client; producers then get
-// "insufficient resources" at publishing.
+// storeCheck says why the command stream refuses new commands, or ""
+// (streams.StoreUse.Full). A stream it cannot read is not its failure:
+// the NATS check reports the connection.
 func storeCheck(js jetstream.JetStream, stream string) func(context.Context) string {
 	return func(ctx context.Context) string {
-		if s, err := js.Stream(ctx, stream); err == nil {
-			if info, err := s.Info(ctx); err == nil && info.Config.MaxBytes > 0 &&
-				info.State.Bytes+uint64(max(info.Config.MaxMsgSize, 0)) >= uint64(info.Config.MaxBytes) {
-				return fmt.Sprintf("stream %s is full (%d of %d bytes): new commands are refused", stream, info.State.Bytes, info.Config.MaxBytes)
-			}
+		u, err := streams.ReadStoreUse(ctx, js, stream)
+		if err != nil {
+			return ""
 		}
-		if acct, err := js.AccountInfo(ctx); err == nil && acct.Limits.MaxStore > 0 && acct.Store >= uint64(acct.Limits.MaxStore) {
-			return fmt.Sprintf("the account's JetStream store is full (%d of %d bytes): new commands are refused", acct.Store, acct.Limits.MaxStore)
-		}
-		return ""
+		return u.Full()
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/internal/ops"
 	"github.com/onceledger/onceledger/ledger"
@@ -273,6 +274,7 @@ func (c *Console) readStats(ctx context.Context) []stat {
 		out = append(out, stat{Label: "Command backlog", Value: strconv.FormatUint(info.NumPending, 10),
 			Note: strconv.Itoa(info.NumAckPending) + " being processed, in " + c.cfg.CommandStream})
 	}
+	out = append(out, c.storeStat(ctx))
 	count("Unpublished events", "in the outbox", `SELECT count(*) FROM outbox_pending`)
 	count("Undelivered webhooks", "pending or being attempted", `SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'delivering')`)
 	if st, err := c.cfg.JS.Stream(ctx, c.cfg.DeadLetterStream); err != nil {
@@ -283,6 +285,48 @@ func (c *Console) readStats(ctx context.Context) []stat {
 		out = append(out, stat{Label: "Dead letters", Value: strconv.FormatUint(info.State.Msgs, 10), Note: "in " + c.cfg.DeadLetterStream})
 	}
 	return out
+}
+
+// storeStat is how full the command stream is, and the account's
+// JetStream store when it has a limit: when either is full, new commands
+// are refused at publishing.
+func (c *Console) storeStat(ctx context.Context) stat {
+	const label = "Command store"
+	u, err := streams.ReadStoreUse(ctx, c.cfg.JS, c.cfg.CommandStream)
+	if err != nil {
+		return stat{Label: label, Error: "unavailable: " + err.Error()}
+	}
+	st := stat{Label: label, Value: ofLimit(u.Bytes, u.MaxBytes), Note: "in " + c.cfg.CommandStream}
+	if u.AccountErr == nil && u.AccountMax > 0 {
+		st.Note += "; the account's store " + ofLimit(u.AccountBytes, u.AccountMax)
+	}
+	if full := u.Full(); full != "" {
+		st.Note = "FULL: " + full
+	}
+	return st
+}
+
+// ofLimit says n bytes of a limit: "3.2 MiB of 1.0 GiB (0 %)", or
+// "3.2 MiB, no limit".
+func ofLimit(n uint64, limit int64) string {
+	if limit <= 0 {
+		return byteSize(float64(n)) + ", no limit"
+	}
+	return byteSize(float64(n)) + " of " + byteSize(float64(limit)) + " (" + strconv.FormatFloat(100*float64(n)/float64(limit), 'f', 0, 64) + " %)"
+}
+
+// byteSize is n bytes in the largest binary unit it reaches.
+func byteSize(n float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for n >= 1024 && i < len(units)-1 {
+		n /= 1024
+		i++
+	}
+	if i == 0 {
+		return strconv.FormatFloat(n, 'f', 0, 64) + " B"
+	}
+	return strconv.FormatFloat(n, 'f', 1, 64) + " " + units[i]
 }
 
 func (c *Console) commands(w http.ResponseWriter, r *http.Request, s *session) {

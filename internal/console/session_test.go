@@ -126,7 +126,8 @@ func TestSessions(t *testing.T) {
 	}
 	csrf := field(t, csrfRe, page)
 	// The fragment the overview polls.
-	if resp, frag := get(t, c, e.URL+"/console/stats"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(strings.TrimSpace(frag), `<dl class="stats">`) || strings.Contains(frag, "<html") {
+	if resp, frag := get(t, c, e.URL+"/console/stats"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(strings.TrimSpace(frag), `<dl class="stats">`) || strings.Contains(frag, "<html") ||
+		!regexp.MustCompile(`Command store</dt><dd class="value">[0-9.]+ (B|KiB|MiB), no limit`).MatchString(frag) {
 		t.Fatalf("stats fragment: %s\n%s", resp.Status, frag)
 	}
 	req, _ := http.NewRequest(http.MethodGet, e.URL+"/console/stats", nil)
