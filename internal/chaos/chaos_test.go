@@ -87,7 +87,7 @@ func TestChaos(t *testing.T) {
 func TestChaosCatchesAckBeforeCommit(t *testing.T) {
 	t.Parallel()
 	cfg := config(t)
-	cfg.WorkerFaults = "ack_before_commit=0.05"
+	cfg.WorkerFaults = "ack_before_commit=0.1"
 	cfg.Commands, cfg.Rate = 300, 60
 	cfg.Faults = -1
 	cfg.ReceiverFailure = -1
