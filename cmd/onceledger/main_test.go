@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/protocol"
@@ -190,7 +191,7 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	done := make(chan int, 1)
 	go func() {
-		code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-health", healthAddr, "-log-level", "warn")
+		code, _, errOut := invoke(ctx, "", "run", "-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-health", healthAddr, "-log-level", "warn", "-ack-wait", "7s")
 		if code != 0 {
 			t.Errorf("run exited %d:\n%s", code, errOut)
 		}
@@ -241,6 +242,12 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
+	// -ack-wait is the durable consumer's.
+	if cons, err := js.Consumer(ctx, consumer.DefaultStream, consumer.DefaultDurable); err != nil {
+		t.Fatal(err)
+	} else if got := cons.CachedInfo().Config.AckWait; got != 7*time.Second {
+		t.Fatalf("the consumer's AckWait is %s, want -ack-wait's 7s", got)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		msg, err := lastMsg(ctx, js, "ledger.evt.acme.invoice.created")
