@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,64 @@ func streamsAreBounded(t *testing.T, h *harness) {
 	}
 	if want := `{"not json` + omitted[0].Header.Get(protocol.HeaderIdempotencyKey); string(back.Data) != want {
 		t.Fatalf("replayed body %q, want %q", back.Data, want)
+	}
+}
+
+// One company's flood of well-formed commands fills its own budget, not
+// the command stream every company shares: over the budget its publish is
+// refused and none of its stored commands is dropped, while another
+// company's commands, and the company's other kinds of command, are
+// stored and run. Lifting the budget lets the company publish again. On
+// the embedded server and on the system's.
+func TestACompanysFloodLeavesOthersRoom(t *testing.T) {
+	t.Parallel()
+	onBothServers(t, func(t *testing.T, natsURL string) { companysFloodLeavesOthersRoom(t, newHarnessOn(t, natsURL)) })
+}
+
+func companysFloodLeavesOthersRoom(t *testing.T, h *harness) {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	h.setupCompany("acme")
+	h.setupCompany("beta")
+	cfg := testConfig()
+	cfg.Streams.CompanyBudget = 3
+	w := h.startWorker(cfg, nil)
+
+	for i := range 3 {
+		if res := h.do("acme", "invoice.create", fmt.Sprintf("flood-%d", i), invoiceBody(fmt.Sprintf("o-%d", i), "10.00")); res.Status != protocol.StatusOK {
+			t.Fatalf("acme's command %d within its budget: %+v", i, res)
+		}
+	}
+	over := nats.NewMsg(protocol.CommandSubject("acme", "invoice.create"))
+	over.Header.Set(protocol.HeaderIdempotencyKey, "flood-3")
+	over.Data = mustMarshal(t, invoiceBody("o-3", "10.00"))
+	if _, err := h.js.PublishMsg(ctx, over); err == nil || !strings.Contains(err.Error(), "maximum messages per subject") {
+		t.Fatalf("acme's command over its budget: %v, want a refusal", err)
+	}
+	if res := h.do("beta", "invoice.create", "own-1", invoiceBody("b-1", "10.00")); res.Status != protocol.StatusOK {
+		t.Fatalf("beta's command while acme is over its budget: %+v", res)
+	}
+	cmds, err := h.js.Stream(ctx, consumer.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cmds.Info(ctx, jetstream.WithSubjectFilter(protocol.CommandSubject("acme", "invoice.create")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.State.Subjects[protocol.CommandSubject("acme", "invoice.create")]; n != 3 {
+		t.Errorf("the command stream holds %d of acme's invoices, want its 3 (none dropped)", n)
+	}
+	if n := h.count(`SELECT count(*) FROM invoices WHERE company_id = 'acme'`); n != 3 {
+		t.Errorf("acme has %d invoices, want 3", n)
+	}
+
+	// Without a budget the stream takes the company's commands again.
+	if err := w.stop(); err != nil {
+		t.Fatal(err)
+	}
+	h.startWorker(testConfig(), nil)
+	if res := h.do("acme", "invoice.create", "flood-3", invoiceBody("o-3", "10.00")); res.Status != protocol.StatusOK {
+		t.Fatalf("acme's command once the budget is lifted: %+v", res)
 	}
 }

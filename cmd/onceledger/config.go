@@ -49,6 +49,7 @@ type settings struct {
 	DLQMaxAge         time.Duration
 	DLQMaxBytes       int
 	DLQBudget         int
+	CompanyBudget     int
 	WebhookAllow      string
 	// WebhookAllowPorts, when set, are the only ports webhook targets
 	// may use.
@@ -124,6 +125,7 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.IntVar(&s.MaxMessageSize, "max-message-size", s.envInt("ONCELEDGER_MAX_MESSAGE_SIZE", consumer.DefaultMaxMsgSize), "largest command LEDGER_CMD stores, headers included, in bytes (env ONCELEDGER_MAX_MESSAGE_SIZE)")
 	fs.DurationVar(&s.DLQMaxAge, "dlq-max-age", s.envDuration("ONCELEDGER_DLQ_MAX_AGE", 30*24*time.Hour), "how long LEDGER_DLQ keeps a dead letter (env ONCELEDGER_DLQ_MAX_AGE)")
 	fs.IntVar(&s.DLQMaxBytes, "dlq-max-bytes", s.envInt("ONCELEDGER_DLQ_MAX_BYTES", 1<<30), "most bytes LEDGER_DLQ stores; the oldest dead letters go first (env ONCELEDGER_DLQ_MAX_BYTES)")
+	fs.IntVar(&s.CompanyBudget, "company-budget", s.envInt("ONCELEDGER_COMPANY_BUDGET", 0), "most commands of one kind one company keeps in LEDGER_CMD within its age; over it that company's publish is refused, none of its commands dropped, while other companies go on; 0 is no budget (env ONCELEDGER_COMPANY_BUDGET)")
 	fs.IntVar(&s.DLQBudget, "dlq-budget", s.envInt("ONCELEDGER_DLQ_BUDGET", 1000), "dead letters of one company kept with their bodies; beyond, its dead letters carry headers only, the body staying in LEDGER_CMD (env ONCELEDGER_DLQ_BUDGET)")
 	fs.DurationVar(&s.DateHorizon, "date-horizon", s.envDuration("ONCELEDGER_DATE_HORIZON", postgres.DefaultDateHorizon), "how far ahead of today a document may be dated; 0 allows any date (env ONCELEDGER_DATE_HORIZON)")
 }
@@ -324,7 +326,8 @@ func (s *settings) consumerConfig(logger *slog.Logger) consumer.Config {
 	return consumer.Config{
 		Streams: consumer.StreamConfig{Replicas: s.StreamReplicas, MaxDeliver: s.MaxDeliver, AckWait: s.AckWait,
 			MaxBytes: int64(s.CmdStreamMaxBytes), MaxMsgSize: int32(min(s.MaxMessageSize, 1<<30)),
-			DeadLetterMaxAge: s.DLQMaxAge, DeadLetterMaxBytes: int64(s.DLQMaxBytes), DeadLetterBudget: s.DLQBudget},
+			DeadLetterMaxAge: s.DLQMaxAge, DeadLetterMaxBytes: int64(s.DLQMaxBytes), DeadLetterBudget: s.DLQBudget,
+			CompanyBudget: int64(s.CompanyBudget)},
 		// Progress is reported three times within the ack wait, and at
 		// least every 10 s, so a slow batch is never delivered again.
 		Subscriber: consumer.SubscriberConfig{Concurrency: s.Concurrency, AckMode: consumer.AckMode(s.AckMode),

@@ -79,6 +79,16 @@ type Config struct {
 	// included. Defaults to DefaultMaxMsgSize (1 MiB), the HTTP API's
 	// largest body.
 	MaxMsgSize int32
+	// CompanyBudget is the most commands of one kind one company keeps
+	// in the command stream (a subject, ledger.cmd.<company>.<command>,
+	// holds at most this many messages within MaxAge). Over it the
+	// company's publish is refused ("maximum messages per subject
+	// exceeded"), none of its stored commands dropped, while every other
+	// company goes on: one company's flood fills its own budget, at most
+	// CompanyBudget × MaxMsgSize bytes per command kind, not the store
+	// every company shares. Defaults to 0: no budget, MaxBytes and the server's store are the
+	// bounds.
+	CompanyBudget int64
 	// DeadLetterMaxAge is how long a dead letter is kept. Defaults to 30
 	// days.
 	DeadLetterMaxAge time.Duration
@@ -107,6 +117,15 @@ type Config struct {
 	// made by the move (see internal/cells), whose streams are the
 	// running cells' to configure.
 	Handoff bool
+}
+
+// companyBudget is the command stream's MaxMsgsPerSubject for a
+// Config.CompanyBudget: -1, none, for 0.
+func companyBudget(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // DefaultMaxMsgSize is Config.MaxMsgSize's default.
@@ -194,6 +213,8 @@ func (c *Config) Validate(retention time.Duration) error {
 		return fmt.Errorf("streams: DeadLetterMaxAge %s is below 1h", c.DeadLetterMaxAge)
 	case c.DeadLetterMaxBytes < 1<<20:
 		return fmt.Errorf("streams: DeadLetterMaxBytes %d is below 1 MiB", c.DeadLetterMaxBytes)
+	case c.CompanyBudget < 0:
+		return fmt.Errorf("streams: CompanyBudget must be 0 (no budget) or positive, got %d", c.CompanyBudget)
 	case c.DeadLetterBudget < 1:
 		return fmt.Errorf("streams: DeadLetterBudget must be at least 1")
 	case c.Partitions < 0 || c.Partitions > cells.MaxPartitions:
@@ -252,6 +273,11 @@ func Provision(ctx context.Context, js jetstream.JetStream, c Config, retention 
 		// retries, rather than drop an old one no worker ran yet. Age
 		// expires messages whatever the policy.
 		Discard: jetstream.DiscardNew,
+		// The company's budget: a subject over it refuses the new
+		// command (never drops a stored one: without
+		// DiscardNewPerSubject a per-subject limit discards the oldest).
+		MaxMsgsPerSubject:    companyBudget(c.CompanyBudget),
+		DiscardNewPerSubject: c.CompanyBudget > 0,
 
 		SubjectTransform: transform,
 	})

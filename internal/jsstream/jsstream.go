@@ -54,6 +54,8 @@ func Same(have, want jetstream.StreamConfig) bool {
 		(want.Duplicates == 0 || have.Duplicates == want.Duplicates) &&
 		(want.Replicas == 0 || have.Replicas == want.Replicas) &&
 		have.Discard == want.Discard &&
+		(want.MaxMsgsPerSubject == 0 || have.MaxMsgsPerSubject == want.MaxMsgsPerSubject) &&
+		have.DiscardNewPerSubject == want.DiscardNewPerSubject &&
 		sameTransform(have.SubjectTransform, want.SubjectTransform)
 }
 
