@@ -75,7 +75,7 @@ func TestNoSecretOrTokenIsLogged(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, &s, logger, nil) }()
-	waitHTTP(t, "http://"+httpAddr+"/readyz")
+	waitServing(t, "http://"+httpAddr+"/readyz", done, &logs)
 
 	var delivered atomic.Int32
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

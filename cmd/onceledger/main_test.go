@@ -329,8 +329,29 @@ func TestRunEndToEnd(t *testing.T) {
 
 func waitHTTP(t *testing.T, url string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	waitServing(t, url, nil, nil)
+}
+
+// waitServing waits until url answers 200, failing with serve's error
+// should done report one first, and with what logs holds (when not nil).
+// The bound is generous: a worker starting on a machine that runs other
+// test binaries may take seconds.
+func waitServing(t *testing.T, url string, done <-chan error, logs fmt.Stringer) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	fail := func(format string, args ...any) {
+		t.Helper()
+		if logs != nil {
+			t.Logf("logs:\n%s", logs)
+		}
+		t.Fatalf(format, args...)
+	}
 	for {
+		select {
+		case err := <-done:
+			fail("the server stopped before %s answered: %v", url, err)
+		default:
+		}
 		resp, err := http.Get(url)
 		if err == nil {
 			resp.Body.Close()
@@ -340,7 +361,7 @@ func waitHTTP(t *testing.T, url string) {
 			err = fmt.Errorf("status %s", resp.Status)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready: %v", url, err)
+			fail("%s not ready within 60s: %v", url, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
