@@ -100,6 +100,18 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement
 		return h.refuse(d, span, res)
 	case Replayed:
 		count(req.Command, outcomeReplayed)
+		if s.Answered {
+			// The message itself ran before: on a delivery of another
+			// consumer (a moving partition's handoff and the cell that
+			// takes it on deliver some messages both), or on an earlier
+			// delivery that ended without its acknowledgement. That run
+			// answered it, or its worker stopped between the commit and
+			// the answer; either way it is not answered again: one final
+			// answer per message, and the result lookup for a producer
+			// that heard nothing.
+			log.Debug("command ran on an earlier delivery; its result is stored and it is not answered again")
+			return transport.Ack(nil), nil
+		}
 		log.Debug("command replayed from the inbox")
 	}
 	return transport.Ack(transport.ReplyJSON(res)), nil

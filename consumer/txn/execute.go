@@ -110,6 +110,9 @@ type Report struct {
 func RunWith(ctx context.Context, conn Conn, kinds *exec.Kinds, items []*Item, beforeCommit func(), extras Extras) (Report, error) {
 	t := &txn{ctx: ctx, kinds: kinds, beforeCommit: beforeCommit, terms: extras.Terms, handoff: extras.Handoff, removals: extras.Removals}
 	err := t.execute(conn, items)
+	if err == nil {
+		recordReplies(ctx, conn, items)
+	}
 	r := Report{Fallbacks: t.fallbacks, Pending: len(t.events) > 0, Wrote: len(t.events) > 0}
 	if t.read != nil {
 		r.Leased, r.Pending = t.read.Leased, t.read.Pending

@@ -86,6 +86,11 @@ type Answer struct {
 	Outcome Outcome
 	Result  protocol.Result
 	Err     error
+	// Answered, for a replay, says the stored result is this very
+	// message's: the message ran before, on a delivery that ended
+	// without its acknowledgement or on the cell its company moved
+	// from. A retry, a new message under the key, is not.
+	Answered bool
 }
 
 // decide answers a claimed key without executing it: in flight when
@@ -121,7 +126,8 @@ func decide(req *Request, locked bool, row *inbox.Row) (a Answer, done bool) {
 	if err != nil {
 		return Answer{Err: err}, true
 	}
-	return Answer{Outcome: Replayed, Result: res}, true
+	return Answer{Outcome: Replayed, Result: res,
+		Answered: req.StreamSequence != 0 && row.StreamSequence == int64(req.StreamSequence)}, true
 }
 
 // StoredResult decodes a stored result as a replay.

@@ -53,6 +53,7 @@ var Tables = []table{
 	byCompany("customer_credit_movements"),
 	byCompany("fx_rates"),
 	byCompany("inbox"),
+	byCompany("inbox_replies"),
 	byCompany("api_tokens"),
 	byCompany("webhook_endpoints"),
 	byCompany("outbox_events"),

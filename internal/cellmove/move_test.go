@@ -249,9 +249,27 @@ func TestMoveUnderLoad(t *testing.T) {
 
 	// The load: invoices for every company, each key published once or,
 	// one in five, twice (a producer's retry), without a message ID so
-	// that the stream keeps both.
+	// that the stream keeps both. Each publication has a Reply-To of its
+	// own, on which it must hear exactly one final answer, the move
+	// notwithstanding.
 	var mu sync.Mutex
 	keys := map[string][]string{}
+	answers := map[string][]protocol.Result{} // by Reply-To
+	replySub, err := f.nc.Subscribe("_INBOX.move-load.>", func(m *nats.Msg) {
+		var res protocol.Result
+		if err := json.Unmarshal(m.Data, &res); err != nil {
+			t.Errorf("answer on %s: %v: %s", m.Subject, err, m.Data)
+			return
+		}
+		mu.Lock()
+		answers[m.Subject] = append(answers[m.Subject], res)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replySub.Unsubscribe()
+	var replyTos []string
 	// Stopped between publications, never during one: a publication cut
 	// short may still have been stored.
 	var stopped atomic.Bool
@@ -270,7 +288,12 @@ func TestMoveUnderLoad(t *testing.T) {
 			if rng.IntN(5) == 0 {
 				copies = 2
 			}
-			for range copies {
+			for c := range copies {
+				replyTo := fmt.Sprintf("_INBOX.move-load.%s.%s.%d", company, key, c)
+				m.Header.Set(protocol.HeaderReplyTo, replyTo)
+				mu.Lock()
+				replyTos = append(replyTos, replyTo)
+				mu.Unlock()
 				if _, err := js.PublishMsg(ctx, m); err != nil {
 					t.Errorf("publish: %v", err)
 					return
@@ -322,6 +345,36 @@ func TestMoveUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d commands answered, %d of them for the %d moved companies", total, countKeys(keys, moved), len(moved))
+
+	// One final answer per publication: once no command waits in any
+	// consumer (a worker answers before it acknowledges), every answer
+	// has been sent; the flush receives what was sent to this connection.
+	settled(ctx, t, js)
+	if err := f.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	for _, replyTo := range replyTos {
+		var final []protocol.Result
+		for _, res := range answers[replyTo] {
+			if !res.Interim {
+				final = append(final, res)
+			}
+		}
+		if len(final) != 1 {
+			var got []string
+			for _, res := range answers[replyTo] {
+				what := res.Status
+				if res.Error != nil {
+					what = string(res.Error.Code)
+				}
+				got = append(got, fmt.Sprintf("%s replayed=%v interim=%v", what, res.Replayed, res.Interim))
+			}
+			t.Errorf("%s: %d final answers, want one: %v", replyTo, len(final), got)
+		}
+	}
+	t.Logf("%d publications, each with one final answer", len(replyTos))
+	mu.Unlock()
 	if countKeys(keys, moved) == 0 {
 		t.Fatal("no command of the moved companies was published under load")
 	}
@@ -575,5 +628,43 @@ func TestMoveGoesOnAfterAStop(t *testing.T) {
 	}
 	if invoices != 1 {
 		t.Errorf("%s has %d invoices in the new cell, want 1", companies[0], invoices)
+	}
+}
+
+// settled waits until no consumer of the command stream has a command
+// waiting or unacknowledged.
+func settled(ctx context.Context, t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	stream, err := js.Stream(ctx, consumer.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var waiting []string
+		names := stream.ConsumerNames(ctx)
+		for name := range names.Name() {
+			c, err := stream.Consumer(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := c.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.NumPending > 0 || info.NumAckPending > 0 {
+				waiting = append(waiting, fmt.Sprintf("%s: %d pending, %d unacknowledged", name, info.NumPending, info.NumAckPending))
+			}
+		}
+		if err := names.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(waiting) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command stream's consumers did not settle: %v", waiting)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
