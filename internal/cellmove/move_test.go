@@ -347,21 +347,43 @@ func TestMoveUnderLoad(t *testing.T) {
 	t.Logf("%d commands answered, %d of them for the %d moved companies", total, countKeys(keys, moved), len(moved))
 
 	// One final answer per publication: once no command waits in any
-	// consumer (a worker answers before it acknowledges), every answer
-	// has been sent; the flush receives what was sent to this connection.
+	// consumer and every publication has heard a final answer (a worker
+	// answers right after it acknowledges), a second answer would have
+	// come by now; the flush receives what was sent to this connection.
 	settled(ctx, t, js)
+	finals := func(replyTo string) int {
+		n := 0
+		for _, res := range answers[replyTo] {
+			if !res.Interim {
+				n++
+			}
+		}
+		return n
+	}
+	answerDeadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		var unanswered []string
+		for _, replyTo := range replyTos {
+			if finals(replyTo) == 0 {
+				unanswered = append(unanswered, replyTo)
+			}
+		}
+		mu.Unlock()
+		if len(unanswered) == 0 {
+			break
+		}
+		if time.Now().After(answerDeadline) {
+			t.Fatalf("%d publications heard no final answer within 30s of the consumers settling, e.g. %s", len(unanswered), unanswered[0])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := f.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	for _, replyTo := range replyTos {
-		var final []protocol.Result
-		for _, res := range answers[replyTo] {
-			if !res.Interim {
-				final = append(final, res)
-			}
-		}
-		if len(final) != 1 {
+		if n := finals(replyTo); n != 1 {
 			var got []string
 			for _, res := range answers[replyTo] {
 				what := res.Status
@@ -370,7 +392,7 @@ func TestMoveUnderLoad(t *testing.T) {
 				}
 				got = append(got, fmt.Sprintf("%s replayed=%v interim=%v", what, res.Replayed, res.Interim))
 			}
-			t.Errorf("%s: %d final answers, want one: %v", replyTo, len(final), got)
+			t.Errorf("%s: %d final answers, want one: %v", replyTo, n, got)
 		}
 	}
 	t.Logf("%d publications, each with one final answer", len(replyTos))
