@@ -70,8 +70,9 @@ var Tables = []table{
 }
 
 // NotPerCompany are the tables a move leaves where they are: the
-// operators', the fences, the schema's version.
-var NotPerCompany = []string{"console_actions", "console_sessions", "operator_tokens", "cell_fences", migrations.VersionTable}
+// operators', the fences, the dead letters closed (the dead-letter stream
+// is every cell's), the schema's version.
+var NotPerCompany = []string{"console_actions", "console_sessions", "operator_tokens", "cell_fences", "dead_letter_closures", migrations.VersionTable}
 
 // TableNames lists Tables' names, in order.
 func TableNames() []string {

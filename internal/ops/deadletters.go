@@ -38,6 +38,9 @@ type DeadLetter struct {
 	// ReplayOf is the dead letter this one's command was replayed from:
 	// set when a replay came back.
 	ReplayOf string `json:"replay_of,omitempty"`
+	// Closed is how an operator closed it (DeadLetters.Close); nil while
+	// it is open, and when DeadLetters has no DB to say.
+	Closed *Closure `json:"closed,omitempty"`
 	// Headers and Body are filled in by Get only.
 	Headers map[string][]string `json:"headers,omitempty"`
 	Body    string              `json:"body,omitempty"`
@@ -74,15 +77,22 @@ type ReplayedAll struct {
 	// StoppedAt is the dead letter whose replay failed, ending ReplayAll
 	// with that error; 0 when none did.
 	StoppedAt uint64 `json:"stopped_at,omitempty"`
+	// Closed are the dead letters left alone because they are closed.
+	Closed []uint64 `json:"closed,omitempty"`
 }
 
-// DeadLetters lists, reads and replays the dead-letter stream.
+// DeadLetters lists, reads, replays and closes the dead-letter stream.
 //
 // Replaying is safe: a command whose key already has a result is answered
 // from the inbox and not executed again, and one that still cannot succeed
-// is dead-lettered again.
+// is dead-lettered again. A dead letter that never will is closed
+// (Close): discarded or resolved, with a reason, by someone, recorded in
+// DB; a closed one is not replayed.
 type DeadLetters struct {
 	JS jetstream.JetStream
+	// DB records the closures. Without it, Close fails, and letters are
+	// shown, counted and replayed as if none were closed.
+	DB ClosuresDB
 	// Stream is the dead-letter stream. Defaults to DeadLetterStream.
 	Stream string
 	// CommandStream holds the bodies a dead letter was stored without (its
@@ -120,6 +130,7 @@ func (d DeadLetters) List(ctx context.Context, limit int) (DeadLetterPage, error
 		return DeadLetterPage{}, fmt.Errorf("stream %s: %w", d.name(), err)
 	}
 	page := DeadLetterPage{Letters: []DeadLetter{}, Total: info.State.Msgs}
+	var msgs []*jetstream.RawStreamMsg
 	for seq := info.State.FirstSeq; len(page.Letters) < limit && info.State.Msgs > 0 && seq <= info.State.LastSeq; {
 		m, err := d.next(ctx, stream, seq)
 		if err != nil {
@@ -128,10 +139,11 @@ func (d DeadLetters) List(ctx context.Context, limit int) (DeadLetterPage, error
 		if m == nil {
 			break
 		}
+		msgs = append(msgs, m)
 		page.Letters = append(page.Letters, deadLetterOf(m, false))
 		seq = m.Sequence + 1
 	}
-	return page, nil
+	return page, d.withClosures(ctx, msgs, page.Letters)
 }
 
 // Get returns one dead letter with its headers and body; one that is not
@@ -145,15 +157,16 @@ func (d DeadLetters) Get(ctx context.Context, seq uint64) (DeadLetter, error) {
 	if err != nil {
 		return DeadLetter{}, err
 	}
-	return deadLetterOf(m, true), nil
+	letter := []DeadLetter{deadLetterOf(m, true)}
+	return letter[0], d.withClosures(ctx, []*jetstream.RawStreamMsg{m}, letter)
 }
 
 // Replay publishes dead letter seq again, with its original headers, to
 // its original subject, and once JetStream has stored it deletes it from
 // the dead-letter stream. If the delete fails, the command is replayed and
 // the dead letter stays: replaying it again is harmless. A dead letter
-// that names no command subject is not replayed: an *Error with
-// CodeConflict.
+// that names no command subject, or one that is closed, is not replayed:
+// an *Error with CodeConflict.
 func (d DeadLetters) Replay(ctx context.Context, seq uint64) (Replayed, error) {
 	stream, err := d.open(ctx)
 	if err != nil {
@@ -163,13 +176,17 @@ func (d DeadLetters) Replay(ctx context.Context, seq uint64) (Replayed, error) {
 	if err != nil {
 		return Replayed{}, err
 	}
+	if err := d.refuseClosed(ctx, m); err != nil {
+		return Replayed{}, err
+	}
 	return d.replay(ctx, stream, m)
 }
 
-// ReplayAll replays the dead letters present when it starts, oldest first,
-// calling each (when set) after every replay with how many are done of
-// how many there were, and stops at the first failure, returning what it
-// replayed until then with the error. Messages
+// ReplayAll replays the open dead letters present when it starts, oldest
+// first (the closed ones are left alone, and listed), calling each (when
+// set) after every replay with how many are done of how many there were,
+// and stops at the first failure, returning what it replayed until then
+// with the error. Messages
 // dead-lettered again while it runs (a replayed command that still cannot
 // succeed) come after the last sequence it saw and are left alone.
 func (d DeadLetters) ReplayAll(ctx context.Context, each func(r Replayed, done int, total uint64)) (ReplayedAll, error) {
@@ -190,6 +207,14 @@ func (d DeadLetters) ReplayAll(ctx context.Context, each func(r Replayed, done i
 		}
 		if m == nil || m.Sequence > last {
 			break
+		}
+		if closed, err := d.closures(ctx, []*jetstream.RawStreamMsg{m}); err != nil {
+			all.StoppedAt = m.Sequence
+			return all, err
+		} else if _, ok := closed[m.Sequence]; ok {
+			all.Closed = append(all.Closed, m.Sequence)
+			seq = m.Sequence + 1
+			continue
 		}
 		r, err := d.replay(ctx, stream, m)
 		if err != nil {
@@ -361,7 +386,7 @@ type DeadLetterKeysetPage struct {
 // Page returns the dead letters q selects, oldest first, without their
 // headers and bodies. Sequences only grow, so a page's Next stays valid
 // while dead letters are added and replayed.
-func (d DeadLetters) Page(ctx context.Context, q DeadLetterQuery) (DeadLetterKeysetPage, error) {
+func (d DeadLetters) Page(ctx context.Context, q DeadLetterQuery) (page DeadLetterKeysetPage, err error) {
 	if q.Limit < 1 {
 		return DeadLetterKeysetPage{}, refuse(CodeInvalid, "limit", nil, "the limit must be at least 1")
 	}
@@ -386,7 +411,13 @@ func (d DeadLetters) Page(ctx context.Context, q DeadLetterQuery) (DeadLetterKey
 	if err != nil {
 		return DeadLetterKeysetPage{}, fmt.Errorf("stream %s: %w", d.name(), err)
 	}
-	page := DeadLetterKeysetPage{Letters: []DeadLetter{}, Total: info.State.Msgs}
+	page = DeadLetterKeysetPage{Letters: []DeadLetter{}, Total: info.State.Msgs}
+	var msgs []*jetstream.RawStreamMsg
+	defer func() {
+		if err == nil {
+			err = d.withClosures(ctx, msgs, page.Letters)
+		}
+	}()
 	seq := max(q.After+1, info.State.FirstSeq)
 	for scanned := 0; info.State.Msgs > 0 && seq <= info.State.LastSeq && scanned < maxScanned; scanned++ {
 		m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
@@ -405,6 +436,7 @@ func (d DeadLetters) Page(ctx context.Context, q DeadLetterQuery) (DeadLetterKey
 			page.Next = page.Letters[len(page.Letters)-1].Sequence
 			return page, nil
 		}
+		msgs = append(msgs, m)
 		page.Letters = append(page.Letters, deadLetterOf(m, false))
 	}
 	if seq <= info.State.LastSeq {
