@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ import (
 
 const adminUsage = `Usage: onceledger admin <verb> [flags]
 
-Inspects idempotency keys and dead letters, and replays dead letters.
+Inspects idempotency keys and dead letters; replays and closes dead letters.
 
 Verbs:
   key -company ID -key KEY   the inbox row of a key: command, status, fingerprint,
@@ -32,11 +33,21 @@ Verbs:
   dlq show SEQ               one dead letter: its headers and body
   dlq replay SEQ             publish it again, with its original headers, to its
                              original subject; then delete it from LEDGER_DLQ
-  dlq replay -all            replay every dead letter there is now
+  dlq replay -all            replay every open dead letter there is now
+  dlq discard SEQ -reason TEXT
+                             close it: the command is not to run, and why
+  dlq resolve SEQ -reason TEXT
+                             close it: what it was for was done another way
+                             (by hand, or under another key), and how
 
-key reads DATABASE_URL (-database-url), or, when neither is set, the
+A closed dead letter stays in LEDGER_DLQ until its age drops it, shown with
+who closed it (-actor, default cli:<user>), when and why; it is not replayed
+and not counted open. Closing once is final: a second close is refused.
+
+key and dlq read DATABASE_URL (-database-url), or, when neither is set, the
 database of the onceledger dev running on the default data dir
-(ONCELEDGER_DEV_DIR); dlq reads NATS_URL (-nats-url). key with cells (-cells,
+(ONCELEDGER_DEV_DIR), where closures are recorded; dlq also reads NATS_URL
+(-nats-url). key with cells (-cells,
 ONCELEDGER_CELLS=1, or -cell NAME) reads the database_url the placement
 stored in NATS gives -company's cell; see docs/cells.md.
 Output: -format text (default) or json, for key, dlq list and dlq show.
@@ -68,7 +79,7 @@ func cmdAdmin(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return adminKey(ctx, args[1:], stdout, stderr)
 	case "dlq":
 		if len(args) < 2 {
-			return &usageError{"dlq needs list, show or replay"}
+			return &usageError{"dlq needs list, show, replay, discard or resolve"}
 		}
 		return adminDLQ(ctx, args[1], args[2:], stdout, stderr)
 	}
@@ -176,6 +187,9 @@ func adminDLQ(ctx context.Context, verb string, args []string, stdout, stderr io
 	limit := fs.Int("limit", 50, "most dead letters listed (list)")
 	all := fs.Bool("all", false, "replay every dead letter (replay)")
 	format := fs.String("format", "text", "text or json (list, show)")
+	dsn := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL, where closures are recorded (env DATABASE_URL)")
+	reason := fs.String("reason", "", "why the dead letter is closed (discard, resolve; required)")
+	actor := fs.String("actor", "cli:"+currentUser(), "who closes it (discard, resolve)")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), adminUsage); fs.PrintDefaults() }
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -189,8 +203,12 @@ func adminDLQ(ctx context.Context, verb string, args []string, stdout, stderr io
 	}
 	var seq uint64
 	switch {
-	case verb != "list" && verb != "show" && verb != "replay":
-		return &usageError{fmt.Sprintf("unknown dlq verb %q: list, show or replay", verb)}
+	case verb != "list" && verb != "show" && verb != "replay" && verb != "discard" && verb != "resolve":
+		return &usageError{fmt.Sprintf("unknown dlq verb %q: list, show, replay, discard or resolve", verb)}
+	case (verb == "discard" || verb == "resolve") && strings.TrimSpace(*reason) == "":
+		return &usageError{verb + " needs -reason: why the dead letter is closed, kept with who closed it and when"}
+	case verb != "discard" && verb != "resolve" && *reason != "":
+		return &usageError{"-reason is for discard and resolve"}
 	case verb == "list" && len(positional) > 0:
 		return &usageError{fmt.Sprintf("unexpected argument %q", positional[0])}
 	case verb == "list" && *limit < 1:
@@ -199,7 +217,7 @@ func adminDLQ(ctx context.Context, verb string, args []string, stdout, stderr io
 		if len(positional) > 0 {
 			return &usageError{"replay takes a sequence or -all, not both"}
 		}
-	case verb == "show" || verb == "replay":
+	case verb == "show" || verb == "replay" || verb == "discard" || verb == "resolve":
 		if len(positional) != 1 {
 			return &usageError{verb + " needs the dead letter's stream sequence (see dlq list)"}
 		}
@@ -211,6 +229,15 @@ func adminDLQ(ctx context.Context, verb string, args []string, stdout, stderr io
 	if errs := conn.validate(); len(errs) > 0 {
 		return &usageError{errors.Join(errs...).Error()}
 	}
+	*dsn = orDevDatabase(*dsn, stderr)
+	if *dsn == "" {
+		return &usageError{"DATABASE_URL (or -database-url) is required: the dead letters' closures are recorded there"}
+	}
+	db, err := pgx.Connect(ctx, *dsn)
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	defer db.Close(context.WithoutCancel(ctx))
 	nc, err := conn.connect("onceledger admin")
 	if err != nil {
 		return err
@@ -220,7 +247,7 @@ func adminDLQ(ctx context.Context, verb string, args []string, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	dlq := ops.DeadLetters{JS: js, Stream: deadLetterStream}
+	dlq := ops.DeadLetters{JS: js, Stream: deadLetterStream, DB: db}
 
 	switch {
 	case verb == "list":
@@ -228,7 +255,19 @@ func adminDLQ(ctx context.Context, verb string, args []string, stdout, stderr io
 		if err != nil {
 			return err
 		}
-		return writeDeadLetters(stdout, page, *format)
+		counts, err := dlq.Count(ctx)
+		if err != nil {
+			return err
+		}
+		return writeDeadLetters(stdout, page, counts, *format)
+	case verb == "discard" || verb == "resolve":
+		action := map[string]string{"discard": ops.Discarded, "resolve": ops.Resolved}[verb]
+		d, err := dlq.Close(ctx, seq, action, *reason, *actor)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "dead letter %d (%s, key %s) %s\n", d.Sequence, d.OriginalSubject, d.IdempotencyKey, d.Closed)
+		return err
 	case verb == "show":
 		d, err := dlq.Get(ctx, seq)
 		if err != nil {
@@ -246,7 +285,11 @@ func adminDLQ(ctx context.Context, verb string, args []string, stdout, stderr io
 			}
 			return err
 		}
-		_, err = fmt.Fprintf(stdout, "replayed %d dead letters\n", len(res.Replayed))
+		closed := ""
+		if len(res.Closed) > 0 {
+			closed = fmt.Sprintf("; %d closed ones left alone", len(res.Closed))
+		}
+		_, err = fmt.Fprintf(stdout, "replayed %d dead letters%s\n", len(res.Replayed), closed)
 		return err
 	}
 	r, err := dlq.Replay(ctx, seq)
@@ -257,14 +300,14 @@ func adminDLQ(ctx context.Context, verb string, args []string, stdout, stderr io
 	return err
 }
 
-func writeDeadLetters(stdout io.Writer, page ops.DeadLetterPage, format string) error {
+func writeDeadLetters(stdout io.Writer, page ops.DeadLetterPage, counts ops.Counts, format string) error {
 	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(page.Letters)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tDEAD-LETTERED\tORIGINAL SUBJECT\tKEY\tCODE\tDELIVERIES\tREASON")
+	fmt.Fprintln(tw, "SEQ\tSTATE\tDEAD-LETTERED\tORIGINAL SUBJECT\tKEY\tCODE\tDELIVERIES\tREASON")
 	for _, d := range page.Letters {
 		when := d.DeadLetteredAt
 		if t, err := time.Parse(time.RFC3339Nano, when); err == nil {
@@ -274,13 +317,17 @@ func writeDeadLetters(stdout io.Writer, page ops.DeadLetterPage, format string) 
 		if d.ReplayOf != "" {
 			reason = "came back, replayed from " + d.ReplayOf + ": " + reason
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Sequence, when, d.OriginalSubject, truncate(d.IdempotencyKey, 40),
+		state := "open"
+		if d.Closed != nil {
+			state = d.Closed.Action
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Sequence, state, when, d.OriginalSubject, truncate(d.IdempotencyKey, 40),
 			d.Code, d.Deliveries, truncate(reason, 80))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(stdout, "%d of %d dead letters in %s\n", len(page.Letters), page.Total, deadLetterStream)
+	_, err := fmt.Fprintf(stdout, "%d of %d dead letters in %s, %d of them open\n", len(page.Letters), page.Total, deadLetterStream, counts.Open)
 	return err
 }
 
@@ -290,7 +337,13 @@ func showDeadLetter(v deadLetterView, format string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}
-	fmt.Fprintf(stdout, "dead letter %d, stored %s on %s\n\n", v.Sequence, v.StoredAt.UTC().Format(time.RFC3339Nano), v.Subject)
+	fmt.Fprintf(stdout, "dead letter %d, stored %s on %s\n", v.Sequence, v.StoredAt.UTC().Format(time.RFC3339Nano), v.Subject)
+	if v.Closed != nil {
+		fmt.Fprintf(stdout, "closed: %s\n", v.Closed)
+	} else {
+		fmt.Fprintln(stdout, "open")
+	}
+	fmt.Fprintln(stdout)
 	names := make([]string, 0, len(v.Headers))
 	for k := range v.Headers {
 		names = append(names, k)
@@ -303,4 +356,15 @@ func showDeadLetter(v deadLetterView, format string, stdout io.Writer) error {
 	}
 	_, err := fmt.Fprintf(stdout, "\n%s\n", prettyJSON([]byte(v.Body)))
 	return err
+}
+
+// currentUser names who runs the command, for the record of what it did.
+func currentUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if name := os.Getenv("USER"); name != "" {
+		return name
+	}
+	return "unknown"
 }

@@ -251,7 +251,7 @@ func TestAdminDeadLetters(t *testing.T) {
 	}
 
 	admin := func(args ...string) (int, string, string) {
-		return invoke(ctx, "", append(append([]string{"admin"}, args...), "-nats-url", natsURL)...)
+		return invoke(ctx, "", append(append([]string{"admin"}, args...), "-nats-url", natsURL, "-database-url", dsn)...)
 	}
 	code, out, errOut := admin("dlq", "list")
 	if code != 0 || !strings.Contains(out, "3 of 3 dead letters in LEDGER_DLQ") {
@@ -329,6 +329,32 @@ func TestAdminDeadLetters(t *testing.T) {
 	}
 	if len(left) != 1 || left[0].Sequence <= 3 || left[0].IdempotencyKey != "bad-1" || left[0].Code != string(ledger.CodeInvalidCommand) {
 		t.Fatalf("dead letters left: %+v", left)
+	}
+
+	// The malformed command can never run: it is discarded, with a
+	// reason, and stays shown as such; it is neither replayed nor closed
+	// again.
+	malformed := fmt.Sprint(left[0].Sequence)
+	if code, _, errOut := admin("dlq", "discard", malformed); code != 2 || !strings.Contains(errOut, "-reason") {
+		t.Fatalf("dlq discard without a reason: exit %d %s", code, errOut)
+	}
+	code, out, errOut = admin("dlq", "discard", malformed, "-reason", "malformed JSON; the producer fixed its encoder", "-actor", "cli:ops")
+	if code != 0 || !strings.Contains(out, "discarded by cli:ops") || !strings.Contains(out, "bad-1") {
+		t.Fatalf("dlq discard: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = admin("dlq", "list")
+	if code != 0 || !strings.Contains(out, "discarded") || !strings.Contains(out, "1 of 1 dead letters in LEDGER_DLQ, 0 of them open") {
+		t.Fatalf("dlq list after the discard: exit %d\n%s", code, out)
+	}
+	code, out, _ = admin("dlq", "show", malformed)
+	if code != 0 || !strings.Contains(out, "closed: discarded by cli:ops at ") || !strings.Contains(out, "the producer fixed its encoder") {
+		t.Fatalf("dlq show of the discarded letter: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := admin("dlq", "replay", malformed); code != 1 || !strings.Contains(errOut, "not replayed") || !strings.Contains(errOut, "closed") {
+		t.Fatalf("dlq replay of a discarded letter: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := admin("dlq", "resolve", malformed, "-reason", "fixed"); code != 1 || !strings.Contains(errOut, "closed already: discarded by cli:ops") {
+		t.Fatalf("dlq resolve of a discarded letter: exit %d %s", code, errOut)
 	}
 
 	// Only commands are replayed, and only to where they came from.

@@ -18,9 +18,9 @@ import (
 func TestAdminReplayAllStopsAtTheFirstFailure(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	natsURL := testenv.NATS(t)
+	natsURL, dsn := testenv.NATS(t), testenv.Migrated(t)
 	admin := func(args ...string) (int, string, string) {
-		return invoke(ctx, "", append(append([]string{"admin", "dlq"}, args...), "-nats-url", natsURL)...)
+		return invoke(ctx, "", append(append([]string{"admin", "dlq"}, args...), "-nats-url", natsURL, "-database-url", dsn)...)
 	}
 	if code, _, errOut := admin("list"); code != 1 || !strings.Contains(errOut, "open stream "+deadLetterStream) {
 		t.Fatalf("list without streams: exit %d %s", code, errOut)
