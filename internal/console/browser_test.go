@@ -200,6 +200,27 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 
+	// One that will never succeed is discarded, with a reason: its page
+	// then says so and offers no replay.
+	back := e.waitDeadLetter(t, "nonsense-8", other)
+	browsertest.Do(t, ctx, "discard a dead letter",
+		chromedp.Navigate(e.URL+"/console/dead-letters/"+itoa(back)),
+		chromedp.SendKeys(chromedp.ID("reason"), "no such command: sent by mistake"),
+		chromedp.Click(chromedp.ID("discard")),
+		chromedp.WaitVisible(chromedp.ID("outcome")))
+	if outcome := text("outcome", "#outcome"); !strings.Contains(outcome, "dead letter "+itoa(back)+" discarded by console: test operator: no such command: sent by mistake") {
+		t.Fatalf("discard outcome: %s", outcome)
+	}
+	browsertest.Do(t, ctx, "the discarded dead letter",
+		chromedp.Navigate(e.URL+"/console/dead-letters/"+itoa(back)),
+		chromedp.WaitVisible(chromedp.ID("closed")))
+	if closed := text("closed", "#closed"); !strings.Contains(closed, "Closed: discarded by console: test operator at ") ||
+		!strings.Contains(closed, "no such command: sent by mistake") ||
+		!browsertest.Value(t, ctx, "no replay", chromedp.Evaluate[bool](`document.getElementById("replay") === null && document.getElementById("close-form") === null`)) {
+		t.Fatalf("the discarded dead letter: %s", closed)
+	}
+	browsertest.Screenshot(t, ctx, shots, "dead-letter-discarded", false)
+
 	browsertest.Do(t, ctx, "webhook deliveries",
 		chromedp.Navigate(e.URL+"/console/webhooks?company=acme"),
 		chromedp.WaitVisible(chromedp.ID("deliveries")))

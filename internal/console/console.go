@@ -107,7 +107,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	cfg.setDefaults()
 	c := &Console{cfg: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux(),
-		dlq: ops.DeadLetters{JS: cfg.JS, Stream: cfg.DeadLetterStream}}
+		dlq: ops.DeadLetters{JS: cfg.JS, DB: cfg.Pool, Stream: cfg.DeadLetterStream}}
 	for _, page := range []string{"signin", "commands", "deadletters", "deadletter", "action", "webhooks", "books", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
@@ -138,6 +138,7 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET "+basePath+"/dead-letters", c.authed(c.deadLetters))
 	c.mux.HandleFunc("GET "+basePath+"/dead-letters/{seq}", c.authed(c.deadLetter))
 	c.mux.HandleFunc("POST "+basePath+"/dead-letters/{seq}/replay", c.authed(c.replayDeadLetter))
+	c.mux.HandleFunc("POST "+basePath+"/dead-letters/{seq}/close", c.authed(c.closeDeadLetter))
 	c.mux.HandleFunc("POST "+basePath+"/dead-letters/replay", c.authed(c.replaySelected))
 	c.mux.HandleFunc("GET "+basePath+"/actions/{key}", c.authed(c.action))
 	c.mux.HandleFunc("GET "+basePath+"/webhooks", c.authed(c.webhooks))

@@ -277,12 +277,14 @@ func (c *Console) readStats(ctx context.Context) []stat {
 	out = append(out, c.storeStat(ctx))
 	count("Unpublished events", "in the outbox", `SELECT count(*) FROM outbox_pending`)
 	count("Undelivered webhooks", "pending or being attempted", `SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'delivering')`)
-	if st, err := c.cfg.JS.Stream(ctx, c.cfg.DeadLetterStream); err != nil {
-		out = append(out, stat{Label: "Dead letters", Error: "unavailable: " + err.Error()})
-	} else if info, err := st.Info(ctx); err != nil {
-		out = append(out, stat{Label: "Dead letters", Error: "unavailable: " + err.Error()})
+	// The open dead letters: those closed (discarded or resolved) stay in
+	// the stream until their age drops them, but need no one.
+	if n, err := c.dlq.Count(ctx); err != nil {
+		c.cfg.Logger.Warn("console: read figure", "figure", "Dead letters", "error", err)
+		out = append(out, stat{Label: "Dead letters", Error: "unavailable"})
 	} else {
-		out = append(out, stat{Label: "Dead letters", Value: strconv.FormatUint(info.State.Msgs, 10), Note: "in " + c.cfg.DeadLetterStream})
+		out = append(out, stat{Label: "Dead letters", Value: strconv.FormatUint(n.Open, 10),
+			Note: "open, of " + strconv.FormatUint(n.Total, 10) + " in " + c.cfg.DeadLetterStream})
 	}
 	return out
 }
@@ -457,10 +459,53 @@ func (c *Console) deadLetter(w http.ResponseWriter, r *http.Request, s *session)
 		c.fail(w, r, s, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "deadletter", s, struct {
-		Letter ops.DeadLetter
-		Action string
-	}{d, action})
+	c.render(w, r, http.StatusOK, "deadletter", s, deadLetterPage{Letter: d, Action: action})
+}
+
+// deadLetterPage is what the dead letter's page shows: the letter, the
+// key of its forms, and, when a close was refused, why, with the reason
+// typed.
+type deadLetterPage struct {
+	Letter  ops.DeadLetter
+	Action  string
+	Message string
+	Reason  string
+}
+
+// closeDeadLetter closes a dead letter as discarded or resolved, with the
+// operator's reason, under the operator's name. A form without a choice
+// or a reason is shown again saying so, its action key unused.
+func (c *Console) closeDeadLetter(w http.ResponseWriter, r *http.Request, s *session) {
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil {
+		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "sequence", Message: "not a stream sequence"})
+		return
+	}
+	how, reason := r.PostFormValue("close"), r.PostFormValue("reason")
+	var refusal string
+	switch {
+	case how != ops.Discarded && how != ops.Resolved:
+		refusal = "Choose Discard or Mark resolved."
+	case strings.TrimSpace(reason) == "":
+		refusal = "Say why the dead letter is " + how + ": a reason is required, and is kept with who closed it and when."
+	}
+	if refusal != "" {
+		d, err := c.dlq.Get(r.Context(), seq)
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		d.Headers = maskHeaders(d.Headers)
+		c.render(w, r, http.StatusBadRequest, "deadletter", s, deadLetterPage{Letter: d, Action: r.PostFormValue("action"), Message: refusal, Reason: reason})
+		return
+	}
+	c.once(w, r, s, func(ctx context.Context) (string, error) {
+		d, err := c.dlq.Close(ctx, seq, how, reason, "console: "+s.TokenName)
+		if err != nil {
+			return "", err
+		}
+		return "dead letter " + strconv.FormatUint(seq, 10) + " " + d.Closed.Action + " by " + d.Closed.Actor + ": " + d.Closed.Reason, nil
+	})
 }
 
 // once runs act under the form's action key: the first submission runs it
