@@ -88,7 +88,7 @@ type Extras struct {
 	Removals []uuid.UUID
 }
 
-// Report is what RunLeasing tells beside its error.
+// Report is what RunWith tells beside its error.
 type Report struct {
 	// Fallbacks counts the groups that failed and ran again in halves.
 	Fallbacks int
@@ -143,7 +143,7 @@ type txn struct {
 	commitErr        error
 	// fallbacks counts the groups that failed and ran again in halves.
 	fallbacks int
-	// terms, when set, are the first attempts' (see RunLeasing); events
+	// terms, when set, are the first attempts' (see Extras.Terms); events
 	// are the IDs of the events written, read the deliveries read back
 	// before the COMMIT.
 	terms  *firstattempt.Terms

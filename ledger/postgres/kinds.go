@@ -20,10 +20,9 @@ const (
 	sqlstateUniqueViolation = "23505"
 )
 
-// Kinds returns the kinds of the ledger's commands: company.create,
-// invoice.create, credit_note.create, payment.record, settlement.record,
-// purchase_invoice.record, asset.register, depreciation.run,
-// customer_credit.apply and customer_credit.refund. Each reads
+// Kinds returns the kinds of the ledger's commands, those ledger's
+// registry names (internal/kinds.TestEveryCommandHasOneKind holds every
+// command of the registry executed by exactly one). Each reads
 // what all its commands need in one round trip's statements, one per
 // table, and writes their effects with one INSERT per table.
 func Kinds(opts ...Option) []exec.Kind {
