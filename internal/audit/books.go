@@ -1,5 +1,7 @@
 package audit
 
+import "github.com/onceledger/onceledger/ledger"
+
 // The books: double entry and gapless numbering. Each query is a flagged
 // query (see flaggedTail); $1 is the company filter, empty for all.
 
@@ -129,7 +131,7 @@ WITH posted AS (
 	SELECT l.company_id, l.currency::text AS currency, e.source_type, e.source_id, min(e.entry_date) AS day,
 	       sum(l.debit - l.credit) AS amount
 	  FROM journal_lines l JOIN journal_entries e ON e.id = l.entry_id
-	 WHERE l.account_code = '1200' AND ($1::text = '' OR l.company_id = $1)
+	 WHERE l.account_code = '` + ledger.AccountReceivables + `' AND ($1::text = '' OR l.company_id = $1)
 	 GROUP BY 1, 2, 3, 4),
 said AS (
 	SELECT company_id, currency::text AS currency, 'invoice' AS source_type, id AS source_id, issue_date AS day, gross AS amount, number AS label
@@ -201,7 +203,7 @@ account_company AS (
 	SELECT l.company_id, 'company currency ' || min(c.currency) AS currency,
 	       sum(coalesce(l.debit_company, l.debit) - coalesce(l.credit_company, l.credit)) AS amount
 	  FROM journal_lines l JOIN companies c ON c.id = l.company_id
-	 WHERE l.account_code = '1200' AND ($1::text = '' OR l.company_id = $1)
+	 WHERE l.account_code = '` + ledger.AccountReceivables + `' AND ($1::text = '' OR l.company_id = $1)
 	 GROUP BY 1),
 totals AS (
 	SELECT coalesce(a.company_id, o.company_id) AS company_id, coalesce(a.currency, o.currency) AS currency,
@@ -233,7 +235,7 @@ WITH posted AS (
 	SELECT l.company_id, l.currency::text AS currency, e.source_type, e.source_id, min(e.entry_date) AS day,
 	       sum(l.credit - l.debit) AS amount
 	  FROM journal_lines l JOIN journal_entries e ON e.id = l.entry_id
-	 WHERE l.account_code = '2200' AND ($1::text = '' OR l.company_id = $1)
+	 WHERE l.account_code = '` + ledger.AccountCustomerCredits + `' AND ($1::text = '' OR l.company_id = $1)
 	 GROUP BY 1, 2, 3, 4),
 said AS (
 	SELECT company_id, currency::text AS currency,
@@ -263,7 +265,7 @@ company_totals AS (
 	SELECT a.company_id, 'company currency ' || a.currency AS currency, a.amount AS account, b.amount AS credits, m.amount AS moved
 	  FROM (SELECT l.company_id, min(c.currency) AS currency, sum(coalesce(l.credit_company, l.credit) - coalesce(l.debit_company, l.debit)) AS amount
 	          FROM journal_lines l JOIN companies c ON c.id = l.company_id
-	         WHERE l.account_code = '2200' AND ($1::text = '' OR l.company_id = $1) GROUP BY 1) a
+	         WHERE l.account_code = '` + ledger.AccountCustomerCredits + `' AND ($1::text = '' OR l.company_id = $1) GROUP BY 1) a
 	  LEFT JOIN (SELECT company_id, sum(coalesce(balance_company, balance)) AS amount FROM customer_credits
 	              WHERE ($1::text = '' OR company_id = $1) GROUP BY 1) b ON b.company_id = a.company_id
 	  LEFT JOIN (SELECT company_id, sum(coalesce(amount_company, amount)) AS amount FROM customer_credit_movements

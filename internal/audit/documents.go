@@ -3,6 +3,8 @@ package audit
 import (
 	"context"
 	"strings"
+
+	"github.com/onceledger/onceledger/ledger"
 )
 
 // Documents: each is its lines, its entry posts what it says, and what
@@ -52,13 +54,13 @@ docs AS (
 posted AS (
 	SELECT l.entry_id, min(l.company_id) AS first_company, max(l.company_id) AS last_company,
 	       min(l.currency::text) AS first_currency, max(l.currency::text) AS last_currency,
-	       sum(l.debit - l.credit) FILTER (WHERE l.account_code = '1200') AS receivables,
-	       sum(l.credit - l.debit) FILTER (WHERE l.account_code = '2200') AS credits,
-	       sum(l.credit - l.debit) FILTER (WHERE l.account_code = '4000') AS revenue,
-	       sum(l.credit - l.debit) FILTER (WHERE l.account_code = '2300') AS output_vat,
-	       sum(l.debit - l.credit) FILTER (WHERE l.account_code = '1300') AS input_vat,
-	       sum(l.credit - l.debit) FILTER (WHERE l.account_code = '2100') AS payables,
-	       sum(l.debit - l.credit) FILTER (WHERE l.account_code NOT IN ('1200', '2200', '4000', '2300', '1300', '2100')) AS other
+	       sum(l.debit - l.credit) FILTER (WHERE l.account_code = '` + ledger.AccountReceivables + `') AS receivables,
+	       sum(l.credit - l.debit) FILTER (WHERE l.account_code = '` + ledger.AccountCustomerCredits + `') AS credits,
+	       sum(l.credit - l.debit) FILTER (WHERE l.account_code = '` + ledger.AccountRevenue + `') AS revenue,
+	       sum(l.credit - l.debit) FILTER (WHERE l.account_code = '` + ledger.AccountOutputVAT + `') AS output_vat,
+	       sum(l.debit - l.credit) FILTER (WHERE l.account_code = '` + ledger.AccountInputVAT + `') AS input_vat,
+	       sum(l.credit - l.debit) FILTER (WHERE l.account_code = '` + ledger.AccountPayables + `') AS payables,
+	       sum(l.debit - l.credit) FILTER (WHERE l.account_code NOT IN ('` + ledger.AccountReceivables + `', '` + ledger.AccountCustomerCredits + `', '` + ledger.AccountRevenue + `', '` + ledger.AccountOutputVAT + `', '` + ledger.AccountInputVAT + `', '` + ledger.AccountPayables + `')) AS other
 	  FROM journal_lines l
 	 WHERE ` + entriesOfDocs + `
 	 GROUP BY l.entry_id),
