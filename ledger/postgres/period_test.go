@@ -2,12 +2,14 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/ledger"
@@ -252,4 +254,37 @@ func pgxSleep(ctx context.Context, db *pgxpool.Pool) {
 	var x pgx.Rows
 	x, _ = db.Query(ctx, `SELECT pg_sleep(0.01)`)
 	x.Close()
+}
+
+// The database refuses a journal entry dated in a closed month whoever
+// writes it, not only the commands: a script inserting one by hand is
+// stopped with the rule's name, and an entry of the first open month is
+// not.
+func TestTheDatabaseRefusesEntriesInClosedMonths(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 2)
+	createCompany(t, db, "acme")
+	run[ledger.InvoiceView](t, db, "acme", "invoice.create", dated("o-nov", "2026-11-20"))
+	run[ledger.PeriodCloseView](t, db, "acme", "period.close", map[string]any{"period": "2026-11"})
+	ctx := testContext(t)
+	insert := func(day string) error {
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		_, err = tx.Exec(ctx, `INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
+			VALUES (gen_random_uuid(), 'acme', $1, 'by hand', 'script', gen_random_uuid())`, day)
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if err := insert("2026-11-30"); !errors.As(err, &pgErr) || pgErr.ConstraintName != "journal_entries_open_period" {
+		t.Fatalf("an entry dated in closed November: %v, want the database's refusal", err)
+	}
+	if err := insert("2026-10-01"); !errors.As(err, &pgErr) || pgErr.ConstraintName != "journal_entries_open_period" {
+		t.Fatalf("an entry dated in October, before closed November: %v, want the database's refusal", err)
+	}
+	if err := insert("2026-12-01"); err != nil {
+		t.Fatalf("an entry dated in open December: %v", err)
+	}
 }
