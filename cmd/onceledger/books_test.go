@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/onceledger/onceledger/internal/isafcheck"
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/internal/testkeys"
@@ -206,6 +207,9 @@ func TestBooks(t *testing.T) {
 		var f ledger.ISAFFile
 		if err := xml.Unmarshal([]byte(out), &f); code != 0 || err != nil {
 			t.Fatalf("xml: exit %d, %v:\n%s", code, err, out)
+		}
+		if errs := isafcheck.Check([]byte(out)); len(errs) > 0 {
+			t.Fatalf("the i.SAF file is not valid:\n%s", strings.Join(errs, "\n"))
 		}
 		sales := f.SourceDocuments.SalesInvoices.Invoices
 		if len(sales) != 2 || sales[1].InvoiceType != "KS" || sales[1].References.References[0].ReferenceNo != "INV-2026-000001" ||

@@ -1,8 +1,10 @@
-// Package isafcheck checks i.SAF 1.2 files against the rules of the
-// specification that docs/isaf.md lists: the tests of the register's
-// renderer and of a month's books run every file they produce through it.
-// It is a checker written from the specification, not the XSD: a user
-// checks a file against the real schema with xmllint (docs/isaf.md).
+// Package isafcheck checks i.SAF 1.2 files: against VMI's XML schema,
+// with xmllint (Schema), and against the rules of the specification that
+// docs/isaf.md lists, those the schema cannot express among them (the
+// DataType against the lists a file holds, PartNumber against
+// NumberOfParts and the parts' headers, a period's dates). The tests of the
+// register's renderer and of a month's books run every file they produce
+// through Check, which does both.
 package isafcheck
 
 import (
@@ -28,13 +30,15 @@ import (
 // digits; and the rules across elements (DataType against the lists,
 // PartNumber against NumberOfParts, a period's dates). MasterFiles and
 // SettlementsAndPayments, which the register does not write, are only
-// allowed. docs/isaf.md lists the same rules.
+// allowed. docs/isaf.md lists the same rules. Check first validates b
+// against VMI's schema (Schema): its errors come first.
 func Check(b []byte) []string {
+	schemaErrs := Schema(b)
 	root, err := parseXML(b)
 	if err != nil {
-		return []string{err.Error()}
+		return append(schemaErrs, err.Error())
 	}
-	c := &isafChecker{}
+	c := &isafChecker{errs: schemaErrs}
 	if root.name.Space != ledger.ISAFNamespace || root.name.Local != "iSAFFile" {
 		c.errorf("root is {%s}%s, not {%s}iSAFFile", root.name.Space, root.name.Local, ledger.ISAFNamespace)
 		return c.errs

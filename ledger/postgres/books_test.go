@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/onceledger/onceledger/internal/isafcheck"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
 )
@@ -320,6 +321,9 @@ func TestBooks(t *testing.T) {
 		if err := r.WriteISAF(&buf, created); err != nil {
 			t.Fatal(err)
 		}
+		if errs := isafcheck.Check(buf.Bytes()); len(errs) > 0 {
+			t.Fatalf("the i.SAF file is not valid:\n%s\n%s", strings.Join(errs, "\n"), buf.String())
+		}
 		var f ledger.ISAFFile
 		if err := xml.Unmarshal(buf.Bytes(), &f); err != nil {
 			t.Fatalf("parse i.SAF: %v\n%s", err, buf.String())
@@ -473,6 +477,9 @@ func TestRegisterCompanyCode(t *testing.T) {
 		var f ledger.ISAFFile
 		if err != nil || xml.Unmarshal(buf.Bytes(), &f) != nil || f.Header.FileDescription.RegistrationNumber != want {
 			t.Fatalf("%s: %v\n%s", company, err, buf.String())
+		}
+		if errs := isafcheck.Check(buf.Bytes()); len(errs) > 0 {
+			t.Fatalf("%s: the i.SAF file is not valid:\n%s", company, strings.Join(errs, "\n"))
 		}
 	}
 	// CSV and JSON need no code.
