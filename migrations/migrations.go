@@ -19,7 +19,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 )
 
-//go:embed *.sql
+//go:embed [0-9]*.sql
 var files embed.FS
 
 // VersionTable records applied migrations.

@@ -163,7 +163,7 @@ func TestConcurrentUp(t *testing.T) {
 // numeric prefix of every NNNNN_name.sql.
 func shipped(t testing.TB) []int64 {
 	t.Helper()
-	files, err := filepath.Glob("*.sql")
+	files, err := filepath.Glob("[0-9]*.sql")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no migration files: %v", err)
 	}
