@@ -21,7 +21,7 @@ func Build(ctx context.Context, dir string) (worker, natsd string, err error) {
 	if gomod == "" || gomod == "/dev/null" {
 		return "", "", fmt.Errorf("build: not inside the onceledger module (go env GOMOD is %q)", gomod)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "faults", "-o", dir+string(filepath.Separator),
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "faults", "-o", dir+string(filepath.Separator),
 		"./cmd/onceledger", "./internal/chaos/cmd/natsd")
 	cmd.Dir = filepath.Dir(gomod)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -51,9 +52,19 @@ var natsUsers = map[string]string{
 	"acme": "ONCELEDGER_NATS_ACME_PASSWORD", "acme-events": "ONCELEDGER_NATS_ACME_EVENTS_PASSWORD",
 }
 
+// shippedNATSConfig is deploy/nats/nats-server.conf of the module the
+// suite runs in: found from this source file's path, or, when the build
+// trimmed paths, from `go env GOMOD`, as Build finds the module.
 func shippedNATSConfig() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", "nats", "nats-server.conf")
+	const rel = "deploy/nats/nats-server.conf"
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		return filepath.Join(filepath.Dir(file), "..", "..", filepath.FromSlash(rel))
+	}
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return filepath.FromSlash(rel)
+	}
+	return filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), filepath.FromSlash(rel))
 }
 
 func (n *natsd) start() error {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -108,6 +109,32 @@ func (s *SecuredServer) URL(user string) string {
 
 // ShippedNATSConfig is the path of deploy/nats/nats-server.conf.
 func ShippedNATSConfig() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", "nats", "nats-server.conf")
+	return filepath.Join(ModuleRoot(), "deploy", "nats", "nats-server.conf")
+}
+
+// ModuleRoot is the directory of the module's go.mod: found from this
+// source file's path, or, when the build trimmed paths (-trimpath), up
+// from the working directory, which is a package's directory in a test.
+// Empty when neither leads to it.
+func ModuleRoot() string {
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			return root
+		}
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/onceledger/onceledger\n") {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }
