@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/onceledger/onceledger/client"
+	"github.com/onceledger/onceledger/internal/ops"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
 	"github.com/onceledger/onceledger/protocol"
@@ -611,11 +612,7 @@ func (s *Server) trialBalance(w http.ResponseWriter, r *http.Request, company st
 		in = b
 	}
 	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
-		tb, err := postgres.TrialBalance(ctx, tx, company, day, in)
-		if err != nil {
-			return nil, err
-		}
-		return tb.View(), nil
+		return ops.TrialBalance(ctx, tx, company, day, in)
 	})
 }
 
@@ -632,11 +629,7 @@ func (s *Server) vatReturn(w http.ResponseWriter, r *http.Request, company strin
 		return
 	}
 	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
-		vr, err := postgres.VATReturn(ctx, tx, company, p)
-		if err != nil {
-			return nil, err
-		}
-		return vr.View(), nil
+		return ops.VATReturn(ctx, tx, company, p)
 	})
 }
 
@@ -646,7 +639,7 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, fn func(context.Co
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	var view any
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := ops.Snapshot(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		view, err = fn(ctx, tx)
 		return err

@@ -27,6 +27,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/onceledger/onceledger/outbox"
 )
 
 // Setting is the transaction setting the fan-out trigger reads the terms
@@ -121,14 +123,9 @@ func (d *Desk) Hand(leased []Delivery, pending bool) bool {
 	return true
 }
 
-// Queuer is where a transaction's statements are queued: a pgx.Batch.
-type Queuer interface {
-	Queue(query string, arguments ...any) *pgx.QueuedQuery
-}
-
 // QueueSet queues the statement that sets t for the rest of the
 // transaction.
-func QueueSet(b Queuer, t Terms) {
+func QueueSet(b outbox.Queuer, t Terms) {
 	b.Queue(`SELECT set_config('`+Setting+`', $1, true)`, t.Value())
 }
 
@@ -142,7 +139,7 @@ type Read struct {
 // QueueRead queues the read-back of the deliveries of events, which this
 // transaction wrote; only this transaction can see them yet, so no other
 // dispatcher holds them.
-func QueueRead(b Queuer, events []uuid.UUID) *Read {
+func QueueRead(b outbox.Queuer, events []uuid.UUID) *Read {
 	b.Queue(readSQL, events)
 	return &Read{}
 }
