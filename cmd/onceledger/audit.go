@@ -17,7 +17,6 @@ import (
 	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/internal/ops"
-	"github.com/onceledger/onceledger/migrations"
 )
 
 const auditUsage = `Usage: onceledger audit [-company ID] [-format text|json] [flags]
@@ -99,12 +98,8 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &usageError{"-timeout must not be negative"}
 	}
 
-	pending, err := migrations.Pending(ctx, *dsn)
-	if err != nil {
-		return fmt.Errorf("check database schema: %w", err)
-	}
-	if pending {
-		return errors.New("the database schema is behind this binary: run `onceledger migrate` first")
+	if err := requireCurrentSchema(ctx, *dsn); err != nil {
+		return err
 	}
 	// A pool of -parallel connections: the checks share them, and the run
 	// is recorded on a live one even when the timeout stopped a query.

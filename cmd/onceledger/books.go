@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/onceledger/onceledger/internal/ops"
 	"github.com/onceledger/onceledger/ledger"
-	"github.com/onceledger/onceledger/migrations"
 )
 
 const booksUsage = `Usage: onceledger books <report> -company ID [flags]
@@ -161,12 +159,8 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &usageError{"DATABASE_URL (or -database-url) is required"}
 	}
 
-	pending, err := migrations.Pending(ctx, *dsn)
-	if err != nil {
-		return fmt.Errorf("check database schema: %w", err)
-	}
-	if pending {
-		return errors.New("the database schema is behind this binary: run `onceledger migrate` first")
+	if err := requireCurrentSchema(ctx, *dsn); err != nil {
+		return err
 	}
 	conn, err := pgx.Connect(ctx, *dsn)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,6 +35,20 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	for _, v := range applied {
 		fmt.Fprintf(stdout, "applied migration %d\n", v)
+	}
+	return nil
+}
+
+// requireCurrentSchema refuses a database whose schema is behind this
+// binary: every command but migrate runs only on the schema it was built
+// for.
+func requireCurrentSchema(ctx context.Context, dsn string) error {
+	pending, err := migrations.Pending(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("check database schema: %w", err)
+	}
+	if pending {
+		return errors.New("the database schema is behind this binary: run `onceledger migrate` first")
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -56,12 +55,8 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	}
 	// Deferred first so it runs last: the spans of the shutdown are flushed too.
 	defer stopTracing()
-	pending, err := migrations.Pending(ctx, s.DatabaseURL)
-	if err != nil {
-		return fmt.Errorf("check database schema: %w", err)
-	}
-	if pending {
-		return errors.New("the database schema is behind this binary: run `onceledger migrate` first")
+	if err := requireCurrentSchema(ctx, s.DatabaseURL); err != nil {
+		return err
 	}
 	poolCfg, err := pgxpool.ParseConfig(s.DatabaseURL)
 	if err != nil {

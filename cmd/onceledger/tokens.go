@@ -17,7 +17,6 @@ import (
 
 	"github.com/onceledger/onceledger/httpapi"
 	"github.com/onceledger/onceledger/internal/console"
-	"github.com/onceledger/onceledger/migrations"
 )
 
 const tokensUsage = `Usage: onceledger tokens <create|list|revoke> [flags]
@@ -96,12 +95,8 @@ func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &usageError{fmt.Sprintf("-format %q: text or json", *format)}
 	}
 
-	pending, err := migrations.Pending(ctx, *dsn)
-	if err != nil {
-		return fmt.Errorf("check database schema: %w", err)
-	}
-	if pending {
-		return errors.New("the database schema is behind this binary: run `onceledger migrate` first")
+	if err := requireCurrentSchema(ctx, *dsn); err != nil {
+		return err
 	}
 	conn, err := pgx.Connect(ctx, *dsn)
 	if err != nil {
