@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -250,8 +251,67 @@ func TestAppServiceCommands(t *testing.T) {
 	if w.Restart != types.RestartPolicyUnlessStopped {
 		t.Errorf("worker restart = %q, want %q", w.Restart, types.RestartPolicyUnlessStopped)
 	}
-	if w.StopGracePeriod == nil || time.Duration(*w.StopGracePeriod) < 30*time.Second {
-		t.Errorf("worker stop_grace_period = %v, want at least 30s for graceful shutdown", w.StopGracePeriod)
+	// SIGKILL must not race the worker's own shutdown bound
+	// (ONCELEDGER_SHUTDOWN_TIMEOUT, 30s unless the service sets it): the
+	// grace period leaves room for the last commit and the exit after it.
+	shutdown := 30 * time.Second
+	if v, ok := w.Environment["ONCELEDGER_SHUTDOWN_TIMEOUT"]; ok && v != nil {
+		d, err := time.ParseDuration(*v)
+		if err != nil {
+			t.Fatalf("worker ONCELEDGER_SHUTDOWN_TIMEOUT %q: %v", *v, err)
+		}
+		shutdown = d
+	}
+	if w.StopGracePeriod == nil || time.Duration(*w.StopGracePeriod) < shutdown+10*time.Second {
+		t.Errorf("worker stop_grace_period = %v, want at least its shutdown timeout %s and 10s more, so that SIGKILL does not cut a shutdown short", w.StopGracePeriod, shutdown)
+	}
+}
+
+// The image knows its version: the build context keeps .git, from which
+// go build stamps the commit (onceledger version, i.SAF's SoftwareVersion).
+func TestImageBuildSeesTheCommit(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(root(t), ".dockerignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if l := strings.TrimSuffix(strings.TrimSpace(line), "/"); l == ".git" || l == "**/.git" {
+			t.Errorf(".dockerignore drops %q: the image's binary would not know its commit and say (devel)", line)
+		}
+	}
+}
+
+// Every host address a comment of docker-compose.yml gives (a producer's
+// NATS_URL, the API's curl) is one the services publish.
+func TestCommentsNameThePublishedPorts(t *testing.T) {
+	t.Parallel()
+	p := project(t)
+	published := map[string]bool{}
+	for _, name := range sortedServiceNames(p) {
+		for _, port := range p.Services[name].Ports {
+			published[port.Published] = true
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(root(t), composeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := regexp.MustCompile(`127\.0\.0\.1:(\d+)`)
+	var named int
+	for i, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		for _, m := range addr.FindAllStringSubmatch(line, -1) {
+			named++
+			if !published[m[1]] {
+				t.Errorf("%s:%d names 127.0.0.1:%s, which no service publishes (published: %v)", composeFile, i+1, m[1], published)
+			}
+		}
+	}
+	if named == 0 {
+		t.Errorf("no comment of %s names a host address: the check found nothing to check", composeFile)
 	}
 }
 
