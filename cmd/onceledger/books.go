@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -211,6 +212,11 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	})
+	var le *ledger.Error
+	if errors.As(err, &le) && le.Code == ledger.CodeUnknownCompany {
+		// The caller's mistake, as audit takes it: nothing was read.
+		return &usageError{fmt.Sprintf("-company %q: %s", *company, le.Message)}
+	}
 	if err != nil {
 		return err
 	}
@@ -427,11 +433,11 @@ func writeVATReturn(w io.Writer, v ledger.VATReturnView) error {
 }
 
 func writePeriods(w io.Writer, v ledger.PeriodsView) error {
-	through := v.ClosedThrough
-	if through == "" {
-		through = "nothing closed"
+	head := fmt.Sprintf("Periods of %s: closed through %s", v.Company, v.ClosedThrough)
+	if v.ClosedThrough == "" {
+		head = fmt.Sprintf("Periods of %s: no month closed yet", v.Company)
 	}
-	if _, err := fmt.Fprintf(w, "Periods of %s: closed through %s\n\n", v.Company, through); err != nil {
+	if _, err := fmt.Fprintf(w, "%s\n\n", head); err != nil {
 		return err
 	}
 	t := newTable(2)

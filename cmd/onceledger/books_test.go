@@ -94,7 +94,7 @@ func TestBooks(t *testing.T) {
 			v.Periods[1].Status != "closed" || v.Periods[1].ClosedBy == nil || v.Periods[1].ClosedBy.ClosedBy != "accountant" {
 			t.Fatalf("json: exit %d, %v:\n%s", code, err, out)
 		}
-		if code, _, errOut := books("periods", "-company", "ghost"); code == 0 || !strings.Contains(errOut, "does not exist") {
+		if code, _, errOut := books("periods", "-company", "ghost"); code != 2 || !strings.Contains(errOut, "does not exist") {
 			t.Fatalf("an unknown company: exit %d %s", code, errOut)
 		}
 	})
@@ -238,7 +238,7 @@ func TestBooks(t *testing.T) {
 			want string
 		}{
 			{[]string{"invoice", "-company", "acme", "-invoice", "INV-2026-000099"}, 1, `company "acme" has no invoice "INV-2026-000099"`},
-			{[]string{"trial-balance", "-company", "ghost"}, 1, `company "ghost" does not exist`},
+			{[]string{"trial-balance", "-company", "ghost"}, 2, `company "ghost" does not exist`},
 			{[]string{"account", "-company", "acme", "-account", "9999"}, 1, `company "acme" has no account "9999"`},
 			{[]string{"balance-sheet", "-company", "acme"}, 2, `unknown report "balance-sheet"`},
 			{[]string{"trial-balance"}, 2, "-company is required"},
@@ -268,4 +268,16 @@ func TestBooks(t *testing.T) {
 			t.Errorf("no database: exit %d: %s", code, errOut)
 		}
 	})
+}
+
+// A company that has closed no month says so, not "closed through" a
+// blank.
+func TestPeriodsOfACompanyThatClosedNothing(t *testing.T) {
+	var b strings.Builder
+	if err := writePeriods(&b, ledger.PeriodsView{Company: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "Periods of acme: no month closed yet\n") {
+		t.Fatalf("periods of a company that closed nothing:\n%s", b.String())
+	}
 }

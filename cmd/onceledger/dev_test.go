@@ -204,8 +204,8 @@ func TestVersion(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "onceledger ") || !strings.Contains(out, runtime.Version()) {
 		t.Fatalf("version: exit %d %q %s", code, out, errOut)
 	}
-	if code, out, _ := invoke(context.Background(), "", "healthcheck", "-h"); code != 0 || out != "" {
-		t.Errorf("healthcheck -h: exit %d, stdout %q", code, out)
+	if code, out, errOut := invoke(context.Background(), "", "healthcheck", "-h"); code != 0 || out != "" || !strings.HasPrefix(errOut, "Usage: onceledger healthcheck") {
+		t.Errorf("healthcheck -h: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
 

@@ -286,6 +286,10 @@ func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	health := fs.String("health", envOr("ONCELEDGER_HEALTH_ADDR", ":8081"), "the worker's health address, probed unless -http is given (env ONCELEDGER_HEALTH_ADDR)")
 	httpAddr := fs.String("http", envOr("ONCELEDGER_HTTP_ADDR", ":8080"), "the worker's API address, probed when -http is given or the health address is empty (env ONCELEDGER_HTTP_ADDR)")
 	path := fs.String("path", "/healthz", "endpoint to probe: /healthz or /readyz")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: onceledger healthcheck [flags]\n\nProbes a running worker's /healthz (or -path) and exits 0 when it answers 200, 1 otherwise: a container's HEALTHCHECK.\n\n")
+		fs.PrintDefaults()
+	}
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
