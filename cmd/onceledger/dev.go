@@ -272,6 +272,17 @@ func printDevBanner(w io.Writer, s *settings, dataDir string, ownCluster bool) {
 			"when DATABASE_URL is not set; where DATABASE_URL is set they use that, so\n" +
 			"unset it there or point it at dev's database:\n\n  export DATABASE_URL=" + redact(s.DatabaseURL)
 	}
+	// The CLI lines work as printed in any shell: one with DATABASE_URL
+	// set (which the CLI would use instead of dev's database) and one
+	// without this dev's data dir in ONCELEDGER_DEV_DIR (where the CLI
+	// looks for the running dev).
+	run := "go run ./cmd/onceledger"
+	if !ownCluster || os.Getenv("DATABASE_URL") != "" {
+		run = "DATABASE_URL= " + run
+	}
+	if dataDir != defaultDevDir() {
+		run = "ONCELEDGER_DEV_DIR=" + shellQuote(dataDir) + " " + run
+	}
 	fmt.Fprintf(w, `
 onceledger dev %s is running.
 
@@ -293,7 +304,7 @@ Try it (in another shell, from the repository root):
 
 Or over HTTP, with an API token of the company (printed once):
 
-  TOKEN=$(go run ./cmd/onceledger tokens create -company acme -name dev)
+  TOKEN=$(%s tokens create -company acme -name dev)
   curl -i http://%s/v1/companies/create -H "Authorization: Bearer $TOKEN" \
        -H 'Idempotency-Key: acme-setup' --data-binary @examples/company.json
   curl -i http://%s/v1/sales/invoices/create -H "Authorization: Bearer $TOKEN" \
@@ -301,10 +312,19 @@ Or over HTTP, with an API token of the company (printed once):
 
 Sign in to the console with an operator token (printed once):
 
-  go run ./cmd/onceledger tokens create -operator -name you
+  %s tokens create -operator -name you
 
 Stop with Ctrl-C (in-flight commands finish first).
-`, buildVersion(), s.NATS.URL, postgres, healthAddr(s), s.HTTPAddr, s.HTTPAddr, s.HTTPAddr, dataDir, cli, s.NATS.URL, s.HTTPAddr, s.HTTPAddr)
+`, buildVersion(), s.NATS.URL, postgres, healthAddr(s), s.HTTPAddr, s.HTTPAddr, s.HTTPAddr, dataDir, cli, s.NATS.URL, run, s.HTTPAddr, s.HTTPAddr, run)
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and /._-.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // healthAddr is where the health endpoints are: on their own address, or

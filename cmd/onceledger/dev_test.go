@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -374,4 +375,42 @@ func modes(t *testing.T, dirs ...string) string {
 		fmt.Fprintf(&b, "%s=%s ", d, fi.Mode())
 	}
 	return b.String()
+}
+
+// The banner's CLI lines work as printed from any shell: with DATABASE_URL
+// set there (the CLI would use it instead of dev's database) they clear
+// it, and for a dev on a data dir of its own they name that dir, where the
+// CLI finds the running dev.
+func TestDevBannerLinesFindDevsDatabase(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a dev dir")
+	t.Setenv("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+	s := &settings{DatabaseURL: "postgres://postgres@127.0.0.1:5432/onceledger_dev", HTTPAddr: "127.0.0.1:8080"}
+	var b strings.Builder
+	printDevBanner(&b, s, dir, false)
+	var lines []string
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.Contains(line, "tokens create") {
+			lines = append(lines, strings.TrimSpace(line))
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("banner's tokens create lines: %q\n%s", lines, b.String())
+	}
+	for _, line := range lines {
+		line = strings.TrimPrefix(line, "TOKEN=$(")
+		env := map[string]string{}
+		prefix := regexp.MustCompile(`^((?:[A-Z_]+=(?:'[^']*'|\S*) )*)go run`).FindStringSubmatch(line)
+		if prefix == nil {
+			t.Fatalf("%q is not a go run with environment settings", line)
+		}
+		for _, m := range regexp.MustCompile(`([A-Z_]+)=('[^']*'|\S*)`).FindAllStringSubmatch(prefix[1], -1) {
+			env[m[1]] = strings.Trim(m[2], "'")
+		}
+		if v, ok := env["DATABASE_URL"]; !ok || v != "" {
+			t.Errorf("%q does not clear DATABASE_URL", line)
+		}
+		if env["ONCELEDGER_DEV_DIR"] != dir {
+			t.Errorf("%q does not name the data dir %q", line, dir)
+		}
+	}
 }
