@@ -6,9 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,6 +97,13 @@ when DATABASE_URL is not set.
 		return err
 	}
 	defer lock.Close()
+	// Before Postgres and the migrations: an address another process
+	// holds (a second dev without -http, -health or -nats-port of its own)
+	// is refused now, not after minutes of setting up.
+	if err := addressesFree(map[string]string{"-http": s.HTTPAddr, "-health": s.HealthAddr,
+		"-nats-port": net.JoinHostPort("127.0.0.1", strconv.Itoa(*natsPort))}); err != nil {
+		return err
+	}
 	if s.SecretsKey == "" {
 		key, err := devSecretsKey(dir)
 		if err != nil {
@@ -342,4 +353,21 @@ func redact(dsn string) string {
 		return "(unparseable)"
 	}
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+}
+
+// addressesFree checks that each address (by the flag that sets it) can be
+// listened on now; an empty one is not served.
+func addressesFree(addrs map[string]string) error {
+	for _, flag := range slices.Sorted(maps.Keys(addrs)) {
+		addr := addrs[flag]
+		if addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("%s %s cannot be listened on (%v): another onceledger dev, or another program, has it; give this one %s with a free address", flag, addr, err, flag)
+		}
+		ln.Close()
+	}
+	return nil
 }

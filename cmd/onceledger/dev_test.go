@@ -414,3 +414,24 @@ func TestDevBannerLinesFindDevsDatabase(t *testing.T) {
 		}
 	}
 }
+
+// A dev given an address another process holds (a second dev without
+// -health of its own) refuses at once, naming the flag, before it starts
+// Postgres or runs a migration.
+func TestDevRefusesATakenAddressFirst(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	t.Setenv("DATABASE_URL", "")
+	dir := devTempDir(t)
+	code, _, errOut := invoke(context.Background(), "", "dev", "-data-dir", dir, "-nats-port", freePort(t),
+		"-http", freeAddr(t), "-health", taken.Addr().String())
+	if code != 1 || !strings.Contains(errOut, "-health "+taken.Addr().String()+" cannot be listened on") {
+		t.Fatalf("dev on a taken health address: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "postgres")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dev set up Postgres before refusing the address: %v", err)
+	}
+}
