@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/client"
+	"github.com/onceledger/onceledger/internal/natsserver"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -332,5 +335,47 @@ func noSecret(t *testing.T, output string, secrets ...string) {
 		if strings.Contains(output, s) || strings.Contains(output, escaped) {
 			t.Fatalf("output carries a secret:\n%s", output)
 		}
+	}
+}
+
+// NATS not up yet when publish starts (a worker and its NATS starting
+// beside it) is waited for within -timeout: publish reaches the server
+// once it listens (here it finds no command stream, so it says so); a
+// server that never comes is given up on at -timeout, not at once.
+func TestPublishWaitsForNATSWithinItsTimeout(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	port, err := strconv.Atoi(freePort(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsURL := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	started := make(chan error, 1)
+	go func() {
+		time.Sleep(time.Second)
+		srv, err := natsserver.Start(natsserver.Config{Port: port, StoreDir: t.TempDir()})
+		if err == nil {
+			t.Cleanup(srv.Shutdown)
+		}
+		started <- err
+	}()
+	invoice, err := os.ReadFile("../../examples/invoice.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := invoke(ctx, string(invoice), "publish", "-nats-url", natsURL, "-company", "acme", "-command", "invoice.create", "-key", "k", "-timeout", "20s", "-")
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	if code != exitNotRun || !strings.Contains(errOut, "no command stream") {
+		t.Fatalf("publish before NATS came up: exit %d\n%s%s", code, out, errOut)
+	}
+
+	gone := fmt.Sprintf("nats://127.0.0.1:%s", freePort(t))
+	start := time.Now()
+	code, _, errOut = invoke(ctx, string(invoice), "publish", "-nats-url", gone, "-company", "acme", "-command", "invoice.create", "-key", "k", "-timeout", "1s", "-")
+	if took := time.Since(start); code != exitNoResult || took < 750*time.Millisecond || took > 15*time.Second {
+		t.Fatalf("publish to a NATS that never comes: exit %d after %s\n%s", code, took, errOut)
 	}
 }

@@ -28,6 +28,9 @@ const exitNoResult = 3
 // Trying again as it is cannot succeed.
 const exitNotRun = 2
 
+// connectRetry is how long publish waits between attempts to reach NATS.
+const connectRetry = 250 * time.Millisecond
+
 func cmdPublish(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -84,12 +87,28 @@ server); 3 when no result is known (NATS unreachable, or none within
 	if errs := conn.validate(); len(errs) > 0 {
 		return &usageError{errors.Join(errs...).Error()}
 	}
-	nc, err := conn.connect("onceledger publish", nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		// A refusal is the call's own error, said once, below.
-		if !errors.Is(err, nats.ErrPermissionViolation) {
-			fmt.Fprintf(stderr, "onceledger publish: %v\n", err)
+	// NATS not up yet (a worker starting beside this call) is waited for
+	// within -timeout, as a lost reply is; credentials the server refuses
+	// are not retried.
+	deadline := time.Now().Add(*timeout)
+	var nc *nats.Conn
+	for {
+		nc, err = conn.connect("onceledger publish", nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			// A refusal is the call's own error, said once, below.
+			if !errors.Is(err, nats.ErrPermissionViolation) {
+				fmt.Fprintf(stderr, "onceledger publish: %v\n", err)
+			}
+		}))
+		if err == nil || authRefused(err) || time.Now().Add(connectRetry).After(deadline) {
+			break
 		}
-	}))
+		select {
+		case <-ctx.Done():
+		case <-time.After(connectRetry):
+			continue
+		}
+		break
+	}
 	if err != nil {
 		if authRefused(err) {
 			fmt.Fprintf(stderr, "onceledger publish: %v: the server refuses these credentials; nothing was published\n", err)
@@ -99,11 +118,11 @@ server); 3 when no result is known (NATS unreachable, or none within
 		return &exitError{code: exitNoResult}
 	}
 	defer nc.Close()
-	cl, err := client.NewWithConfig(nc, client.Config{MaxWait: *timeout})
+	cl, err := client.NewWithConfig(nc, client.Config{MaxWait: max(time.Until(deadline), time.Millisecond)})
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 
 	if !*wait {
