@@ -69,7 +69,7 @@ process's RSS, Go heap and goroutines are read, to see whether memory
 stays flat (every other phase starts a worker of its own, so a leak would
 be freed between them).
 Each figure is printed next to its target. The defaults take 4–5 minutes
-on a 2-core machine, about 2 of them the sweep; -full 13–22 minutes, most
+on a 2-core machine, about 2 of them the sweep; -full 11–22 minutes, most
 of it the soak (8–10).
 
 `)
