@@ -154,8 +154,24 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	// What an operator lists: the endpoint without its secret, and with no
 	// flags every delivery, across endpoints.
 	code, out, errOut := invoke(ctx, "", "webhooks", "endpoints", "-database-url", dsn, "-company", "acme")
-	if code != 0 || !strings.Contains(out, ep.EndpointID) || !strings.Contains(out, "invoice.created") || strings.Contains(out, "whsec_") {
+	if code != 0 || !strings.Contains(out, ep.EndpointID) || !strings.Contains(out, "invoice.created") || strings.Contains(out, "whsec_") ||
+		!strings.Contains(out, "BREAKER") || !strings.Contains(out, " closed ") {
 		t.Fatalf("endpoints: %d\n%s%s", code, out, errOut)
+	}
+	// An endpoint whose breaker is open says until when.
+	breakerDB, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer breakerDB.Close()
+	if _, err := breakerDB.Exec(ctx, `UPDATE webhook_endpoints SET breaker_until = '2099-01-01T00:00:00Z' WHERE id = $1`, ep.EndpointID); err != nil {
+		t.Fatal(err)
+	}
+	if _, out, _ := invoke(ctx, "", "webhooks", "endpoints", "-database-url", dsn, "-company", "acme"); !strings.Contains(out, "open until 2099-01-01T00:00:00Z") {
+		t.Fatalf("endpoints with the breaker open:\n%s", out)
+	}
+	if _, err := breakerDB.Exec(ctx, `UPDATE webhook_endpoints SET breaker_until = NULL WHERE id = $1`, ep.EndpointID); err != nil {
+		t.Fatal(err)
 	}
 	code, out, errOut = invoke(ctx, "", "webhooks", "deliveries", "-database-url", dsn, "-format", "json")
 	var everyDelivery []webhooks.Delivery

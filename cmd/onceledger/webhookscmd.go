@@ -103,7 +103,7 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return json.NewEncoder(stdout).Encode(list)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ENDPOINT\tSTATUS\tEVENTS\tSECRETS\tFAILING SINCE\tURL\tNOTE")
+		fmt.Fprintln(tw, "ENDPOINT\tSTATUS\tEVENTS\tSECRETS\tFAILING SINCE\tBREAKER\tURL\tNOTE")
 		for _, e := range list {
 			events := "all"
 			if len(e.EventTypes) > 0 {
@@ -117,7 +117,16 @@ func cmdWebhooks(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			if e.DisabledReason != "" {
 				note = strings.TrimSpace("disabled: " + e.DisabledReason + "; " + note)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.EndpointID, e.Status, events, e.SecretsActive, failing, e.URL, oneLine(note))
+			// The breaker: closed; open until a probe may go; half-open once
+			// that time has passed (the next delivery is the probe).
+			breaker := "closed"
+			if e.BreakerUntil != nil {
+				breaker = "open until " + e.BreakerUntil.UTC().Format(time.RFC3339)
+				if !e.BreakerUntil.After(time.Now()) {
+					breaker = "half-open"
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", e.EndpointID, e.Status, events, e.SecretsActive, failing, breaker, e.URL, oneLine(note))
 		}
 		return tw.Flush()
 	case "deliveries":
