@@ -257,12 +257,20 @@ func (p *Portal) delivery(w http.ResponseWriter, r *http.Request, s *session) {
 		p.fail(w, r, s, err)
 		return
 	}
+	// While the endpoint's breaker is open no attempt goes before it lets
+	// a probe through, whatever the delivery's own schedule says.
+	next, held := d.NextAttemptAt, false
+	if next != nil && e.BreakerUntil != nil && e.BreakerUntil.After(*next) && e.BreakerUntil.After(time.Now()) {
+		next, held = e.BreakerUntil, true
+	}
 	p.render(w, http.StatusOK, "delivery", s, struct {
-		Endpoint endpoint
-		Delivery deliveryDetail
-		Attempts []webhooks.Attempt
-		Action   string
-	}{e, d, log, key})
+		Endpoint      endpoint
+		Delivery      deliveryDetail
+		Attempts      []webhooks.Attempt
+		Action        string
+		NextAttempt   *time.Time
+		HeldByBreaker bool
+	}{e, d, log, key, next, held})
 }
 
 // outcome is what a change's answer shows.
