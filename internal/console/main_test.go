@@ -73,13 +73,19 @@ func (e *env) createCompany(t *testing.T, key string) {
 // which must be a success.
 func (e *env) command(t *testing.T, command, key, body string) {
 	t.Helper()
+	e.commandOf(t, "acme", command, key, body)
+}
+
+// commandOf is command for company.
+func (e *env) commandOf(t *testing.T, company, command, key, body string) {
+	t.Helper()
 	cl, err := client.New(e.NC)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := cl.Publish(ctx, "acme", command, key, []byte(body))
+	res, err := cl.Publish(ctx, company, command, key, []byte(body))
 	if err != nil {
 		t.Fatalf("%s: %v", command, err)
 	}

@@ -593,9 +593,29 @@ func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
 		Statuses   []string
 		Deliveries []delivery
 		Next       string
+		// All: no company was given, and the page is every company's
+		// failed deliveries.
+		All bool
 	}{Query: ops.DeliveryQuery{Company: q.Get("company"), Status: q.Get("status"), After: q.Get("after"), Limit: pageSize},
 		Endpoint: q.Get("endpoint"), Statuses: []string{"pending", "delivering", "delivered", "failed"}}
-	if data.Query.Company != "" {
+	if data.Query.Company == "" {
+		data.All, data.Query.Status, data.Endpoint = true, "failed", ""
+	}
+	// Endpoint URLs by endpoint, read per company on the page.
+	urls := map[string]string{}
+	read := map[string]bool{}
+	endpointsOf := func(company string) ([]webhooks.Endpoint, error) {
+		eps, err := ops.Endpoints(r.Context(), c.cfg.Pool, company)
+		if err != nil {
+			return nil, err
+		}
+		read[company] = true
+		for _, ep := range eps {
+			urls[ep.EndpointID] = redactURL(ep.URL)
+		}
+		return eps, nil
+	}
+	if !data.All {
 		if data.Endpoint != "" {
 			id, err := uuid.Parse(data.Endpoint)
 			if err != nil {
@@ -604,43 +624,45 @@ func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
 			}
 			data.Query.Endpoint = id
 		}
-		eps, err := ops.Endpoints(r.Context(), c.cfg.Pool, data.Query.Company)
+		eps, err := endpointsOf(data.Query.Company)
 		if err != nil {
 			c.fail(w, r, s, err)
 			return
 		}
 		data.Endpoints = eps
-		urls := map[string]string{}
-		for _, ep := range eps {
-			urls[ep.EndpointID] = redactURL(ep.URL)
-		}
-		page, err := ops.DeliveryPage(r.Context(), c.cfg.Pool, data.Query)
-		if err != nil {
-			c.fail(w, r, s, err)
-			return
-		}
-		ids := make([]uuid.UUID, len(page.Deliveries))
-		for i, d := range page.Deliveries {
-			ids[i] = d.ID
-		}
-		logs, err := ops.AttemptLogs(r.Context(), c.cfg.Pool, ids)
-		if err != nil {
-			c.fail(w, r, s, err)
-			return
-		}
-		for _, d := range page.Deliveries {
-			action, err := randomString(18)
-			if err != nil {
+	}
+	page, err := ops.DeliveryPage(r.Context(), c.cfg.Pool, data.Query)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	ids := make([]uuid.UUID, len(page.Deliveries))
+	for i, d := range page.Deliveries {
+		ids[i] = d.ID
+		if !read[d.Company] {
+			if _, err := endpointsOf(d.Company); err != nil {
 				c.fail(w, r, s, err)
 				return
 			}
-			data.Deliveries = append(data.Deliveries, delivery{Delivery: d, EndpointURL: urls[d.EndpointID.String()], Log: logs[d.ID], Action: action})
 		}
-		if page.Next != "" {
-			v := r.URL.Query()
-			v.Set("after", page.Next)
-			data.Next = basePath + "/webhooks?" + v.Encode()
+	}
+	logs, err := ops.AttemptLogs(r.Context(), c.cfg.Pool, ids)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	for _, d := range page.Deliveries {
+		action, err := randomString(18)
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
 		}
+		data.Deliveries = append(data.Deliveries, delivery{Delivery: d, EndpointURL: urls[d.EndpointID.String()], Log: logs[d.ID], Action: action})
+	}
+	if page.Next != "" {
+		v := r.URL.Query()
+		v.Set("after", page.Next)
+		data.Next = basePath + "/webhooks?" + v.Encode()
 	}
 	c.render(w, r, http.StatusOK, "webhooks", s, data)
 }

@@ -15,7 +15,9 @@ import (
 // DeliveryQuery selects a page of a company's webhook deliveries for
 // DeliveryPage, newest event first.
 type DeliveryQuery struct {
-	// Company is required.
+	// Company keeps that company's deliveries. It is required but with
+	// Status "failed": every company's failed deliveries are a page of
+	// their own (an index of them alone keeps it cheap).
 	Company string
 	// Endpoint and Status, when set, keep the deliveries to that endpoint
 	// and with that status.
@@ -43,19 +45,26 @@ var deliveryStatuses = []string{"pending", "delivering", "delivered", "failed"}
 // cursor on: the thousandth page reads as few rows as the first.
 func DeliveryPage(ctx context.Context, db webhooks.Querier, q DeliveryQuery) (DeliveryKeysetPage, error) {
 	switch {
-	case q.Company == "":
-		return DeliveryKeysetPage{}, refuse(CodeInvalid, "company", nil, "a company is required")
+	case q.Company == "" && q.Status != "failed":
+		return DeliveryKeysetPage{}, refuse(CodeInvalid, "company", nil, "a company is required, but for every company's failed deliveries")
+	case q.Company == "" && q.Endpoint != uuid.Nil:
+		return DeliveryKeysetPage{}, refuse(CodeInvalid, "endpoint", nil, "an endpoint filter needs its company")
 	case q.Limit < 1 || q.Limit > 500:
 		return DeliveryKeysetPage{}, refuse(CodeInvalid, "limit", nil, "the limit must be 1 to 500")
 	case q.Status != "" && !slices.Contains(deliveryStatuses, q.Status):
 		return DeliveryKeysetPage{}, refuse(CodeInvalid, "status", nil, "status %q: one of %s", q.Status, strings.Join(deliveryStatuses, ", "))
 	}
 	// Only the filters given are in the statement, so its plan is the
-	// company's index whichever plan is cached.
-	where, args := []string{"d.company_id = $1"}, []any{q.Company}
+	// company's index (or the failed deliveries' index) whichever plan is
+	// cached.
+	var where []string
+	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
+	}
+	if q.Company != "" {
+		where = append(where, "d.company_id = "+arg(q.Company))
 	}
 	if q.After != "" {
 		ev, ep, ok := strings.Cut(q.After, ".")
