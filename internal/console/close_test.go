@@ -55,7 +55,7 @@ func TestCloseDeadLetter(t *testing.T) {
 	if d, err := dlq.Get(context.Background(), seq); err != nil || d.Closed != nil {
 		t.Fatalf("dead letter %d after refused closes: %+v, %v; want it open", seq, d.Closed, err)
 	}
-	if _, frag := get(t, c, e.URL+"/console/stats"); !strings.Contains(frag, `Dead letters</dt><dd class="value">2</dd><dd class="note">open, of 2 in LEDGER_DLQ</dd>`) {
+	if _, frag := get(t, c, e.URL+"/console/stats"); !strings.Contains(frag, `<a href="/console/dead-letters">Dead letters</a></dt><dd class="value">2</dd><dd class="note">open, of 2 in LEDGER_DLQ</dd>`) {
 		t.Fatalf("the overview before the close:\n%s", frag)
 	}
 
@@ -89,7 +89,7 @@ func TestCloseDeadLetter(t *testing.T) {
 		t.Fatalf("the list after the close:\n%s", list)
 	}
 	// The overview counts the open ones only.
-	if _, frag := get(t, c, e.URL+"/console/stats"); !strings.Contains(frag, `Dead letters</dt><dd class="value">1</dd><dd class="note">open, of 2 in LEDGER_DLQ</dd>`) {
+	if _, frag := get(t, c, e.URL+"/console/stats"); !strings.Contains(frag, `<a href="/console/dead-letters">Dead letters</a></dt><dd class="value">1</dd><dd class="note">open, of 2 in LEDGER_DLQ</dd>`) {
 		t.Fatalf("the overview after the close:\n%s", frag)
 	}
 

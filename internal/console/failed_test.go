@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,6 +51,14 @@ func TestWebhooksPageShowsEveryCompanysFailedDeliveries(t *testing.T) {
 	_, page := get(t, c, e.URL+"/console/webhooks")
 	if !strings.Contains(page, `id="all-failed"`) || !strings.Contains(page, failed) || !strings.Contains(page, "<td>acme</td>") || strings.Contains(page, "<td>globex</td>") {
 		t.Fatalf("the Webhooks page without a company:\n%s", page)
+	}
+	// The overview counts them, and its card leads to that page.
+	var n int
+	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE status = 'failed'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if _, frag := get(t, c, e.URL+"/console/stats"); !strings.Contains(frag, `<a href="/console/webhooks">Failed webhooks</a></dt><dd class="value">`+strconv.Itoa(n)+`</dd>`) {
+		t.Fatalf("the overview's failed webhooks (%d):\n%s", n, frag)
 	}
 	_, page = get(t, c, e.URL+"/console/webhooks?company=globex")
 	if strings.Contains(page, `id="all-failed"`) || !strings.Contains(page, "<td>globex</td>") || strings.Contains(page, failed) {

@@ -243,6 +243,16 @@ func (c *Console) runAudit(w http.ResponseWriter, r *http.Request, s *session) {
 // stat is one figure of the overview: its value, or why it is missing.
 type stat struct {
 	Label, Value, Note, Error string
+	// Link is the page the figure's things are listed on, if any.
+	Link string
+}
+
+// statLinks are the pages each figure of the overview leads to.
+var statLinks = map[string]string{
+	"Commands/s":      basePath + "/commands",
+	"Command backlog": basePath + "/commands",
+	"Failed webhooks": basePath + "/webhooks",
+	"Dead letters":    basePath + "/dead-letters",
 }
 
 // readStats reads the overview's figures, each with a query or a stream
@@ -277,6 +287,7 @@ func (c *Console) readStats(ctx context.Context) []stat {
 	out = append(out, c.storeStat(ctx))
 	count("Unpublished events", "in the outbox", `SELECT count(*) FROM outbox_pending`)
 	count("Undelivered webhooks", "pending or being attempted", `SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'delivering')`)
+	count("Failed webhooks", "every attempt failed; replay them once fixed", `SELECT count(*) FROM webhook_deliveries WHERE status = 'failed'`)
 	// The open dead letters: those closed (discarded or resolved) stay in
 	// the stream until their age drops them, but need no one.
 	if n, err := c.dlq.Count(ctx); err != nil {
@@ -285,6 +296,9 @@ func (c *Console) readStats(ctx context.Context) []stat {
 	} else {
 		out = append(out, stat{Label: "Dead letters", Value: strconv.FormatUint(n.Open, 10),
 			Note: "open, of " + strconv.FormatUint(n.Total, 10) + " in " + c.cfg.DeadLetterStream})
+	}
+	for i := range out {
+		out[i].Link = statLinks[out[i].Label]
 	}
 	return out
 }
