@@ -32,6 +32,7 @@ var (
 	FR0600Export           = FR0600Field{17, "value of exported goods, 0 % (PVM12)"}
 	FR0600IntraEUGoods     = FR0600Field{18, "value of goods supplied to VAT payers of other member states, 0 % (PVM13)"}
 	FR0600OtherZero        = FR0600Field{19, "value of other supplies at 0 % (PVM14)"}
+	FR0600IntraEUServices  = FR0600Field{20, "value of services supplied to taxable persons of other member states, taxed where they are, Art. 13(2) (PVM15)"}
 	FR0600EUGoodsAcquired  = FR0600Field{21, "taxable value of goods acquired from other member states (PVM16)"}
 	FR0600ForeignServices  = FR0600Field{23, "taxable value of services acquired from other countries (PVM21)"}
 	FR0600EUServices       = FR0600Field{24, "of field 23: services acquired from VAT payers of other member states (PVM21)"}
@@ -48,7 +49,7 @@ var (
 
 // FR0600Fields are the fields in the order of the form.
 var FR0600Fields = []FR0600Field{
-	FR0600Taxable, FR0600Exempt, FR0600Export, FR0600IntraEUGoods, FR0600OtherZero,
+	FR0600Taxable, FR0600Exempt, FR0600Export, FR0600IntraEUGoods, FR0600OtherZero, FR0600IntraEUServices,
 	FR0600EUGoodsAcquired, FR0600ForeignServices, FR0600EUServices,
 	FR0600PurchaseVAT,
 	FR0600StandardVAT, FR0600ReducedVAT, FR0600SuperReducedVAT, FR0600ForeignVAT, FR0600DomesticVAT, FR0600EUGoodsVAT,
@@ -102,6 +103,8 @@ func fr0600Of(sales bool, t RateTotal) []fieldAmount {
 		return []fieldAmount{{FR0600Export.Number, t.Net}}
 	case TreatmentIntraEUGoods:
 		return []fieldAmount{{FR0600IntraEUGoods.Number, t.Net}}
+	case TreatmentIntraEUServices:
+		return []fieldAmount{{FR0600IntraEUServices.Number, t.Net}}
 	case TreatmentOtherZero:
 		return []fieldAmount{{FR0600OtherZero.Number, t.Net}}
 	}

@@ -27,6 +27,12 @@ const (
 	// member state (Article 49): 0 %, PVM13. The customer must have that
 	// state's VAT id.
 	TreatmentIntraEUGoods VATTreatment = "intra_eu_goods"
+	// TreatmentIntraEUServices is a service to a VAT payer of another
+	// member state whose place of supply is that state (Article 13(2)):
+	// not taxed in Lithuania, 0 %, PVM15, FR0600 field 20; like goods to
+	// such a customer, it goes into the EC sales list (FR0564). The
+	// customer must have that state's VAT id.
+	TreatmentIntraEUServices VATTreatment = "intra_eu_services"
 	// TreatmentOtherZero is another zero-rated supply (Articles 42-48, 51,
 	// 52, 53: international transport, supplies for ships and aircraft,
 	// ...): 0 %, PVM14.
@@ -53,19 +59,23 @@ const TreatmentUnstated VATTreatment = ""
 // PurchaseTreatments those of a purchase invoice line.
 var (
 	SalesTreatments = []VATTreatment{
-		TreatmentStandard, TreatmentExempt, TreatmentExport, TreatmentIntraEUGoods, TreatmentOtherZero,
+		TreatmentStandard, TreatmentExempt, TreatmentExport, TreatmentIntraEUGoods, TreatmentIntraEUServices, TreatmentOtherZero,
 	}
 	PurchaseTreatments = []VATTreatment{
 		TreatmentStandard, TreatmentExempt, TreatmentOtherZero,
 		TreatmentReverseChargeEUGoods, TreatmentReverseChargeEUServices, TreatmentReverseChargeDomestic,
 	}
-	zeroRatedSales = []VATTreatment{TreatmentExempt, TreatmentExport, TreatmentIntraEUGoods, TreatmentOtherZero}
+	zeroRatedSales = []VATTreatment{TreatmentExempt, TreatmentExport, TreatmentIntraEUGoods, TreatmentIntraEUServices, TreatmentOtherZero}
+	// toOtherMemberState are the 0 % treatments of a line to a VAT payer
+	// of another member state: goods or services, which the line's rate
+	// cannot tell apart.
+	toOtherMemberState = []VATTreatment{TreatmentIntraEUGoods, TreatmentIntraEUServices}
 )
 
 // ZeroRated reports whether the treatment charges no VAT at 0 %.
 func (t VATTreatment) ZeroRated() bool {
 	switch t {
-	case TreatmentExempt, TreatmentExport, TreatmentIntraEUGoods, TreatmentOtherZero:
+	case TreatmentExempt, TreatmentExport, TreatmentIntraEUGoods, TreatmentIntraEUServices, TreatmentOtherZero:
 		return true
 	}
 	return false
@@ -91,6 +101,8 @@ func (t VATTreatment) isafCode() string {
 		return "PVM12"
 	case TreatmentIntraEUGoods:
 		return "PVM13"
+	case TreatmentIntraEUServices:
+		return "PVM15"
 	case TreatmentOtherZero:
 		return "PVM14"
 	case TreatmentReverseChargeEUGoods:
@@ -169,10 +181,11 @@ func zeroIn(ts []VATTreatment) []VATTreatment {
 // ResolveTreatments states the treatment of every line of the invoice
 // issued by a company of country home: a line that states none is standard
 // above 0 %, and at 0 % takes what the customer makes unambiguous, an
-// intra-Community supply (a VAT id of another member state) or an export
-// (a customer outside the EU); any other 0 % line must state its
-// treatment. An intra-Community supply needs the customer's VAT id of
-// another member state.
+// export (a customer outside the EU); any other 0 % line must state its
+// treatment, a line to a VAT payer of another member state too, as goods
+// (intra_eu_goods) and services (intra_eu_services) go to different fields
+// and codes and nothing else on the line tells them apart. An intra-EU
+// supply needs the customer's VAT id of another member state.
 func (c *CreateInvoice) ResolveTreatments(home string) *Error {
 	cu := c.Customer
 	for i := range c.Lines {
@@ -183,7 +196,10 @@ func (c *CreateInvoice) ResolveTreatments(home string) *Error {
 			case !l.VATRate.IsZero():
 				l.VATTreatment = TreatmentStandard
 			case otherMemberStateVATID(home, cu.Country, cu.VATID):
-				l.VATTreatment = TreatmentIntraEUGoods
+				e := invalid(field, "a 0 %% line to a VAT payer of another member state (customer.vat_id %s) needs its VAT treatment: %s for goods (PVM13, FR0600 field 18), %s for services taxed where the customer is (PVM15, field 20), or another of %s",
+					cu.VATID, TreatmentIntraEUGoods, TreatmentIntraEUServices, treatmentNames(zeroRatedSales))
+				e.Details["allowed"] = zeroRatedSales
+				return e
 			case cu.Country != "" && !InEU(cu.Country) && cu.Country != home:
 				l.VATTreatment = TreatmentExport
 			default:
@@ -196,9 +212,9 @@ func (c *CreateInvoice) ResolveTreatments(home string) *Error {
 		if err := checkTreatment(field, l.VATTreatment, SalesTreatments, l.VATRate.Decimal); err != nil {
 			return err
 		}
-		if l.VATTreatment == TreatmentIntraEUGoods && !otherMemberStateVATID(home, cu.Country, cu.VATID) {
-			return invalid(field, "an intra-EU supply of goods needs a customer with a VAT id of another EU member state (customer.country %s, customer.vat_id %q)",
-				cu.Country, cu.VATID)
+		if slices.Contains(toOtherMemberState, l.VATTreatment) && !otherMemberStateVATID(home, cu.Country, cu.VATID) {
+			return invalid(field, "%s needs a customer with a VAT id of another EU member state (customer.country %s, customer.vat_id %q)",
+				l.VATTreatment, cu.Country, cu.VATID)
 		}
 	}
 	return nil

@@ -144,7 +144,7 @@ CREATE TABLE public.credit_note_lines (
     vat_treatment text NOT NULL DEFAULT ''::text,
     CONSTRAINT credit_note_lines_line_no_check CHECK ((line_no > 0)),
     CONSTRAINT credit_note_lines_pkey PRIMARY KEY (credit_note_id, line_no),
-    CONSTRAINT credit_note_lines_vat_treatment CHECK ((vat_treatment = ANY (ARRAY[''::text, 'standard'::text, 'exempt'::text, 'export'::text, 'intra_eu_goods'::text, 'other_zero'::text])))
+    CONSTRAINT credit_note_lines_vat_treatment CHECK ((vat_treatment = ANY (ARRAY[''::text, 'standard'::text, 'exempt'::text, 'export'::text, 'intra_eu_goods'::text, 'intra_eu_services'::text, 'other_zero'::text])))
 );
 CREATE TRIGGER credit_note_lines_immutable BEFORE DELETE OR UPDATE ON public.credit_note_lines FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
 CREATE TRIGGER credit_note_lines_no_truncate BEFORE TRUNCATE ON public.credit_note_lines FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
@@ -330,7 +330,7 @@ CREATE TABLE public.invoice_lines (
     vat_treatment text NOT NULL DEFAULT ''::text,
     CONSTRAINT invoice_lines_line_no_check CHECK ((line_no > 0)),
     CONSTRAINT invoice_lines_pkey PRIMARY KEY (invoice_id, line_no),
-    CONSTRAINT invoice_lines_vat_treatment CHECK ((vat_treatment = ANY (ARRAY[''::text, 'standard'::text, 'exempt'::text, 'export'::text, 'intra_eu_goods'::text, 'other_zero'::text])))
+    CONSTRAINT invoice_lines_vat_treatment CHECK ((vat_treatment = ANY (ARRAY[''::text, 'standard'::text, 'exempt'::text, 'export'::text, 'intra_eu_goods'::text, 'intra_eu_services'::text, 'other_zero'::text])))
 );
 CREATE TRIGGER invoice_lines_immutable BEFORE DELETE OR UPDATE ON public.invoice_lines FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
 CREATE TRIGGER invoice_lines_no_truncate BEFORE TRUNCATE ON public.invoice_lines FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();

@@ -50,7 +50,10 @@ func TestVATTreatmentsMonth(t *testing.T) {
 	us := map[string]any{"id": "c-us", "name": "Buyer Inc", "country": "US"}
 
 	domestic := sale("o-lt", lt, "EUR", line("1000.00", "21", ""), line("100.00", "12", ""))
-	intra := sale("o-de", de, "EUR", line("500.00", "0", ""))
+	intra := sale("o-de", de, "EUR", line("500.00", "0", "intra_eu_goods"))
+	// A service to the same EU business: taxed where it is, not here
+	// (Art. 13(2)); PVM15 and field 20, its value worked by hand: 800.00.
+	services := sale("o-de-svc", de, "EUR", line("800.00", "0", "intra_eu_services"))
 	export := sale("o-us", us, "EUR", line("300.00", "0", ""))
 	usd := sale("o-usd", lt, "USD", line("125.00", "21", ""))
 	for _, c := range []struct {
@@ -59,6 +62,7 @@ func TestVATTreatmentsMonth(t *testing.T) {
 	}{
 		{domestic, []ledger.VATTreatment{ledger.TreatmentStandard, ledger.TreatmentStandard}},
 		{intra, []ledger.VATTreatment{ledger.TreatmentIntraEUGoods}},
+		{services, []ledger.VATTreatment{ledger.TreatmentIntraEUServices}},
 		{export, []ledger.VATTreatment{ledger.TreatmentExport}},
 		{usd, []ledger.VATTreatment{ledger.TreatmentStandard}},
 	} {
@@ -74,8 +78,15 @@ func TestVATTreatmentsMonth(t *testing.T) {
 	// A 0 % sale at home says nothing of why: refused, naming the choices.
 	e := runErr(t, db, "acme", "invoice.create", map[string]any{"order_id": "o-0", "customer": lt, "currency": "EUR",
 		"issue_date": "2026-12-02", "due_date": "2026-12-30", "lines": []any{line("10.00", "0", "")}}, ledger.CodeInvalidCommand)
-	if !strings.Contains(e.Message, "lines[0].vat_treatment") || !strings.Contains(e.Message, "exempt, export, intra_eu_goods, other_zero") {
+	if !strings.Contains(e.Message, "lines[0].vat_treatment") || !strings.Contains(e.Message, "exempt, export, intra_eu_goods, intra_eu_services, other_zero") {
 		t.Fatalf("refusal %q", e.Message)
+	}
+	// Nor does a 0 % line to an EU business say whether it is goods or
+	// services: refused, naming both.
+	e = runErr(t, db, "acme", "invoice.create", map[string]any{"order_id": "o-0-de", "customer": de, "currency": "EUR",
+		"issue_date": "2026-12-02", "due_date": "2026-12-30", "lines": []any{line("10.00", "0", "")}}, ledger.CodeInvalidCommand)
+	if !strings.Contains(e.Message, "intra_eu_goods for goods (PVM13, FR0600 field 18), intra_eu_services for services") {
+		t.Fatalf("refusal of a 0 %% line to an EU business without its treatment: %q", e.Message)
 	}
 	// The credit note of part of the intra-EU supply takes its treatment.
 	cn := run[ledger.CreditNoteView](t, db, "acme", "credit_note.create", map[string]any{
@@ -119,7 +130,7 @@ func TestVATTreatmentsMonth(t *testing.T) {
 		fields[f.Field] = f.Amount
 		got = append(got, fmt.Sprintf("%d=%s", f.Field, f.Amount))
 	}
-	want := "11=1200.00 17=300.00 18=400.00 21=2000.00 23=300.00 24=300.00 25=714.00 " +
+	want := "11=1200.00 17=300.00 18=400.00 20=800.00 21=2000.00 23=300.00 24=300.00 25=714.00 " +
 		"29=231.00 30=12.00 32=63.00 33=210.00 34=420.00 35=714.00 36=222.00"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("FR0600\n got %s\nwant %s", strings.Join(got, " "), want)
@@ -133,7 +144,7 @@ func TestVATTreatmentsMonth(t *testing.T) {
 	for account, want := range map[string]string{
 		ledger.AccountOutputVAT: neg(t, c.OutputVAT, c.SelfAssessedVAT),
 		ledger.AccountInputVAT:  c.InputVAT,
-		ledger.AccountRevenue:   neg(t, fields[11], fields[17], fields[18]),
+		ledger.AccountRevenue:   neg(t, fields[11], fields[17], fields[18], fields[20]),
 		ledger.AccountPayables:  "-3421.00",
 	} {
 		if got := companyBalance(t, db, "acme", account); got != want {
@@ -175,7 +186,7 @@ func TestVATTreatmentsMonth(t *testing.T) {
 	}
 	add(sales, f.SourceDocuments.SalesInvoices)
 	add(purchases, f.SourceDocuments.PurchaseInvoices)
-	if len(sales) != 4 || len(purchases) != 4 {
+	if len(sales) != 5 || len(purchases) != 4 {
 		t.Fatalf("codes: sales %v, purchases %v", sales, purchases)
 	}
 	for _, c := range []struct {
@@ -188,6 +199,7 @@ func TestVATTreatmentsMonth(t *testing.T) {
 		{sales, "PVM2", "100.00", fields[30], "11, 30"},
 		{sales, "PVM12", fields[17], "0.00", "17"},
 		{sales, "PVM13", fields[18], "0.00", "18"},
+		{sales, "PVM15", fields[20], "0.00", "20"},
 		{purchases, "PVM16", fields[21], fields[34], "21, 34"},
 		{purchases, "PVM21", fields[23], fields[32], "23, 32"},
 		{purchases, "PVM21", fields[24], fields[32], "24, 32"},
