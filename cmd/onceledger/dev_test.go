@@ -70,11 +70,11 @@ func TestDevTwice(t *testing.T) {
 	}
 	c.stop(t)
 	a.alive(ctx, t)
-	if err := pingDB(ctx, c.state.DatabaseURL); err == nil {
+	if devClusterRunning(ctx, t, c.state) {
 		t.Error("the dev apart left its Postgres running")
 	}
 	a.stop(t)
-	if err := pingDB(ctx, a.state.DatabaseURL); err == nil {
+	if devClusterRunning(ctx, t, a.state) {
 		t.Error("dev left its Postgres running")
 	}
 	if got := modes(t, home, os.TempDir()); got != modesBefore {
@@ -334,6 +334,32 @@ func devTempDir(t *testing.T) string {
 func freePort(t *testing.T) string {
 	_, port, _ := net.SplitHostPort(freeAddr(t))
 	return port
+}
+
+// devClusterRunning tells whether the Postgres cluster of the dev of st
+// still runs: a server answering on its address is dev's only if its data
+// directory is in dev's data dir (another dev, of a test run beside this
+// one, may have started its cluster on the port since).
+func devClusterRunning(ctx context.Context, t *testing.T, st devState) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, st.DatabaseURL)
+	if err != nil {
+		return false
+	}
+	defer conn.Close(ctx)
+	var dir string
+	if err := conn.QueryRow(ctx, "SHOW data_directory").Scan(&dir); err != nil {
+		t.Fatalf("the server on %s answers but not its data directory: %v", redact(st.DatabaseURL), err)
+	}
+	resolved := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return p
+	}
+	return strings.HasPrefix(resolved(dir), resolved(st.DataDir)+string(filepath.Separator))
 }
 
 func pingDB(ctx context.Context, dsn string) error {
