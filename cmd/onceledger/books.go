@@ -360,6 +360,27 @@ func writeInvoice(w io.Writer, v ledger.InvoiceDetailView) error {
 	if err := t.write(w); err != nil {
 		return err
 	}
+	if x := inv.Exchange; x != nil {
+		// A VAT invoice in another currency states the rate, its date and
+		// source, and the VAT in the company's currency.
+		rateOf := "the invoice's own rate"
+		if x.Source != "document" {
+			rateOf = "recorded rate, " + x.Source
+			if x.RateDate != "" {
+				rateOf += ", of " + x.RateDate
+			}
+		}
+		fmt.Fprintf(w, "\nExchange  %s %s per 1 %s (%s)\n", x.Rate, inv.Currency, x.Currency, rateOf)
+		t := newTable(1, 2, 3)
+		t.add("IN "+x.Currency, "NET", "VAT", "GROSS")
+		for _, r := range x.VATBreakdown {
+			t.add("VAT "+r.Rate+" %", r.Net, r.VAT, "")
+		}
+		t.add("Total", x.Net, x.VAT, x.Gross)
+		if err := t.write(w); err != nil {
+			return err
+		}
+	}
 	if len(v.CreditNotes) > 0 {
 		fmt.Fprintln(w, "\nCredit notes")
 		t := newTable(3, 4, 5)

@@ -281,3 +281,32 @@ func TestPeriodsOfACompanyThatClosedNothing(t *testing.T) {
 		t.Fatalf("periods of a company that closed nothing:\n%s", b.String())
 	}
 }
+
+// A VAT invoice in another currency than the company's states the rate,
+// where it is from and of what day, and the amounts and VAT in the
+// company's currency, by rate.
+func TestInvoiceInAnotherCurrencyShowsTheRate(t *testing.T) {
+	v := ledger.InvoiceDetailView{Status: "open"}
+	v.Invoice.Number, v.Invoice.Currency = "INV-2026-000007", "USD"
+	v.Invoice.Net, v.Invoice.VAT, v.Invoice.Gross = "125.00", "26.25", "151.25"
+	v.Invoice.Exchange = &ledger.ConversionView{Rate: "1.25", Source: "ECB", RateDate: "2026-12-02", Currency: "EUR",
+		Net: "100.00", VAT: "21.00", Gross: "121.00", VATBreakdown: []ledger.RateView{{Rate: "21", Net: "100.00", VAT: "21.00"}}}
+	var b strings.Builder
+	if err := writeInvoice(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"Exchange  1.25 USD per 1 EUR (recorded rate, ECB, of 2026-12-02)", "IN EUR", "VAT 21 %", "100.00", "21.00", "121.00"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the invoice does not say %q:\n%s", want, out)
+		}
+	}
+	v.Invoice.Exchange.Source = "document"
+	b.Reset()
+	if err := writeInvoice(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Exchange  1.25 USD per 1 EUR (the invoice's own rate)") {
+		t.Errorf("an invoice with its own rate:\n%s", b.String())
+	}
+}
