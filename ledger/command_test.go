@@ -348,3 +348,17 @@ func TestDecodeAcceptsTheEscapeAsText(t *testing.T) {
 		t.Fatalf("description %q", got)
 	}
 }
+
+// A refusal states amounts as the currency writes them: "100.00", not the
+// "100" a decimal prints.
+func TestRefusalsStateAmountsWithTheirDigits(t *testing.T) {
+	_, err := ledger.Decode("payment.record", mustJSON(t, map[string]any{
+		"payment_ref": "bank-1", "customer_id": "c", "currency": "EUR", "amount": "100.00", "received_on": "2026-12-02",
+		"allocations": []any{
+			map[string]any{"invoice_number": "INV-2026-000001", "amount": "60.00"},
+			map[string]any{"invoice_number": "INV-2026-000002", "amount": "50.00"},
+		}}))
+	if err == nil || !strings.Contains(err.Error(), "allocate 110.00 in total, more than the payment's 100.00") {
+		t.Fatalf("over-allocated payment: %v", err)
+	}
+}

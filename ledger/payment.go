@@ -79,7 +79,7 @@ func (c *RecordPayment) validate() *Error {
 		applied = applied.Add(a.Amount.Decimal)
 	}
 	if applied.GreaterThan(c.Amount.Decimal) {
-		return invalid("allocations", "allocate %s in total, more than the payment's %s", applied, c.Amount)
+		return invalid("allocations", "allocate %s in total, more than the payment's %s", cur.Format(applied), cur.Format(c.Amount.Decimal))
 	}
 	if c.ExchangeRate != nil {
 		return rateErr("exchange_rate", *c.ExchangeRate)
