@@ -31,6 +31,16 @@ const exitNotRun = 2
 // connectRetry is how long publish waits between attempts to reach NATS.
 const connectRetry = 250 * time.Millisecond
 
+// sleepCtx waits d, and reports false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
 func cmdPublish(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -91,23 +101,15 @@ server); 3 when no result is known (NATS unreachable, or none within
 	// within -timeout, as a lost reply is; credentials the server refuses
 	// are not retried.
 	deadline := time.Now().Add(*timeout)
-	var nc *nats.Conn
-	for {
-		nc, err = conn.connect("onceledger publish", nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			// A refusal is the call's own error, said once, below.
-			if !errors.Is(err, nats.ErrPermissionViolation) {
-				fmt.Fprintf(stderr, "onceledger publish: %v\n", err)
-			}
-		}))
-		if err == nil || authRefused(err) || time.Now().Add(connectRetry).After(deadline) {
-			break
+	report := nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		// A refusal is the call's own error, said once, below.
+		if !errors.Is(err, nats.ErrPermissionViolation) {
+			fmt.Fprintf(stderr, "onceledger publish: %v\n", err)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(connectRetry):
-			continue
-		}
-		break
+	})
+	nc, err := conn.connect("onceledger publish", report)
+	for err != nil && !authRefused(err) && time.Now().Add(connectRetry).Before(deadline) && sleepCtx(ctx, connectRetry) {
+		nc, err = conn.connect("onceledger publish", report)
 	}
 	if err != nil {
 		if authRefused(err) {

@@ -65,11 +65,7 @@ func (d DeadLetters) Close(ctx context.Context, seq uint64, action, reason, acto
 	case d.DB == nil:
 		return DeadLetter{}, errors.New("closing a dead letter needs the database, where the closure is recorded")
 	}
-	stream, err := d.open(ctx)
-	if err != nil {
-		return DeadLetter{}, err
-	}
-	m, err := d.get(ctx, stream, seq)
+	_, m, err := d.letter(ctx, seq)
 	if err != nil {
 		return DeadLetter{}, err
 	}

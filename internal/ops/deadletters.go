@@ -149,11 +149,7 @@ func (d DeadLetters) List(ctx context.Context, limit int) (DeadLetterPage, error
 // Get returns one dead letter with its headers and body; one that is not
 // there (replayed, deleted, or never there) is an *Error with CodeNotFound.
 func (d DeadLetters) Get(ctx context.Context, seq uint64) (DeadLetter, error) {
-	stream, err := d.open(ctx)
-	if err != nil {
-		return DeadLetter{}, err
-	}
-	m, err := d.get(ctx, stream, seq)
+	_, m, err := d.letter(ctx, seq)
 	if err != nil {
 		return DeadLetter{}, err
 	}
@@ -168,11 +164,7 @@ func (d DeadLetters) Get(ctx context.Context, seq uint64) (DeadLetter, error) {
 // that names no command subject, or one that is closed, is not replayed:
 // an *Error with CodeConflict.
 func (d DeadLetters) Replay(ctx context.Context, seq uint64) (Replayed, error) {
-	stream, err := d.open(ctx)
-	if err != nil {
-		return Replayed{}, err
-	}
-	m, err := d.get(ctx, stream, seq)
+	stream, m, err := d.letter(ctx, seq)
 	if err != nil {
 		return Replayed{}, err
 	}
@@ -228,6 +220,19 @@ func (d DeadLetters) ReplayAll(ctx context.Context, each func(r Replayed, done i
 		seq = m.Sequence + 1
 	}
 	return all, nil
+}
+
+// letter opens the stream and reads dead letter seq from it.
+func (d DeadLetters) letter(ctx context.Context, seq uint64) (jetstream.Stream, *jetstream.RawStreamMsg, error) {
+	stream, err := d.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := d.get(ctx, stream, seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	return stream, m, nil
 }
 
 func (d DeadLetters) get(ctx context.Context, stream jetstream.Stream, seq uint64) (*jetstream.RawStreamMsg, error) {
