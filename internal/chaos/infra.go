@@ -202,8 +202,11 @@ func (w *workerSet) supervise(slot int) {
 			<-p.done
 			reason := p.exitReason()
 			fmt.Fprintf(out, "=== chaos: worker %d ended at %s: %s\n", slot, time.Now().Format(time.RFC3339Nano), reason)
+			p.mu.Lock()
+			replaced := p.replaced
+			p.mu.Unlock()
 			w.mu.Lock()
-			if !w.closing {
+			if !w.closing && !replaced {
 				w.exits[reason]++
 			}
 			w.mu.Unlock()
@@ -214,6 +217,48 @@ func (w *workerSet) supervise(slot int) {
 		case <-time.After(w.restartDelay):
 		}
 	}
+}
+
+// replace stops every running worker with SIGTERM and waits until each slot
+// runs a new one, started with ONCELEDGER_FAULTS=faults, that answers
+// /readyz. The stops are the suite's own, not faults: they are not counted
+// among the workers' exits.
+func (w *workerSet) replace(ctx context.Context, faults string) error {
+	w.mu.Lock()
+	w.faults = faults
+	old := append([]*proc(nil), w.slots...)
+	w.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range old {
+		if p == nil {
+			continue
+		}
+		p.mu.Lock()
+		p.replaced = true
+		p.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.stop(syscall.SIGTERM, workerShutdownTimeout+5*time.Second)
+		}()
+	}
+	wg.Wait()
+	for slot, p := range old {
+		for {
+			w.mu.Lock()
+			cur := w.slots[slot]
+			w.mu.Unlock()
+			if cur != p {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("worker %d was not restarted: %w", slot, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return w.ready(ctx)
 }
 
 // signal sends sig to the worker in slot, if one is running.

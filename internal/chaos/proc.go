@@ -20,8 +20,9 @@ type proc struct {
 	started time.Time
 	ended   time.Time
 
-	mu   sync.Mutex
-	sent syscall.Signal // the last signal the suite sent, 0 if none
+	mu       sync.Mutex
+	sent     syscall.Signal // the last signal the suite sent, 0 if none
+	replaced bool           // stopped by the suite to start another in its place
 }
 
 // startProc starts path with args and env (nothing inherited but PATH and

@@ -123,6 +123,15 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 
+	if spec := cfg.faultSpec(); spec != "" {
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := r.workers.replace(rctx, spec)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("restart the workers with their fault points: %w", err)
+		}
+	}
+
 	r.phase("load")
 	window := cfg.loadDuration() * 4 / 5
 	faults := schedule(cfg.Seed, max(cfg.Faults, 0), cfg.Workers, window, r.db.canRestart(), cfg.FaultKinds)
@@ -250,7 +259,11 @@ func (r *runner) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.workers.setFaults(cfg.faultSpec())
+	// Setup runs against workers without fault points: the companies and
+	// endpoints are the load's preconditions, not what the suite tests, and
+	// a lost setup command would cost a producer's whole wait. The load's
+	// workers are started with them (run replaces these after setup).
+	r.workers.setFaults("")
 	r.workers.run()
 	rctx, cancel2 := context.WithTimeout(ctx, time.Minute)
 	defer cancel2()
