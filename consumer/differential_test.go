@@ -567,59 +567,61 @@ func (r *run) execute(s sequence, from, n int) {
 	}
 }
 
-// tables dumps, as JSON rows, what a run's companies hold; the first
-// column of each query names a row's UUID by what it identifies, for the
-// renaming, and the second is the row.
+// tables dumps, as JSON rows, what a run's companies hold ($1: their ids,
+// which every table's index on company_id finds, where a LIKE on the run's
+// prefix would read every earlier run's rows too); the first column of each
+// query names a row's UUID by what it identifies, for the renaming, and the
+// second is the row.
 var tables = []struct{ name, names, rows string }{
-	{"companies", ``, `SELECT to_jsonb(t) - 'created_at' FROM companies t WHERE id LIKE $1`},
-	{"accounts", ``, `SELECT to_jsonb(t) FROM accounts t WHERE company_id LIKE $1`},
-	{"number_series", ``, `SELECT to_jsonb(t) FROM number_series t WHERE company_id LIKE $1`},
-	{"invoices", `SELECT id::text, 'invoice ' || company_id || ' ' || number FROM invoices WHERE company_id LIKE $1`,
-		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM invoices t WHERE company_id LIKE $1`},
-	{"invoice_lines", ``, `SELECT to_jsonb(l) FROM invoice_lines l JOIN invoices i ON i.id = l.invoice_id WHERE i.company_id LIKE $1`},
-	{"credit_notes", `SELECT id::text, 'credit note ' || company_id || ' ' || number FROM credit_notes WHERE company_id LIKE $1`,
-		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM credit_notes t WHERE company_id LIKE $1`},
-	{"credit_note_lines", ``, `SELECT to_jsonb(l) FROM credit_note_lines l JOIN credit_notes c ON c.id = l.credit_note_id WHERE c.company_id LIKE $1`},
-	{"payments", `SELECT id::text, 'payment ' || company_id || ' ' || payment_ref FROM payments WHERE company_id LIKE $1`,
-		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM payments t WHERE company_id LIKE $1`},
-	{"payment_allocations", ``, `SELECT to_jsonb(a) FROM payment_allocations a JOIN payments p ON p.id = a.payment_id WHERE p.company_id LIKE $1`},
-	{"settlements", `SELECT id::text, 'settlement ' || company_id || ' ' || provider || ' ' || payout_id FROM settlements WHERE company_id LIKE $1`,
-		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM settlements t WHERE company_id LIKE $1`},
-	{"purchase_invoices", `SELECT id::text, 'purchase ' || company_id || ' ' || supplier_id || ' ' || document_number FROM purchase_invoices WHERE company_id LIKE $1`,
-		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM purchase_invoices t WHERE company_id LIKE $1`},
+	{"companies", ``, `SELECT to_jsonb(t) - 'created_at' FROM companies t WHERE id = ANY($1)`},
+	{"accounts", ``, `SELECT to_jsonb(t) FROM accounts t WHERE company_id = ANY($1)`},
+	{"number_series", ``, `SELECT to_jsonb(t) FROM number_series t WHERE company_id = ANY($1)`},
+	{"invoices", `SELECT id::text, 'invoice ' || company_id || ' ' || number FROM invoices WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM invoices t WHERE company_id = ANY($1)`},
+	{"invoice_lines", ``, `SELECT to_jsonb(l) FROM invoice_lines l JOIN invoices i ON i.id = l.invoice_id WHERE i.company_id = ANY($1)`},
+	{"credit_notes", `SELECT id::text, 'credit note ' || company_id || ' ' || number FROM credit_notes WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM credit_notes t WHERE company_id = ANY($1)`},
+	{"credit_note_lines", ``, `SELECT to_jsonb(l) FROM credit_note_lines l JOIN credit_notes c ON c.id = l.credit_note_id WHERE c.company_id = ANY($1)`},
+	{"payments", `SELECT id::text, 'payment ' || company_id || ' ' || payment_ref FROM payments WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM payments t WHERE company_id = ANY($1)`},
+	{"payment_allocations", ``, `SELECT to_jsonb(a) FROM payment_allocations a JOIN payments p ON p.id = a.payment_id WHERE p.company_id = ANY($1)`},
+	{"settlements", `SELECT id::text, 'settlement ' || company_id || ' ' || provider || ' ' || payout_id FROM settlements WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM settlements t WHERE company_id = ANY($1)`},
+	{"purchase_invoices", `SELECT id::text, 'purchase ' || company_id || ' ' || supplier_id || ' ' || document_number FROM purchase_invoices WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM purchase_invoices t WHERE company_id = ANY($1)`},
 	{"customer_credit_movements", `
 		SELECT i.result -> 'result' ->> 'application_id', 'credit application of ' || i.company_id || ' ' || i.idempotency_key
-		  FROM inbox i WHERE i.company_id LIKE $1 AND i.command = 'customer_credit.apply' AND i.status = 'ok'
+		  FROM inbox i WHERE i.company_id = ANY($1) AND i.command = 'customer_credit.apply' AND i.status = 'ok'
 		 UNION ALL
 		SELECT i.result -> 'result' ->> 'refund_id', 'credit refund of ' || i.company_id || ' ' || i.idempotency_key
-		  FROM inbox i WHERE i.company_id LIKE $1 AND i.command = 'customer_credit.refund' AND i.status = 'ok'
+		  FROM inbox i WHERE i.company_id = ANY($1) AND i.command = 'customer_credit.refund' AND i.status = 'ok'
 		 UNION ALL
 		SELECT id::text, 'payout refund ' || source_id || ' ' || row_number() OVER (PARTITION BY source_id ORDER BY id)
-		  FROM customer_credit_movements WHERE company_id LIKE $1 AND kind = 'settlement_refund'`,
-		`SELECT to_jsonb(t) - 'created_at' FROM customer_credit_movements t WHERE company_id LIKE $1`},
-	{"customer_credits", ``, `SELECT to_jsonb(t) FROM customer_credits t WHERE company_id LIKE $1`},
-	{"fx_rates", `SELECT id::text, 'rate ' || company_id || ' ' || currency || ' ' || rate_date FROM fx_rates WHERE company_id LIKE $1`,
-		`SELECT to_jsonb(t) - 'created_at' FROM fx_rates t WHERE company_id LIKE $1`},
-	{"period_closes", `SELECT id::text, 'close of ' || company_id || ' ' || period FROM period_closes WHERE company_id LIKE $1`,
-		`SELECT to_jsonb(t) - 'closed_at' FROM period_closes t WHERE company_id LIKE $1`},
-	{"purchase_invoice_lines", ``, `SELECT to_jsonb(l) FROM purchase_invoice_lines l JOIN purchase_invoices p ON p.id = l.purchase_invoice_id WHERE p.company_id LIKE $1`},
-	{"assets", `SELECT id::text, 'asset ' || company_id || ' ' || asset_ref FROM assets WHERE company_id LIKE $1`,
-		`SELECT to_jsonb(t) - 'created_at' FROM assets t WHERE company_id LIKE $1`},
-	{"depreciation_runs", `SELECT r.id::text, 'depreciation ' || a.company_id || ' ' || a.asset_ref || ' ' || r.period FROM depreciation_runs r JOIN assets a ON a.id = r.asset_id WHERE a.company_id LIKE $1`,
-		`SELECT to_jsonb(t) - 'created_at' FROM depreciation_runs t WHERE company_id LIKE $1`},
-	{"journal_entries", `SELECT id::text, 'entry of ' || source_id FROM journal_entries WHERE company_id LIKE $1`,
-		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM journal_entries t WHERE company_id LIKE $1`},
-	{"journal_lines", ``, `SELECT to_jsonb(t) FROM journal_lines t WHERE company_id LIKE $1`},
+		  FROM customer_credit_movements WHERE company_id = ANY($1) AND kind = 'settlement_refund'`,
+		`SELECT to_jsonb(t) - 'created_at' FROM customer_credit_movements t WHERE company_id = ANY($1)`},
+	{"customer_credits", ``, `SELECT to_jsonb(t) FROM customer_credits t WHERE company_id = ANY($1)`},
+	{"fx_rates", `SELECT id::text, 'rate ' || company_id || ' ' || currency || ' ' || rate_date FROM fx_rates WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' FROM fx_rates t WHERE company_id = ANY($1)`},
+	{"period_closes", `SELECT id::text, 'close of ' || company_id || ' ' || period FROM period_closes WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'closed_at' FROM period_closes t WHERE company_id = ANY($1)`},
+	{"purchase_invoice_lines", ``, `SELECT to_jsonb(l) FROM purchase_invoice_lines l JOIN purchase_invoices p ON p.id = l.purchase_invoice_id WHERE p.company_id = ANY($1)`},
+	{"assets", `SELECT id::text, 'asset ' || company_id || ' ' || asset_ref FROM assets WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' FROM assets t WHERE company_id = ANY($1)`},
+	{"depreciation_runs", `SELECT r.id::text, 'depreciation ' || a.company_id || ' ' || a.asset_ref || ' ' || r.period FROM depreciation_runs r JOIN assets a ON a.id = r.asset_id WHERE a.company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' FROM depreciation_runs t WHERE company_id = ANY($1)`},
+	{"journal_entries", `SELECT id::text, 'entry of ' || source_id FROM journal_entries WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM journal_entries t WHERE company_id = ANY($1)`},
+	{"journal_lines", ``, `SELECT to_jsonb(t) FROM journal_lines t WHERE company_id = ANY($1)`},
 	{"webhook_endpoints", `SELECT i.result -> 'result' ->> 'endpoint_id', 'endpoint of ' || i.company_id || ' ' || i.idempotency_key
-		  FROM inbox i WHERE i.company_id LIKE $1 AND i.command = 'webhook_endpoint.create' AND i.status = 'ok'`,
-		`SELECT to_jsonb(t) - 'created_at' - 'updated_at' FROM webhook_endpoints t WHERE company_id LIKE $1`},
-	{"outbox_events", `SELECT id::text, 'event ' || company_id || ' ' || sequence FROM outbox_events WHERE company_id LIKE $1`,
-		`SELECT to_jsonb(t) - 'created_at' FROM outbox_events t WHERE company_id LIKE $1`},
-	{"outbox_pending", ``, `SELECT to_jsonb(p) FROM outbox_pending p JOIN outbox_events e ON e.id = p.event_id WHERE e.company_id LIKE $1`},
-	{"outbox_sequences", ``, `SELECT to_jsonb(t) FROM outbox_sequences t WHERE company_id LIKE $1`},
-	{"webhook_deliveries", `SELECT id::text, 'delivery of ' || event_id || ' to ' || endpoint_id FROM webhook_deliveries WHERE company_id LIKE $1`,
-		`SELECT to_jsonb(t) - 'created_at' - 'next_attempt_at' FROM webhook_deliveries t WHERE company_id LIKE $1`},
-	{"inbox", ``, `SELECT to_jsonb(t) - 'created_at' FROM inbox t WHERE company_id LIKE $1`},
+		  FROM inbox i WHERE i.company_id = ANY($1) AND i.command = 'webhook_endpoint.create' AND i.status = 'ok'`,
+		`SELECT to_jsonb(t) - 'created_at' - 'updated_at' FROM webhook_endpoints t WHERE company_id = ANY($1)`},
+	{"outbox_events", `SELECT id::text, 'event ' || company_id || ' ' || sequence FROM outbox_events WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' FROM outbox_events t WHERE company_id = ANY($1)`},
+	{"outbox_pending", ``, `SELECT to_jsonb(p) FROM outbox_pending p JOIN outbox_events e ON e.id = p.event_id WHERE e.company_id = ANY($1)`},
+	{"outbox_sequences", ``, `SELECT to_jsonb(t) FROM outbox_sequences t WHERE company_id = ANY($1)`},
+	{"webhook_deliveries", `SELECT id::text, 'delivery of ' || event_id || ' to ' || endpoint_id FROM webhook_deliveries WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' - 'next_attempt_at' FROM webhook_deliveries t WHERE company_id = ANY($1)`},
+	{"inbox", ``, `SELECT to_jsonb(t) - 'created_at' FROM inbox t WHERE company_id = ANY($1)`},
 }
 
 var (
@@ -639,7 +641,7 @@ func (r *run) dump() (map[string][]string, []string) {
 		if tb.names == "" {
 			continue
 		}
-		rows, err := r.pool.Query(r.ctx, tb.names, r.prefix+"%")
+		rows, err := r.pool.Query(r.ctx, tb.names, r.companyIDs())
 		if err != nil {
 			r.t.Fatalf("%s: %v", tb.name, err)
 		}
@@ -661,7 +663,7 @@ func (r *run) dump() (map[string][]string, []string) {
 	}
 	state := map[string][]string{}
 	for _, tb := range tables {
-		rows, err := r.pool.Query(r.ctx, tb.rows, r.prefix+"%")
+		rows, err := r.pool.Query(r.ctx, tb.rows, r.companyIDs())
 		if err != nil {
 			r.t.Fatalf("%s: %v", tb.name, err)
 		}
@@ -684,6 +686,15 @@ func (r *run) dump() (map[string][]string, []string) {
 		answers[i] = r.normalise(a, names)
 	}
 	return state, answers
+}
+
+// companyIDs are the ids the run's companies have in the books.
+func (r *run) companyIDs() []string {
+	ids := make([]string, len(companies))
+	for i, c := range companies {
+		ids[i] = r.prefix + c
+	}
+	return ids
 }
 
 func (r *run) normalise(s string, names map[string]string) string {

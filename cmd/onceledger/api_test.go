@@ -76,7 +76,7 @@ func TestRunServesTheHTTPAPI(t *testing.T) {
 	if code != 1 || !strings.Contains(out, `"invalid_command"`) {
 		t.Fatalf("invalid body: exit %d %s", code, out)
 	}
-	if code, _, errOut := invoke(ctx, string(invoice), "publish", "-nats-url", "nats://127.0.0.1:1", "-company", "acme", "-command", "invoice.create", "-key", "k"); code != 3 || !strings.Contains(errOut, "same -key is safe") {
+	if code, _, errOut := invoke(ctx, string(invoice), "publish", "-nats-url", "nats://127.0.0.1:1", "-company", "acme", "-command", "invoice.create", "-key", "k", "-timeout", "2s"); code != 3 || !strings.Contains(errOut, "same -key is safe") {
 		t.Fatalf("no NATS: exit %d %s", code, errOut)
 	}
 

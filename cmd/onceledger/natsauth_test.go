@@ -246,7 +246,7 @@ func TestNATSAccessControl(t *testing.T) {
 	}
 
 	// The operator's user runs the admin commands.
-	code, out, errOut = invoke(ctx, "", "admin", "dlq", "list", "-nats-url", srv.URL("admin"))
+	code, out, errOut = invoke(ctx, "", "admin", "dlq", "list", "-nats-url", srv.URL("admin"), "-database-url", dsn)
 	if code != 0 {
 		t.Fatalf("admin dlq list as admin: exit %d\n%s%s", code, out, errOut)
 	}

@@ -118,13 +118,14 @@ func TestRunProducesAReport(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	const commands, soak = 300, 200
+	// Sized to run every phase and fill every figure, not to measure.
+	const commands, soak, prefill = 100, 100, 500
 	rep, err := bench.Run(ctx, bench.Config{
 		DatabaseURL:       os.Getenv("DATABASE_URL"),
 		Commands:          commands,
 		ReferenceCommands: commands,
 		Paced:             2 * time.Second,
-		Prefill:           2000,
+		Prefill:           prefill,
 		Soak:              soak,
 		SoakRounds:        2,
 		Stall:             30 * time.Second,
@@ -171,7 +172,7 @@ func TestRunProducesAReport(t *testing.T) {
 		t.Errorf("commit→webhook latency %+v for %d commands", l, paced.Commands)
 	}
 	pre := rep.Phase(bench.PhasePrefilled)
-	if pre.InboxKeys < 2000 {
+	if pre.InboxKeys < prefill {
 		t.Errorf("prefilled phase started with %d inbox keys", pre.InboxKeys)
 	}
 	s := rep.Phase(bench.PhaseSoak)
@@ -206,7 +207,7 @@ func TestRunProducesAReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Figures", "group commit ÷ reference", "payment.record end to end", "publish→result p99", "commit→webhook delivery p99", "inbox keys ÷ at", "worker RSS", "fsync=", "JetStream",
-		"worker RSS growth over the soak", "goroutines after settle", "last soak round ÷ first", "Soak: one worker for 200 commands in 2 rounds"} {
+		"worker RSS growth over the soak", "goroutines after settle", "last soak round ÷ first", fmt.Sprintf("Soak: one worker for %d commands in 2 rounds", soak)} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
