@@ -187,7 +187,11 @@ func TestHandedDeliveriesNeedNoClaim(t *testing.T) {
 	waitFor("the first claim", func() bool { return claims() >= 1 })
 	start := claims()
 	for i := range 5 {
-		terms, ok := desk.Terms()
+		// The previous delivery is recorded before its worker is free
+		// again: the room comes back a moment after.
+		var terms firstattempt.Terms
+		var ok bool
+		waitFor("the dispatcher's room for 4", func() bool { terms, ok = desk.Terms(); return ok && terms.Room == 4 })
 		if !ok || terms.Room != 4 || terms.PerEndpoint != 2 {
 			t.Fatalf("terms %+v (%v), want room for the dispatcher's 4 workers, 2 per endpoint", terms, ok)
 		}
