@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/onceledger/onceledger/internal/testenv"
 )
 
@@ -44,7 +45,24 @@ func TestReadmeTryIt(t *testing.T) {
 	}
 	commands := shellCommands(section[start:end])
 
-	t.Setenv("DATABASE_URL", testenv.Postgres(t))
+	server := testenv.Postgres(t)
+	t.Setenv("DATABASE_URL", server)
+	// dev keeps its database between runs, as a user's would be: the test
+	// drops it (after dev stopped, before the test's own database goes).
+	devDatabase := "onceledger_t_readme_" + fmt.Sprint(time.Now().UnixNano())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, server)
+		if err != nil {
+			t.Errorf("drop dev's database: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{devDatabase}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop dev's database: %v", err)
+		}
+	})
 	dir := devTempDir(t)
 	t.Setenv("ONCELEDGER_DEV_DIR", dir)
 	tmp := t.TempDir()
@@ -55,7 +73,7 @@ func TestReadmeTryIt(t *testing.T) {
 	done := make(chan int, 1)
 	var devErr string
 	go func() {
-		code, _, errOut := invoke(devCtx, "", "dev", "-database", "onceledger_t_readme_"+fmt.Sprint(time.Now().UnixNano()),
+		code, _, errOut := invoke(devCtx, "", "dev", "-database", devDatabase,
 			"-nats-port", natsPort, "-http", httpAddr, "-health", healthAddr, "-log-level", "error")
 		devErr = errOut
 		done <- code
