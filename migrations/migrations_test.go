@@ -74,6 +74,14 @@ func requirePending(t *testing.T, dsn string, want bool) {
 	if pending != want {
 		t.Fatalf("Pending = %v, want %v", pending, want)
 	}
+	conn, err := pgx.Connect(testContext(t), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if on, err := migrations.PendingOn(testContext(t), conn); err != nil || on != want {
+		t.Fatalf("PendingOn = %v, %v, want %v", on, err, want)
+	}
 }
 
 func TestUp(t *testing.T) {

@@ -98,9 +98,6 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &usageError{"-timeout must not be negative"}
 	}
 
-	if err := requireCurrentSchema(ctx, *dsn); err != nil {
-		return err
-	}
 	// A pool of -parallel connections: the checks share them, and the run
 	// is recorded on a live one even when the timeout stopped a query.
 	pcfg, err := pgxpool.ParseConfig(*dsn)
@@ -115,6 +112,9 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer conn.Close()
 	if err := conn.Ping(ctx); err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	if err := requireCurrentSchema(ctx, conn); err != nil {
+		return err
 	}
 
 	opts := audit.Options{

@@ -160,14 +160,14 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &usageError{"DATABASE_URL (or -database-url) is required"}
 	}
 
-	if err := requireCurrentSchema(ctx, *dsn); err != nil {
-		return err
-	}
 	conn, err := pgx.Connect(ctx, *dsn)
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if err := requireCurrentSchema(ctx, conn); err != nil {
+		return err
+	}
 	// One snapshot for all of a report's queries.
 	var view any
 	var text func(io.Writer) error

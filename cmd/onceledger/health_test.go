@@ -13,7 +13,7 @@ import (
 // says "ok" when the probe succeeds and nothing else.
 func TestHealthzNamesTheVersion(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(healthHandler(nil, nil, "", nil, nil))
+	srv := httptest.NewServer(healthHandler(nil, nil, nil, nil))
 	defer srv.Close()
 
 	resp, err := http.Get(srv.URL + "/healthz")

@@ -42,8 +42,8 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // requireCurrentSchema refuses a database whose schema is behind this
 // binary: every command but migrate runs only on the schema it was built
 // for.
-func requireCurrentSchema(ctx context.Context, dsn string) error {
-	pending, err := migrations.Pending(ctx, dsn)
+func requireCurrentSchema(ctx context.Context, db migrations.Querier) error {
+	pending, err := migrations.PendingOn(ctx, db)
 	if err != nil {
 		return fmt.Errorf("check database schema: %w", err)
 	}

@@ -55,9 +55,6 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	}
 	// Deferred first so it runs last: the spans of the shutdown are flushed too.
 	defer stopTracing()
-	if err := requireCurrentSchema(ctx, s.DatabaseURL); err != nil {
-		return err
-	}
 	poolCfg, err := pgxpool.ParseConfig(s.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
@@ -74,6 +71,9 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	defer pool.Close()
 	if err := pool.Ping(ctx); err != nil {
 		return fmt.Errorf("connect to Postgres: %w", err)
+	}
+	if err := requireCurrentSchema(ctx, pool); err != nil {
+		return err
 	}
 
 	nc, err := s.NATS.connect("onceledger worker",
@@ -141,7 +141,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 	// A shutdown drains first: /readyz fails, so that a load balancer
 	// sends no more requests here, and the API publishes no new command.
 	stopping := make(chan struct{})
-	health := healthHandler(pool, nc, s.DatabaseURL, stopping, storeCheck(js, ccfg.Streams.WithDefaults(ccfg.InboxRetention).Stream))
+	health := healthHandler(pool, nc, stopping, storeCheck(js, ccfg.Streams.WithDefaults(ccfg.InboxRetention).Stream))
 	health.Handle("GET /metrics", promhttp.HandlerFor(obs.registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}))
 	var servers []*http.Server
 	var api *httpapi.Server
@@ -225,7 +225,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 // (Postgres and NATS are reachable and the schema is current). /healthz
 // answers "ok" on its first line, as it did before it named the version on
 // the next.
-func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string, stopping <-chan struct{}, store func(context.Context) string) *http.ServeMux {
+func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, stopping <-chan struct{}, store func(context.Context) string) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -251,7 +251,7 @@ func healthHandler(pool *pgxpool.Pool, nc *nats.Conn, dsn string, stopping <-cha
 				checks["nats"], ok = full, false
 			}
 		}
-		if pending, err := migrations.Pending(ctx, dsn); err != nil {
+		if pending, err := migrations.PendingOn(ctx, pool); err != nil {
 			checks["migrations"], ok = err.Error(), false
 		} else if pending {
 			checks["migrations"], ok = "pending: run onceledger migrate", false

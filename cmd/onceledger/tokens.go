@@ -95,14 +95,14 @@ func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &usageError{fmt.Sprintf("-format %q: text or json", *format)}
 	}
 
-	if err := requireCurrentSchema(ctx, *dsn); err != nil {
-		return err
-	}
 	conn, err := pgx.Connect(ctx, *dsn)
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if err := requireCurrentSchema(ctx, conn); err != nil {
+		return err
+	}
 
 	switch {
 	case verb == "create" && *operator:
