@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/internal/pgcluster"
 	"github.com/onceledger/onceledger/internal/throwaway"
@@ -38,6 +39,10 @@ type pgServer struct {
 	adminDSN string
 	// baseDSN is rewritten with a database name to address test databases.
 	baseDSN string
+	// admin holds the connections to adminDSN: a test binary creates and
+	// drops hundreds of databases, and a connection of its own for each
+	// would cost the server a backend's start every time.
+	admin *pgxpool.Pool
 }
 
 func (s *pgServer) dsn(dbname string) string {
@@ -145,7 +150,18 @@ func openServer(ctx context.Context) (*pgServer, error) {
 			return nil
 		})
 	}
-	return &pgServer{adminDSN: srv.AdminURL, baseDSN: srv.AdminURL}, nil
+	pcfg, err := pgxpool.ParseConfig(srv.AdminURL)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", throwaway.Redact(srv.AdminURL), err)
+	}
+	pcfg.MaxConns = 4
+	admin, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", throwaway.Redact(srv.AdminURL), err)
+	}
+	// Registered after the cluster's stop, so it runs before it.
+	onTeardown(func(context.Context) error { admin.Close(); return nil })
+	return &pgServer{adminDSN: srv.AdminURL, baseDSN: srv.AdminURL, admin: admin}, nil
 }
 
 func template(t testing.TB, srv *pgServer, prepare func(ctx context.Context, dsn string) error) string {
@@ -240,12 +256,12 @@ func dropDatabase(ctx context.Context, srv *pgServer, name string) error {
 }
 
 func withAdmin(ctx context.Context, srv *pgServer, fn func(*pgx.Conn) error) error {
-	conn, err := pgx.Connect(ctx, srv.adminDSN)
+	conn, err := srv.admin.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", throwaway.Redact(srv.adminDSN), err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	return fn(conn)
+	defer conn.Release()
+	return fn(conn.Conn())
 }
 
 func ident(name string) string {
