@@ -174,6 +174,17 @@ func TestThreeWorkersOnAThreeNodeClusterSurviveKills(t *testing.T) {
 		_, err := js.AccountInfo(actx)
 		return err
 	})
+	// A meta leader answers before every node has joined: until all three
+	// have, an R3 stream has no place to go (the workers would be refused
+	// with "no suitable peers for placement").
+	waitFor(t, "three JetStream peers to place an R3 stream on", 60*time.Second, func() error {
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		defer acancel()
+		if _, err := js.CreateOrUpdateStream(actx, jetstream.StreamConfig{Name: "PLACEMENT_PROBE", Subjects: []string{"placement.probe"}, Replicas: 3, Storage: jetstream.MemoryStorage}); err != nil {
+			return err
+		}
+		return js.DeleteStream(actx, "PLACEMENT_PROBE")
+	})
 
 	// Three workers on one durable consumer and one database.
 	workers := make([]*proc, 3)
