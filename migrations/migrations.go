@@ -91,20 +91,14 @@ type Querier interface {
 // command or a readiness probe costs no connection of its own: it reports
 // whether a version this binary carries is missing from VersionTable.
 func PendingOn(ctx context.Context, q Querier) (bool, error) {
+	var applied []int64
 	rows, err := q.Query(ctx, "SELECT version_id FROM "+VersionTable+" WHERE is_applied")
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == undefinedTable {
-			return true, nil
-		}
-		return false, fmt.Errorf("read %s: %w", VersionTable, err)
+	if err == nil {
+		applied, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 	}
-	applied, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == undefinedTable {
-			return true, nil
-		}
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == undefinedTable {
+		return true, nil // never migrated
+	} else if err != nil {
 		return false, fmt.Errorf("read %s: %w", VersionTable, err)
 	}
 	have := make(map[int64]bool, len(applied))

@@ -110,9 +110,22 @@ func TestUp(t *testing.T) {
 		t.Fatalf("second Up applied %v, want nothing", applied)
 	}
 	requirePending(t, dsn, false)
+
 	if got := appliedVersions(t, dsn); !slices.Equal(got, shipped(t)) {
 		t.Fatalf("%s records %v, want %v", migrations.VersionTable, got, shipped(t))
 	}
+
+	// A database one migration behind this binary is pending.
+	latest := shipped(t)[len(shipped(t))-1]
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "DELETE FROM "+migrations.VersionTable+" WHERE version_id = $1", latest); err != nil {
+		t.Fatal(err)
+	}
+	requirePending(t, dsn, true)
 }
 
 func TestUpRefusesBadDSN(t *testing.T) {
