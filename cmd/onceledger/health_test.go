@@ -7,6 +7,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/onceledger/onceledger/migrations"
 )
 
 // /healthz names the version after the "ok" probes read, and healthcheck
@@ -36,5 +39,30 @@ func TestHealthzNamesTheVersion(t *testing.T) {
 	code, out, errOut := invoke(context.Background(), "", "healthcheck", "-health", addr, "-path", "/nothing")
 	if code != 1 || out != "" || !strings.Contains(errOut, "/nothing answered 404") {
 		t.Fatalf("healthcheck of a missing path: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// A running worker whose database falls behind its binary (a newer version
+// rolled out before `migrate` ran) is not ready, and says why.
+func TestReadyzReportsPendingMigrations(t *testing.T) {
+	t.Parallel()
+	dsn, _, httpAddr := runWorker(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DELETE FROM "+migrations.VersionTable+" WHERE version_id = (SELECT max(version_id) FROM "+migrations.VersionTable+")"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + httpAddr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "pending: run onceledger migrate") {
+		t.Fatalf("/readyz with a migration missing: %s %s", resp.Status, body)
 	}
 }
