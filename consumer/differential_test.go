@@ -534,10 +534,11 @@ func (r *run) execute(s sequence, from, n int) {
 			r.t.Fatal(err)
 		}
 	}
-	// A batch ends before a key's second body, as the batcher ends it.
+	// A batch ends before a repeat that would have to run again, as the
+	// batcher ends it.
 	var answers []consumer.Answer
 	for rest := reqs; len(rest) > 0; {
-		cut := consumer.CutAtChangedBody(rest)
+		cut := consumer.CutBeforeRerun(rest)
 		a, err := consumer.Execute(r.ctx, r.pool, r.kinds, rest[:cut])
 		if err != nil {
 			r.t.Fatalf("batch of deliveries %d..%d: %v", from, from+n-1, err)

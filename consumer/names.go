@@ -55,8 +55,8 @@ const (
 	MaxConcurrency     = transport.MaxConcurrency
 )
 
-// CutAtChangedBody is where a batch of reqs ends: see txn.CutAtChangedBody.
-func CutAtChangedBody(reqs []*Request) int { return txn.CutAtChangedBody(reqs) }
+// CutBeforeRerun is where a batch of reqs ends: see txn.CutBeforeRerun.
+func CutBeforeRerun(reqs []*Request) int { return txn.CutBeforeRerun(reqs) }
 
 // DefaultMaxMsgSize is StreamConfig.MaxMsgSize's default: the largest
 // command the command stream stores.

@@ -263,14 +263,14 @@ func (b *Batcher) loop(queue chan *Submission) {
 	}
 }
 
-// cut ends batch before a key's second body (txn.CutAtChangedBody): the
-// rest starts the next batch.
+// cut ends batch before a repeat of a key that would have to run again
+// (txn.CutBeforeRerun): the rest starts the next batch.
 func cut(batch []*Submission) (now, later []*Submission) {
 	reqs := make([]*txn.Request, len(batch))
 	for i, s := range batch {
 		reqs[i] = s.Req
 	}
-	n := txn.CutAtChangedBody(reqs)
+	n := txn.CutBeforeRerun(reqs)
 	return batch[:n], batch[n:]
 }
 

@@ -652,3 +652,46 @@ func (w *batchWorld) executedBatches() [][]string {
 	defer w.mu.Unlock()
 	return slices.Clone(w.executed)
 }
+
+// A command refused for what the books did not hold yet runs again when
+// it is repeated after the command that changes that: one at a time the
+// repeat would see the recorded rate, so a batch ends before it, and the
+// next batch runs it after this one committed.
+func TestARefusedRepeatAfterItsCompanysChangeRunsAgain(t *testing.T) {
+	w := newBatchWorld(t, worldOptions{})
+	w.run(w.company("eps"), w.company("eta"))
+	yen := func(company, key string) *Submission {
+		return w.sub(company, "invoice.create", key, map[string]any{
+			"order_id": "o-" + key, "series": "INV",
+			"customer": map[string]any{"id": "c1", "name": "Customer KK", "country": "JP"},
+			"currency": "JPY", "issue_date": "2026-12-02", "due_date": "2026-12-31",
+			"lines": []any{map[string]any{"description": "Licence", "quantity": "1", "unit_price": "16000", "vat_rate": "0"}},
+		})
+	}
+	early := yen("eps", "i1")
+	rate := w.sub("eps", "fx_rate.record", "r1", map[string]any{"currency": "JPY", "date": "2026-12-01", "rate": "160.00", "source": "ECB"})
+	again := yen("eps", "i1")
+	other := w.invoice("zeta", "z1", "o9") // another company's command cuts nothing
+	now, later := cut([]*Submission{early, other, rate, again})
+	if len(now) != 3 || len(later) != 1 || later[0] != again {
+		t.Fatalf("cut into %d and %d commands, want the repeat after the rate to start the next batch", len(now), len(later))
+	}
+	w.run(now...)
+	wantOutcome(t, early, txn.Executed, ledger.CodeInvalidCommand)
+	wantOutcome(t, rate, txn.Executed, "")
+	w.run(later...)
+	wantOutcome(t, again, txn.Executed, "")
+	if n := w.number(again); n != "INV-2026-000001" {
+		t.Fatalf("the repeat numbered %s, want INV-2026-000001", n)
+	}
+
+	// A repeat with nothing of its company between it and its first is
+	// answered in the same batch, from the first.
+	x1, y1, x2 := yen("eta", "x"), w.invoice("theta", "y", "o1"), yen("eta", "x")
+	if now, later := cut([]*Submission{x1, y1, x2}); len(now) != 3 || len(later) != 0 {
+		t.Fatalf("cut into %d and %d commands, want one batch", len(now), len(later))
+	}
+	w.run(x1, y1, x2)
+	wantOutcome(t, x1, txn.Executed, ledger.CodeInvalidCommand)
+	wantOutcome(t, x2, txn.Executed, ledger.CodeInvalidCommand)
+}

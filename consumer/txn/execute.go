@@ -382,13 +382,14 @@ func (s *Item) answerAfter(f *Item) {
 	case f.Outcome == Executed && f.stored.Status == inbox.StatusRefused:
 		if f.Req.Command == s.Req.Command && bytes.Equal(f.Req.Fingerprint, s.Req.Fingerprint) {
 			// Run again in the same transaction it would be refused
-			// the same way.
+			// the same way: no other command of its company came between
+			// them (batches end before one that did: see CutBeforeRerun).
 			s.Answer = f.Answer
 			return
 		}
 		// Another body after f's refusal runs on its redelivery, as if
 		// it had come after f's commit (batches end before it: see
-		// CutAtChangedBody).
+		// CutBeforeRerun).
 		s.Answer, _ = decide(s.Req, false, nil)
 	case f.Outcome == Executed:
 		s.Answer, _ = decide(s.Req, true, &f.stored)

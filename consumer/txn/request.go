@@ -140,23 +140,30 @@ func StoredResult(row *inbox.Row) (protocol.Result, error) {
 	return res, nil
 }
 
-// CutAtChangedBody is the length of the longest prefix of reqs in which no
-// key comes twice with different bodies (or commands). One transaction
-// answers a repeat from its key's first command: with the same body, the
-// first one's answer is what the repeat would get on its own; with another
-// body after a refusal (inbox.StatusRefused) the repeat would have to run,
-// after it, so a batch ends before it and it starts the next one.
-func CutAtChangedBody(reqs []*Request) int {
+// CutBeforeRerun is the length of the longest prefix of reqs in which no
+// repeat of a key would have to run again. One transaction answers a
+// repeat from its key's first command, which is what the repeat would get
+// on its own only when nothing that could change that answer came between
+// them: a repeat with another body (or command) would run after a refusal
+// (inbox.StatusRefused), and so would the same body after another command
+// of its company (a recorded rate, a closed month, the company's
+// creation) that could let a refused first through or refuse it
+// otherwise. Such a repeat ends the batch and starts the next one, which
+// runs after this one committed, as the repeat would one at a time.
+func CutBeforeRerun(reqs []*Request) int {
 	type key struct{ company, key string }
 	first := map[key]*Request{}
+	last := map[string]string{} // the key of each company's last command so far
 	for i, r := range reqs {
 		k := key{r.Company, r.Key}
+		prev, seen := last[r.Company]
+		last[r.Company] = r.Key
 		f, ok := first[k]
 		if !ok {
 			first[k] = r
 			continue
 		}
-		if f.Command != r.Command || !bytes.Equal(f.Fingerprint, r.Fingerprint) {
+		if f.Command != r.Command || !bytes.Equal(f.Fingerprint, r.Fingerprint) || seen && prev != r.Key {
 			return i
 		}
 	}
