@@ -65,7 +65,7 @@ func TestNoSecretOrTokenIsLogged(t *testing.T) {
 	var s settings
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	s.register(fs, true)
-	if err := fs.Parse([]string{"-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-webhook-allow-cidrs", "127.0.0.0/8"}); err != nil {
+	if err := fs.Parse([]string{"-database-url", dsn, "-nats-url", natsURL, "-http", httpAddr, "-health", freeAddr(t), "-webhook-allow-cidrs", "127.0.0.0/8"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.validate(true); err != nil {
