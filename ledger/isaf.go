@@ -32,7 +32,9 @@ import (
 //     id that was not given. Customers' codes are not kept: "ND".
 //   - The VAT point of every document is its issue date (VATPointDate,
 //     and VATPointDate2 of each of a sales document's totals); a purchase
-//     invoice's RegistrationAccountDate is the day it was recorded.
+//     invoice's RegistrationAccountDate is its registration date (the day
+//     it was recorded, for one recorded before those were kept), and it is
+//     in the file of the month it was registered in.
 //   - A register of more than ISAFPartDocuments documents is split into
 //     parts, each a file of its own (ISAFPart).
 //   - A document has a DocumentTotal per VAT rate and treatment, whose

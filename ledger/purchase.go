@@ -18,6 +18,13 @@ type RecordPurchaseInvoice struct {
 	Lines          []PurchaseLine `json:"lines"`
 	// ExchangeRate is as on CreateInvoice.
 	ExchangeRate *Decimal `json:"exchange_rate,omitempty"`
+	// RegistrationDate is the day the company books the invoice, on or
+	// after its issue date: the month its input VAT is declared in and its
+	// entry is dated, which must be open. Unset, it is the issue date while
+	// that month is open, and the day it is recorded once that month is
+	// closed: a supplier's invoice that arrives after its month was filed
+	// is registered in an open month, never refused for it.
+	RegistrationDate Date `json:"registration_date,omitzero"`
 }
 
 // Supplier is the issuer of a purchase invoice as the document names it;
@@ -69,7 +76,23 @@ func (c *RecordPurchaseInvoice) validate() *Error {
 			return invalid(fieldf("lines[%d].account", i), "%q is not an expense or fixed-asset account (6000, 6100, 6800, 1500)", c.Lines[i].Account)
 		}
 	}
+	if !c.RegistrationDate.IsZero() && !c.IssueDate.IsZero() && c.RegistrationDate.Before(c.IssueDate.Time) {
+		return invalid("registration_date", "%s is before issue_date %s: an invoice is registered on or after the day it was issued", c.RegistrationDate, c.IssueDate)
+	}
 	return c.asInvoice().validate()
+}
+
+// Registration is the day the purchase is booked in books b:
+// RegistrationDate, else the issue date while its month is open, else
+// today.
+func (c *RecordPurchaseInvoice) Registration(b Books) Date {
+	switch {
+	case !c.RegistrationDate.IsZero():
+		return c.RegistrationDate
+	case b.Closed(PeriodOf(c.IssueDate)) && !b.Today.IsZero():
+		return b.Today
+	}
+	return c.IssueDate
 }
 
 // asInvoice reuses the sales invoice's line rules and rounding: the same
@@ -95,6 +118,8 @@ type PurchaseInvoice struct {
 	Conversion     *Conversion
 	Converted      Totals
 	JournalEntryID uuid.UUID
+	// Registered is the day it was booked (RecordPurchaseInvoice.Registration).
+	Registered Date
 }
 
 // Convert records how the purchase converts into the company's currency.
@@ -121,13 +146,14 @@ func (p *PurchaseInvoice) Payable() decimal.Decimal {
 	return p.Totals.Gross.Sub(rc)
 }
 
-// BookPurchase builds the purchase invoice and its entry: Dr each line's
-// account (net), Dr input VAT / Cr payables (gross); a reverse-charged
-// line's VAT is credited to output VAT instead of payables. conv converts as in
-// IssueInvoice, the payable taking the rounding difference.
-func BookPurchase(company string, c *RecordPurchaseInvoice, conv *Conversion, id, entryID uuid.UUID) (*PurchaseInvoice, *JournalEntry) {
+// BookPurchase builds the purchase invoice registered on day and its
+// entry, dated that day: Dr each line's account (net), Dr input VAT / Cr
+// payables (gross); a reverse-charged line's VAT is credited to output VAT
+// instead of payables. conv converts as in IssueInvoice, the payable
+// taking the rounding difference.
+func BookPurchase(company string, c *RecordPurchaseInvoice, registered Date, conv *Conversion, id, entryID uuid.UUID) (*PurchaseInvoice, *JournalEntry) {
 	cur, _ := LookupCurrency(c.Currency)
-	pi := &PurchaseInvoice{ID: id, Command: c, Currency: cur, Totals: c.asInvoice().Totals(cur), JournalEntryID: entryID}
+	pi := &PurchaseInvoice{ID: id, Command: c, Currency: cur, Totals: c.asInvoice().Totals(cur), JournalEntryID: entryID, Registered: registered}
 	pi.Convert(conv)
 	t, co := pi.Totals, pi.Converted
 	type amounts struct{ net, company decimal.Decimal }
@@ -152,7 +178,7 @@ func BookPurchase(company string, c *RecordPurchaseInvoice, conv *Conversion, id
 	lines = appendNonZero(lines, credit(AccountPayables, cur.Code, t.Gross.Sub(rc)).at(co.Gross.Sub(rcCo)))
 	lines = appendNonZero(lines, credit(AccountOutputVAT, cur.Code, rc).at(rcCo))
 	return pi, &JournalEntry{
-		ID: entryID, Company: company, Date: c.IssueDate,
+		ID: entryID, Company: company, Date: registered,
 		Description: "Purchase invoice " + c.DocumentNumber + " from " + c.Supplier.Name,
 		SourceType:  "purchase_invoice", SourceID: id, Lines: lines,
 	}
@@ -165,6 +191,7 @@ type PurchaseInvoiceView struct {
 	DocumentNumber    string             `json:"document_number"`
 	IssueDate         string             `json:"issue_date"`
 	DueDate           string             `json:"due_date"`
+	RegistrationDate  string             `json:"registration_date"`
 	Currency          string             `json:"currency"`
 	Lines             []PurchaseLineView `json:"lines"`
 	VATBreakdown      []RateView         `json:"vat_breakdown"`
@@ -191,7 +218,7 @@ func (p *PurchaseInvoice) View() PurchaseInvoiceView {
 	cur, c := p.Currency, p.Command
 	v := PurchaseInvoiceView{
 		PurchaseInvoiceID: p.ID.String(), Supplier: c.Supplier, DocumentNumber: c.DocumentNumber,
-		IssueDate: c.IssueDate.String(), DueDate: c.DueDate.String(), Currency: cur.Code,
+		IssueDate: c.IssueDate.String(), DueDate: c.DueDate.String(), RegistrationDate: p.Registered.String(), Currency: cur.Code,
 		Net: cur.Format(p.Totals.Net), VAT: cur.Format(p.Totals.VAT), Gross: cur.Format(p.Totals.Gross),
 		Payable:        cur.Format(p.Payable()),
 		Exchange:       p.Conversion.View(p.Converted),

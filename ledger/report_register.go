@@ -29,8 +29,9 @@ type RegisterDocument struct {
 	// CounterpartyCode is the counterparty's registration code when the
 	// document gives it (a supplier's code), else "".
 	CounterpartyCode string
-	// Recorded is the day a purchase invoice was booked (recorded in the
-	// books), in Lithuanian time; zero for sales documents.
+	// Recorded is the day a purchase invoice was booked: its registration
+	// date, or for one recorded before those were kept the day it was
+	// recorded, in Lithuanian time; zero for sales documents.
 	Recorded  Date
 	Currency  Currency
 	Reference *DocumentReference // a credit note's invoice

@@ -151,7 +151,7 @@ func TestReverseChargePosting(t *testing.T) {
 	if e := p.CheckVATRates("LT"); e != nil {
 		t.Fatal(e)
 	}
-	pi, entry := ledger.BookPurchase("acme", p, nil, uuid.New(), uuid.New())
+	pi, entry := ledger.BookPurchase("acme", p, p.IssueDate, nil, uuid.New(), uuid.New())
 	if err := entry.Check(); err != nil {
 		t.Fatal(err)
 	}

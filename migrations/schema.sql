@@ -612,12 +612,15 @@ CREATE TABLE public.purchase_invoices (
     exchange_rate numeric(20,8),
     rate_source text,
     rate_date date,
+    registration_date date,
     CONSTRAINT purchase_invoices_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
     CONSTRAINT purchase_invoices_currency_iso_4217 CHECK (public.iso_4217_currency((currency)::text)),
     CONSTRAINT purchase_invoices_exchange_rate_check CHECK ((exchange_rate > (0)::numeric)),
     CONSTRAINT purchase_invoices_journal_entry_id_fkey FOREIGN KEY (journal_entry_id) REFERENCES public.journal_entries(id),
-    CONSTRAINT purchase_invoices_pkey PRIMARY KEY (id)
+    CONSTRAINT purchase_invoices_pkey PRIMARY KEY (id),
+    CONSTRAINT purchase_invoices_registered_after_issue CHECK ((registration_date >= issue_date))
 );
+CREATE INDEX purchase_invoices_by_registration ON public.purchase_invoices USING btree (company_id, COALESCE(registration_date, issue_date));
 CREATE UNIQUE INDEX purchase_invoices_one_per_identity ON public.purchase_invoices USING btree (company_id, supplier_key, document_key);
 CREATE TRIGGER purchase_invoices_immutable BEFORE DELETE OR UPDATE ON public.purchase_invoices FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
 CREATE TRIGGER purchase_invoices_no_truncate BEFORE TRUNCATE ON public.purchase_invoices FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();

@@ -306,8 +306,10 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 	// by the document's primary key lets its other columns be selected.
 	// Amounts are in the company's currency ($4), which VAT is declared
 	// in; documents posted before lines kept that (all NULL) are shown in
-	// their own. A purchase invoice's booking day is the day it was
-	// recorded, in the register's time zone ($5).
+	// their own. A purchase invoice is in the month it was registered in
+	// (booked), on its registration_date; one recorded before that was
+	// kept is in its issue month, registered the day it was recorded, in
+	// the register's time zone ($5).
 	rows, err := q.Query(ctx, `
 		SELECT 'invoice', i.id, i.number, i.issue_date, i.customer_id, i.customer_vat_id, i.customer_country,
 		       i.customer_name, i.customer_code, NULL::date, `+inCompanyCurrency("i.currency", "''", "NULL::date")+`
@@ -323,10 +325,10 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 		 GROUP BY c.id, i.id, l.vat_rate, l.vat_treatment
 		UNION ALL
 		SELECT 'purchase_invoice', p.id, p.document_number, p.issue_date, p.supplier_id, p.supplier_vat_id,
-		       p.supplier_country, p.supplier_name, p.supplier_code, (p.created_at AT TIME ZONE $5)::date,
+		       p.supplier_country, p.supplier_name, p.supplier_code, coalesce(p.registration_date, (p.created_at AT TIME ZONE $5)::date),
 		       `+inCompanyCurrency("p.currency", "''", "NULL::date")+`
 		  FROM purchase_invoices p JOIN purchase_invoice_lines l ON l.purchase_invoice_id = p.id
-		 WHERE p.company_id = $1 AND p.issue_date BETWEEN $2 AND $3
+		 WHERE p.company_id = $1 AND coalesce(p.registration_date, p.issue_date) BETWEEN $2 AND $3
 		 GROUP BY p.id, l.vat_rate, l.vat_treatment`, company, p.First().Time, p.Last().Time, c.Currency, ledger.RegisterTimeZone)
 	if err != nil {
 		return nil, fmt.Errorf("invoice register: %w", err)

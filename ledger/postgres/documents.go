@@ -234,11 +234,13 @@ func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error)
 			return refused(recordedWith(duplicate("purchase_invoice",
 				fmt.Sprintf("invoice %q of %s is already recorded", c.DocumentNumber, supplierName(c.Supplier)), prev.found), prev.key))
 		}
-		conv, err := p.known[company].admit(p.rates, company, c.Currency, c.IssueDate, c.ExchangeRate, c)
+		books := p.known[company]
+		registered := c.Registration(books.books)
+		conv, err := books.admit(p.rates, company, c.Currency, "registration_date", registered, c.IssueDate, c.ExchangeRate, c)
 		if err != nil {
 			return refused(err)
 		}
-		pi, entry := ledger.BookPurchase(company, c, conv, newID(), newID())
+		pi, entry := ledger.BookPurchase(company, c, registered, conv, newID(), newID())
 		if err := entry.Check(); err != nil {
 			return exec.Result{}, fmt.Errorf("post purchase invoice %s: %w", c.DocumentNumber, err)
 		}

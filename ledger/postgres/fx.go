@@ -130,10 +130,11 @@ type rated interface {
 }
 
 // admit applies the rules an issued document (an invoice, a purchase
-// invoice) meets before anything is allocated for it: its date, its VAT
-// rates, and its conversion into the company's currency, which it returns.
-func (c *companyBooks) admit(rates map[fxKey]*ledger.FXRate, company, currency string, day ledger.Date, given *ledger.Decimal, doc rated) (*ledger.Conversion, *ledger.Error) {
-	if err := c.checkDate("issue_date", day); err != nil {
+// invoice) meets before anything is allocated for it: the date it is
+// booked on (field, an open month), its VAT rates, and its conversion into
+// the company's currency at its issue date day, which it returns.
+func (c *companyBooks) admit(rates map[fxKey]*ledger.FXRate, company, currency, field string, booked, day ledger.Date, given *ledger.Decimal, doc rated) (*ledger.Conversion, *ledger.Error) {
+	if err := c.checkDate(field, booked); err != nil {
 		return nil, err
 	}
 	if err := doc.CheckVATRates(c.country); err != nil {

@@ -62,7 +62,7 @@ func (p *invoicePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 			return refused(duplicateInvoice(c.OrderID, prev.id, prev.label))
 		}
 		// Before the number is allocated: a refused invoice burns none.
-		conv, err := p.known[company].admit(p.rates, company, c.Currency, c.IssueDate, c.ExchangeRate, c)
+		conv, err := p.known[company].admit(p.rates, company, c.Currency, "issue_date", c.IssueDate, c.IssueDate, c.ExchangeRate, c)
 		if err != nil {
 			return refused(err)
 		}

@@ -68,7 +68,7 @@ func TestClosedMonthsStayAsFiled(t *testing.T) {
 		{"credit_note.create", map[string]any{"invoice_number": nov.Number, "issue_date": "2026-11-25", "reason": "r", "full": true}},
 		{"payment.record", map[string]any{"payment_ref": "p-1", "customer_id": "cust-42", "received_on": "2026-11-30", "currency": "EUR", "amount": "1.00"}},
 		{"purchase_invoice.record", map[string]any{"supplier": map[string]any{"id": "s", "name": "S", "country": "LT"}, "document_number": "D-1",
-			"issue_date": "2026-11-03", "due_date": "2026-12-31", "currency": "EUR",
+			"issue_date": "2026-11-03", "registration_date": "2026-11-30", "due_date": "2026-12-31", "currency": "EUR",
 			"lines": []any{map[string]any{"description": "x", "quantity": "1", "unit_price": "10.00", "vat_rate": "21"}}}},
 		{"settlement.record", map[string]any{"provider": "stripe", "payout_id": "po-1", "payout_date": "2026-11-15", "currency": "EUR",
 			"gross": "10.00", "fees": "1.00", "refunds": "0.00", "net": "9.00"}},
@@ -142,7 +142,7 @@ func TestNoDocumentLandsInAClosedMonth(t *testing.T) {
 	purchase := func(n int) ledger.Command {
 		return decode(t, "purchase_invoice.record", map[string]any{
 			"supplier": map[string]any{"id": "s", "name": "S", "country": "LT"}, "document_number": fmt.Sprint("D-", n),
-			"issue_date": "2026-11-20", "due_date": "2026-12-31", "currency": "EUR",
+			"issue_date": "2026-11-20", "registration_date": "2026-11-20", "due_date": "2026-12-31", "currency": "EUR",
 			"lines": []any{map[string]any{"description": "x", "quantity": "1", "unit_price": "10.00", "vat_rate": "21"}}})
 	}
 	count := func() int {

@@ -293,7 +293,7 @@ func queueSettlements(batch *pgx.Batch, companies []string, sts []*ledger.Settle
 func queuePurchases(batch *pgx.Batch, companies, keys []string, pis []*ledger.PurchaseInvoice) {
 	var ids, entries [][16]byte
 	var supIDs, supNames, supVATs, supCodes, supCountries, docs, currencies, nets, vats, grosses []string
-	var issued, due []time.Time
+	var issued, due, registered []time.Time
 	var lineDocs [][16]byte
 	var lineNos []int32
 	var descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo, treatments []string
@@ -307,7 +307,7 @@ func queuePurchases(batch *pgx.Batch, companies, keys []string, pis []*ledger.Pu
 		supCodes = append(supCodes, c.Supplier.Code)
 		docs, currencies = append(docs, c.DocumentNumber), append(currencies, pi.Currency.Code)
 		nets, vats, grosses = append(nets, pi.Totals.Net.String()), append(vats, pi.Totals.VAT.String()), append(grosses, pi.Totals.Gross.String())
-		issued, due = append(issued, c.IssueDate.Time), append(due, c.DueDate.Time)
+		issued, due, registered = append(issued, c.IssueDate.Time), append(due, c.DueDate.Time), append(registered, pi.Registered.Time)
 		for i, l := range c.Lines {
 			a := pi.Totals.Lines[i]
 			lineDocs, lineNos = append(lineDocs, pi.ID), append(lineNos, int32(i+1))
@@ -321,18 +321,18 @@ func queuePurchases(batch *pgx.Batch, companies, keys []string, pis []*ledger.Pu
 	batch.Queue(`
 		INSERT INTO purchase_invoices (id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
 			document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, idempotency_key,
-			exchange_rate, rate_source, rate_date)
+			exchange_rate, rate_source, rate_date, registration_date)
 		SELECT id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
 		       document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, NULLIF(idempotency_key, ''),
-		       nullif(exchange_rate, '')::numeric, nullif(rate_source, ''), nullif(rate_date, '')::date
+		       nullif(exchange_rate, '')::numeric, nullif(rate_source, ''), nullif(rate_date, '')::date, registration_date
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
 			$7::text[], $8::date[], $9::date[], $10::text[], $11::text[]::numeric[], $12::text[]::numeric[], $13::text[]::numeric[], $14::uuid[],
-			$15::text[], $16::text[], $17::text[], $18::text[], $19::text[])
+			$15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::date[])
 		       AS t(id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
 		            document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, idempotency_key,
-		            exchange_rate, rate_source, rate_date)`,
+		            exchange_rate, rate_source, rate_date, registration_date)`,
 		ids, companies, supIDs, supNames, supVATs, supCountries, docs, issued, due, currencies, nets, vats, grosses, entries, supCodes, keys,
-		fxRates, fxSources, fxDates)
+		fxRates, fxSources, fxDates, registered)
 	batch.Queue(`
 		INSERT INTO purchase_invoice_lines (purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross,
 			net_company, vat_company, vat_treatment)
