@@ -19,7 +19,21 @@ type RegisterAsset struct {
 	Cost             Decimal `json:"cost"`
 	ResidualValue    Decimal `json:"residual_value"`
 	UsefulLifeMonths int     `json:"useful_life_months"`
+	// InUseDate is the day the asset was put into use, on or after its
+	// acquisition (default: the acquisition date).
+	InUseDate Date `json:"in_use_date,omitzero"`
+	// DepreciationStart is the month depreciation starts with:
+	// DepreciationNextMonth (the default) or DepreciationSameMonth.
+	DepreciationStart string `json:"depreciation_start,omitempty"`
 }
+
+// The months depreciation may start with. Lithuanian practice, and the
+// fixed-asset policies most companies follow, start with the month after
+// the asset is put into use; some start with that month itself.
+const (
+	DepreciationNextMonth = "next_month"
+	DepreciationSameMonth = "same_month"
+)
 
 func (*RegisterAsset) CommandName() string { return "asset.register" }
 
@@ -39,8 +53,29 @@ func (c *RegisterAsset) validate() *Error {
 		return invalid("residual_value", "must be less than the cost")
 	case c.UsefulLifeMonths < 1 || c.UsefulLifeMonths > 1200:
 		return invalid("useful_life_months", "must be between 1 and 1200")
+	case !c.InUseDate.IsZero() && c.InUseDate.Before(c.AcquisitionDate.Time):
+		return invalid("in_use_date", "%s is before acquisition_date %s: an asset is put into use once acquired", c.InUseDate, c.AcquisitionDate)
+	case c.DepreciationStart != "" && c.DepreciationStart != DepreciationNextMonth && c.DepreciationStart != DepreciationSameMonth:
+		return invalid("depreciation_start", "%q is not a start (one of: %s, %s)", c.DepreciationStart, DepreciationNextMonth, DepreciationSameMonth)
 	}
 	return nil
+}
+
+// InUse is the day the asset was put into use.
+func (c *RegisterAsset) InUse() Date {
+	if c.InUseDate.IsZero() {
+		return c.AcquisitionDate
+	}
+	return c.InUseDate
+}
+
+// Start is the first month of the asset's depreciation.
+func (c *RegisterAsset) Start() Period {
+	p := PeriodOf(c.InUse())
+	if c.DepreciationStart == DepreciationSameMonth {
+		return p
+	}
+	return p.Next()
 }
 
 // Asset is a registered fixed asset.
@@ -53,6 +88,11 @@ type Asset struct {
 	Cost             decimal.Decimal
 	ResidualValue    decimal.Decimal
 	UsefulLifeMonths int
+	// InUseDate is the day it was put into use, and Start the first month
+	// of its depreciation; both zero for an asset registered before they
+	// were kept, which depreciates from its month of acquisition.
+	InUseDate Date
+	Start     Period
 }
 
 // Period is a calendar month, "2026-12".
@@ -77,8 +117,12 @@ func (p Period) Last() Date { return Date{p.First().AddDate(0, 1, -1)} }
 
 func monthIndex(p Period) int { return p.Year*12 + p.Month - 1 }
 
-// FirstPeriod is the month of acquisition: depreciation starts with it.
+// FirstPeriod is the first month of depreciation: Start, or the month of
+// acquisition for an asset registered before Start was kept.
 func (a *Asset) FirstPeriod() Period {
+	if !a.Start.IsZero() {
+		return a.Start
+	}
 	return Period{a.AcquisitionDate.Year(), int(a.AcquisitionDate.Month())}
 }
 
@@ -112,6 +156,7 @@ type AssetView struct {
 	AssetID          string `json:"asset_id"`
 	Description      string `json:"description"`
 	AcquisitionDate  string `json:"acquisition_date"`
+	InUseDate        string `json:"in_use_date"`
 	Currency         string `json:"currency"`
 	Cost             string `json:"cost"`
 	ResidualValue    string `json:"residual_value"`
@@ -125,7 +170,7 @@ type AssetView struct {
 func (a *Asset) View() AssetView {
 	monthly, _ := a.Depreciation(a.FirstPeriod())
 	return AssetView{
-		AssetID: a.Ref, Description: a.Description, AcquisitionDate: a.AcquisitionDate.String(),
+		AssetID: a.Ref, Description: a.Description, AcquisitionDate: a.AcquisitionDate.String(), InUseDate: a.InUseDate.String(),
 		Currency: a.Currency.Code, Cost: a.Currency.Format(a.Cost), ResidualValue: a.Currency.Format(a.ResidualValue),
 		UsefulLifeMonths: a.UsefulLifeMonths, FirstPeriod: a.FirstPeriod().String(), LastPeriod: a.LastPeriod().String(),
 		MonthlyAmount: a.Currency.Format(monthly),

@@ -108,7 +108,8 @@ func buildMonth(t *testing.T, pool *pgxpool.Pool) map[string]protocol.Result {
 	do("purchase_invoice.record", "buy-asset", purchase("S-5", "EUR", supLT, map[string]any{"description": "Laptop",
 		"quantity": "1", "unit_price": "1200.00", "vat_rate": "21", "account": "1500"}))
 	do("asset.register", "asset", map[string]any{"asset_id": "laptop-m", "description": "Laptop", "acquisition_date": "2026-12-04",
-		"currency": "EUR", "cost": "1200.00", "residual_value": "0.00", "useful_life_months": 24})
+		"currency": "EUR", "cost": "1200.00", "residual_value": "0.00", "useful_life_months": 24,
+		"depreciation_start": "same_month"}) // the month's books include its depreciation
 	do("depreciation.run", "dep", map[string]any{"asset_id": "laptop-m", "period": "2026-12"})
 	return results
 }

@@ -112,7 +112,7 @@ func TestBooks(t *testing.T) {
 	})
 	post(t, db, "asset.register", map[string]any{
 		"asset_id": "laptop-7", "description": "Laptop", "acquisition_date": "2026-12-03", "currency": "EUR",
-		"cost": "1200.00", "residual_value": "0.00", "useful_life_months": 24,
+		"cost": "1200.00", "residual_value": "0.00", "useful_life_months": 24, "depreciation_start": "same_month",
 	})
 	post(t, db, "depreciation.run", map[string]any{"asset_id": "laptop-7", "period": "2026-12"})
 	post(t, db, "invoice.create", map[string]any{

@@ -307,6 +307,7 @@ func (p *assetPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
 		a := &ledger.Asset{
 			ID: newID(), Ref: c.AssetID, Description: c.Description, AcquisitionDate: c.AcquisitionDate,
 			Currency: cur, Cost: c.Cost.Decimal, ResidualValue: c.ResidualValue.Decimal, UsefulLifeMonths: c.UsefulLifeMonths,
+			InUseDate: c.InUse(), Start: c.Start(),
 		}
 		p.refs[key] = found{a.ID, a.Ref}
 		registered, companies = append(registered, a), append(companies, company)
@@ -335,15 +336,17 @@ func (kind depreciations) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan
 		period, _ := ledger.ParsePeriod(c.Period)
 		companies[i], refs[i], periods[i] = items[i].Company, c.AssetID, period.String()
 	}
-	var company, cur, cost, residual string
+	var company, cur, cost, residual, start string
 	var a ledger.Asset
-	p.query(reads, "look up assets", []any{&company, &a.Ref, &a.ID, &a.Description, &a.AcquisitionDate.Time, &cur, &cost, &residual, &a.UsefulLifeMonths}, func() {
+	p.query(reads, "look up assets", []any{&company, &a.Ref, &a.ID, &a.Description, &a.AcquisitionDate.Time, &cur, &cost, &residual, &a.UsefulLifeMonths, &start}, func() {
 		asset := a
+		asset.Start, _ = ledger.ParsePeriod(start) // zero for an asset registered before starts were kept
 		asset.Currency, _ = ledger.LookupCurrency(cur)
 		asset.Cost, asset.ResidualValue = dec(cost), dec(residual)
 		p.assets[docKey{company: company, a: asset.Ref}] = &asset
 	}, `
-		SELECT r.company_id, r.asset_ref, a.id, a.description, a.acquisition_date, a.currency, a.cost::text, a.residual_value::text, a.useful_life_months
+		SELECT r.company_id, r.asset_ref, a.id, a.description, a.acquisition_date, a.currency, a.cost::text, a.residual_value::text, a.useful_life_months,
+		       coalesce(to_char(a.first_period, 'YYYY-MM'), '')
 		  FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[]) AS r(company_id, asset_ref)) r
 		 CROSS JOIN LATERAL (SELECT * FROM assets WHERE company_id = r.company_id AND asset_ref = r.asset_ref LIMIT 1) a`,
 		companies, refs)

@@ -285,7 +285,8 @@ func TestDepreciation(t *testing.T) {
 		"asset_id": "laptop-7", "description": "Laptop", "acquisition_date": "2026-12-03", "currency": "EUR",
 		"cost": "1000.00", "residual_value": "0.00", "useful_life_months": 3,
 	})
-	if asset.FirstPeriod != "2026-12" || asset.LastPeriod != "2027-02" || asset.MonthlyAmount != "333.33" {
+	// Depreciated from the month after it was put into use.
+	if asset.InUseDate != "2026-12-03" || asset.FirstPeriod != "2027-01" || asset.LastPeriod != "2027-03" || asset.MonthlyAmount != "333.33" {
 		t.Fatalf("asset: %+v", asset)
 	}
 	runErr(t, db, "acme", "asset.register", map[string]any{
@@ -294,21 +295,21 @@ func TestDepreciation(t *testing.T) {
 	}, ledger.CodeDuplicateDocument)
 
 	var amounts []string
-	for _, p := range []string{"2027-02", "2026-12", "2027-01"} { // any order adds up
+	for _, p := range []string{"2027-03", "2027-01", "2027-02"} { // any order adds up
 		r := run[ledger.DepreciationView](t, db, "acme", "depreciation.run", map[string]any{"asset_id": "laptop-7", "period": p})
 		amounts = append(amounts, r.Amount)
 	}
-	if strings.Join(amounts, " ") != "333.33 333.33 333.34" { // Feb, Dec, Jan: round(1000·k/3) steps
+	if strings.Join(amounts, " ") != "333.33 333.33 333.34" { // Mar, Jan, Feb: round(1000·k/3) steps
 		t.Fatalf("monthly amounts %v", amounts)
 	}
 	if got := accountBalance(t, db, "acme", "1590"); got != "-1000.00" {
 		t.Fatalf("accumulated depreciation %s, want the whole cost", got)
 	}
-	e := runErr(t, db, "acme", "depreciation.run", map[string]any{"asset_id": "laptop-7", "period": "2026-12"}, ledger.CodeDuplicateDocument)
-	if e.Details["existing"] != "2026-12" {
+	e := runErr(t, db, "acme", "depreciation.run", map[string]any{"asset_id": "laptop-7", "period": "2027-01"}, ledger.CodeDuplicateDocument)
+	if e.Details["existing"] != "2027-01" {
 		t.Fatalf("duplicate run: %+v", e)
 	}
-	runErr(t, db, "acme", "depreciation.run", map[string]any{"asset_id": "laptop-7", "period": "2027-03"}, ledger.CodeConflict)
+	runErr(t, db, "acme", "depreciation.run", map[string]any{"asset_id": "laptop-7", "period": "2026-12"}, ledger.CodeConflict)
 	runErr(t, db, "acme", "depreciation.run", map[string]any{"asset_id": "nope", "period": "2026-12"}, ledger.CodeNotFound)
 	requireBooksBalance(t, db)
 }
@@ -320,4 +321,52 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A laptop bought on 15 November for 1 200.00 and put into use on 20
+// November, over 24 months: 1 200.00 / 24 = 50.00 a month, from December
+// (the month after it was put into use) to November 2028; a company whose
+// policy starts with the month of use depreciates November too, to
+// October 2028. Put into use before it was acquired: refused.
+func TestDepreciationStartsTheMonthAfterUse(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	createCompany(t, db, "acme")
+	laptop := func(ref string, extra map[string]any) map[string]any {
+		b := map[string]any{"asset_id": ref, "description": "Laptop", "acquisition_date": "2026-11-15", "in_use_date": "2026-11-20",
+			"currency": "EUR", "cost": "1200.00", "residual_value": "0.00", "useful_life_months": 24}
+		for k, v := range extra {
+			b[k] = v
+		}
+		return b
+	}
+	next := run[ledger.AssetView](t, db, "acme", "asset.register", laptop("l-1", nil))
+	if next.InUseDate != "2026-11-20" || next.FirstPeriod != "2026-12" || next.LastPeriod != "2028-11" || next.MonthlyAmount != "50.00" {
+		t.Fatalf("asset %+v, want 50.00 a month from 2026-12 to 2028-11", next)
+	}
+	e := runErr(t, db, "acme", "depreciation.run", map[string]any{"asset_id": "l-1", "period": "2026-11"}, ledger.CodeConflict)
+	if !strings.Contains(e.Message, "2026-12 to 2028-11") {
+		t.Fatalf("November refused with %q, want the schedule named", e.Message)
+	}
+	if r := run[ledger.DepreciationView](t, db, "acme", "depreciation.run", map[string]any{"asset_id": "l-1", "period": "2026-12"}); r.Amount != "50.00" {
+		t.Fatalf("December's depreciation %s, want 50.00", r.Amount)
+	}
+
+	same := run[ledger.AssetView](t, db, "acme", "asset.register", laptop("l-2", map[string]any{"depreciation_start": "same_month"}))
+	if same.FirstPeriod != "2026-11" || same.LastPeriod != "2028-10" {
+		t.Fatalf("asset %+v, want 2026-11 to 2028-10", same)
+	}
+	if r := run[ledger.DepreciationView](t, db, "acme", "depreciation.run", map[string]any{"asset_id": "l-2", "period": "2026-11"}); r.Amount != "50.00" {
+		t.Fatalf("November's depreciation %s, want 50.00", r.Amount)
+	}
+
+	for field, body := range map[string]map[string]any{
+		"in_use_date":        laptop("l-3", map[string]any{"in_use_date": "2026-11-14"}),
+		"depreciation_start": laptop("l-3", map[string]any{"depreciation_start": "next_year"}),
+	} {
+		if _, err := ledger.Decode("asset.register", mustJSON(t, body)); ledger.ErrorCode(err) != ledger.CodeInvalidCommand || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v, want invalid_command naming it", field, err)
+		}
+	}
+	requireBooksBalance(t, db)
 }

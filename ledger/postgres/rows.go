@@ -346,18 +346,20 @@ func queuePurchases(batch *pgx.Batch, companies, keys []string, pis []*ledger.Pu
 func queueAssets(batch *pgx.Batch, companies []string, as []*ledger.Asset) {
 	var ids [][16]byte
 	var refs, descs, currencies, costs, residuals []string
-	var acquired []time.Time
+	var acquired, inUse, starts []time.Time
 	var lives []int32
 	for _, a := range as {
+		inUse, starts = append(inUse, a.InUseDate.Time), append(starts, a.Start.First().Time)
 		ids, refs, descs, currencies = append(ids, a.ID), append(refs, a.Ref), append(descs, a.Description), append(currencies, a.Currency.Code)
 		costs, residuals = append(costs, a.Cost.String()), append(residuals, a.ResidualValue.String())
 		acquired, lives = append(acquired, a.AcquisitionDate.Time), append(lives, int32(a.UsefulLifeMonths))
 	}
 	batch.Queue(`
-		INSERT INTO assets (id, company_id, asset_ref, description, acquisition_date, currency, cost, residual_value, useful_life_months)
+		INSERT INTO assets (id, company_id, asset_ref, description, acquisition_date, currency, cost, residual_value, useful_life_months,
+			in_use_date, first_period)
 		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::date[], $6::text[],
-			$7::text[]::numeric[], $8::text[]::numeric[], $9::int[])`,
-		ids, companies, refs, descs, acquired, currencies, costs, residuals, lives)
+			$7::text[]::numeric[], $8::text[]::numeric[], $9::int[], $10::date[], $11::date[])`,
+		ids, companies, refs, descs, acquired, currencies, costs, residuals, lives, inUse, starts)
 }
 
 // queueDepreciationRuns queues the runs of companies; each run's journal

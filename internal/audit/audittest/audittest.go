@@ -137,7 +137,7 @@ func Build(t testing.TB, pool *pgxpool.Pool) Books {
 		"lines": []any{map[string]any{"description": "Laptop", "quantity": "1", "unit_price": "1200.00", "vat_rate": "21", "account": "1500"}}}, true)
 	do("acme", "asset.register", "asset-1", map[string]any{
 		"asset_id": "laptop-7", "description": "Laptop", "acquisition_date": "2026-12-03", "currency": "EUR",
-		"cost": "1200.00", "residual_value": "0.00", "useful_life_months": 24}, true)
+		"cost": "1200.00", "residual_value": "0.00", "useful_life_months": 24, "depreciation_start": "same_month"}, true)
 	do("acme", "depreciation.run", "dep-2026-12", map[string]any{"asset_id": "laptop-7", "period": "2026-12"}, true)
 	do("acme", "invoice.create", "dup-order", invoice("o-1", "99.00"), false)
 
