@@ -120,6 +120,16 @@ type PurchaseInvoice struct {
 	JournalEntryID uuid.UUID
 	// Registered is the day it was booked (RecordPurchaseInvoice.Registration).
 	Registered Date
+	// NearDuplicates are the supplier's other invoices of the same issue
+	// date, currency and gross, recorded before it: perhaps the same
+	// invoice under a number written otherwise ("TK 0042", "TK-0042").
+	NearDuplicates []PurchaseRef
+}
+
+// PurchaseRef names a recorded purchase invoice.
+type PurchaseRef struct {
+	PurchaseInvoiceID string `json:"purchase_invoice_id"`
+	DocumentNumber    string `json:"document_number"`
 }
 
 // Convert records how the purchase converts into the company's currency.
@@ -205,6 +215,10 @@ type PurchaseInvoiceView struct {
 	Payable         string          `json:"payable"`
 	Exchange        *ConversionView `json:"exchange,omitempty"`
 	JournalEntryID  string          `json:"journal_entry_id"`
+	// NearDuplicates is PurchaseInvoice.NearDuplicates: the invoice is
+	// recorded, and a person decides whether it is the same one; a
+	// purchase recorded twice is reversed with a supplier credit note.
+	NearDuplicates []PurchaseRef `json:"near_duplicates,omitempty"`
 }
 
 // PurchaseLineView is one line of a PurchaseInvoiceView.
@@ -223,6 +237,7 @@ func (p *PurchaseInvoice) View() PurchaseInvoiceView {
 		Payable:        cur.Format(p.Payable()),
 		Exchange:       p.Conversion.View(p.Converted),
 		JournalEntryID: p.JournalEntryID.String(),
+		NearDuplicates: p.NearDuplicates,
 	}
 	for i, l := range c.Lines {
 		a := p.Totals.Lines[i]

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
 
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
@@ -208,6 +209,25 @@ func (kind purchases) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 		                        AND document_key = purchase_document_key(r.document_number)
 		                      ORDER BY created_at, id LIMIT 1) d`,
 		companies, supplierKeys, documentKeys, vatIDs, codes, supplierIDs, numbers)
+	issued := make([]string, n)
+	for i, c := range p.cmds {
+		issued[i] = c.IssueDate.String()
+	}
+	p.near = map[docKey][]similar{}
+	var s similar
+	var gross string
+	p.query(reads, "look up the supplier's invoices of the day", []any{&k.company, &k.a, &k.b, &s.ref.PurchaseInvoiceID, &s.ref.DocumentNumber, &s.currency, &gross},
+		func() { s.gross = dec(gross); p.near[k] = append(p.near[k], s) }, `
+		SELECT r.company_id, r.supplier_key, r.issue_date, d.id::text, d.document_number, d.currency, d.gross::text
+		  FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+		       AS r(company_id, supplier_key, issue_date, vat_id, code, supplier_id)) r
+		 CROSS JOIN LATERAL (SELECT id, document_number, currency, gross, created_at FROM purchase_invoices
+		                      WHERE company_id = r.company_id
+		                        AND supplier_key = purchase_supplier_key(r.vat_id, r.code, r.supplier_id)
+		                        AND issue_date = r.issue_date::date
+		                      ORDER BY created_at, id LIMIT 20) d
+		 ORDER BY d.created_at, d.id`,
+		companies, supplierKeys, issued, vatIDs, codes, supplierIDs)
 	return p
 }
 
@@ -215,6 +235,16 @@ type purchasePlan struct {
 	commandsPlan[*ledger.RecordPurchaseInvoice]
 	documents map[docKey]recorded // by (company, supplier key, document key)
 	rates     map[fxKey]*ledger.FXRate
+	// near are the supplier's invoices of an issue date, by (company,
+	// supplier key, issue date), the batch's own added as they are booked.
+	near map[docKey][]similar
+}
+
+// similar is a recorded purchase invoice as a near duplicate is told by.
+type similar struct {
+	ref      ledger.PurchaseRef
+	currency string
+	gross    decimal.Decimal
 }
 
 // recorded is a recorded purchase invoice and the idempotency key that
@@ -244,6 +274,13 @@ func (p *purchasePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error)
 		if err := entry.Check(); err != nil {
 			return exec.Result{}, fmt.Errorf("post purchase invoice %s: %w", c.DocumentNumber, err)
 		}
+		day := docKey{company, key.a, c.IssueDate.String()}
+		for _, s := range p.near[day] {
+			if s.currency == pi.Currency.Code && s.gross.Equal(pi.Totals.Gross) {
+				pi.NearDuplicates = append(pi.NearDuplicates, s.ref)
+			}
+		}
+		p.near[day] = append(p.near[day], similar{ledger.PurchaseRef{PurchaseInvoiceID: pi.ID.String(), DocumentNumber: c.DocumentNumber}, pi.Currency.Code, pi.Totals.Gross})
 		p.documents[key] = recorded{found{pi.ID, c.DocumentNumber}, p.items[at].Key}
 		booked, companies, keys, entries = append(booked, pi), append(companies, company), append(keys, p.items[at].Key), append(entries, entry)
 		return done(ledger.EventPurchaseInvoiceRecorded, pi.View())

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
@@ -147,30 +148,7 @@ func TestOneBatchRecordsASupplierDocumentOnce(t *testing.T) {
 		{Company: "acme", Key: "k4", Command: decode(t, "purchase_invoice.record",
 			purchaseBody(map[string]any{"id": "s3", "name": "Kitas UAB", "code": "300-000-002", "country": "LT"}, "A 1"))},
 	}
-	kind, _ := ledgerKinds.Of("purchase_invoice.record")
-	ctx := testContext(t)
-	var results []exec.Result
-	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		reads := &pgx.Batch{}
-		plan := kind.Prepare(items, reads)
-		br := tx.SendBatch(ctx, reads)
-		if err := plan.Read(br); err != nil {
-			br.Close()
-			return err
-		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		writes := &pgx.Batch{}
-		var err error
-		if results, err = plan.Execute([]int{0, 1, 2, 3}, writes); err != nil {
-			return err
-		}
-		return tx.SendBatch(ctx, writes).Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	results := executePlan(t, db, items)
 	for i, want := range []bool{false, true, false, false} {
 		if got := results[i].Err != nil; got != want {
 			t.Fatalf("item %d refused = %v (%v), want %v", i, got, results[i].Err, want)
@@ -195,4 +173,80 @@ func TestOneBatchRecordsASupplierDocumentOnce(t *testing.T) {
 			t.Errorf("item %d: duplicate names key %v, want %s (%s)", i, e.Details["idempotency_key"], want, e.Message)
 		}
 	}
+}
+
+// The supplier's invoice of the same day and gross under a number written
+// otherwise is recorded, and named in the result as a near duplicate, in
+// one batch as one by one; another gross, day or supplier is not.
+func TestNearDuplicatePurchasesAreNamed(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	createCompany(t, db, "acme")
+	body := func(supplier, number, day, price string) map[string]any {
+		return map[string]any{"supplier": map[string]any{"id": supplier, "name": "UAB Tiekėjas", "country": "LT", "vat_id": "LT-" + supplier},
+			"document_number": number, "issue_date": day, "due_date": "2026-12-31", "currency": "EUR",
+			"lines": []any{map[string]any{"description": "paper", "quantity": "1", "unit_price": price, "vat_rate": "21"}}}
+	}
+	first := run[ledger.PurchaseInvoiceView](t, db, "acme", "purchase_invoice.record", body("s1", "TK 0042", "2026-12-03", "100.00"))
+	if len(first.NearDuplicates) != 0 {
+		t.Fatalf("the first invoice names %+v", first.NearDuplicates)
+	}
+	second := run[ledger.PurchaseInvoiceView](t, db, "acme", "purchase_invoice.record", body("s1", "TK -0042", "2026-12-03", "100.00"))
+	if len(second.NearDuplicates) != 1 || second.NearDuplicates[0].PurchaseInvoiceID != first.PurchaseInvoiceID || second.NearDuplicates[0].DocumentNumber != "TK 0042" {
+		t.Fatalf("near duplicates %+v, want TK 0042", second.NearDuplicates)
+	}
+	for _, b := range []map[string]any{
+		body("s1", "TK 0043", "2026-12-03", "100.01"), // another gross
+		body("s1", "TK 0044", "2026-12-04", "100.00"), // another day
+		body("s2", "TK 0042", "2026-12-03", "100.00"), // another supplier
+	} {
+		if v := run[ledger.PurchaseInvoiceView](t, db, "acme", "purchase_invoice.record", b); len(v.NearDuplicates) != 0 {
+			t.Errorf("%s of %v names %+v", v.DocumentNumber, v.Supplier.ID, v.NearDuplicates)
+		}
+	}
+
+	// In one batch, the later names the earlier.
+	results := executePlan(t, db, []exec.Item{
+		{Company: "acme", Key: "b1", Command: decode(t, "purchase_invoice.record", body("s3", "A-1", "2026-12-05", "50.00"))},
+		{Company: "acme", Key: "b2", Command: decode(t, "purchase_invoice.record", body("s3", "A 1 bis", "2026-12-05", "50.00"))},
+	})
+	a, b := results[0].Outcome.Result.(ledger.PurchaseInvoiceView), results[1].Outcome.Result.(ledger.PurchaseInvoiceView)
+	if len(a.NearDuplicates) != 0 || len(b.NearDuplicates) != 1 || b.NearDuplicates[0].PurchaseInvoiceID != a.PurchaseInvoiceID {
+		t.Fatalf("in one batch: %+v then %+v", a.NearDuplicates, b.NearDuplicates)
+	}
+}
+
+// executePlan executes items of one kind as one plan, in one transaction
+// that commits, and returns their results.
+func executePlan(t *testing.T, db *pgxpool.Pool, items []exec.Item) []exec.Result {
+	t.Helper()
+	kind, _ := ledgerKinds.Of(items[0].Command.CommandName())
+	ctx := testContext(t)
+	var results []exec.Result
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		reads := &pgx.Batch{}
+		plan := kind.Prepare(items, reads)
+		br := tx.SendBatch(ctx, reads)
+		if err := plan.Read(br); err != nil {
+			br.Close()
+			return err
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		writes := &pgx.Batch{}
+		which := make([]int, len(items))
+		for i := range which {
+			which[i] = i
+		}
+		var err error
+		if results, err = plan.Execute(which, writes); err != nil {
+			return err
+		}
+		return tx.SendBatch(ctx, writes).Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return results
 }
