@@ -216,8 +216,7 @@ type PurchaseInvoiceView struct {
 	Exchange        *ConversionView `json:"exchange,omitempty"`
 	JournalEntryID  string          `json:"journal_entry_id"`
 	// NearDuplicates is PurchaseInvoice.NearDuplicates: the invoice is
-	// recorded, and a person decides whether it is the same one; a
-	// purchase recorded twice is reversed with a supplier credit note.
+	// recorded, and a person decides whether it is the same one.
 	NearDuplicates []PurchaseRef `json:"near_duplicates,omitempty"`
 }
 
