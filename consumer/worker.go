@@ -293,7 +293,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-runErr
 		wg.Wait()
 		if closeErr != nil {
-			return fmt.Errorf("worker shutdown: %w", closeErr)
+			return fmt.Errorf("worker shutdown: in-flight commands did not finish within the shutdown timeout (%s): %w", w.cfg.ShutdownTimeout, closeErr)
 		}
 		log.Info("worker stopped")
 		return nil

@@ -35,7 +35,10 @@ func Config() consumer.Config {
 			Backoff:         func(uint64) time.Duration { return 50 * time.Millisecond },
 		},
 		InFlightDelay:   100 * time.Millisecond,
-		ShutdownTimeout: 10 * time.Second,
+		// Production's default: what the tests stop is a worker under
+		// traffic, on a machine that may run another suite beside them,
+		// and what they check is that nothing is lost, not how fast.
+		ShutdownTimeout: 30 * time.Second,
 		Logger:          Logger(),
 	}
 }
