@@ -34,7 +34,7 @@ func Config() consumer.Config {
 			InProgressEvery: time.Second,
 			Backoff:         func(uint64) time.Duration { return 50 * time.Millisecond },
 		},
-		InFlightDelay:   100 * time.Millisecond,
+		InFlightDelay: 100 * time.Millisecond,
 		// Production's default: what the tests stop is a worker under
 		// traffic, on a machine that may run another suite beside them,
 		// and what they check is that nothing is lost, not how fast.
