@@ -56,13 +56,7 @@ func TestReadyzReportsPendingMigrations(t *testing.T) {
 	if _, err := conn.Exec(ctx, "DELETE FROM "+migrations.VersionTable+" WHERE version_id = (SELECT max(version_id) FROM "+migrations.VersionTable+")"); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get("http://" + httpAddr + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "pending: run onceledger migrate") {
-		t.Fatalf("/readyz with a migration missing: %s %s", resp.Status, body)
+	if status, body := httpGetAny(t, "http://"+httpAddr+"/readyz"); status != http.StatusServiceUnavailable || !strings.Contains(body, "pending: run onceledger migrate") {
+		t.Fatalf("/readyz with a migration missing: %d %s", status, body)
 	}
 }

@@ -377,16 +377,26 @@ func lastMsg(ctx context.Context, js jetstream.JetStream, subject string) (*jets
 
 func httpGet(t *testing.T, url string) string {
 	t.Helper()
+	status, body := httpGetAny(t, url)
+	if status != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, status, body)
+	}
+	return body
+}
+
+// httpGetAny is the status and body of a GET of url, whatever the status.
+func httpGetAny(t *testing.T, url string) (int, string) {
+	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s %v", url, resp.Status, err)
+	if err != nil {
+		t.Fatalf("GET %s: %s, reading the body: %v", url, resp.Status, err)
 	}
-	return string(b)
+	return resp.StatusCode, string(b)
 }
 
 // runWorker migrates a database of its own and runs `onceledger run` on it

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -45,23 +44,12 @@ func TestFullCommandStreamIsNotReady(t *testing.T) {
 		t.Fatalf("publishing into a full command stream: %v, want a refusal", refused)
 	}
 
-	resp, err := http.Get("http://" + httpAddr + "/readyz")
-	if err != nil {
-		t.Fatal(err)
+	if status, body := httpGetAny(t, "http://"+httpAddr+"/readyz"); status != http.StatusServiceUnavailable || !strings.Contains(body, "LEDGER_CMD is full") {
+		t.Fatalf("/readyz with the command stream full: %d %s", status, body)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "LEDGER_CMD is full") {
-		t.Fatalf("/readyz with the command stream full: %s %s", resp.Status, b)
-	}
-	resp, err = http.Get("http://" + httpAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
+	metrics := httpGet(t, "http://"+httpAddr+"/metrics")
 	for _, want := range []string{`onceledger_stream_max_bytes{stream="LEDGER_CMD"} 1.048576e+06`, `onceledger_stream_bytes{stream="LEDGER_DLQ"}`, "onceledger_jetstream_store_bytes "} {
-		if !strings.Contains(string(b), want) {
+		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
