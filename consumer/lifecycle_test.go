@@ -90,6 +90,29 @@ func TestIdleShutdownIsQuick(t *testing.T) {
 	}
 }
 
+// A worker stopped the moment it started (a deploy that rolls back at
+// once, a dev stopped right after its banner) stops as quickly as an idle
+// one, without waiting out its shutdown timeout.
+func TestStopRightAfterStartIsQuick(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	cfg := testConfig()
+	cfg.Subscriber.FetchWait = 100 * time.Millisecond
+	cfg.ShutdownTimeout = 5 * time.Second
+	// The stops land at 3 ms steps through the start.
+	for i := range 20 {
+		w := h.startWorker(cfg, nil)
+		time.Sleep(time.Duration(i) * 3 * time.Millisecond)
+		start := time.Now()
+		if err := w.stop(); err != nil {
+			t.Fatalf("worker %d: %v", i, err)
+		}
+		if took := time.Since(start); took > cfg.Subscriber.FetchWait+time.Second {
+			t.Fatalf("worker %d stopped right after its start took %s, FetchWait is %s", i, took, cfg.Subscriber.FetchWait)
+		}
+	}
+}
+
 // Rule 6: keys are purged after the retention, in batches.
 func TestPurgeRemovesExpiredKeysOnly(t *testing.T) {
 	t.Parallel()

@@ -276,6 +276,18 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	runErr := make(chan error, 1)
 	go func() { runErr <- router.Run(context.WithoutCancel(ctx)) }()
+	// Closed before its handler runs, the router would wait its whole
+	// close timeout for a handler that can no longer start (both take the
+	// router's handler lock): a stop right after a start must wait for it.
+	select {
+	case <-router.Running():
+	case err := <-runErr:
+		wg.Wait()
+		if err == nil {
+			err = errors.New("stopped before it ran")
+		}
+		return fmt.Errorf("router: %w", err)
+	}
 	if c := w.cfg.Cell; c != nil {
 		log.Info("worker serving a cell", "partitions", c.Partitions, "of", c.Of)
 	}
