@@ -32,7 +32,10 @@ var binaries = sync.OnceValues(func() ([2]string, error) {
 		return [2]string{}, err
 	}
 	binDir = dir
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// On a cold build cache this compiles every dependency without -race
+	// while the rest of the suite compiles them with it: minutes on two
+	// cores, and not what the tests are about.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	w, n, err := chaos.Build(ctx, dir)
 	return [2]string{w, n}, err
