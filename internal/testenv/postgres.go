@@ -41,6 +41,44 @@ type pgServer struct {
 	// drops hundreds of databases, and a connection of its own for each
 	// would cost the server a backend's start every time.
 	admin *pgxpool.Pool
+
+	// drops are the test databases being dropped in the background: a
+	// DROP DATABASE waits for a checkpoint, and a test that waited for its
+	// own would hold up the next one; drops running side by side share
+	// one checkpoint.
+	drops    sync.WaitGroup
+	dropSlot chan struct{}
+	dropMu   sync.Mutex
+	dropErrs []error
+}
+
+// concurrentDrops bounds the drops in flight, leaving one of the admin
+// pool's connections to the next test's CREATE DATABASE.
+const concurrentDrops = 3
+
+// dropLater drops a test's database in the background; waitDrops waits
+// for every drop and reports the failed ones.
+func (s *pgServer) dropLater(name string) {
+	s.drops.Add(1)
+	go func() {
+		defer s.drops.Done()
+		s.dropSlot <- struct{}{}
+		defer func() { <-s.dropSlot }()
+		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+		defer cancel()
+		if err := dropDatabase(ctx, s, name); err != nil {
+			s.dropMu.Lock()
+			s.dropErrs = append(s.dropErrs, err)
+			s.dropMu.Unlock()
+		}
+	}()
+}
+
+func (s *pgServer) waitDrops(context.Context) error {
+	s.drops.Wait()
+	s.dropMu.Lock()
+	defer s.dropMu.Unlock()
+	return errors.Join(s.dropErrs...)
 }
 
 func (s *pgServer) dsn(dbname string) string {
@@ -62,7 +100,8 @@ var (
 )
 
 // Postgres returns the URL of a new, empty database reserved for this test
-// and dropped when it ends.
+// and dropped after it ends (in the background; the test binary waits for
+// the drops before it exits).
 func Postgres(t testing.TB) string {
 	t.Helper()
 	return PostgresWith(t, nil)
@@ -92,13 +131,7 @@ func PostgresWith(t testing.TB, prepare func(ctx context.Context, dsn string) er
 			t.Fatalf("testenv: %v", err)
 		}
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-		defer cancel()
-		if err := dropDatabase(ctx, srv, name); err != nil {
-			t.Errorf("testenv: %v", err)
-		}
-	})
+	t.Cleanup(func() { srv.dropLater(name) })
 	return srv.dsn(name)
 }
 
@@ -152,14 +185,18 @@ func openServer(ctx context.Context) (*pgServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", throwaway.Redact(srv.AdminURL), err)
 	}
-	pcfg.MaxConns = 4
+	pcfg.MaxConns = concurrentDrops + 1
 	admin, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", throwaway.Redact(srv.AdminURL), err)
 	}
 	// Registered after the cluster's stop, so it runs before it.
 	onTeardown(func(context.Context) error { admin.Close(); return nil })
-	return &pgServer{adminDSN: srv.AdminURL, baseDSN: srv.AdminURL, admin: admin}, nil
+	s := &pgServer{adminDSN: srv.AdminURL, baseDSN: srv.AdminURL, admin: admin,
+		dropSlot: make(chan struct{}, concurrentDrops)}
+	// And the test databases' drops finish before the pool closes.
+	onTeardown(s.waitDrops)
+	return s, nil
 }
 
 func template(t testing.TB, srv *pgServer, prepare func(ctx context.Context, dsn string) error) string {
