@@ -9,7 +9,7 @@ import (
 )
 
 // secretCommands are the commands whose body may bring a signing secret.
-var secretCommands = map[string]bool{"webhook_endpoint.create": true, "webhook_endpoint.rotate_secret": true}
+var secretCommands = map[string]bool{new(ledger.CreateWebhookEndpoint).CommandName(): true, new(ledger.RotateWebhookSecret).CommandName(): true}
 
 // sealSecret replaces a readable "secret" in the body of a command that
 // takes one with "sealed_secret", sealed for company, so the secret is

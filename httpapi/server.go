@@ -96,22 +96,22 @@ type commandRoute struct {
 // commandRoutes lists a route for every command: creating something answers
 // 201, changing something 200.
 var commandRoutes = []commandRoute{
-	{"/v1/companies/create", "company.create", http.StatusCreated},
-	{"/v1/sales/invoices/create", "invoice.create", http.StatusCreated},
-	{"/v1/sales/credit-notes/create", "credit_note.create", http.StatusCreated},
-	{"/v1/payments/record", "payment.record", http.StatusCreated},
-	{"/v1/settlements/record", "settlement.record", http.StatusCreated},
-	{"/v1/customer-credits/apply", "customer_credit.apply", http.StatusCreated},
-	{"/v1/customer-credits/refund", "customer_credit.refund", http.StatusCreated},
-	{"/v1/periods/close", "period.close", http.StatusCreated},
-	{"/v1/fx-rates/record", "fx_rate.record", http.StatusCreated},
-	{"/v1/purchases/invoices/record", "purchase_invoice.record", http.StatusCreated},
-	{"/v1/assets/register", "asset.register", http.StatusCreated},
-	{"/v1/depreciation/run", "depreciation.run", http.StatusCreated},
-	{"/v1/webhook-endpoints/create", "webhook_endpoint.create", http.StatusCreated},
-	{"/v1/webhook-endpoints/update", "webhook_endpoint.update", http.StatusOK},
-	{"/v1/webhook-endpoints/disable", "webhook_endpoint.disable", http.StatusOK},
-	{"/v1/webhook-endpoints/rotate-secret", "webhook_endpoint.rotate_secret", http.StatusOK},
+	{"/v1/companies/create", new(ledger.CreateCompany).CommandName(), http.StatusCreated},
+	{"/v1/sales/invoices/create", new(ledger.CreateInvoice).CommandName(), http.StatusCreated},
+	{"/v1/sales/credit-notes/create", new(ledger.CreateCreditNote).CommandName(), http.StatusCreated},
+	{"/v1/payments/record", new(ledger.RecordPayment).CommandName(), http.StatusCreated},
+	{"/v1/settlements/record", new(ledger.RecordSettlement).CommandName(), http.StatusCreated},
+	{"/v1/customer-credits/apply", new(ledger.ApplyCustomerCredit).CommandName(), http.StatusCreated},
+	{"/v1/customer-credits/refund", new(ledger.RefundCustomerCredit).CommandName(), http.StatusCreated},
+	{"/v1/periods/close", new(ledger.ClosePeriod).CommandName(), http.StatusCreated},
+	{"/v1/fx-rates/record", new(ledger.RecordFXRate).CommandName(), http.StatusCreated},
+	{"/v1/purchases/invoices/record", new(ledger.RecordPurchaseInvoice).CommandName(), http.StatusCreated},
+	{"/v1/assets/register", new(ledger.RegisterAsset).CommandName(), http.StatusCreated},
+	{"/v1/depreciation/run", new(ledger.RunDepreciation).CommandName(), http.StatusCreated},
+	{"/v1/webhook-endpoints/create", new(ledger.CreateWebhookEndpoint).CommandName(), http.StatusCreated},
+	{"/v1/webhook-endpoints/update", new(ledger.UpdateWebhookEndpoint).CommandName(), http.StatusOK},
+	{"/v1/webhook-endpoints/disable", new(ledger.DisableWebhookEndpoint).CommandName(), http.StatusOK},
+	{"/v1/webhook-endpoints/rotate-secret", new(ledger.RotateWebhookSecret).CommandName(), http.StatusOK},
 }
 
 // successStatus is the status of a command's successful result.
@@ -455,7 +455,7 @@ func writeResult(w http.ResponseWriter, res protocol.Result) {
 	if err != nil {
 		body = res.Result
 	}
-	if res.Command == "invoice.create" {
+	if res.Command == new(ledger.CreateInvoice).CommandName() {
 		var inv struct {
 			ID string `json:"invoice_id"`
 		}

@@ -19,25 +19,38 @@ type Command interface {
 	validate() *Error
 }
 
-// commands maps each command name to a constructor of its body type.
-var commands = map[string]func() Command{
-	"company.create":          func() Command { return new(CreateCompany) },
-	"invoice.create":          func() Command { return new(CreateInvoice) },
-	"credit_note.create":      func() Command { return new(CreateCreditNote) },
-	"payment.record":          func() Command { return new(RecordPayment) },
-	"settlement.record":       func() Command { return new(RecordSettlement) },
-	"purchase_invoice.record": func() Command { return new(RecordPurchaseInvoice) },
-	"asset.register":          func() Command { return new(RegisterAsset) },
-	"depreciation.run":        func() Command { return new(RunDepreciation) },
-	"customer_credit.apply":   func() Command { return new(ApplyCustomerCredit) },
-	"customer_credit.refund":  func() Command { return new(RefundCustomerCredit) },
-	"period.close":            func() Command { return new(ClosePeriod) },
-	"fx_rate.record":          func() Command { return new(RecordFXRate) },
+// commands maps each command's name, as its CommandName says it (the one
+// place a name is written), to a constructor of its body type.
+var commands = register(
+	new(CreateCompany),
+	new(CreateInvoice),
+	new(CreateCreditNote),
+	new(RecordPayment),
+	new(RecordSettlement),
+	new(RecordPurchaseInvoice),
+	new(RegisterAsset),
+	new(RunDepreciation),
+	new(ApplyCustomerCredit),
+	new(RefundCustomerCredit),
+	new(ClosePeriod),
+	new(RecordFXRate),
 
-	"webhook_endpoint.create":        func() Command { return new(CreateWebhookEndpoint) },
-	"webhook_endpoint.update":        func() Command { return new(UpdateWebhookEndpoint) },
-	"webhook_endpoint.disable":       func() Command { return new(DisableWebhookEndpoint) },
-	"webhook_endpoint.rotate_secret": func() Command { return new(RotateWebhookSecret) },
+	new(CreateWebhookEndpoint),
+	new(UpdateWebhookEndpoint),
+	new(DisableWebhookEndpoint),
+	new(RotateWebhookSecret),
+)
+
+func register(cmds ...Command) map[string]func() Command {
+	m := make(map[string]func() Command, len(cmds))
+	for _, c := range cmds {
+		name, t := c.CommandName(), reflect.TypeOf(c).Elem()
+		if _, dup := m[name]; dup {
+			panic("ledger: two commands named " + name)
+		}
+		m[name] = func() Command { return reflect.New(t).Interface().(Command) }
+	}
+	return m
 }
 
 // CommandNames returns the names of all commands, sorted.

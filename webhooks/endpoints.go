@@ -37,7 +37,7 @@ type endpoints struct {
 }
 
 func (endpoints) Commands() []string {
-	return []string{"webhook_endpoint.create", "webhook_endpoint.update", "webhook_endpoint.disable", "webhook_endpoint.rotate_secret"}
+	return []string{new(ledger.CreateWebhookEndpoint).CommandName(), new(ledger.UpdateWebhookEndpoint).CommandName(), new(ledger.DisableWebhookEndpoint).CommandName(), new(ledger.RotateWebhookSecret).CommandName()}
 }
 
 func (endpoints) OnePerCompany() {}

@@ -342,13 +342,13 @@ func (e *Env) setupCompanies(ctx context.Context) (err error) {
 	for i := range e.cfg.Companies {
 		id := fmt.Sprintf("bench-%02d", i)
 		e.companies = append(e.companies, id)
-		e.subjects = append(e.subjects, protocol.CommandSubject(id, "invoice.create"))
+		e.subjects = append(e.subjects, protocol.CommandSubject(id, new(ledger.CreateInvoice).CommandName()))
 		company := map[string]string{"name": fmt.Sprintf("Bench %02d UAB", i), "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"}
-		if err := e.request(ctx, id, "company.create", id+"-setup", company); err != nil {
+		if err := e.request(ctx, id, new(ledger.CreateCompany).CommandName(), id+"-setup", company); err != nil {
 			return err
 		}
 		endpoint := map[string]any{"url": e.recv.url(i), "description": "bench receiver", "event_types": []string{ledger.EventInvoiceCreated}}
-		if err := e.request(ctx, id, "webhook_endpoint.create", id+"-webhook", endpoint); err != nil {
+		if err := e.request(ctx, id, new(ledger.CreateWebhookEndpoint).CommandName(), id+"-webhook", endpoint); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -76,7 +77,7 @@ func (e *Env) Payments(ctx context.Context, name string, n int) (Phase, error) {
 	}
 	subjects := make(map[string]string, len(e.companies))
 	for _, c := range e.companies {
-		subjects[c] = protocol.CommandSubject(c, "payment.record")
+		subjects[c] = protocol.CommandSubject(c, new(ledger.RecordPayment).CommandName())
 	}
 	load := workload{sent: &e.paid, message: func(i int, key string) (string, []byte) {
 		u := open[i]

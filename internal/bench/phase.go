@@ -323,7 +323,7 @@ func (e *Env) Prefill(ctx context.Context, n int) (Prefilled, error) {
 		fp := sha256.Sum256([]byte(key))
 		body := strings.NewReplacer("@company@", company, "@key@", key,
 			"@number@", fmt.Sprintf("%06d", i), "@seq@", strconv.Itoa(i)).Replace(tpl)
-		return inbox.Row{Company: company, Key: key, Command: "invoice.create", Fingerprint: fp[:], Status: protocol.StatusOK,
+		return inbox.Row{Company: company, Key: key, Command: new(ledger.CreateInvoice).CommandName(), Fingerprint: fp[:], Status: protocol.StatusOK,
 			Result: []byte(body), CreatedAt: now.Add(-time.Duration(i%500000) * time.Second)}
 	})
 	if err != nil {
@@ -361,7 +361,7 @@ func resultTemplate() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	res, err := json.Marshal(protocol.Result{Company: "@company@", IdempotencyKey: "@key@", Command: "invoice.create", Status: protocol.StatusOK, Result: view})
+	res, err := json.Marshal(protocol.Result{Company: "@company@", IdempotencyKey: "@key@", Command: new(ledger.CreateInvoice).CommandName(), Status: protocol.StatusOK, Result: view})
 	if err != nil {
 		return "", err
 	}

@@ -450,11 +450,11 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 		var id string
 		want := doc{company: k.company, number: v.Number, sequence: v.Sequence, entry: v.Entry}
 		switch row.command {
-		case "invoice.create":
+		case new(ledger.CreateInvoice).CommandName():
 			id, want.kind, want.order = v.InvoiceID, "invoice", v.OrderID
-		case "credit_note.create":
+		case new(ledger.CreateCreditNote).CommandName():
 			id, want.kind = v.CreditNoteID, "credit note"
-		case "payment.record":
+		case new(ledger.RecordPayment).CommandName():
 			id, want.kind, want.number = v.PaymentID, "payment", v.PaymentRef
 		default:
 			continue
@@ -736,8 +736,8 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 
 	// Events per type against the successful keys that must have written them.
 	want := map[string]int64{}
-	eventOf := map[string]string{"company.create": ledger.EventCompanyCreated, "invoice.create": ledger.EventInvoiceCreated,
-		"credit_note.create": ledger.EventCreditNoteCreated, "payment.record": ledger.EventPaymentRecorded}
+	eventOf := map[string]string{new(ledger.CreateCompany).CommandName(): ledger.EventCompanyCreated, new(ledger.CreateInvoice).CommandName(): ledger.EventInvoiceCreated,
+		new(ledger.CreateCreditNote).CommandName(): ledger.EventCreditNoteCreated, new(ledger.RecordPayment).CommandName(): ledger.EventPaymentRecorded}
 	for _, row := range inbox {
 		if t, ok := eventOf[row.command]; ok && row.status == protocol.StatusOK {
 			want[t]++

@@ -29,7 +29,7 @@ const (
 )
 
 var kindNames = map[opKind]string{
-	kindCompany: "company.create", kindEndpoint: "webhook_endpoint.create", kindInvoice: "invoice",
+	kindCompany: new(ledger.CreateCompany).CommandName(), kindEndpoint: new(ledger.CreateWebhookEndpoint).CommandName(), kindInvoice: "invoice",
 	kindDupInvoice: "invoice, business duplicate", kindPayment: "payment", kindCreditNote: "credit note",
 	kindUnknownCompany: "unknown company", kindMalformed: "malformed",
 }
@@ -153,8 +153,8 @@ func plan(seed uint64, companies []string, n int, runID string) (setup, load []*
 	p := &planner{rng: rand.New(rand.NewPCG(seed, 0x706c616e)), companies: companies, invoices: map[string][]int{}, bodies: map[int][2][]byte{}}
 	for _, c := range companies {
 		body, _ := json.Marshal(map[string]string{"name": "Chaos " + c + " UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"})
-		setup = append(setup, &op{kind: kindCompany, company: c, command: "company.create", key: "setup-company", body: body})
-		setup = append(setup, &op{kind: kindEndpoint, company: c, command: "webhook_endpoint.create", key: "setup-endpoint"})
+		setup = append(setup, &op{kind: kindCompany, company: c, command: new(ledger.CreateCompany).CommandName(), key: "setup-company", body: body})
+		setup = append(setup, &op{kind: kindEndpoint, company: c, command: new(ledger.CreateWebhookEndpoint).CommandName(), key: "setup-endpoint"})
 	}
 	for i := range n {
 		load = append(load, p.next(i, runID))
@@ -193,7 +193,7 @@ func (p *planner) next(i int, runID string) *op {
 	o.copies = 1 + p.rng.IntN(3)
 	switch o.kind {
 	case kindInvoice, kindUnknownCompany:
-		o.command = "invoice.create"
+		o.command = new(ledger.CreateInvoice).CommandName()
 		o.orderID = fmt.Sprintf("order-%06d", i)
 		o.body, o.changed = p.invoice(o.orderID)
 		if o.kind == kindUnknownCompany {
@@ -205,18 +205,18 @@ func (p *planner) next(i int, runID string) *op {
 	case kindDupInvoice:
 		// Same order and body as an earlier invoice, fresh key: the mistake
 		// of a producer that makes a new key per attempt.
-		o.command = "invoice.create"
+		o.command = new(ledger.CreateInvoice).CommandName()
 		list := p.invoices[o.company]
 		orig := list[p.rng.IntN(len(list))]
 		o.orderID = fmt.Sprintf("order-%06d", orig)
 		o.body, o.changed = p.bodies[orig][0], p.bodies[orig][1]
 	case kindPayment:
-		o.command = "payment.record"
+		o.command = new(ledger.RecordPayment).CommandName()
 	case kindCreditNote:
-		o.command = "credit_note.create"
+		o.command = new(ledger.CreateCreditNote).CommandName()
 	case kindMalformed:
 		o.mode = modeOnce
-		o.command = "invoice.create"
+		o.command = new(ledger.CreateInvoice).CommandName()
 		o.variant = []string{malNoKey, malBadJSON, malUnknownCommand, malLongKey}[p.rng.IntN(4)]
 		o.body, _ = p.invoice(fmt.Sprintf("order-%06d", i))
 		switch o.variant {

@@ -11,7 +11,7 @@ import (
 // standard chart of accounts and number series.
 type companies struct{ rules dateRules }
 
-func (companies) Commands() []string { return []string{"company.create"} }
+func (companies) Commands() []string { return []string{new(ledger.CreateCompany).CommandName()} }
 
 func (kind companies) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &companyPlan{}

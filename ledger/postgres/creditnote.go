@@ -15,7 +15,7 @@ import (
 // numbered in its series without gaps.
 type creditNotes struct{ rules dateRules }
 
-func (creditNotes) Commands() []string { return []string{"credit_note.create"} }
+func (creditNotes) Commands() []string { return []string{new(ledger.CreateCreditNote).CommandName()} }
 
 func (kind creditNotes) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &creditNotePlan{}

@@ -215,7 +215,7 @@ func optionalID(id uuid.UUID) string {
 type customerCredits struct{ rules dateRules }
 
 func (customerCredits) Commands() []string {
-	return []string{"customer_credit.apply", "customer_credit.refund"}
+	return []string{new(ledger.ApplyCustomerCredit).CommandName(), new(ledger.RefundCustomerCredit).CommandName()}
 }
 
 func (kind customerCredits) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {

@@ -15,7 +15,7 @@ import (
 // once.
 type settlements struct{ rules dateRules }
 
-func (settlements) Commands() []string { return []string{"settlement.record"} }
+func (settlements) Commands() []string { return []string{new(ledger.RecordSettlement).CommandName()} }
 
 func (kind settlements) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &settlementPlan{}
@@ -173,7 +173,9 @@ func (p *settlementPlan) refunds(company string, c *ledger.RecordSettlement) ([]
 // repeats. See ledger/identity.go for why both exist.
 type purchases struct{ rules dateRules }
 
-func (purchases) Commands() []string { return []string{"purchase_invoice.record"} }
+func (purchases) Commands() []string {
+	return []string{new(ledger.RecordPurchaseInvoice).CommandName()}
+}
 
 func (kind purchases) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &purchasePlan{documents: map[docKey]recorded{}}
@@ -307,7 +309,7 @@ func supplierName(s ledger.Supplier) string {
 // Registering posts nothing.
 type assets struct{ rules dateRules }
 
-func (assets) Commands() []string { return []string{"asset.register"} }
+func (assets) Commands() []string { return []string{new(ledger.RegisterAsset).CommandName()} }
 
 func (kind assets) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &assetPlan{}
@@ -360,7 +362,7 @@ func (p *assetPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
 // depreciated once per month, within its useful life.
 type depreciations struct{ rules dateRules }
 
-func (depreciations) Commands() []string { return []string{"depreciation.run"} }
+func (depreciations) Commands() []string { return []string{new(ledger.RunDepreciation).CommandName()} }
 
 func (kind depreciations) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &depreciationPlan{assets: map[docKey]*ledger.Asset{}}

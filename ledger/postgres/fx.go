@@ -50,7 +50,7 @@ func (p *plan) fxLookup(b *pgx.Batch, keys []fxKey) map[fxKey]*ledger.FXRate {
 // fxRates executes fx_rate.record: one rate per company, currency and day.
 type fxRates struct{ rules dateRules }
 
-func (fxRates) Commands() []string { return []string{"fx_rate.record"} }
+func (fxRates) Commands() []string { return []string{new(ledger.RecordFXRate).CommandName()} }
 
 func (kind fxRates) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &fxRatePlan{}

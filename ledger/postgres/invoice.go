@@ -14,7 +14,7 @@ import (
 // invoiced once, numbers follow each series without gaps.
 type invoices struct{ rules dateRules }
 
-func (invoices) Commands() []string { return []string{"invoice.create"} }
+func (invoices) Commands() []string { return []string{new(ledger.CreateInvoice).CommandName()} }
 
 func (kind invoices) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &invoicePlan{}

@@ -14,7 +14,7 @@ import (
 // currency, never more than is open on it.
 type payments struct{ rules dateRules }
 
-func (payments) Commands() []string { return []string{"payment.record"} }
+func (payments) Commands() []string { return []string{new(ledger.RecordPayment).CommandName()} }
 
 func (kind payments) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &paymentPlan{}

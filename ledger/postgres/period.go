@@ -19,7 +19,7 @@ import (
 // before it commits.
 type periodCloses struct{ rules dateRules }
 
-func (periodCloses) Commands() []string { return []string{"period.close"} }
+func (periodCloses) Commands() []string { return []string{new(ledger.ClosePeriod).CommandName()} }
 
 func (kind periodCloses) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &periodClosePlan{open: map[string][]ledger.Period{}, last: map[string]found{}}
