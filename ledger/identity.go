@@ -11,15 +11,16 @@ import (
 // A supplier's document is recorded once, however the producer spells it.
 // Producers name suppliers by ids of their own (one supplier can come as
 // "s1" from one system and "s1b" from another) and retype document numbers
-// ("A-1", " A-1", "a-1", "A–1"): comparing what was sent byte for byte
+// ("A-1", " A-1", "a-1", "A 1", "A–1"): comparing what was sent byte for byte
 // books the same input VAT twice. The identity of a purchase invoice is
 // therefore (company, SupplierKey, DocumentKey), while the document keeps
 // what the supplier printed.
 //
 // The database computes the same keys with its own functions
-// (migrations/00013_supplier_document_identity.sql) and its unique index
-// on them is the authority: the Go functions only let a batch see that its
-// second command repeats its first before the database does. Both follow
+// (migrations/00013_supplier_document_identity.sql, the number's by 00043)
+// and its unique index on them is the authority: the Go functions only
+// let a batch see that its second command repeats its first before the
+// database does. Both follow
 // the steps below in the same order, and a test runs a table of tricky
 // inputs through both. They can only disagree on characters that one
 // side's Unicode tables know and the other's do not (Go's x/text, the
@@ -29,8 +30,8 @@ import (
 // that the database does not, a batch refuses a second record that alone
 // would have been accepted.
 
-// dashes are the hyphen and dash variants a document number may be typed
-// with; they all compare as '-'. U+2011 (non-breaking hyphen) is already
+// dashes are the hyphen and dash variants a number may be typed with,
+// beside '-'; none of them tells numbers apart. U+2011 (non-breaking hyphen) is already
 // U+2010 after NFKC, and is listed so the rule does not rest on that.
 const dashes = "\u2010\u2011\u2012\u2013\u2014\u2212"
 
@@ -60,25 +61,18 @@ func foldCase(s string) string {
 
 // DocumentKey is the form of a supplier's document number that identifies
 // it: NFKC, case folded (foldCase), NFKC again (case mapping can leave a
-// string unnormalised), every dash variant as '-', every run of white
-// space as one space, trimmed.
+// string unnormalised), without white space and dashes of any kind. What a
+// supplier prints as "INV-2026 07" and a clerk types as "inv202607" is one
+// document; dots, slashes and every other character still tell numbers
+// apart.
 func DocumentKey(number string) string {
 	s := norm.NFKC.String(foldCase(norm.NFKC.String(number)))
 	var b strings.Builder
 	b.Grow(len(s))
-	space := false
 	for _, r := range s {
-		switch {
-		case isSpace(r):
-			space = true
+		if isSpace(r) || r == '-' || strings.ContainsRune(dashes, r) {
 			continue
-		case strings.ContainsRune(dashes, r):
-			r = '-'
 		}
-		if space && b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		space = false
 		b.WriteRune(r)
 	}
 	return b.String()

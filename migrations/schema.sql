@@ -612,11 +612,11 @@ CREATE TABLE public.purchase_invoices (
     supplier_code text NOT NULL DEFAULT ''::text,
     idempotency_key text,
     supplier_key text GENERATED ALWAYS AS (public.purchase_supplier_key(supplier_vat_id, supplier_code, supplier_id)) STORED,
-    document_key text GENERATED ALWAYS AS (public.purchase_document_key(document_number)) STORED,
     exchange_rate numeric(20,8),
     rate_source text,
     rate_date date,
     registration_date date,
+    document_key text GENERATED ALWAYS AS (public.purchase_document_key(document_number)) STORED,
     CONSTRAINT purchase_invoices_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
     CONSTRAINT purchase_invoices_currency_iso_4217 CHECK (public.iso_4217_currency((currency)::text)),
     CONSTRAINT purchase_invoices_exchange_rate_check CHECK ((exchange_rate > (0)::numeric)),
@@ -987,10 +987,9 @@ CREATE OR REPLACE FUNCTION public.purchase_document_key(number text)
  IMMUTABLE PARALLEL SAFE STRICT
 AS $function$
 BEGIN
-    RETURN btrim(regexp_replace(
-        translate(normalize(lower(upper(lower(normalize(number, NFKC) COLLATE "und-x-icu"))), NFKC),
-                  U&'\2010\2011\2012\2013\2014\2212', '------'),
-        U&'[\0009\000A\000B\000C\000D\0020\0085\00A0\1680\2000\2001\2002\2003\2004\2005\2006\2007\2008\2009\200A\2028\2029\202F\205F\3000]+', ' ', 'g'), ' ');
+    RETURN regexp_replace(
+        normalize(lower(upper(lower(normalize(number, NFKC) COLLATE "und-x-icu"))), NFKC),
+        U&'[\0009\000A\000B\000C\000D\0020\0085\00A0\1680\2000\2001\2002\2003\2004\2005\2006\2007\2008\2009\200A\2028\2029\202F\205F\3000\2010\2011\2012\2013\2014\2212-]+', '', 'g');
 END;
 $function$;
 

@@ -86,6 +86,8 @@ func TestDatabaseRefusesARepeatedSupplierDocument(t *testing.T) {
 		{"other producer id, number case", "s1b", "LT200000000020", "", "a-1", true},
 		{"VAT id spelled loosely, en dash", "s9", "lt 200 000 000 020", "", "A\u20131", true},
 		{"leading space, fullwidth", "s1", "LT200000000020", "", " Ａ-1", true},
+		{"a space for the dash, none at all", "s1", "LT200000000020", "", "A 1", true},
+		{"no dash", "s2", "LT200000000020", "", "a1", true},
 		{"another supplier", "s1", "LT300000000030", "", "A-1", false},
 		{"another document", "s1", "LT200000000020", "", "A-2", false},
 		{"same producer id, no VAT id: another identity", "s1", "", "", "A-1", false},
@@ -124,7 +126,7 @@ func TestDatabaseRefusesARepeatedSupplierDocument(t *testing.T) {
 	// The refused rows left nothing; the first record is the only one of
 	// its identity.
 	var n int
-	if err := db.QueryRow(testContext(t), `SELECT count(*) FROM purchase_invoices WHERE supplier_key = 'vat:LT200000000020' AND document_key = 'a-1'`).Scan(&n); err != nil {
+	if err := db.QueryRow(testContext(t), `SELECT count(*) FROM purchase_invoices WHERE supplier_key = 'vat:LT200000000020' AND document_key = 'a1'`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if n != 1 {
@@ -147,9 +149,11 @@ func TestOneBatchRecordsASupplierDocumentOnce(t *testing.T) {
 			purchaseBody(map[string]any{"id": "s2", "name": "Kitas UAB", "code": "300000002", "country": "LT"}, "A-1"))},
 		{Company: "acme", Key: "k4", Command: decode(t, "purchase_invoice.record",
 			purchaseBody(map[string]any{"id": "s3", "name": "Kitas UAB", "code": "300-000-002", "country": "LT"}, "A 1"))},
+		{Company: "acme", Key: "k5", Command: decode(t, "purchase_invoice.record",
+			purchaseBody(map[string]any{"id": "s3", "name": "Kitas UAB", "code": "300-000-002", "country": "LT"}, "B-1"))},
 	}
 	results := executePlan(t, db, items)
-	for i, want := range []bool{false, true, false, false} {
+	for i, want := range []bool{false, true, false, true, false} {
 		if got := results[i].Err != nil; got != want {
 			t.Fatalf("item %d refused = %v (%v), want %v", i, got, results[i].Err, want)
 		}
@@ -160,8 +164,13 @@ func TestOneBatchRecordsASupplierDocumentOnce(t *testing.T) {
 		e.Details["existing"] != "A-1" || e.Details["idempotency_key"] != "k1" {
 		t.Fatalf("duplicate = %+v, want one naming %s, A-1 and k1", e, first.PurchaseInvoiceID)
 	}
-	// The code identifies a supplier without a VAT id: "A 1" is not "A-1".
-	if got := results[3].Outcome.Result.(ledger.PurchaseInvoiceView).Supplier.Code; got != "300-000-002" {
+	// The code identifies a supplier without a VAT id, spelled with or
+	// without dashes; "A 1" is "A-1" without its space and dash.
+	third := results[2].Outcome.Result.(ledger.PurchaseInvoiceView)
+	if e := results[3].Err; e.Code != ledger.CodeDuplicateDocument || e.Details["purchase_invoice_id"] != third.PurchaseInvoiceID || e.Details["idempotency_key"] != "k3" {
+		t.Fatalf("A 1 of code 300-000-002 = %+v, want the duplicate of k3's A-1", e)
+	}
+	if got := results[4].Outcome.Result.(ledger.PurchaseInvoiceView).Supplier.Code; got != "300-000-002" {
 		t.Fatalf("view shows code %q, want it as sent", got)
 	}
 	// Executed again, each command of the batch is now a duplicate, and
@@ -169,7 +178,7 @@ func TestOneBatchRecordsASupplierDocumentOnce(t *testing.T) {
 	for i, it := range items {
 		_, err := execute(t, db, "acme", it.Command)
 		e := requireError(t, err, ledger.CodeDuplicateDocument)
-		if want := fmt.Sprint("k", map[int]int{0: 1, 1: 1, 2: 3, 3: 4}[i]); e.Details["idempotency_key"] != want {
+		if want := fmt.Sprint("k", map[int]int{0: 1, 1: 1, 2: 3, 3: 3, 4: 5}[i]); e.Details["idempotency_key"] != want {
 			t.Errorf("item %d: duplicate names key %v, want %s (%s)", i, e.Details["idempotency_key"], want, e.Message)
 		}
 	}
@@ -191,7 +200,7 @@ func TestNearDuplicatePurchasesAreNamed(t *testing.T) {
 	if len(first.NearDuplicates) != 0 {
 		t.Fatalf("the first invoice names %+v", first.NearDuplicates)
 	}
-	second := run[ledger.PurchaseInvoiceView](t, db, "acme", "purchase_invoice.record", body("s1", "TK -0042", "2026-12-03", "100.00"))
+	second := run[ledger.PurchaseInvoiceView](t, db, "acme", "purchase_invoice.record", body("s1", "TK/0042", "2026-12-03", "100.00"))
 	if len(second.NearDuplicates) != 1 || second.NearDuplicates[0].PurchaseInvoiceID != first.PurchaseInvoiceID || second.NearDuplicates[0].DocumentNumber != "TK 0042" {
 		t.Fatalf("near duplicates %+v, want TK 0042", second.NearDuplicates)
 	}
