@@ -25,6 +25,16 @@ type RegisterAsset struct {
 	// DepreciationStart is the month depreciation starts with:
 	// DepreciationNextMonth (the default) or DepreciationSameMonth.
 	DepreciationStart string `json:"depreciation_start,omitempty"`
+	// Purchase is the purchase invoice line the asset was bought on, when
+	// that purchase was recorded: the asset's register then names the
+	// document its cost comes from.
+	Purchase *PurchaseLineRef `json:"purchase,omitempty"`
+}
+
+// PurchaseLineRef names one line of a recorded purchase invoice.
+type PurchaseLineRef struct {
+	PurchaseInvoiceID string `json:"purchase_invoice_id"`
+	LineNo            int    `json:"line_no"`
 }
 
 // The months depreciation may start with. Lithuanian practice, and the
@@ -57,6 +67,14 @@ func (c *RegisterAsset) validate() *Error {
 		return invalid("in_use_date", "%s is before acquisition_date %s: an asset is put into use once acquired", c.InUseDate, c.AcquisitionDate)
 	case c.DepreciationStart != "" && c.DepreciationStart != DepreciationNextMonth && c.DepreciationStart != DepreciationSameMonth:
 		return invalid("depreciation_start", "%q is not a start (one of: %s, %s)", c.DepreciationStart, DepreciationNextMonth, DepreciationSameMonth)
+	case c.Purchase == nil:
+		return nil
+	}
+	if _, err := uuid.Parse(c.Purchase.PurchaseInvoiceID); err != nil || len(c.Purchase.PurchaseInvoiceID) != 36 {
+		return invalid("purchase.purchase_invoice_id", "must be the purchase invoice's id, a UUID such as 0b7a9c3e-5d2f-4e8a-9c1b-2f3e4d5a6b7c")
+	}
+	if c.Purchase.LineNo < 1 {
+		return invalid("purchase.line_no", "must be a line number of the purchase invoice, from 1")
 	}
 	return nil
 }
@@ -93,6 +111,8 @@ type Asset struct {
 	// were kept, which depreciates from its month of acquisition.
 	InUseDate Date
 	Start     Period
+	// Purchase is the purchase invoice line it was bought on, if named.
+	Purchase *PurchaseLineRef
 }
 
 // Period is a calendar month, "2026-12".
@@ -164,6 +184,9 @@ type AssetView struct {
 	FirstPeriod      string `json:"first_period"`
 	LastPeriod       string `json:"last_period"`
 	MonthlyAmount    string `json:"monthly_amount"`
+	// Purchase is the purchase invoice line the asset was bought on, when
+	// its registration named one.
+	Purchase *PurchaseLineRef `json:"purchase,omitempty"`
 }
 
 // View renders the asset with its schedule's first monthly amount.
@@ -173,7 +196,7 @@ func (a *Asset) View() AssetView {
 		AssetID: a.Ref, Description: a.Description, AcquisitionDate: a.AcquisitionDate.String(), InUseDate: a.InUseDate.String(),
 		Currency: a.Currency.Code, Cost: a.Currency.Format(a.Cost), ResidualValue: a.Currency.Format(a.ResidualValue),
 		UsefulLifeMonths: a.UsefulLifeMonths, FirstPeriod: a.FirstPeriod().String(), LastPeriod: a.LastPeriod().String(),
-		MonthlyAmount: a.Currency.Format(monthly),
+		MonthlyAmount: a.Currency.Format(monthly), Purchase: a.Purchase,
 	}
 }
 

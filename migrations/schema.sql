@@ -55,6 +55,9 @@ CREATE TABLE public.assets (
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     in_use_date date,
     first_period date,
+    purchase_invoice_id uuid,
+    purchase_line_no integer,
+    CONSTRAINT assets_bought_on_a_purchase_line FOREIGN KEY (purchase_invoice_id, purchase_line_no) REFERENCES public.purchase_invoice_lines(purchase_invoice_id, line_no),
     CONSTRAINT assets_check CHECK ((residual_value < cost)),
     CONSTRAINT assets_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
     CONSTRAINT assets_cost_check CHECK ((cost > (0)::numeric)),
@@ -63,9 +66,11 @@ CREATE TABLE public.assets (
     CONSTRAINT assets_in_use_after_acquisition CHECK ((in_use_date >= acquisition_date)),
     CONSTRAINT assets_one_per_ref UNIQUE (company_id, asset_ref),
     CONSTRAINT assets_pkey PRIMARY KEY (id),
+    CONSTRAINT assets_purchase_line_whole CHECK (((purchase_invoice_id IS NULL) = (purchase_line_no IS NULL))),
     CONSTRAINT assets_residual_value_check CHECK ((residual_value >= (0)::numeric)),
     CONSTRAINT assets_useful_life_months_check CHECK (((useful_life_months >= 1) AND (useful_life_months <= 1200)))
 );
+CREATE INDEX assets_by_purchase_line ON public.assets USING btree (purchase_invoice_id, purchase_line_no) WHERE (purchase_invoice_id IS NOT NULL);
 CREATE TRIGGER assets_immutable BEFORE DELETE OR UPDATE ON public.assets FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
 CREATE TRIGGER assets_no_truncate BEFORE TRUNCATE ON public.assets FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
 

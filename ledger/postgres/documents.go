@@ -326,12 +326,76 @@ func (kind assets) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 		  FROM unnest($1::text[], $2::text[]) AS r(company_id, asset_ref)
 		 CROSS JOIN LATERAL (SELECT id, asset_ref FROM assets
 		                      WHERE company_id = r.company_id AND asset_ref = r.asset_ref LIMIT 1) a`, companies, refs)
+	var lineCompanies, invoices []string
+	var lineNos []int32
+	for i, c := range p.cmds {
+		if c.Purchase != nil {
+			lineCompanies, invoices, lineNos = append(lineCompanies, items[i].Company), append(invoices, c.Purchase.PurchaseInvoiceID), append(lineNos, int32(c.Purchase.LineNo))
+		}
+	}
+	p.lines = map[purchaseLineKey]*boughtOn{}
+	if len(invoices) > 0 {
+		var k purchaseLineKey
+		var b boughtOn
+		var net, linked string
+		p.query(reads, "look up the purchase lines assets were bought on", []any{&k.company, &k.invoice, &k.line, &b.currency, &net, &linked},
+			func() { b.net, b.linked = dec(net), dec(linked); line := b; p.lines[k] = &line }, `
+			SELECT r.company_id, r.purchase_invoice_id, r.line_no, d.currency, l.net::text,
+			       (SELECT coalesce(sum(a.cost), 0)::text FROM assets a
+			         WHERE a.purchase_invoice_id = l.purchase_invoice_id AND a.purchase_line_no = l.line_no AND a.currency = d.currency)
+			  FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[], $3::int[]) AS r(company_id, purchase_invoice_id, line_no)) r
+			  JOIN purchase_invoices d ON d.company_id = r.company_id AND d.id = r.purchase_invoice_id::uuid
+			  JOIN purchase_invoice_lines l ON l.purchase_invoice_id = d.id AND l.line_no = r.line_no`,
+			lineCompanies, invoices, lineNos)
+	}
 	return p
 }
 
 type assetPlan struct {
 	commandsPlan[*ledger.RegisterAsset]
-	refs map[docKey]found // by (company, asset ref)
+	refs  map[docKey]found // by (company, asset ref)
+	lines map[purchaseLineKey]*boughtOn
+}
+
+// purchaseLineKey is a company's purchase invoice line.
+type purchaseLineKey struct {
+	company, invoice string
+	line             int32
+}
+
+// boughtOn is a purchase invoice line assets are bought on: its currency
+// and net, and the cost of the assets of that currency already on it.
+type boughtOn struct {
+	currency    string
+	net, linked decimal.Decimal
+}
+
+// linkPurchase checks the purchase line an asset names: it exists in the
+// company, and the assets on it, in its currency, cost no more than its
+// net. An asset kept in another currency than its purchase's is not added
+// up against the line.
+func (p *assetPlan) linkPurchase(company string, c *ledger.RegisterAsset) (*boughtOn, *ledger.Error) {
+	if c.Purchase == nil {
+		return nil, nil
+	}
+	ref := c.Purchase
+	line := p.lines[purchaseLineKey{company, ref.PurchaseInvoiceID, int32(ref.LineNo)}]
+	if line == nil {
+		e := ledger.Errorf(ledger.CodeNotFound, "purchase invoice %s of company %q has no line %d", ref.PurchaseInvoiceID, company, ref.LineNo)
+		e.Details = map[string]any{"purchase_invoice_id": ref.PurchaseInvoiceID, "line_no": ref.LineNo}
+		return nil, e
+	}
+	if line.currency == c.Currency {
+		if total := line.linked.Add(c.Cost.Decimal); total.GreaterThan(line.net) {
+			cur, _ := ledger.LookupCurrency(c.Currency)
+			e := ledger.Errorf(ledger.CodeConflict, "line %d of purchase invoice %s nets %s %s; its assets would cost %s",
+				ref.LineNo, ref.PurchaseInvoiceID, cur.Format(line.net), c.Currency, cur.Format(total))
+			e.Details = map[string]any{"purchase_invoice_id": ref.PurchaseInvoiceID, "line_no": ref.LineNo,
+				"line_net": cur.Format(line.net), "assets_cost": cur.Format(line.linked)}
+			return nil, e
+		}
+	}
+	return line, nil
 }
 
 func (p *assetPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
@@ -342,11 +406,18 @@ func (p *assetPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
 		if prev, dup := p.refs[key]; dup {
 			return refused(duplicate("asset", fmt.Sprintf("asset %q is already registered", c.AssetID), prev))
 		}
+		line, e := p.linkPurchase(company, c)
+		if e != nil {
+			return refused(e)
+		}
 		cur, _ := ledger.LookupCurrency(c.Currency)
 		a := &ledger.Asset{
 			ID: newID(), Ref: c.AssetID, Description: c.Description, AcquisitionDate: c.AcquisitionDate,
 			Currency: cur, Cost: c.Cost.Decimal, ResidualValue: c.ResidualValue.Decimal, UsefulLifeMonths: c.UsefulLifeMonths,
-			InUseDate: c.InUse(), Start: c.Start(),
+			InUseDate: c.InUse(), Start: c.Start(), Purchase: c.Purchase,
+		}
+		if line != nil && line.currency == c.Currency {
+			line.linked = line.linked.Add(a.Cost)
 		}
 		p.refs[key] = found{a.ID, a.Ref}
 		registered, companies = append(registered, a), append(companies, company)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/ledger/exec"
 )
 
 // run executes a command given as JSON and decodes its result into T.
@@ -369,4 +370,55 @@ func TestDepreciationStartsTheMonthAfterUse(t *testing.T) {
 		}
 	}
 	requireBooksBalance(t, db)
+}
+
+// Two laptops bought on one purchase line of 1 200.00 net and a service on
+// another of 100.00: an asset names the line it was bought on; the assets
+// on a line cost no more than its net, one by one and in one batch; a line
+// that is not there, or is another company's, is not found.
+func TestAnAssetNamesThePurchaseLineItWasBoughtOn(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	createCompany(t, db, "acme")
+	createCompany(t, db, "beta")
+	purchase := run[ledger.PurchaseInvoiceView](t, db, "acme", "purchase_invoice.record", map[string]any{
+		"supplier":        map[string]any{"id": "s1", "name": "UAB Kompiuteriai", "vat_id": "LT200000000020", "country": "LT"},
+		"document_number": "KP-77", "issue_date": "2026-11-15", "due_date": "2026-12-15", "currency": "EUR",
+		"lines": []any{
+			map[string]any{"description": "Laptop", "quantity": "2", "unit_price": "600.00", "vat_rate": "21"},
+			map[string]any{"description": "Setup", "quantity": "1", "unit_price": "100.00", "vat_rate": "21"},
+		}})
+	laptop := func(ref, cost string, line int) map[string]any {
+		return map[string]any{"asset_id": ref, "description": "Laptop", "acquisition_date": "2026-11-15", "currency": "EUR",
+			"cost": cost, "useful_life_months": 24, "purchase": map[string]any{"purchase_invoice_id": purchase.PurchaseInvoiceID, "line_no": line}}
+	}
+	first := run[ledger.AssetView](t, db, "acme", "asset.register", laptop("l-1", "600.00", 1))
+	if first.Purchase == nil || first.Purchase.PurchaseInvoiceID != purchase.PurchaseInvoiceID || first.Purchase.LineNo != 1 {
+		t.Fatalf("asset names purchase %+v, want line 1 of %s", first.Purchase, purchase.PurchaseInvoiceID)
+	}
+	run[ledger.AssetView](t, db, "acme", "asset.register", laptop("l-2", "600.00", 1))
+	var stored string
+	if err := db.QueryRow(testContext(t), `SELECT purchase_invoice_id::text || '/' || purchase_line_no FROM assets WHERE company_id = 'acme' AND asset_ref = 'l-2'`).Scan(&stored); err != nil || stored != purchase.PurchaseInvoiceID+"/1" {
+		t.Fatalf("stored link %q (%v), want %s/1", stored, err, purchase.PurchaseInvoiceID)
+	}
+
+	e := runErr(t, db, "acme", "asset.register", laptop("l-3", "0.01", 1), ledger.CodeConflict)
+	if e.Details["line_net"] != "1200.00" || e.Details["assets_cost"] != "1200.00" || !strings.Contains(e.Message, "1200.01") {
+		t.Fatalf("a third laptop on the line: %s %v, want the line's net and the assets' cost named", e.Message, e.Details)
+	}
+	runErr(t, db, "acme", "asset.register", laptop("l-4", "100.00", 3), ledger.CodeNotFound)
+	runErr(t, db, "beta", "asset.register", laptop("l-4", "100.00", 1), ledger.CodeNotFound)
+	if _, err := ledger.Decode("asset.register", mustJSON(t, map[string]any{"asset_id": "l-5", "description": "Laptop", "acquisition_date": "2026-11-15",
+		"currency": "EUR", "cost": "1.00", "useful_life_months": 24, "purchase": map[string]any{"purchase_invoice_id": "KP-77", "line_no": 1}})); ledger.ErrorCode(err) != ledger.CodeInvalidCommand || !strings.Contains(err.Error(), "purchase.purchase_invoice_id") {
+		t.Fatalf("a purchase named by its number: %v, want invalid_command naming purchase.purchase_invoice_id", err)
+	}
+
+	// In one batch, the second setup of 60.00 would take line 2 past its 100.00.
+	results := executePlan(t, db, []exec.Item{
+		{Company: "acme", Key: "a1", Command: decode(t, "asset.register", laptop("setup-1", "60.00", 2))},
+		{Company: "acme", Key: "a2", Command: decode(t, "asset.register", laptop("setup-2", "60.00", 2))},
+	})
+	if results[0].Err != nil || results[1].Err == nil || results[1].Err.Code != ledger.CodeConflict {
+		t.Fatalf("in one batch: %v then %v, want the second refused as a conflict", results[0].Err, results[1].Err)
+	}
 }

@@ -348,7 +348,15 @@ func queueAssets(batch *pgx.Batch, companies []string, as []*ledger.Asset) {
 	var refs, descs, currencies, costs, residuals []string
 	var acquired, inUse, starts []time.Time
 	var lives []int32
+	var invoices []*string
+	var lines []*int32
 	for _, a := range as {
+		if a.Purchase != nil {
+			line := int32(a.Purchase.LineNo)
+			invoices, lines = append(invoices, &a.Purchase.PurchaseInvoiceID), append(lines, &line)
+		} else {
+			invoices, lines = append(invoices, nil), append(lines, nil)
+		}
 		inUse, starts = append(inUse, a.InUseDate.Time), append(starts, a.Start.First().Time)
 		ids, refs, descs, currencies = append(ids, a.ID), append(refs, a.Ref), append(descs, a.Description), append(currencies, a.Currency.Code)
 		costs, residuals = append(costs, a.Cost.String()), append(residuals, a.ResidualValue.String())
@@ -356,10 +364,10 @@ func queueAssets(batch *pgx.Batch, companies []string, as []*ledger.Asset) {
 	}
 	batch.Queue(`
 		INSERT INTO assets (id, company_id, asset_ref, description, acquisition_date, currency, cost, residual_value, useful_life_months,
-			in_use_date, first_period)
+			in_use_date, first_period, purchase_invoice_id, purchase_line_no)
 		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::date[], $6::text[],
-			$7::text[]::numeric[], $8::text[]::numeric[], $9::int[], $10::date[], $11::date[])`,
-		ids, companies, refs, descs, acquired, currencies, costs, residuals, lives, inUse, starts)
+			$7::text[]::numeric[], $8::text[]::numeric[], $9::int[], $10::date[], $11::date[], $12::text[]::uuid[], $13::int[])`,
+		ids, companies, refs, descs, acquired, currencies, costs, residuals, lives, inUse, starts, invoices, lines)
 }
 
 // queueDepreciationRuns queues the runs of companies; each run's journal
