@@ -23,17 +23,8 @@ import (
 // is the one later records are refused against, and no new one gets in.
 func TestRepeatedSupplierDocumentsStay(t *testing.T) {
 	t.Parallel()
-	dsn := testenv.Postgres(t)
+	dsn, conn := companyAtMigration(t, 12)
 	ctx := testContext(t)
-	if err := migrations.UpTo(ctx, dsn, 12); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	oldCompany(t, conn)
 	// The four records of the issue, as the earlier rule let them in.
 	spellings := [][2]string{{"s1", "A-1"}, {"s1b", "A-1"}, {"s1", " A-1"}, {"s1", "a-1"}}
 	var ids []uuid.UUID
@@ -45,47 +36,12 @@ func TestRepeatedSupplierDocumentsStay(t *testing.T) {
 	if _, err := migrations.Up(ctx, dsn, nil); err != nil {
 		t.Fatalf("Up over repeated documents: %v", err)
 	}
-	after := dumpPurchases(t, conn)
-	for id, row := range before {
-		for col, v := range row {
-			// The key is the one thing a later rule changes (00043).
-			if col != "document_key" && string(after[id][col]) != string(v) {
-				t.Errorf("%s: %s was %s, is %s", id, col, v, after[id][col])
-			}
-		}
-	}
-	if len(after) != len(before) {
-		t.Fatalf("%d purchase invoices after the migration, %d before", len(after), len(before))
-	}
+	requireUnchanged(t, before, dumpPurchases(t, conn))
 
 	// A fifth record, by any spelling, is refused: by the lookup, naming
 	// the first record, and by the index past the lookup.
-	cmd, err := ledger.Decode("purchase_invoice.record", []byte(`{"supplier": {"id": "s7", "name": "Tiekėjas UAB", "vat_id": "LT 200000000020", "country": "LT"},
-		"document_number": "A\u20131", "issue_date": "2026-12-03", "due_date": "2026-12-31", "currency": "EUR",
-		"lines": [{"description": "Service", "quantity": "1", "unit_price": "100.00", "vat_rate": "21"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kinds, err := exec.NewKinds(postgres.Kinds(testkeys.Clock())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		_, err := exec.Run(ctx, tx, kinds, "acme", cmd)
-		return err
-	})
-	if e, ok := err.(*ledger.Error); !ok || e.Code != ledger.CodeDuplicateDocument || e.Details["purchase_invoice_id"] != ids[0].String() {
-		t.Fatalf("a fifth record: %v, want duplicate_document naming %s", err, ids[0])
-	}
-	_, err = conn.Exec(ctx, `
-		INSERT INTO purchase_invoices (id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
-			document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id)
-		SELECT $1, company_id, 's8', supplier_name, supplier_vat_id, supplier_country,
-		       'A-1', issue_date, due_date, currency, net, vat, gross, journal_entry_id
-		  FROM purchase_invoices WHERE id = $2`, uuid.New(), ids[0])
-	if err == nil || !strings.Contains(err.Error(), "purchase_invoices_one_per_identity") {
-		t.Fatalf("a fifth record of A-1 by hand: %v, want the unique index to refuse it", err)
-	}
+	requireRecordRefused(t, conn, ids[0], `{"id": "s7", "name": "Tiekėjas UAB", "vat_id": "LT 200000000020", "country": "LT"}`, "A\u20131")
+	requireIndexRefuses(t, conn, ids[0], "'s8'", "A-1")
 	var lookup bool
 	if err := conn.QueryRow(ctx, `SELECT to_regclass('purchase_invoices_identity_lookup') IS NOT NULL`).Scan(&lookup); err != nil || !lookup {
 		t.Fatalf("no lookup index beside the partial unique one: %v", err)
@@ -98,36 +54,64 @@ func TestRepeatedSupplierDocumentsStay(t *testing.T) {
 // refused against, by the lookup and by the index.
 func TestDocumentsTheNewNumberRuleJoinsStay(t *testing.T) {
 	t.Parallel()
+	dsn, conn := companyAtMigration(t, 42)
+	first, second := oldPurchase(t, conn, "s1", "INV-7", 1), oldPurchase(t, conn, "s1", "INV 7", 2)
+	before := dumpPurchases(t, conn)
+	if _, err := migrations.Up(testContext(t), dsn, nil); err != nil {
+		t.Fatalf("Up over numbers the new rule joins: %v", err)
+	}
+	after := dumpPurchases(t, conn)
+	requireUnchanged(t, before, after)
+	for _, id := range []uuid.UUID{first, second} {
+		if got := string(after[id.String()]["document_key"]); got != `"inv7"` {
+			t.Errorf("%s: document_key %s, want \"inv7\"", id, got)
+		}
+	}
+	requireRecordRefused(t, conn, first, `{"id": "s1", "name": "Tiekėjas UAB", "vat_id": "LT200000000020", "country": "LT"}`, "inv7")
+	requireIndexRefuses(t, conn, first, "supplier_id", "I N V 7")
+}
+
+// companyAtMigration is a database migrated up to version n holding the
+// company acme as company.create made it then, and a connection to it.
+func companyAtMigration(t *testing.T, n int64) (string, *pgx.Conn) {
+	t.Helper()
 	dsn := testenv.Postgres(t)
 	ctx := testContext(t)
-	if err := migrations.UpTo(ctx, dsn, 42); err != nil {
+	if err := migrations.UpTo(ctx, dsn, n); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	t.Cleanup(func() { conn.Close(context.Background()) })
 	oldCompany(t, conn)
-	first, second := oldPurchase(t, conn, "s1", "INV-7", 1), oldPurchase(t, conn, "s1", "INV 7", 2)
-	before := dumpPurchases(t, conn)
-	if _, err := migrations.Up(ctx, dsn, nil); err != nil {
-		t.Fatalf("Up over numbers the new rule joins: %v", err)
-	}
-	after := dumpPurchases(t, conn)
-	for _, id := range []uuid.UUID{first, second} {
-		for col, v := range before[id.String()] {
-			if col != "document_key" && string(after[id.String()][col]) != string(v) {
-				t.Errorf("%s: %s was %s, is %s", id, col, v, after[id.String()][col])
+	return dsn, conn
+}
+
+// requireUnchanged checks that a migration left every purchase invoice as
+// it was, but for the number's key, which a later rule recomputes (00043).
+func requireUnchanged(t *testing.T, before, after map[string]map[string]json.RawMessage) {
+	t.Helper()
+	for id, row := range before {
+		for col, v := range row {
+			if col != "document_key" && string(after[id][col]) != string(v) {
+				t.Errorf("%s: %s was %s, is %s", id, col, v, after[id][col])
 			}
 		}
-		if got := string(after[id.String()]["document_key"]); got != `"inv7"` {
-			t.Errorf("%s: document_key %s, want \"inv7\"", id, got)
-		}
 	}
+	if len(after) != len(before) {
+		t.Fatalf("%d purchase invoices after the migration, %d before", len(after), len(before))
+	}
+}
 
-	cmd, err := ledger.Decode(new(ledger.RecordPurchaseInvoice).CommandName(), []byte(`{"supplier": {"id": "s1", "name": "Tiekėjas UAB", "vat_id": "LT200000000020", "country": "LT"},
-		"document_number": "inv7", "issue_date": "2026-12-03", "due_date": "2026-12-31", "currency": "EUR",
+// requireRecordRefused runs purchase_invoice.record of supplier (JSON) and
+// number, and requires it refused as the duplicate of first.
+func requireRecordRefused(t *testing.T, conn *pgx.Conn, first uuid.UUID, supplier, number string) {
+	t.Helper()
+	ctx := testContext(t)
+	cmd, err := ledger.Decode(new(ledger.RecordPurchaseInvoice).CommandName(), []byte(`{"supplier": `+supplier+`,
+		"document_number": "`+number+`", "issue_date": "2026-12-03", "due_date": "2026-12-31", "currency": "EUR",
 		"lines": [{"description": "Service", "quantity": "1", "unit_price": "100.00", "vat_rate": "21"}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -141,16 +125,22 @@ func TestDocumentsTheNewNumberRuleJoinsStay(t *testing.T) {
 		return err
 	})
 	if e, ok := err.(*ledger.Error); !ok || e.Code != ledger.CodeDuplicateDocument || e.Details["purchase_invoice_id"] != first.String() {
-		t.Fatalf("inv7 after INV-7 and INV 7: %v, want duplicate_document naming %s", err, first)
+		t.Fatalf("%s recorded again: %v, want duplicate_document naming %s", number, err, first)
 	}
-	_, err = conn.Exec(ctx, `
+}
+
+// requireIndexRefuses inserts a copy of first by hand, with the supplier
+// id supplierSQL and number, and requires the unique index to refuse it.
+func requireIndexRefuses(t *testing.T, conn *pgx.Conn, first uuid.UUID, supplierSQL, number string) {
+	t.Helper()
+	_, err := conn.Exec(testContext(t), `
 		INSERT INTO purchase_invoices (id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
 			document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id)
-		SELECT $1, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
-		       'I N V 7', issue_date, due_date, currency, net, vat, gross, journal_entry_id
-		  FROM purchase_invoices WHERE id = $2`, uuid.New(), first)
+		SELECT $1, company_id, `+supplierSQL+`, supplier_name, supplier_vat_id, supplier_country,
+		       $3, issue_date, due_date, currency, net, vat, gross, journal_entry_id
+		  FROM purchase_invoices WHERE id = $2`, uuid.New(), first, number)
 	if err == nil || !strings.Contains(err.Error(), "purchase_invoices_one_per_identity") {
-		t.Fatalf("a third spelling by hand: %v, want the unique index to refuse it", err)
+		t.Fatalf("%s by hand: %v, want the unique index to refuse it", number, err)
 	}
 }
 
