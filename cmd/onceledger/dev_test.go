@@ -117,7 +117,7 @@ func TestDevUsesADatabaseOfItsOwn(t *testing.T) {
 		banner, devErr = out, errOut
 		done <- code
 	}()
-	st := waitDevState(ctx, t, dir, os.Getpid(), done)
+	st := waitDevState(ctx, t, dir, os.Getpid(), done, func() string { return banner + devErr })
 	waitHTTP(t, st.HealthURL+"/readyz")
 
 	if !strings.HasSuffix(strings.SplitN(st.DatabaseURL, "?", 2)[0], "/"+ownDB) {
@@ -253,7 +253,7 @@ func startDevProcess(ctx context.Context, t *testing.T, dir string) *devProcess 
 			}
 		}
 	})
-	p.state = waitDevState(ctx, t, dir, p.pid, p.done)
+	p.state = waitDevState(ctx, t, dir, p.pid, p.done, p.out.String)
 	return p
 }
 
@@ -292,7 +292,8 @@ func (p *devProcess) alive(ctx context.Context, t *testing.T) {
 	}
 }
 
-func waitDevState(ctx context.Context, t *testing.T, dir string, pid int, exited <-chan int) devState {
+// output, read once dev has exited, is what it said.
+func waitDevState(ctx context.Context, t *testing.T, dir string, pid int, exited <-chan int, output func() string) devState {
 	t.Helper()
 	for {
 		if st, err := readDevState(dir); err == nil && st.PID == pid {
@@ -300,7 +301,7 @@ func waitDevState(ctx context.Context, t *testing.T, dir string, pid int, exited
 		}
 		select {
 		case code := <-exited:
-			t.Fatalf("dev exited %d before it was up", code)
+			t.Fatalf("dev exited %d before it was up:\n%s", code, output())
 		case <-ctx.Done():
 			t.Fatalf("dev did not come up: %v", ctx.Err())
 		case <-time.After(100 * time.Millisecond):

@@ -84,7 +84,7 @@ func TestReadmeTryIt(t *testing.T) {
 			t.Errorf("dev exited %d: %s", code, devErr)
 		}
 	}()
-	st := waitDevState(ctx, t, dir, os.Getpid(), done)
+	st := waitDevState(ctx, t, dir, os.Getpid(), done, func() string { return devErr })
 	waitServing(t, st.HealthURL+"/readyz", nil, nil)
 	// The README's addresses are dev's defaults; this dev has free ports.
 	addresses := strings.NewReplacer("127.0.0.1:4223", "127.0.0.1:"+natsPort, "http://127.0.0.1:8080", st.HTTPURL,
