@@ -116,6 +116,7 @@ func TestDevUsesADatabaseOfItsOwn(t *testing.T) {
 		code, out, errOut := invoke(devCtx, "", "dev", "-database", ownDB, "-nats-port", natsPort, "-http", httpAddr, "-health", healthAddr, "-log-level", "error")
 		banner, devErr = out, errOut
 		done <- code
+		close(done) // a wait that took the code leaves 0 to the next
 	}()
 	st := waitDevState(ctx, t, dir, os.Getpid(), done, func() string { return banner + devErr })
 	waitHTTP(t, st.HealthURL+"/readyz")

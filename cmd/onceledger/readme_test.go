@@ -77,6 +77,7 @@ func TestReadmeTryIt(t *testing.T) {
 			"-nats-port", natsPort, "-http", httpAddr, "-health", healthAddr, "-log-level", "error")
 		devErr = errOut
 		done <- code
+		close(done) // a wait that took the code leaves 0 to the next
 	}()
 	defer func() {
 		stopDev()
