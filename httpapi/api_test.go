@@ -17,6 +17,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/onceledger/onceledger/client"
+	"github.com/onceledger/onceledger/examples"
 	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/internal/testworker"
@@ -492,24 +493,14 @@ func TestEveryCommandOverHTTP(t *testing.T) {
 	for _, rt := range commandRoutes {
 		routeOf[rt.command] = rt
 	}
-	var endpointID string
-	for _, file := range exampleOrder {
-		rt := routeOf[exampleCommands[file]]
-		body := readExample(t, file)
-		if endpointID != "" {
-			body = bytes.ReplaceAll(body, []byte("0193a5c2-7c1e-7d2a-9f3b-2b1c4d5e6f70"), []byte(endpointID))
-		}
-		r := e.post(rt.path, acme, "example-"+file, body)
+	ids := examples.IDs{}
+	for _, file := range examples.Order {
+		rt := routeOf[examples.Commands[file]]
+		r := e.post(rt.path, acme, "example-"+file, ids.Fill(readExample(t, file)))
 		if r.status != rt.status {
 			t.Fatalf("%s: %d %s", file, r.status, r.body)
 		}
-		if rt.command == "webhook_endpoint.create" {
-			var ep struct {
-				ID string `json:"endpoint_id"`
-			}
-			json.Unmarshal(r.body, &ep)
-			endpointID = ep.ID
-		}
+		ids.Take(file, r.body)
 	}
 	r := e.get("/v1/sales/invoices/INV-2026-000001", acme)
 	var d ledger.InvoiceDetailView

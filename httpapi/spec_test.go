@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,43 +12,13 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/onceledger/onceledger/examples"
 	"github.com/onceledger/onceledger/ledger"
 )
 
-// exampleCommands maps every file in examples/ to its command.
-var exampleCommands = map[string]string{
-	"company.json":                         "company.create",
-	"invoice.json":                         "invoice.create",
-	"credit_note.json":                     "credit_note.create",
-	"payment.json":                         "payment.record",
-	"customer_credit_apply.json":           "customer_credit.apply",
-	"customer_credit_refund.json":          "customer_credit.refund",
-	"period_close.json":                    "period.close",
-	"fx_rate.json":                         "fx_rate.record",
-	"settlement.json":                      "settlement.record",
-	"purchase_invoice.json":                "purchase_invoice.record",
-	"purchase_invoice_reverse_charge.json": "purchase_invoice.record",
-	"invoice_intra_eu.json":                "invoice.create",
-	"asset.json":                           "asset.register",
-	"depreciation.json":                    "depreciation.run",
-	"webhook_endpoint.json":                "webhook_endpoint.create",
-	"webhook_endpoint_update.json":         "webhook_endpoint.update",
-	"webhook_endpoint_disable.json":        "webhook_endpoint.disable",
-	"webhook_endpoint_rotate_secret.json":  "webhook_endpoint.rotate_secret",
-}
-
-// exampleOrder is an order in which the examples run against one company.
-var exampleOrder = []string{
-	"company.json", "invoice.json", "credit_note.json", "payment.json", "customer_credit_apply.json",
-	"customer_credit_refund.json", "settlement.json", "period_close.json", "fx_rate.json",
-	"purchase_invoice.json", "purchase_invoice_reverse_charge.json", "asset.json", "depreciation.json", "invoice_intra_eu.json",
-	"webhook_endpoint.json",
-	"webhook_endpoint_update.json", "webhook_endpoint_rotate_secret.json", "webhook_endpoint_disable.json",
-}
-
 func readExample(t testing.TB, file string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "examples", file))
+	b, err := examples.Read(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +102,9 @@ func TestExamplesAgreeWithSchemasAndDecode(t *testing.T) {
 	covered := map[string]bool{}
 	for _, path := range onDisk {
 		file := filepath.Base(path)
-		cmd, ok := exampleCommands[file]
+		cmd, ok := examples.Commands[file]
 		if !ok {
-			t.Errorf("examples/%s is not mapped to a command in exampleCommands", file)
+			t.Errorf("examples/%s is not mapped to a command in examples.Commands", file)
 			continue
 		}
 		covered[cmd] = true
@@ -175,6 +144,8 @@ func TestSchemasRefuseWhatDecodeRefuses(t *testing.T) {
 		{"credit_note.create", `{"invoice_number": "INV-2026-000001", "issue_date": "2026-12-05", "reason": "r"}`, "nothing to credit"},
 		{"credit_note.create", `{"invoice_number": "INV-2026-000001", "invoice_id": "0193a5c2-7c1e-7d2a-9f3b-2b1c4d5e6f70", "issue_date": "2026-12-05", "reason": "r", "full": true}`, "both invoice_id and invoice_number"},
 		{"credit_note.create", `{"invoice_number": "INV-2026-000001", "issue_date": "2026-12-05", "reason": "r", "full": true, "lines": [{"line": 1, "quantity": "1"}]}`, "full and lines"},
+		{"purchase_credit_note.record", `{"purchase_invoice_id": "0193a4f2-7c1e-7d3a-9b2f-5e8c1a2b3c4d", "document_number": "K-1", "issue_date": "2026-12-05", "reason": "r"}`, "a supplier's credit note of nothing"},
+		{"purchase_credit_note.record", `{"document_number": "K-1", "issue_date": "2026-12-05", "reason": "r", "full": true}`, "a supplier's credit note of no invoice"},
 		{"payment.record", `{"payment_ref": "p", "customer_id": "c", "received_on": "2026-12-10", "method": "cash", "currency": "EUR", "amount": "1.00"}`, "an unknown method"},
 		{"asset.register", `{"asset_id": "a", "description": "d", "acquisition_date": "2026-12-03", "currency": "EUR", "cost": "100.00", "useful_life_months": 0}`, "no useful life"},
 		{"depreciation.run", `{"asset_id": "a", "period": "2026-13"}`, "a month that does not exist"},

@@ -28,6 +28,7 @@ var commands = register(
 	new(RecordPayment),
 	new(RecordSettlement),
 	new(RecordPurchaseInvoice),
+	new(RecordPurchaseCreditNote),
 	new(RegisterAsset),
 	new(RunDepreciation),
 	new(ApplyCustomerCredit),

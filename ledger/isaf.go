@@ -386,7 +386,7 @@ func isafInvoice(co Company, d *RegisterDocument) (ISAFInvoice, error) {
 		InvoiceType:  ISAFTypeInvoice,
 		VATPointDate: isafDate(d.Date),
 	}
-	if d.Type == DocumentCreditNote {
+	if d.Correction() {
 		doc.InvoiceType = ISAFTypeCreditNote
 	}
 	if d.Reference != nil {

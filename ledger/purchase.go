@@ -124,6 +124,9 @@ type PurchaseInvoice struct {
 	// date, currency and gross, recorded before it: perhaps the same
 	// invoice under a number written otherwise ("TK 0042", "TK-0042").
 	NearDuplicates []PurchaseRef
+	// Credit is set on a supplier's credit note (BookPurchaseCredit): the
+	// invoice it corrects. Its amounts are then negative.
+	Credit *PurchaseCredit
 }
 
 // PurchaseRef names a recorded purchase invoice.
@@ -224,6 +227,9 @@ type PurchaseInvoiceView struct {
 type PurchaseLineView struct {
 	InvoiceLineView
 	Account string `json:"account"`
+	// CreditsLine is, on a credit note, the number of the invoice line it
+	// credits (absent for an amount credited at a VAT rate).
+	CreditsLine int `json:"credits_line,omitempty"`
 }
 
 // View renders the purchase invoice.

@@ -9,6 +9,9 @@ const (
 	DocumentInvoice         DocumentType = "invoice"
 	DocumentCreditNote      DocumentType = "credit_note"
 	DocumentPurchaseInvoice DocumentType = "purchase_invoice"
+	// DocumentPurchaseCreditNote is a supplier's credit note: input VAT it
+	// reduces, in the month it is registered in, like a purchase invoice.
+	DocumentPurchaseCreditNote DocumentType = "purchase_credit_note"
 )
 
 // Register is the VAT invoice register of a month: the sales invoices and
@@ -29,12 +32,12 @@ type RegisterDocument struct {
 	// CounterpartyCode is the counterparty's registration code when the
 	// document gives it (a supplier's code), else "".
 	CounterpartyCode string
-	// Recorded is the day a purchase invoice was booked: its registration
+	// Recorded is the day a purchase invoice or credit note was booked: its registration
 	// date, or for one recorded before those were kept the day it was
 	// recorded, in Lithuanian time; zero for sales documents.
 	Recorded  Date
 	Currency  Currency
-	Reference *DocumentReference // a credit note's invoice
+	Reference *DocumentReference // a credit note's invoice (sales or purchase)
 	Rates     []RateTotal
 }
 
@@ -49,14 +52,22 @@ type DocumentReference struct {
 }
 
 // Sales reports whether the document is issued by the company (output VAT).
-func (d *RegisterDocument) Sales() bool { return d.Type != DocumentPurchaseInvoice }
+func (d *RegisterDocument) Sales() bool {
+	return d.Type != DocumentPurchaseInvoice && d.Type != DocumentPurchaseCreditNote
+}
+
+// Correction reports whether the document is a credit note, sales or
+// purchase: it reduces what its invoice declared.
+func (d *RegisterDocument) Correction() bool {
+	return d.Type == DocumentCreditNote || d.Type == DocumentPurchaseCreditNote
+}
 
 // Signed returns the amounts per rate as they count in the register and the
 // VAT return: a credit note reduces them, so its amounts are negative.
 func (d *RegisterDocument) Signed() []RateTotal {
 	out := make([]RateTotal, len(d.Rates))
 	for i, r := range d.Rates {
-		if d.Type == DocumentCreditNote {
+		if d.Correction() {
 			r.Net, r.VAT = r.Net.Neg(), r.VAT.Neg()
 		}
 		out[i] = r

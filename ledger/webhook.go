@@ -12,19 +12,20 @@ import (
 // The types of the events onceledger emits, each an outcome of a command
 // (see Outcome.Events). Every one is in EventTypes.
 const (
-	EventCompanyCreated          = "company.created"
-	EventInvoiceCreated          = "invoice.created"
-	EventCreditNoteCreated       = "credit_note.created"
-	EventPaymentRecorded         = "payment.recorded"
-	EventSettlementRecorded      = "settlement.recorded"
-	EventPurchaseInvoiceRecorded = "purchase_invoice.recorded"
-	EventAssetRegistered         = "asset.registered"
-	EventDepreciationPosted      = "depreciation.posted"
-	EventCustomerCreditApplied   = "customer_credit.applied"
-	EventCustomerCreditRefunded  = "customer_credit.refunded"
-	EventPeriodClosed            = "period.closed"
-	EventFXRateRecorded          = "fx_rate.recorded"
-	EventWebhookEndpointDisabled = "webhook_endpoint.disabled"
+	EventCompanyCreated             = "company.created"
+	EventInvoiceCreated             = "invoice.created"
+	EventCreditNoteCreated          = "credit_note.created"
+	EventPaymentRecorded            = "payment.recorded"
+	EventSettlementRecorded         = "settlement.recorded"
+	EventPurchaseInvoiceRecorded    = "purchase_invoice.recorded"
+	EventPurchaseCreditNoteRecorded = "purchase_credit_note.recorded"
+	EventAssetRegistered            = "asset.registered"
+	EventDepreciationPosted         = "depreciation.posted"
+	EventCustomerCreditApplied      = "customer_credit.applied"
+	EventCustomerCreditRefunded     = "customer_credit.refunded"
+	EventPeriodClosed               = "period.closed"
+	EventFXRateRecorded             = "fx_rate.recorded"
+	EventWebhookEndpointDisabled    = "webhook_endpoint.disabled"
 )
 
 // EventTypes are the events onceledger emits; webhook endpoints filter on them.
@@ -35,6 +36,7 @@ var EventTypes = []string{
 	EventPaymentRecorded,
 	EventSettlementRecorded,
 	EventPurchaseInvoiceRecorded,
+	EventPurchaseCreditNoteRecorded,
 	EventAssetRegistered,
 	EventDepreciationPosted,
 	EventCustomerCreditApplied,

@@ -589,6 +589,8 @@ CREATE TABLE public.purchase_invoice_lines (
     net_company numeric(28,8),
     vat_company numeric(28,8),
     vat_treatment text NOT NULL DEFAULT ''::text,
+    credits_line_no integer,
+    CONSTRAINT purchase_invoice_lines_credits_line_no_check CHECK ((credits_line_no > 0)),
     CONSTRAINT purchase_invoice_lines_line_no_check CHECK ((line_no > 0)),
     CONSTRAINT purchase_invoice_lines_pkey PRIMARY KEY (purchase_invoice_id, line_no),
     CONSTRAINT purchase_invoice_lines_vat_treatment CHECK ((vat_treatment = ANY (ARRAY[''::text, 'standard'::text, 'exempt'::text, 'other_zero'::text, 'reverse_charge_eu_goods'::text, 'reverse_charge_eu_services'::text, 'reverse_charge_domestic'::text])))
@@ -622,7 +624,12 @@ CREATE TABLE public.purchase_invoices (
     rate_date date,
     registration_date date,
     document_key text GENERATED ALWAYS AS (public.purchase_document_key(document_number)) STORED,
+    credits_invoice_id uuid,
+    reason text,
+    CONSTRAINT purchase_credit_notes_are_negative CHECK (((credits_invoice_id IS NULL) OR ((net <= (0)::numeric) AND (vat <= (0)::numeric) AND (gross < (0)::numeric)))),
+    CONSTRAINT purchase_credit_notes_give_a_reason CHECK (((credits_invoice_id IS NULL) = (reason IS NULL))),
     CONSTRAINT purchase_invoices_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
+    CONSTRAINT purchase_invoices_credits_invoice_id_fkey FOREIGN KEY (credits_invoice_id) REFERENCES public.purchase_invoices(id),
     CONSTRAINT purchase_invoices_currency_iso_4217 CHECK (public.iso_4217_currency((currency)::text)),
     CONSTRAINT purchase_invoices_exchange_rate_check CHECK ((exchange_rate > (0)::numeric)),
     CONSTRAINT purchase_invoices_journal_entry_id_fkey FOREIGN KEY (journal_entry_id) REFERENCES public.journal_entries(id),
@@ -630,7 +637,9 @@ CREATE TABLE public.purchase_invoices (
     CONSTRAINT purchase_invoices_registered_after_issue CHECK ((registration_date >= issue_date))
 );
 CREATE INDEX purchase_invoices_by_registration ON public.purchase_invoices USING btree (company_id, COALESCE(registration_date, issue_date));
+CREATE INDEX purchase_invoices_credits ON public.purchase_invoices USING btree (credits_invoice_id) WHERE (credits_invoice_id IS NOT NULL);
 CREATE UNIQUE INDEX purchase_invoices_one_per_identity ON public.purchase_invoices USING btree (company_id, supplier_key, document_key);
+CREATE TRIGGER purchase_credit_of_an_invoice BEFORE INSERT ON public.purchase_invoices FOR EACH ROW WHEN ((new.credits_invoice_id IS NOT NULL)) EXECUTE FUNCTION public.purchase_credit_of_an_invoice();
 CREATE TRIGGER purchase_invoices_immutable BEFORE DELETE OR UPDATE ON public.purchase_invoices FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
 CREATE TRIGGER purchase_invoices_no_truncate BEFORE TRUNCATE ON public.purchase_invoices FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
 
@@ -985,6 +994,21 @@ BEGIN
     RETURN NULL;
 END;
 $function$;
+
+CREATE OR REPLACE FUNCTION public.purchase_credit_of_an_invoice()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF NEW.credits_invoice_id IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM purchase_invoices i
+         WHERE i.id = NEW.credits_invoice_id AND i.company_id = NEW.company_id AND i.credits_invoice_id IS NULL) THEN
+        RAISE EXCEPTION 'purchase credit note % credits % which is not a purchase invoice of company %',
+            NEW.id, NEW.credits_invoice_id, NEW.company_id
+            USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NEW;
+END $function$;
 
 CREATE OR REPLACE FUNCTION public.purchase_document_key(number text)
  RETURNS text

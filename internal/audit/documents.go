@@ -19,6 +19,8 @@ import (
 //	credit note       Dr 4000 net, Dr 2300 VAT, Cr 1200 and 2200 gross between them
 //	purchase invoice  Dr its lines' accounts net, Dr 1300 VAT, Cr 2100 gross
 //	                  less the VAT it assesses, Cr 2300 that VAT
+//	purchase credit   the same with negative amounts (its lines are
+//	note              negative): the purchase's entry reversed
 //
 // A purchase's reverse-charged lines carry VAT the company assesses
 // itself (docs/vat.md): it owes that VAT (2300) and deducts it (1300) at
@@ -49,7 +51,8 @@ docs AS (
 	SELECT 'credit note', id, company_id, number, issue_date, currency::text, net, vat, gross, journal_entry_id
 	  FROM credit_notes WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL
-	SELECT 'purchase invoice', id, company_id, document_number, issue_date, currency::text, net, vat, gross, journal_entry_id
+	SELECT CASE WHEN credits_invoice_id IS NULL THEN 'purchase invoice' ELSE 'purchase credit note' END,
+	       id, company_id, document_number, issue_date, currency::text, net, vat, gross, journal_entry_id
 	  FROM purchase_invoices WHERE ($1::text = '' OR company_id = $1)),
 posted AS (
 	SELECT l.entry_id, min(l.company_id) AS first_company, max(l.company_id) AS last_company,
@@ -101,7 +104,7 @@ flagged AS (
 	            WHEN first_currency <> currency OR last_currency <> currency
 	            THEN format('its journal entry %s posts in %s where the document is in %s', journal_entry_id,
 	                        CASE WHEN first_currency = currency THEN last_currency ELSE first_currency END, currency)
-	            WHEN kind = 'purchase invoice' AND (entry_net, entry_vat, entry_gross) = (net, vat, gross) AND entry_only_kind
+	            WHEN kind IN ('purchase invoice', 'purchase credit note') AND (entry_net, entry_vat, entry_gross) = (net, vat, gross) AND entry_only_kind
 	                 AND entry_output_vat <> lines_assessed
 	            THEN format('its journal entry %s credits %s to 2300 where its reverse-charged lines assess VAT %s',
 	                        journal_entry_id, money[entry_output_vat; currency], money[lines_assessed; currency])
@@ -115,7 +118,7 @@ flagged AS (
 	    OR entry_company IS NULL OR entry_company <> company_id OR first_company <> company_id OR last_company <> company_id
 	    OR first_currency <> currency OR last_currency <> currency
 	    OR (entry_net, entry_vat, entry_gross) <> (net, vat, gross) OR NOT entry_only_kind
-	    OR (kind = 'purchase invoice' AND entry_output_vat <> lines_assessed))`
+	    OR (kind IN ('purchase invoice', 'purchase credit note') AND entry_output_vat <> lines_assessed))`
 
 // entriesOfDocs is where documentTotalsSQL reads the lines of its
 // documents' entries. Auditing one company it looks them up by entry;

@@ -255,17 +255,18 @@ type documentKind struct {
 
 // documentKinds mirror the audit's inbox checks (internal/audit/inbox.go).
 var documentKinds = map[string]documentKind{
-	new(ledger.CreateCompany).CommandName():         {"company", "id", `SELECT name FROM companies WHERE id = $1 AND id = $2`},
-	new(ledger.CreateInvoice).CommandName():         {"invoice", "invoice_id", `SELECT number FROM invoices WHERE company_id = $1 AND id = $2::uuid`},
-	new(ledger.CreateCreditNote).CommandName():      {"credit note", "credit_note_id", `SELECT number FROM credit_notes WHERE company_id = $1 AND id = $2::uuid`},
-	new(ledger.RecordPayment).CommandName():         {"payment", "payment_id", `SELECT '' FROM payments WHERE company_id = $1 AND id = $2::uuid`},
-	new(ledger.RecordSettlement).CommandName():      {"settlement", "settlement_id", `SELECT '' FROM settlements WHERE company_id = $1 AND id = $2::uuid`},
-	new(ledger.RecordPurchaseInvoice).CommandName(): {"purchase invoice", "purchase_invoice_id", `SELECT '' FROM purchase_invoices WHERE company_id = $1 AND id = $2::uuid`},
-	new(ledger.RegisterAsset).CommandName():         {"asset", "asset_id", `SELECT '' FROM assets WHERE company_id = $1 AND asset_ref = $2`},
-	new(ledger.RunDepreciation).CommandName():       {"depreciation run", "depreciation_run_id", `SELECT '' FROM depreciation_runs WHERE company_id = $1 AND id = $2::uuid`},
-	new(ledger.ApplyCustomerCredit).CommandName():   {"credit application", "application_id", `SELECT '' FROM customer_credit_movements WHERE company_id = $1 AND id = $2::uuid`},
-	new(ledger.RefundCustomerCredit).CommandName():  {"credit refund", "refund_id", `SELECT '' FROM customer_credit_movements WHERE company_id = $1 AND id = $2::uuid`},
-	new(ledger.CreateWebhookEndpoint).CommandName(): {"webhook endpoint", "endpoint_id", `SELECT '' FROM webhook_endpoints WHERE company_id = $1 AND id = $2::uuid`},
+	new(ledger.CreateCompany).CommandName():            {"company", "id", `SELECT name FROM companies WHERE id = $1 AND id = $2`},
+	new(ledger.CreateInvoice).CommandName():            {"invoice", "invoice_id", `SELECT number FROM invoices WHERE company_id = $1 AND id = $2::uuid`},
+	new(ledger.CreateCreditNote).CommandName():         {"credit note", "credit_note_id", `SELECT number FROM credit_notes WHERE company_id = $1 AND id = $2::uuid`},
+	new(ledger.RecordPayment).CommandName():            {"payment", "payment_id", `SELECT '' FROM payments WHERE company_id = $1 AND id = $2::uuid`},
+	new(ledger.RecordSettlement).CommandName():         {"settlement", "settlement_id", `SELECT '' FROM settlements WHERE company_id = $1 AND id = $2::uuid`},
+	new(ledger.RecordPurchaseInvoice).CommandName():    {"purchase invoice", "purchase_invoice_id", `SELECT '' FROM purchase_invoices WHERE company_id = $1 AND id = $2::uuid`},
+	new(ledger.RecordPurchaseCreditNote).CommandName(): {"purchase credit note", "purchase_credit_note_id", `SELECT document_number FROM purchase_invoices WHERE company_id = $1 AND id = $2::uuid AND credits_invoice_id IS NOT NULL`},
+	new(ledger.RegisterAsset).CommandName():            {"asset", "asset_id", `SELECT '' FROM assets WHERE company_id = $1 AND asset_ref = $2`},
+	new(ledger.RunDepreciation).CommandName():          {"depreciation run", "depreciation_run_id", `SELECT '' FROM depreciation_runs WHERE company_id = $1 AND id = $2::uuid`},
+	new(ledger.ApplyCustomerCredit).CommandName():      {"credit application", "application_id", `SELECT '' FROM customer_credit_movements WHERE company_id = $1 AND id = $2::uuid`},
+	new(ledger.RefundCustomerCredit).CommandName():     {"credit refund", "refund_id", `SELECT '' FROM customer_credit_movements WHERE company_id = $1 AND id = $2::uuid`},
+	new(ledger.CreateWebhookEndpoint).CommandName():    {"webhook endpoint", "endpoint_id", `SELECT '' FROM webhook_endpoints WHERE company_id = $1 AND id = $2::uuid`},
 }
 
 // documentsOf returns the document k's successful command created, if its

@@ -22,20 +22,21 @@ import (
 // these types, so they change when the events do; the test checks that
 // every event type has one and that the events the worker writes match.
 var eventData = map[string]any{
-	ledger.EventCompanyCreated:          ledger.Company{},
-	ledger.EventInvoiceCreated:          ledger.InvoiceView{},
-	ledger.EventCreditNoteCreated:       ledger.CreditNoteView{},
-	ledger.EventPaymentRecorded:         ledger.PaymentView{},
-	ledger.EventSettlementRecorded:      ledger.SettlementView{},
-	ledger.EventPurchaseInvoiceRecorded: ledger.PurchaseInvoiceView{},
-	ledger.EventAssetRegistered:         ledger.AssetView{},
-	ledger.EventDepreciationPosted:      ledger.DepreciationView{},
-	ledger.EventCustomerCreditApplied:   ledger.CreditApplicationView{},
-	ledger.EventCustomerCreditRefunded:  ledger.CreditRefundView{},
-	ledger.EventPeriodClosed:            ledger.PeriodCloseView{},
-	ledger.EventFXRateRecorded:          ledger.FXRateView{},
-	ledger.EventWebhookEndpointDisabled: webhooks.EndpointView{},
-	webhooks.EventTest:                  webhooks.TestEvent{},
+	ledger.EventCompanyCreated:             ledger.Company{},
+	ledger.EventInvoiceCreated:             ledger.InvoiceView{},
+	ledger.EventCreditNoteCreated:          ledger.CreditNoteView{},
+	ledger.EventPaymentRecorded:            ledger.PaymentView{},
+	ledger.EventSettlementRecorded:         ledger.SettlementView{},
+	ledger.EventPurchaseInvoiceRecorded:    ledger.PurchaseInvoiceView{},
+	ledger.EventPurchaseCreditNoteRecorded: ledger.PurchaseCreditNoteView{},
+	ledger.EventAssetRegistered:            ledger.AssetView{},
+	ledger.EventDepreciationPosted:         ledger.DepreciationView{},
+	ledger.EventCustomerCreditApplied:      ledger.CreditApplicationView{},
+	ledger.EventCustomerCreditRefunded:     ledger.CreditRefundView{},
+	ledger.EventPeriodClosed:               ledger.PeriodCloseView{},
+	ledger.EventFXRateRecorded:             ledger.FXRateView{},
+	ledger.EventWebhookEndpointDisabled:    webhooks.EndpointView{},
+	webhooks.EventTest:                     webhooks.TestEvent{},
 }
 
 // examples are events the worker wrote when it ran the commands of

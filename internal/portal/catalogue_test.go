@@ -14,31 +14,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/onceledger/onceledger/examples"
 	"github.com/onceledger/onceledger/internal/portal"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
 var update = flag.Bool("update", false, "write the catalogue's examples (internal/portal/events) from the events the worker writes")
-
-// exampleOrder runs examples/ against one company, each file as its
-// command, in an order that works.
-var exampleOrder = []struct{ file, command string }{
-	{"company.json", "company.create"},
-	{"invoice.json", "invoice.create"},
-	{"credit_note.json", "credit_note.create"},
-	{"payment.json", "payment.record"},
-	{"customer_credit_apply.json", "customer_credit.apply"},
-	{"customer_credit_refund.json", "customer_credit.refund"},
-	{"settlement.json", "settlement.record"},
-	{"period_close.json", "period.close"},
-	{"fx_rate.json", "fx_rate.record"},
-	{"purchase_invoice.json", "purchase_invoice.record"},
-	{"asset.json", "asset.register"},
-	{"depreciation.json", "depreciation.run"},
-	{"webhook_endpoint.json", "webhook_endpoint.create"},
-	{"webhook_endpoint_disable.json", "webhook_endpoint.disable"},
-}
 
 // schema compiles the catalogue's schema of typ.
 func schema(t *testing.T, typ string) *jsonschema.Schema {
@@ -99,23 +81,13 @@ func TestCatalogueDescribesTheEventsTheWorkerWrites(t *testing.T) {
 	}
 
 	e := startEmpty(t)
-	endpoint := ""
-	for _, ex := range exampleOrder {
-		body, err := os.ReadFile(filepath.Join("..", "..", "examples", ex.file))
+	ids := examples.IDs{}
+	for _, file := range examples.Order {
+		body, err := examples.Read(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if endpoint != "" {
-			body = bytes.ReplaceAll(body, []byte("0193a5c2-7c1e-7d2a-9f3b-2b1c4d5e6f70"), []byte(endpoint))
-		}
-		res := e.command(t, "acme", ex.command, "example-"+ex.file, string(body))
-		if ex.command == "webhook_endpoint.create" {
-			var v struct {
-				ID string `json:"endpoint_id"`
-			}
-			json.Unmarshal(res, &v)
-			endpoint = v.ID
-		}
+		ids.Take(file, e.command(t, "acme", examples.Commands[file], "example-"+file, string(ids.Fill(body))))
 	}
 	id, _ := uuid.Parse(e.endpoint(t, "acme", "test-hook", "http://127.0.0.1:9/hook"))
 	if _, err := webhooks.SendTest(context.Background(), e.Pool, "acme", id); err != nil {

@@ -295,8 +295,8 @@ func Invoice(ctx context.Context, q Querier, company, numberOrID string) (*ledge
 }
 
 // Register returns the month's invoice register: sales invoices and credit
-// notes issued and purchase invoices received in p, by issue date, with
-// their amounts per VAT rate.
+// notes issued and purchase invoices and supplier credit notes received in
+// p, by issue date, with their amounts per VAT rate.
 func Register(ctx context.Context, q Querier, company string, p ledger.Period) (*ledger.Register, error) {
 	c, err := loadCompany(ctx, q, company)
 	if err != nil {
@@ -324,12 +324,14 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 		 WHERE c.company_id = $1 AND c.issue_date BETWEEN $2 AND $3
 		 GROUP BY c.id, i.id, l.vat_rate, l.vat_treatment
 		UNION ALL
-		SELECT 'purchase_invoice', p.id, p.document_number, p.issue_date, p.supplier_id, p.supplier_vat_id,
+		SELECT CASE WHEN p.credits_invoice_id IS NULL THEN 'purchase_invoice' ELSE 'purchase_credit_note' END,
+		       p.id, p.document_number, p.issue_date, p.supplier_id, p.supplier_vat_id,
 		       p.supplier_country, p.supplier_name, p.supplier_code, coalesce(p.registration_date, (p.created_at AT TIME ZONE $5)::date),
-		       `+inCompanyCurrency("p.currency", "''", "NULL::date")+`
+		       `+inCompanyCurrency("p.currency", "coalesce(ci.document_number, '')", "ci.issue_date")+`
 		  FROM purchase_invoices p JOIN purchase_invoice_lines l ON l.purchase_invoice_id = p.id
+		  LEFT JOIN purchase_invoices ci ON ci.id = p.credits_invoice_id
 		 WHERE p.company_id = $1 AND coalesce(p.registration_date, p.issue_date) BETWEEN $2 AND $3
-		 GROUP BY p.id, l.vat_rate, l.vat_treatment`, company, p.First().Time, p.Last().Time, c.Currency, ledger.RegisterTimeZone)
+		 GROUP BY p.id, ci.id, l.vat_rate, l.vat_treatment`, company, p.First().Time, p.Last().Time, c.Currency, ledger.RegisterTimeZone)
 	if err != nil {
 		return nil, fmt.Errorf("invoice register: %w", err)
 	}
@@ -350,6 +352,11 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 			&d.Counterparty.Name, &d.CounterpartyCode, &recorded, &cur, &refNo, &refDate, &rate.Rate, &rate.Treatment, &rate.Net, &rate.VAT); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("invoice register: %w", err)
+		}
+		if ledger.DocumentType(typ) == ledger.DocumentPurchaseCreditNote {
+			// Stored as its entry posts it (negative); the register shows
+			// a document's amounts as printed on it.
+			rate.Net, rate.VAT = rate.Net.Neg(), rate.VAT.Neg()
 		}
 		i, ok := index[id]
 		if !ok {

@@ -286,10 +286,10 @@ func queueSettlements(batch *pgx.Batch, companies []string, sts []*ledger.Settle
 		ids, companies, providers, payouts, dates, currencies, grosses, fees, refunds, nets, entries)
 }
 
-// queuePurchases queues the purchase invoices of companies, recorded by
-// the commands with idempotency keys keys ("" for none), and their lines;
-// each one's journal entry is queued by queueEntries. The identity keys
-// are the table's generated columns.
+// queuePurchases queues the purchase invoices and supplier credit notes
+// of companies, recorded by the commands with idempotency keys keys (""
+// for none), and their lines; each one's journal entry is queued by
+// queueEntries. The identity keys are the table's generated columns.
 func queuePurchases(batch *pgx.Batch, companies, keys []string, pis []*ledger.PurchaseInvoice) {
 	var ids, entries [][16]byte
 	var supIDs, supNames, supVATs, supCodes, supCountries, docs, currencies, nets, vats, grosses []string
@@ -297,9 +297,17 @@ func queuePurchases(batch *pgx.Batch, companies, keys []string, pis []*ledger.Pu
 	var lineDocs [][16]byte
 	var lineNos []int32
 	var descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo, treatments []string
-	var fxRates, fxSources, fxDates []string
+	var fxRates, fxSources, fxDates, credited, reasons []string
+	var creditsLines []int32
 	for _, pi := range pis {
 		c := pi.Command
+		cr := &ledger.PurchaseCredit{}
+		if pi.Credit != nil {
+			cr = pi.Credit
+			credited, reasons = append(credited, cr.InvoiceID.String()), append(reasons, cr.Reason)
+		} else {
+			credited, reasons = append(credited, ""), append(reasons, "")
+		}
 		rate, source, day := conversionColumns(pi.Conversion)
 		fxRates, fxSources, fxDates = append(fxRates, rate), append(fxSources, source), append(fxDates, day)
 		ids, entries = append(ids, pi.ID), append(entries, pi.JournalEntryID)
@@ -316,30 +324,40 @@ func queuePurchases(batch *pgx.Batch, companies, keys []string, pis []*ledger.Pu
 			lineNets, lineVATs, lineGrosses = append(lineNets, a.Net.String()), append(lineVATs, a.VAT.String()), append(lineGrosses, a.Gross.String())
 			co := pi.Converted.Lines[i]
 			lineNetsCo, lineVATsCo = append(lineNetsCo, co.Net.String()), append(lineVATsCo, co.VAT.String())
+			var creditsLine int32
+			if i < len(cr.LineNos) {
+				creditsLine = int32(cr.LineNos[i])
+			}
+			creditsLines = append(creditsLines, creditsLine)
 		}
 	}
 	batch.Queue(`
 		INSERT INTO purchase_invoices (id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
 			document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, idempotency_key,
-			exchange_rate, rate_source, rate_date, registration_date)
+			exchange_rate, rate_source, rate_date, registration_date, credits_invoice_id, reason)
 		SELECT id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
 		       document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, NULLIF(idempotency_key, ''),
-		       nullif(exchange_rate, '')::numeric, nullif(rate_source, ''), nullif(rate_date, '')::date, registration_date
+		       nullif(exchange_rate, '')::numeric, nullif(rate_source, ''), nullif(rate_date, '')::date, registration_date,
+		       nullif(credits_invoice_id, '')::uuid, nullif(reason, '')
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
 			$7::text[], $8::date[], $9::date[], $10::text[], $11::text[]::numeric[], $12::text[]::numeric[], $13::text[]::numeric[], $14::uuid[],
-			$15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::date[])
+			$15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::date[], $21::text[], $22::text[])
 		       AS t(id, company_id, supplier_id, supplier_name, supplier_vat_id, supplier_country,
 		            document_number, issue_date, due_date, currency, net, vat, gross, journal_entry_id, supplier_code, idempotency_key,
-		            exchange_rate, rate_source, rate_date, registration_date)`,
+		            exchange_rate, rate_source, rate_date, registration_date, credits_invoice_id, reason)`,
 		ids, companies, supIDs, supNames, supVATs, supCountries, docs, issued, due, currencies, nets, vats, grosses, entries, supCodes, keys,
-		fxRates, fxSources, fxDates, registered)
+		fxRates, fxSources, fxDates, registered, credited, reasons)
 	batch.Queue(`
 		INSERT INTO purchase_invoice_lines (purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross,
-			net_company, vat_company, vat_treatment)
-		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[], $6::text[]::numeric[],
+			net_company, vat_company, vat_treatment, credits_line_no)
+		SELECT purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross,
+		       net_company, vat_company, vat_treatment, nullif(credits_line_no, 0)
+		  FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[], $6::text[]::numeric[],
 			$7::text[], $8::text[]::numeric[], $9::text[]::numeric[], $10::text[]::numeric[], $11::text[]::numeric[], $12::text[]::numeric[],
-			$13::text[])`,
-		lineDocs, lineNos, descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo, treatments)
+			$13::text[], $14::int[])
+		       AS t(purchase_invoice_id, line_no, description, quantity, unit_price, vat_rate, account_code, net, vat, gross,
+		            net_company, vat_company, vat_treatment, credits_line_no)`,
+		lineDocs, lineNos, descs, qtys, prices, rates, accounts, lineNets, lineVATs, lineGrosses, lineNetsCo, lineVATsCo, treatments, creditsLines)
 }
 
 // queueAssets queues the assets of companies.
