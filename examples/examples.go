@@ -30,6 +30,7 @@ var Commands = map[string]string{
 	"purchase_invoice.json":                new(ledger.RecordPurchaseInvoice).CommandName(),
 	"purchase_invoice_reverse_charge.json": new(ledger.RecordPurchaseInvoice).CommandName(),
 	"purchase_credit_note.json":            new(ledger.RecordPurchaseCreditNote).CommandName(),
+	"purchase_invoice_reverse.json":        new(ledger.ReversePurchaseInvoice).CommandName(),
 	"invoice_intra_eu.json":                new(ledger.CreateInvoice).CommandName(),
 	"asset.json":                           new(ledger.RegisterAsset).CommandName(),
 	"depreciation.json":                    new(ledger.RunDepreciation).CommandName(),
@@ -44,7 +45,8 @@ var Commands = map[string]string{
 var Order = []string{
 	"company.json", "invoice.json", "credit_note.json", "payment.json", "customer_credit_apply.json",
 	"customer_credit_refund.json", "settlement.json", "period_close.json", "fx_rate.json",
-	"purchase_invoice.json", "purchase_invoice_reverse_charge.json", "purchase_credit_note.json", "asset.json",
+	"purchase_invoice.json", "purchase_invoice_reverse_charge.json", "purchase_credit_note.json",
+	"purchase_invoice_reverse.json", "asset.json",
 	"depreciation.json", "invoice_intra_eu.json",
 	"webhook_endpoint.json",
 	"webhook_endpoint_update.json", "webhook_endpoint_rotate_secret.json", "webhook_endpoint_disable.json",
@@ -56,8 +58,9 @@ func Read(file string) ([]byte, error) { return files.ReadFile(file) }
 // refs maps an example to the field of its result that other examples
 // refer to, and the placeholder ID they write for it.
 var refs = map[string]struct{ field, placeholder string }{
-	"webhook_endpoint.json": {"endpoint_id", "0193a5c2-7c1e-7d2a-9f3b-2b1c4d5e6f70"},
-	"purchase_invoice.json": {"purchase_invoice_id", "0193a4f2-7c1e-7d3a-9b2f-5e8c1a2b3c4d"},
+	"webhook_endpoint.json":                {"endpoint_id", "0193a5c2-7c1e-7d2a-9f3b-2b1c4d5e6f70"},
+	"purchase_invoice.json":                {"purchase_invoice_id", "0193a4f2-7c1e-7d3a-9b2f-5e8c1a2b3c4d"},
+	"purchase_invoice_reverse_charge.json": {"purchase_invoice_id", "0193a4f2-7c1e-7d3a-9b2f-5e8c1a2b3c4e"},
 }
 
 // IDs are the IDs of what the examples run so far created, by the

@@ -107,6 +107,7 @@ var commandRoutes = []commandRoute{
 	{"/v1/fx-rates/record", new(ledger.RecordFXRate).CommandName(), http.StatusCreated},
 	{"/v1/purchases/invoices/record", new(ledger.RecordPurchaseInvoice).CommandName(), http.StatusCreated},
 	{"/v1/purchases/credit-notes/record", new(ledger.RecordPurchaseCreditNote).CommandName(), http.StatusCreated},
+	{"/v1/purchases/invoices/reverse", new(ledger.ReversePurchaseInvoice).CommandName(), http.StatusCreated},
 	{"/v1/assets/register", new(ledger.RegisterAsset).CommandName(), http.StatusCreated},
 	{"/v1/depreciation/run", new(ledger.RunDepreciation).CommandName(), http.StatusCreated},
 	{"/v1/webhook-endpoints/create", new(ledger.CreateWebhookEndpoint).CommandName(), http.StatusCreated},

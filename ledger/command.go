@@ -29,6 +29,7 @@ var commands = register(
 	new(RecordSettlement),
 	new(RecordPurchaseInvoice),
 	new(RecordPurchaseCreditNote),
+	new(ReversePurchaseInvoice),
 	new(RegisterAsset),
 	new(RunDepreciation),
 	new(ApplyCustomerCredit),

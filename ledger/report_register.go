@@ -12,6 +12,10 @@ const (
 	// DocumentPurchaseCreditNote is a supplier's credit note: input VAT it
 	// reduces, in the month it is registered in, like a purchase invoice.
 	DocumentPurchaseCreditNote DocumentType = "purchase_credit_note"
+	// DocumentPurchaseReversal is a purchase invoice reversed
+	// (purchase_invoice.reverse), in the month of its reversal: the
+	// invoice's number, dates and amounts, which count negated.
+	DocumentPurchaseReversal DocumentType = "purchase_reversal"
 )
 
 // Register is the VAT invoice register of a month: the sales invoices and
@@ -53,7 +57,7 @@ type DocumentReference struct {
 
 // Sales reports whether the document is issued by the company (output VAT).
 func (d *RegisterDocument) Sales() bool {
-	return d.Type != DocumentPurchaseInvoice && d.Type != DocumentPurchaseCreditNote
+	return d.Type != DocumentPurchaseInvoice && d.Type != DocumentPurchaseCreditNote && d.Type != DocumentPurchaseReversal
 }
 
 // Correction reports whether the document is a credit note, sales or
@@ -63,11 +67,12 @@ func (d *RegisterDocument) Correction() bool {
 }
 
 // Signed returns the amounts per rate as they count in the register and the
-// VAT return: a credit note reduces them, so its amounts are negative.
+// VAT return: a credit note and a reversal reduce them, so their amounts
+// are negative.
 func (d *RegisterDocument) Signed() []RateTotal {
 	out := make([]RateTotal, len(d.Rates))
 	for i, r := range d.Rates {
-		if d.Correction() {
+		if d.Correction() || d.Type == DocumentPurchaseReversal {
 			r.Net, r.VAT = r.Net.Neg(), r.VAT.Neg()
 		}
 		out[i] = r

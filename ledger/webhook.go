@@ -19,6 +19,7 @@ const (
 	EventSettlementRecorded         = "settlement.recorded"
 	EventPurchaseInvoiceRecorded    = "purchase_invoice.recorded"
 	EventPurchaseCreditNoteRecorded = "purchase_credit_note.recorded"
+	EventPurchaseInvoiceReversed    = "purchase_invoice.reversed"
 	EventAssetRegistered            = "asset.registered"
 	EventDepreciationPosted         = "depreciation.posted"
 	EventCustomerCreditApplied      = "customer_credit.applied"
@@ -37,6 +38,7 @@ var EventTypes = []string{
 	EventSettlementRecorded,
 	EventPurchaseInvoiceRecorded,
 	EventPurchaseCreditNoteRecorded,
+	EventPurchaseInvoiceReversed,
 	EventAssetRegistered,
 	EventDepreciationPosted,
 	EventCustomerCreditApplied,

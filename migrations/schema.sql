@@ -643,6 +643,28 @@ CREATE TRIGGER purchase_credit_of_an_invoice BEFORE INSERT ON public.purchase_in
 CREATE TRIGGER purchase_invoices_immutable BEFORE DELETE OR UPDATE ON public.purchase_invoices FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
 CREATE TRIGGER purchase_invoices_no_truncate BEFORE TRUNCATE ON public.purchase_invoices FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
 
+CREATE TABLE public.purchase_reversals (
+    id uuid NOT NULL,
+    company_id text NOT NULL,
+    purchase_invoice_id uuid NOT NULL,
+    reason text NOT NULL,
+    registration_date date NOT NULL,
+    journal_entry_id uuid NOT NULL,
+    idempotency_key text,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    created_xact xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    CONSTRAINT purchase_reversals_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
+    CONSTRAINT purchase_reversals_journal_entry_id_fkey FOREIGN KEY (journal_entry_id) REFERENCES public.journal_entries(id),
+    CONSTRAINT purchase_reversals_one_per_invoice UNIQUE (purchase_invoice_id),
+    CONSTRAINT purchase_reversals_pkey PRIMARY KEY (id),
+    CONSTRAINT purchase_reversals_purchase_invoice_id_fkey FOREIGN KEY (purchase_invoice_id) REFERENCES public.purchase_invoices(id),
+    CONSTRAINT purchase_reversals_reason_check CHECK ((reason <> ''::text))
+);
+CREATE INDEX purchase_reversals_by_registration ON public.purchase_reversals USING btree (company_id, registration_date);
+CREATE TRIGGER purchase_reversal_of_an_invoice BEFORE INSERT ON public.purchase_reversals FOR EACH ROW EXECUTE FUNCTION public.purchase_reversal_of_an_invoice();
+CREATE TRIGGER purchase_reversals_immutable BEFORE DELETE OR UPDATE ON public.purchase_reversals FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
+CREATE TRIGGER purchase_reversals_no_truncate BEFORE TRUNCATE ON public.purchase_reversals FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
+
 CREATE TABLE public.settlements (
     id uuid NOT NULL,
     company_id text NOT NULL,
@@ -1007,6 +1029,10 @@ BEGIN
             NEW.id, NEW.credits_invoice_id, NEW.company_id
             USING ERRCODE = 'check_violation';
     END IF;
+    IF EXISTS (SELECT 1 FROM purchase_reversals WHERE purchase_invoice_id = NEW.credits_invoice_id) THEN
+        RAISE EXCEPTION 'purchase credit note % credits % which is reversed', NEW.id, NEW.credits_invoice_id
+            USING ERRCODE = 'check_violation';
+    END IF;
     RETURN NEW;
 END $function$;
 
@@ -1021,6 +1047,33 @@ BEGIN
         U&'[\0009\000A\000B\000C\000D\0020\0085\00A0\1680\2000\2001\2002\2003\2004\2005\2006\2007\2008\2009\200A\2028\2029\202F\205F\3000\2010\2011\2012\2013\2014\2212-]+', '', 'g');
 END;
 $function$;
+
+CREATE OR REPLACE FUNCTION public.purchase_reversal_of_an_invoice()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    inv record;
+BEGIN
+    SELECT company_id, credits_invoice_id, coalesce(registration_date, issue_date) AS registered INTO inv
+      FROM purchase_invoices WHERE id = NEW.purchase_invoice_id;
+    IF NOT FOUND OR inv.company_id <> NEW.company_id OR inv.credits_invoice_id IS NOT NULL THEN
+        RAISE EXCEPTION 'purchase reversal % reverses % which is not a purchase invoice of company %',
+            NEW.id, NEW.purchase_invoice_id, NEW.company_id
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'purchase_reversal_of_an_invoice';
+    END IF;
+    IF NEW.registration_date < inv.registered THEN
+        RAISE EXCEPTION 'purchase reversal % is registered on %, before its invoice (%)',
+            NEW.id, NEW.registration_date, inv.registered
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'purchase_reversal_of_an_invoice';
+    END IF;
+    IF EXISTS (SELECT 1 FROM purchase_invoices WHERE credits_invoice_id = NEW.purchase_invoice_id) THEN
+        RAISE EXCEPTION 'purchase reversal % reverses % which a credit note corrects',
+            NEW.id, NEW.purchase_invoice_id
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'purchase_reversal_of_an_invoice';
+    END IF;
+    RETURN NEW;
+END $function$;
 
 CREATE OR REPLACE FUNCTION public.purchase_supplier_key(vat_id text, code text, supplier_id text)
  RETURNS text

@@ -21,6 +21,8 @@ import (
 //	                  less the VAT it assesses, Cr 2300 that VAT
 //	purchase credit   the same with negative amounts (its lines are
 //	note              negative): the purchase's entry reversed
+//	purchase          its invoice's amounts negated, and its invoice's
+//	reversal          entry with the sides swapped
 //
 // A purchase's reverse-charged lines carry VAT the company assesses
 // itself (docs/vat.md): it owes that VAT (2300) and deducts it (1300) at
@@ -42,7 +44,13 @@ WITH lines AS (
 	UNION ALL
 	SELECT purchase_invoice_id, sum(net), sum(vat), sum(gross),
 	       coalesce(sum(vat) FILTER (WHERE vat_treatment LIKE 'reverse\_charge\_%'), 0)
-	  FROM purchase_invoice_lines GROUP BY 1),
+	  FROM purchase_invoice_lines GROUP BY 1
+	UNION ALL
+	SELECT r.id, -sum(l.net), -sum(l.vat), -sum(l.gross),
+	       -coalesce(sum(l.vat) FILTER (WHERE l.vat_treatment LIKE 'reverse\_charge\_%'), 0)
+	  FROM purchase_reversals r JOIN purchase_invoice_lines l ON l.purchase_invoice_id = r.purchase_invoice_id
+	 WHERE ($1::text = '' OR r.company_id = $1)
+	 GROUP BY 1),
 docs AS (
 	SELECT 'invoice' AS kind, id, company_id, number AS label, issue_date AS day, currency::text AS currency,
 	       net, vat, gross, journal_entry_id
@@ -53,7 +61,12 @@ docs AS (
 	UNION ALL
 	SELECT CASE WHEN credits_invoice_id IS NULL THEN 'purchase invoice' ELSE 'purchase credit note' END,
 	       id, company_id, document_number, issue_date, currency::text, net, vat, gross, journal_entry_id
-	  FROM purchase_invoices WHERE ($1::text = '' OR company_id = $1)),
+	  FROM purchase_invoices WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT 'purchase reversal', r.id, r.company_id, p.document_number, r.registration_date, p.currency::text,
+	       -p.net, -p.vat, -p.gross, r.journal_entry_id
+	  FROM purchase_reversals r JOIN purchase_invoices p ON p.id = r.purchase_invoice_id
+	 WHERE ($1::text = '' OR r.company_id = $1)),
 posted AS (
 	SELECT l.entry_id, min(l.company_id) AS first_company, max(l.company_id) AS last_company,
 	       min(l.currency::text) AS first_currency, max(l.currency::text) AS last_currency,
@@ -104,7 +117,7 @@ flagged AS (
 	            WHEN first_currency <> currency OR last_currency <> currency
 	            THEN format('its journal entry %s posts in %s where the document is in %s', journal_entry_id,
 	                        CASE WHEN first_currency = currency THEN last_currency ELSE first_currency END, currency)
-	            WHEN kind IN ('purchase invoice', 'purchase credit note') AND (entry_net, entry_vat, entry_gross) = (net, vat, gross) AND entry_only_kind
+	            WHEN kind IN ('purchase invoice', 'purchase credit note', 'purchase reversal') AND (entry_net, entry_vat, entry_gross) = (net, vat, gross) AND entry_only_kind
 	                 AND entry_output_vat <> lines_assessed
 	            THEN format('its journal entry %s credits %s to 2300 where its reverse-charged lines assess VAT %s',
 	                        journal_entry_id, money[entry_output_vat; currency], money[lines_assessed; currency])
@@ -118,7 +131,7 @@ flagged AS (
 	    OR entry_company IS NULL OR entry_company <> company_id OR first_company <> company_id OR last_company <> company_id
 	    OR first_currency <> currency OR last_currency <> currency
 	    OR (entry_net, entry_vat, entry_gross) <> (net, vat, gross) OR NOT entry_only_kind
-	    OR (kind IN ('purchase invoice', 'purchase credit note') AND entry_output_vat <> lines_assessed))`
+	    OR (kind IN ('purchase invoice', 'purchase credit note', 'purchase reversal') AND entry_output_vat <> lines_assessed))`
 
 // entriesOfDocs is where documentTotalsSQL reads the lines of its
 // documents' entries. Auditing one company it looks them up by entry;

@@ -45,8 +45,11 @@ var Tables = []table{
 	byCompany("payments"),
 	{"payment_allocations", "payment_id IN (SELECT id FROM payments WHERE company_id = ANY($companies))"},
 	byCompany("settlements"),
-	byCompany("purchase_invoices"),
+	// Invoices before the credit notes that credit them: a credit note's
+	// row is checked against its invoice as it is inserted.
+	{"purchase_invoices", "company_id = ANY($companies) ORDER BY credits_invoice_id IS NOT NULL, id"},
 	{"purchase_invoice_lines", "purchase_invoice_id IN (SELECT id FROM purchase_invoices WHERE company_id = ANY($companies))"},
+	byCompany("purchase_reversals"),
 	byCompany("assets"),
 	byCompany("depreciation_runs"),
 	byCompany("customer_credits"),

@@ -29,6 +29,7 @@ var eventData = map[string]any{
 	ledger.EventSettlementRecorded:         ledger.SettlementView{},
 	ledger.EventPurchaseInvoiceRecorded:    ledger.PurchaseInvoiceView{},
 	ledger.EventPurchaseCreditNoteRecorded: ledger.PurchaseCreditNoteView{},
+	ledger.EventPurchaseInvoiceReversed:    ledger.PurchaseReversalView{},
 	ledger.EventAssetRegistered:            ledger.AssetView{},
 	ledger.EventDepreciationPosted:         ledger.DepreciationView{},
 	ledger.EventCustomerCreditApplied:      ledger.CreditApplicationView{},

@@ -296,7 +296,8 @@ func Invoice(ctx context.Context, q Querier, company, numberOrID string) (*ledge
 
 // Register returns the month's invoice register: sales invoices and credit
 // notes issued and purchase invoices and supplier credit notes received in
-// p, by issue date, with their amounts per VAT rate.
+// p, by issue date, with their amounts per VAT rate, and the purchase
+// invoices reversed in p (each with its own number, dates and amounts).
 func Register(ctx context.Context, q Querier, company string, p ledger.Period) (*ledger.Register, error) {
 	c, err := loadCompany(ctx, q, company)
 	if err != nil {
@@ -331,7 +332,15 @@ func Register(ctx context.Context, q Querier, company string, p ledger.Period) (
 		  FROM purchase_invoices p JOIN purchase_invoice_lines l ON l.purchase_invoice_id = p.id
 		  LEFT JOIN purchase_invoices ci ON ci.id = p.credits_invoice_id
 		 WHERE p.company_id = $1 AND coalesce(p.registration_date, p.issue_date) BETWEEN $2 AND $3
-		 GROUP BY p.id, ci.id, l.vat_rate, l.vat_treatment`, company, p.First().Time, p.Last().Time, c.Currency, ledger.RegisterTimeZone)
+		 GROUP BY p.id, ci.id, l.vat_rate, l.vat_treatment
+		UNION ALL
+		SELECT 'purchase_reversal', r.id, p.document_number, p.issue_date, p.supplier_id, p.supplier_vat_id,
+		       p.supplier_country, p.supplier_name, p.supplier_code, r.registration_date,
+		       `+inCompanyCurrency("p.currency", "''", "NULL::date")+`
+		  FROM purchase_reversals r JOIN purchase_invoices p ON p.id = r.purchase_invoice_id
+		  JOIN purchase_invoice_lines l ON l.purchase_invoice_id = p.id
+		 WHERE r.company_id = $1 AND r.registration_date BETWEEN $2 AND $3
+		 GROUP BY r.id, p.id, l.vat_rate, l.vat_treatment`, company, p.First().Time, p.Last().Time, c.Currency, ledger.RegisterTimeZone)
 	if err != nil {
 		return nil, fmt.Errorf("invoice register: %w", err)
 	}

@@ -39,11 +39,11 @@ func (kind purchaseCredits) Prepare(items []exec.Item, reads *pgx.Batch) exec.Pl
 		cp                         creditedPurchase
 		company, cur, gross, rate  string
 		source, companyCur, supKey string
-		isCredit                   bool
+		isCredit, reversed         bool
 	)
 	p.query(reads, "lock purchase invoices", []any{&cp.State.ID, &company, &cp.State.Number, &cp.State.IssueDate.Time,
 		&cp.Supplier.ID, &cp.Supplier.Name, &cp.Supplier.VATID, &cp.Supplier.Country, &cp.Supplier.Code,
-		&cur, &gross, &rate, &source, &companyCur, &supKey, &isCredit}, func() {
+		&cur, &gross, &rate, &source, &companyCur, &supKey, &isCredit, &reversed}, func() {
 		pu := cp
 		pu.State.CreditedByRate = map[string]ledger.RateTotal{}
 		pu.State.Currency, _ = ledger.LookupCurrency(cur)
@@ -52,13 +52,14 @@ func (kind purchaseCredits) Prepare(items []exec.Item, reads *pgx.Batch) exec.Pl
 			to, _ := ledger.LookupCurrency(companyCur)
 			pu.State.Conversion = &ledger.Conversion{Rate: dec(rate), To: to, Source: source}
 		}
-		pu.supplierKey, pu.isCredit, pu.unconverted = supKey, isCredit, rate == "" && cur != companyCur
+		pu.supplierKey, pu.isCredit, pu.reversed, pu.unconverted = supKey, isCredit, reversed, rate == "" && cur != companyCur
 		byID[pu.State.ID] = &pu
 		p.invoices[[2]string{company, pu.State.ID.String()}] = &pu
 	}, `
 		SELECT d.id, d.company_id, d.document_number, d.issue_date, d.supplier_id, d.supplier_name, d.supplier_vat_id,
 		       d.supplier_country, d.supplier_code, d.currency, d.gross::text, coalesce(d.exchange_rate::text, ''),
-		       coalesce(d.rate_source, ''), c.currency::text, d.supplier_key, d.credits_invoice_id IS NOT NULL
+		       coalesce(d.rate_source, ''), c.currency::text, d.supplier_key, d.credits_invoice_id IS NOT NULL,
+		       EXISTS (SELECT 1 FROM purchase_reversals r WHERE r.purchase_invoice_id = d.id)
 		  FROM purchase_invoices d JOIN companies c ON c.id = d.company_id
 		 WHERE (d.company_id, d.id) IN (SELECT company_id, id::uuid FROM unnest($1::text[], $2::text[]) AS r(company_id, id))
 		 ORDER BY d.id
@@ -115,10 +116,11 @@ func (kind purchaseCredits) Prepare(items []exec.Item, reads *pgx.Batch) exec.Pl
 type creditedPurchase struct {
 	ledger.CreditedPurchase
 	supplierKey string
-	// isCredit: the document is itself a credit note; unconverted: it is
-	// in another currency than the company's and has no rate, as
-	// documents recorded before rates were kept.
-	isCredit, unconverted bool
+	// isCredit: the document is itself a credit note; reversed: it was
+	// reversed (purchase_invoice.reverse); unconverted: it is in another
+	// currency than the company's and has no rate, as documents recorded
+	// before rates were kept.
+	isCredit, reversed, unconverted bool
 }
 
 type purchaseCreditPlan struct {
@@ -144,6 +146,10 @@ func (p *purchaseCreditPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, 
 			return refused(e)
 		case pu.isCredit:
 			e := ledger.Errorf(ledger.CodeConflict, "%s is a supplier's credit note (%s): a credit note corrects a purchase invoice", id, pu.State.Number)
+			e.Details = map[string]any{"purchase_invoice_id": id}
+			return refused(e)
+		case pu.reversed:
+			e := ledger.Errorf(ledger.CodeConflict, "purchase invoice %s is reversed: there is nothing left to credit", pu.State.Number)
 			e.Details = map[string]any{"purchase_invoice_id": id}
 			return refused(e)
 		case pu.unconverted:
