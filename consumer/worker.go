@@ -240,7 +240,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	batches := groupcommit.New(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, w.cfg.LocalWake, w.cfg.FirstAttempts, w.cfg.Events, log,
+	batches := groupcommit.New(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, w.cfg.LocalWake, w.riders(log), log,
 		groupcommit.Metrics{Batch: w.cfg.Metrics.batch, Fallback: w.cfg.Metrics.fallback}, w.cfg.TracerProvider.Tracer(transport.TracerName))
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.Close()
@@ -340,4 +340,18 @@ func (w *Worker) purgeLoop(ctx context.Context) {
 // stored result (replayed), in flight, or not found; see lookup.Result.
 func Lookup(ctx context.Context, db inbox.Beginner, company, key string) (protocol.Result, error) {
 	return lookup.Result(ctx, db, company, key)
+}
+
+// riders are the parts of this process the batches' transactions carry
+// their work on to (see groupcommit.Rider): the webhook dispatcher's desk
+// and the outbox relay's handoff, when they run beside this consumer.
+func (w *Worker) riders(log *slog.Logger) []groupcommit.Rider {
+	var riders []groupcommit.Rider
+	if d := w.cfg.FirstAttempts; d != nil {
+		riders = append(riders, groupcommit.RiderFunc(func(small bool) groupcommit.Passenger { return d.Board(small, w.pool, log) }))
+	}
+	if h := w.cfg.Events; h != nil {
+		riders = append(riders, groupcommit.RiderFunc(func(small bool) groupcommit.Passenger { return h.Board(small) }))
+	}
+	return riders
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/onceledger/onceledger/consumer/transport"
 	"github.com/onceledger/onceledger/consumer/txn"
-	"github.com/onceledger/onceledger/internal/firstattempt"
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
@@ -138,14 +137,9 @@ type Batcher struct {
 	// wake wakes the relays and dispatchers after a commit that wrote
 	// events, outside the transaction: by NOTIFY, or in this process.
 	wake waker
-	// desk, when set, is the dispatcher of this process: a transaction
-	// creates its deliveries leased under the dispatcher's terms and hands
-	// them over after its commit (see internal/firstattempt).
-	desk *firstattempt.Desk
-	// handoff, when set, is the relay of this process: a transaction
-	// hands it the events it wrote after its commit, and takes out of the
-	// relay's queue the events it published (see outbox.Handoff).
-	handoff *outbox.Handoff
+	// riders go along every transaction for the parts of this process
+	// that wake would otherwise wake to poll (see Rider).
+	riders []Rider
 
 	// One queue per transaction slot; a company always goes to the same one,
 	// so concurrent batches never wait on each other's number-series and
@@ -170,17 +164,47 @@ type localWaker struct{ *pglisten.Local }
 
 func (localWaker) Close() {}
 
+// A Rider goes along the batches' transactions for a part of this
+// process beside the consumer that wake would otherwise wake to poll for
+// the transactions' work: the outbox relay's handoff (outbox.Handoff.Board)
+// and the webhook dispatcher's desk (firstattempt.Desk.Board). Neither this
+// package nor consumer/txn knows what a rider does.
+type Rider interface {
+	// Board returns the rider's passenger in one transaction; small says
+	// the batch is small enough to carry its work on (see leaseBatchMax).
+	Board(small bool) Passenger
+}
+
+// RiderFunc is a Rider made of a function.
+type RiderFunc func(small bool) Passenger
+
+// Board calls f.
+func (f RiderFunc) Board(small bool) Passenger { return f(small) }
+
+// A Passenger is a rider's part in one transaction.
+type Passenger interface {
+	txn.Participant
+	// Arrive is told, once the transaction is over, whether it committed
+	// and whether it executed a command; it reports whether the rider's
+	// poller was handed the transaction's work (false: wake it).
+	Arrive(ctx context.Context, committed, executed bool) (handed bool)
+}
+
+// pollers are the parts of the process one wake-up wakes, the relay and
+// the dispatchers: a commit skips it only when a rider handed each of
+// them its work.
+const pollers = 2
+
 // New starts a batcher of cfg.Parallel transaction slots on pool, whose
 // transactions kinds execute, each bounded by commitTimeout. afterCommit,
 // when not nil, runs for each command executed, after the commit and
 // before Submit returns. A commit that wrote events wakes local when it
-// is set, else every process by NOTIFY (outbox.WakeChannels); with desk
-// set, its webhook deliveries go to desk's dispatcher (see Batcher.desk);
-// with handoff set, its events to handoff's relay (Batcher.handoff).
-func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.Duration, afterCommit func(*transport.Delivery), local *pglisten.Local, desk *firstattempt.Desk, handoff *outbox.Handoff, logger *slog.Logger, metrics Metrics, tracer trace.Tracer) *Batcher {
+// is set, else every process by NOTIFY (outbox.WakeChannels), unless its
+// riders handed its work on.
+func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.Duration, afterCommit func(*transport.Delivery), local *pglisten.Local, riders []Rider, logger *slog.Logger, metrics Metrics, tracer trace.Tracer) *Batcher {
 	b := &Batcher{
 		pool: pool, kinds: kinds, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics, tracer: tracer,
-		closing: make(chan struct{}), desk: desk, handoff: handoff,
+		closing: make(chan struct{}), riders: riders,
 	}
 	if local != nil {
 		b.wake = localWaker{local}
@@ -326,28 +350,14 @@ func (a *arrivals) steady(linger time.Duration) bool {
 	return a.gap > 0 && a.gap < linger && a.latest < linger
 }
 
-// leaseBatchMax is the largest batch whose deliveries are created leased
-// to the dispatcher of this process, and whose events are handed to the
-// relay of this process. Larger batches come under load, where a claim
-// takes many deliveries at once anyway: leasing them at birth made the
-// group-commit peak lower (see docs/performance.md), so their deliveries
-// are left for the claim, and their events for the relay's look.
+// leaseBatchMax is the largest batch whose riders carry its work on:
+// whose deliveries are created leased to the dispatcher of this process,
+// and whose events are handed to the relay of this process. Larger
+// batches come under load, where a claim takes many deliveries at once
+// anyway: leasing them at birth made the group-commit peak lower (see
+// docs/performance.md), so their deliveries are left for the claim, and
+// their events for the relay's look.
 const leaseBatchMax = 8
-
-// hand passes a committed transaction's leased deliveries to the desk's
-// dispatcher; when it has none any more, it gives their leases back so
-// that they are due at once rather than when the leases end.
-func (b *Batcher) hand(r txn.Report) {
-	if b.desk == nil || b.desk.Hand(r.Leased, r.Pending) || len(r.Leased) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), b.commitTimeout)
-	defer cancel()
-	if err := firstattempt.Release(ctx, b.pool, r.Leased); err != nil {
-		b.logger.Warn("giving back leased webhook deliveries failed; they are due when their leases end",
-			"deliveries", len(r.Leased), "error", err)
-	}
-}
 
 // run executes one batch in one transaction and releases its submissions.
 func (b *Batcher) run(batch []*Submission) {
@@ -372,16 +382,17 @@ func (b *Batcher) run(batch []*Submission) {
 	for i, s := range batch {
 		items[i] = &s.Item
 	}
-	extras := txn.Extras{Handoff: b.handoff != nil && len(batch) <= leaseBatchMax, Removals: b.handoff.Removals()}
-	if t, ok := b.desk.Terms(); ok && len(batch) <= leaseBatchMax {
-		extras.Terms = &t
+	passengers := make([]Passenger, len(b.riders))
+	parts := make([]txn.Participant, len(b.riders))
+	for i, r := range b.riders {
+		passengers[i] = r.Board(len(batch) <= leaseBatchMax)
+		parts[i] = passengers[i]
 	}
 	report, err := txn.RunWith(ctx, conn, b.kinds, items, func() {
 		ackBeforeCommit(batch)
 		crashAt("before_commit")
 		committing = time.Now()
-	}, extras)
-	b.handoff.Settle(extras.Removals, err == nil)
+	}, parts...)
 	if fallbacks := report.Fallbacks; fallbacks > 0 {
 		b.logger.Info("batch fell back to smaller groups", "commands", len(batch), "groups_failed", fallbacks)
 		if b.metrics.Fallback != nil {
@@ -395,6 +406,9 @@ func (b *Batcher) run(batch []*Submission) {
 	if err != nil {
 		// The commit may or may not have happened; redeliveries find out
 		// (a replay, or a first run).
+		for _, p := range passengers {
+			p.Arrive(ctx, false, false)
+		}
 		return
 	}
 	crashAt("after_commit")
@@ -404,17 +418,14 @@ func (b *Batcher) run(batch []*Submission) {
 			executed++
 		}
 	}
-	if executed > 0 {
-		handed := b.handoff.Hand(report.Events)
-		if !handed && report.Wrote {
-			b.handoff.Left()
+	handed := len(passengers) == pollers
+	for _, p := range passengers {
+		if !p.Arrive(ctx, true, executed > 0) {
+			handed = false
 		}
-		// The dispatcher of a desk is told by the desk; the relay of a
-		// handoff needs no wake-up for events it was handed.
-		if !handed || b.desk == nil {
-			b.wake.Poke()
-		}
-		b.hand(report)
+	}
+	if executed > 0 && !handed {
+		b.wake.Poke()
 	}
 	if b.metrics.Batch != nil {
 		b.metrics.Batch(len(batch), committing.Sub(started), time.Since(committing))

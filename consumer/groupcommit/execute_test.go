@@ -54,6 +54,8 @@ type worldOptions struct {
 	hook kinds.Hook
 	// linger is the batcher's Config.Linger.
 	linger time.Duration
+	// riders go along the batcher's transactions.
+	riders []Rider
 }
 
 func newBatchWorld(t *testing.T, opts worldOptions) *batchWorld {
@@ -92,7 +94,7 @@ func newBatchWorld(t *testing.T, opts worldOptions) *batchWorld {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w.b = New(pool, k, Config{MaxSize: 256, Parallel: 1, Linger: opts.linger}, 30*time.Second, nil, nil, nil, nil, logger, w.metrics, noop.NewTracerProvider().Tracer(""))
+	w.b = New(pool, k, Config{MaxSize: 256, Parallel: 1, Linger: opts.linger}, 30*time.Second, nil, nil, opts.riders, logger, w.metrics, noop.NewTracerProvider().Tracer(""))
 	t.Cleanup(w.b.Close)
 	w.run(w.company("acme"))
 	return w
@@ -569,7 +571,7 @@ func TestFailingReadsFailOnlyTheirCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b := New(w.pool, failing, Config{MaxSize: 64, Parallel: 1}, 30*time.Second, nil, nil, nil, nil, logger, w.metrics, noop.NewTracerProvider().Tracer(""))
+	b := New(w.pool, failing, Config{MaxSize: 64, Parallel: 1}, 30*time.Second, nil, nil, nil, logger, w.metrics, noop.NewTracerProvider().Tracer(""))
 	t.Cleanup(b.Close)
 
 	// Replays only: nothing is left to write, and the batch must not

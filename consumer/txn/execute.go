@@ -12,14 +12,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/consumer/inbox"
-	"github.com/onceledger/onceledger/internal/firstattempt"
 	"github.com/onceledger/onceledger/internal/pgsettings"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
@@ -68,62 +66,26 @@ type Conn interface {
 // ran again in halves. The error is the transaction's: it broke or did not
 // commit, and every item without an error of its own has it.
 func Run(ctx context.Context, conn Conn, kinds *exec.Kinds, items []*Item, beforeCommit func()) (fallbacks int, err error) {
-	r, err := RunWith(ctx, conn, kinds, items, beforeCommit, Extras{})
+	r, err := RunWith(ctx, conn, kinds, items, beforeCommit)
 	return r.Fallbacks, err
-}
-
-// Extras is what a transaction does beside its commands for the parts of
-// its process that run beside the consumer.
-type Extras struct {
-	// Terms, when set, create the transaction's webhook deliveries leased
-	// within them, read back before the COMMIT (see
-	// internal/firstattempt); otherwise they are created pending.
-	Terms *firstattempt.Terms
-	// Handoff reads back the sequences of the transaction's events before
-	// the COMMIT, so that they can be handed to the relay complete
-	// (Report.Events; see outbox.Handoff).
-	Handoff bool
-	// Removals are keys of outbox_pending whose events the relay
-	// published: the transaction takes them out (outbox.QueueRemoval).
-	Removals []uuid.UUID
 }
 
 // Report is what RunWith tells beside its error.
 type Report struct {
 	// Fallbacks counts the groups that failed and ran again in halves.
 	Fallbacks int
-	// Leased are the webhook deliveries the transaction created leased
-	// under its terms (see internal/firstattempt), for its dispatcher to
-	// attempt once the transaction committed.
-	Leased []firstattempt.Delivery
-	// Pending: the transaction's events also have deliveries left for a
-	// dispatcher's claim (or no terms were set), so dispatchers should look.
-	Pending bool
-	// Events are the events the transaction wrote, complete, when
-	// Extras.Handoff asked for them and it committed; Wrote whether it
-	// wrote any.
-	Events []outbox.Event
-	Wrote  bool
+	// Wrote reports whether the transaction wrote events.
+	Wrote bool
 }
 
-// RunWith is Run with extras (see Extras).
-func RunWith(ctx context.Context, conn Conn, kinds *exec.Kinds, items []*Item, beforeCommit func(), extras Extras) (Report, error) {
-	t := &txn{ctx: ctx, kinds: kinds, beforeCommit: beforeCommit, terms: extras.Terms, handoff: extras.Handoff, removals: extras.Removals}
+// RunWith is Run with participants riding along (see Participant).
+func RunWith(ctx context.Context, conn Conn, kinds *exec.Kinds, items []*Item, beforeCommit func(), parts ...Participant) (Report, error) {
+	t := &txn{ctx: ctx, kinds: kinds, beforeCommit: beforeCommit, parts: parts}
 	err := t.execute(conn, items)
 	if err == nil {
 		recordReplies(ctx, conn, items)
 	}
-	r := Report{Fallbacks: t.fallbacks, Pending: len(t.events) > 0, Wrote: len(t.events) > 0}
-	if t.read != nil {
-		r.Leased, r.Pending = t.read.Leased, t.read.Pending
-	}
-	if err == nil && t.seqs != nil {
-		if r.Events, err = t.seqs.Complete(); err != nil {
-			// Committed all the same: the relay's look publishes them.
-			r.Events, err = nil, nil
-		}
-	}
-	return r, err
+	return Report{Fallbacks: t.fallbacks, Wrote: t.wrote}, err
 }
 
 // errTxBroken marks a failure after which the transaction cannot go on.
@@ -143,19 +105,11 @@ type txn struct {
 	commitErr        error
 	// fallbacks counts the groups that failed and ran again in halves.
 	fallbacks int
-	// terms, when set, are the first attempts' (see Extras.Terms); events
-	// are the IDs of the events written, read the deliveries read back
-	// before the COMMIT.
-	terms  *firstattempt.Terms
-	events []uuid.UUID
-	read   *firstattempt.Read
-	// handoff, when set, keeps the events written, complete with their
-	// sequences read back before the COMMIT in seqs; removals are keys to
-	// take out of outbox_pending (see Extras).
-	handoff  bool
-	written  []outbox.Event
-	seqs     *outbox.Sequences
-	removals []uuid.UUID
+	// parts ride along (see Participant); scans read back what they
+	// queued before the COMMIT; wrote is set once a pass wrote events.
+	parts []Participant
+	scans []func(pgx.BatchResults) error
+	wrote bool
 }
 
 // execute runs subs in one transaction on conn, from BEGIN to COMMIT, and
@@ -205,13 +159,8 @@ func (t *txn) execute(conn Conn, subs []*Item) error {
 	// batch is wasted; on indexes, so the inbox is never scanned whole.
 	b.Queue(pgsettings.GenericPlansOnIndexes)
 	settings := 1
-	if t.terms != nil {
-		firstattempt.QueueSet(b, *t.terms)
-		settings++
-	}
-	if len(t.removals) > 0 {
-		outbox.QueueRemoval(b, t.removals)
-		settings++
+	for _, p := range t.parts {
+		settings += p.Begin(b)
 	}
 	keys := make([]inbox.Key, len(unique))
 	for i, s := range unique {
@@ -280,31 +229,21 @@ func (t *txn) execute(conn Conn, subs []*Item) error {
 	return nil
 }
 
-// queueRead queues on w, before its COMMIT, the read-back of the
-// deliveries of the transaction's events when it set terms, and of their
-// sequences for the handoff. Events of groups rolled back are among them:
-// they have no deliveries any more, and are not found.
+// queueRead queues on w, before its COMMIT, what the participants read
+// back.
 func (t *txn) queueRead(w *pgx.Batch) {
-	t.read, t.seqs = nil, nil
-	if t.terms != nil && len(t.events) > 0 {
-		t.read = firstattempt.QueueRead(w, t.events)
-	}
-	if t.handoff && len(t.written) > 0 {
-		t.seqs = outbox.QueueSequences(w, t.written)
+	t.scans = nil
+	for _, p := range t.parts {
+		if scan := p.BeforeCommit(w); scan != nil {
+			t.scans = append(t.scans, scan)
+		}
 	}
 }
 
 // scanRead reads from br what queueRead queued.
 func (t *txn) scanRead(br pgx.BatchResults) error {
-	if t.read != nil {
-		if err := t.read.Scan(br); err != nil {
-			t.read, t.seqs = nil, nil
-			return err
-		}
-	}
-	if t.seqs != nil {
-		if err := t.seqs.Scan(br); err != nil {
-			t.read, t.seqs = nil, nil
+	for _, scan := range t.scans {
+		if err := scan(br); err != nil {
 			return err
 		}
 	}
@@ -315,7 +254,7 @@ func (t *txn) scanRead(br pgx.BatchResults) error {
 func (t *txn) commit() error {
 	w := &pgx.Batch{}
 	t.queueRead(w)
-	if t.read == nil && t.seqs == nil {
+	if len(t.scans) == 0 {
 		return t.tx.Commit(t.ctx)
 	}
 	w.Queue("COMMIT")
@@ -659,11 +598,9 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 		if err != nil {
 			return err
 		}
-		for _, ev := range written {
-			t.events = append(t.events, ev.ID)
-		}
-		if t.handoff {
-			t.written = append(t.written, written...)
+		t.wrote = true
+		for _, p := range t.parts {
+			p.Wrote(written)
 		}
 	}
 	if len(replaced) > 0 {

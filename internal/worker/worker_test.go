@@ -3,6 +3,9 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/internal/testenv"
@@ -51,6 +55,17 @@ func TestRunsEveryPart(t *testing.T) {
 	}
 	t.Cleanup(nc.Close)
 
+	reg := prometheus.NewRegistry()
+	metrics, err := webhooks.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := make(chan string, 16)
+	receiver := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		received <- r.Header.Get("webhook-id")
+	}))
+	t.Cleanup(receiver.Close)
+
 	cfg := testworker.Config()
 	w, err := worker.New(ctx, worker.Config{
 		Pool:     pool,
@@ -59,8 +74,9 @@ func TestRunsEveryPart(t *testing.T) {
 		Kinds:    testworker.Kinds(t),
 		// Polls a minute apart: the relay publishes the event at once only
 		// because the consumer's commit wakes it in memory.
-		Outbox:    &worker.Outbox{Relay: outbox.RelayConfig{PollInterval: time.Minute}},
-		Webhooks:  &webhooks.DispatcherConfig{Secrets: testkeys.Rules().Secrets, PollInterval: time.Minute},
+		Outbox: &worker.Outbox{Relay: outbox.RelayConfig{PollInterval: time.Minute}},
+		Webhooks: &webhooks.DispatcherConfig{Secrets: testkeys.Rules().Secrets, Policy: testkeys.Policy(),
+			PollInterval: time.Minute, Metrics: metrics},
 		Retention: &worker.Retention{Outbox: time.Hour, DeliveryLog: time.Hour},
 		Logger:    testworker.Logger(),
 	})
@@ -117,6 +133,30 @@ func TestRunsEveryPart(t *testing.T) {
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
+
+	// A webhook's first attempt is handed from the command's transaction
+	// to the dispatcher beside it: no claim, though the dispatcher polls a
+	// minute apart.
+	endpoint, _ := json.Marshal(map[string]any{"url": receiver.URL + "/hook", "event_types": []string{"invoice.created"}})
+	if res, err := c.Publish(rctx, "acme", "webhook_endpoint.create", "acme-hook", endpoint); err != nil || res.Status != protocol.StatusOK {
+		t.Fatalf("webhook_endpoint.create: %v %+v", err, res)
+	}
+	invoice, err := os.ReadFile("../../examples/invoice.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Publish(rctx, "acme", "invoice.create", "acme-invoice", invoice); err != nil || res.Status != protocol.StatusOK {
+		t.Fatalf("invoice.create: %v %+v", err, res)
+	}
+	select {
+	case <-received:
+	case <-rctx.Done():
+		t.Fatal("the invoice's webhook was not delivered")
+	}
+	if got := counterValue(t, reg, "onceledger_webhook_first_attempts_total"); got != 1 {
+		t.Fatalf("%v first attempts handed over, want the invoice's webhook's", got)
+	}
+
 	wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer wcancel()
 	if n, err := listener.Conn().WaitForNotification(wctx); err == nil {
@@ -128,4 +168,19 @@ func TestRunsEveryPart(t *testing.T) {
 	if err := w.Stop(30 * time.Second); err != nil {
 		t.Fatalf("Stop = %v", err)
 	}
+}
+
+// counterValue is the value of the counter name in reg (0 when absent).
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }
