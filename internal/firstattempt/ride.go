@@ -29,7 +29,10 @@ type Ride struct {
 // the leases the desk cannot hand on.
 func (d *Desk) Board(lease bool, db Execer, logger *slog.Logger) *Ride {
 	r := &Ride{d: d, db: db, logger: logger}
-	if t, ok := d.Terms(); ok && lease {
+	if !lease {
+		return r
+	}
+	if t, ok := d.Terms(); ok {
 		r.terms = &t
 	}
 	return r
