@@ -21,10 +21,7 @@ import (
 	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/consumer/transport"
 	"github.com/onceledger/onceledger/internal/cells"
-	"github.com/onceledger/onceledger/internal/firstattempt"
-	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/ledger/exec"
-	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -72,26 +69,19 @@ type Config struct {
 	// names the cell in its dead letters' message IDs. Defaults to nil: one
 	// cell, no partitions.
 	Cell *cells.Member
-	// LocalWake, when set, is how a commit that wrote events wakes the
-	// outbox relay and the webhook dispatcher: in this process, instead of
-	// a NOTIFY to every process. Set it when the relay and the dispatcher
-	// that wake on it run beside this consumer (internal/worker does);
-	// relays and dispatchers of other processes then find the events when
-	// they poll.
-	LocalWake *pglisten.Local
-	// FirstAttempts, when set, is the desk of the webhook dispatcher that
-	// runs beside this consumer (internal/worker sets it with LocalWake):
-	// each transaction creates its webhook deliveries leased to that
-	// dispatcher, within the terms it offers, and hands them over after
-	// its commit, so that their first attempts need no claim (see
-	// internal/firstattempt).
-	FirstAttempts *firstattempt.Desk
-	// Events, when set, is the handoff of the outbox relay that runs
-	// beside this consumer (internal/worker sets it): each transaction of
-	// up to eight commands hands the relay the events it wrote after its
-	// commit, and takes out of the relay's queue, with its own writes,
-	// the events the relay published (see outbox.Handoff).
-	Events *outbox.Handoff
+	// Wake, when set, is how a commit that wrote events wakes the outbox
+	// relay and the webhook dispatcher: in this process (a
+	// pglisten.Local), instead of a NOTIFY to every process. Set it when
+	// the relay and the dispatcher that wake on it run beside this
+	// consumer (internal/worker does); relays and dispatchers of other
+	// processes then find the events when they poll.
+	Wake interface{ Poke() }
+	// Riders go along every transaction for the parts of this process
+	// beside the consumer that Wake would otherwise wake to poll
+	// (internal/worker boards the webhook dispatcher's desk and the outbox
+	// relay's handoff; see groupcommit.Rider): up to eight commands'
+	// transactions carry their webhook deliveries and events on to them.
+	Riders []groupcommit.Rider
 
 	afterCommit func(*Delivery)
 	// beforeHandle, for tests, runs first in the router's handler.
@@ -240,7 +230,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	batches := groupcommit.New(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, w.cfg.LocalWake, w.riders(log), log,
+	batches := groupcommit.New(w.pool, w.kinds, w.cfg.Batch, w.cfg.CommitTimeout, w.cfg.afterCommit, w.cfg.Wake, w.cfg.Riders, log,
 		groupcommit.Metrics{Batch: w.cfg.Metrics.batch, Fallback: w.cfg.Metrics.fallback}, w.cfg.TracerProvider.Tracer(transport.TracerName))
 	// Closed after the router: handlers still waiting for a batch finish first.
 	defer batches.Close()
@@ -340,18 +330,4 @@ func (w *Worker) purgeLoop(ctx context.Context) {
 // stored result (replayed), in flight, or not found; see lookup.Result.
 func Lookup(ctx context.Context, db inbox.Beginner, company, key string) (protocol.Result, error) {
 	return lookup.Result(ctx, db, company, key)
-}
-
-// riders are the parts of this process the batches' transactions carry
-// their work on to (see groupcommit.Rider): the webhook dispatcher's desk
-// and the outbox relay's handoff, when they run beside this consumer.
-func (w *Worker) riders(log *slog.Logger) []groupcommit.Rider {
-	var riders []groupcommit.Rider
-	if d := w.cfg.FirstAttempts; d != nil {
-		riders = append(riders, groupcommit.RiderFunc(func(small bool) groupcommit.Passenger { return d.Board(small, w.pool, log) }))
-	}
-	if h := w.cfg.Events; h != nil {
-		riders = append(riders, groupcommit.RiderFunc(func(small bool) groupcommit.Passenger { return h.Board(small) }))
-	}
-	return riders
 }

@@ -159,10 +159,11 @@ type waker interface {
 	Close()
 }
 
-// localWaker wakes them in this process (pglisten.Local).
-type localWaker struct{ *pglisten.Local }
+// localWaker wakes them in this process (a pglisten.Local).
+type localWaker struct{ poker interface{ Poke() } }
 
-func (localWaker) Close() {}
+func (l localWaker) Poke() { l.poker.Poke() }
+func (localWaker) Close()  {}
 
 // A Rider goes along the batches' transactions for a part of this
 // process beside the consumer that wake would otherwise wake to poll for
@@ -201,7 +202,7 @@ const pollers = 2
 // before Submit returns. A commit that wrote events wakes local when it
 // is set, else every process by NOTIFY (outbox.WakeChannels), unless its
 // riders handed its work on.
-func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.Duration, afterCommit func(*transport.Delivery), local *pglisten.Local, riders []Rider, logger *slog.Logger, metrics Metrics, tracer trace.Tracer) *Batcher {
+func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.Duration, afterCommit func(*transport.Delivery), local interface{ Poke() }, riders []Rider, logger *slog.Logger, metrics Metrics, tracer trace.Tracer) *Batcher {
 	b := &Batcher{
 		pool: pool, kinds: kinds, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics, tracer: tracer,
 		closing: make(chan struct{}), riders: riders,

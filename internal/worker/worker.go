@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/consumer/groupcommit"
 	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/internal/firstattempt"
 	"github.com/onceledger/onceledger/internal/pglisten"
@@ -172,14 +173,11 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		if ccfg.TracerProvider == nil {
 			ccfg.TracerProvider = cfg.TracerProvider
 		}
-		if ccfg.LocalWake == nil {
-			ccfg.LocalWake = cfg.LocalWake
+		if ccfg.Wake == nil && cfg.LocalWake != nil {
+			ccfg.Wake = cfg.LocalWake
 		}
-		if ccfg.FirstAttempts == nil {
-			ccfg.FirstAttempts = cfg.FirstAttempts
-		}
-		if ccfg.Events == nil {
-			ccfg.Events = cfg.Events
+		if ccfg.Riders == nil {
+			ccfg.Riders = riders(cfg, ccfg.Logger)
 		}
 		if cfg.Cell != "" {
 			m, err := member(ctx, cfg.NATS, cfg.Pool, cfg.Cell)
@@ -418,4 +416,18 @@ func samePartitions(a, b []int) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// riders are what the consumer's transactions carry their work on to
+// (see groupcommit.Rider): the webhook dispatcher's desk and the outbox
+// relay's handoff, when they run beside it.
+func riders(cfg Config, logger *slog.Logger) []groupcommit.Rider {
+	var out []groupcommit.Rider
+	if d := cfg.FirstAttempts; d != nil {
+		out = append(out, groupcommit.RiderFunc(func(small bool) groupcommit.Passenger { return d.Board(small, cfg.Pool, logger) }))
+	}
+	if h := cfg.Events; h != nil {
+		out = append(out, groupcommit.RiderFunc(func(small bool) groupcommit.Passenger { return h.Board(small) }))
+	}
+	return out
 }
