@@ -214,14 +214,15 @@ func (t *txn) execute(conn Conn, subs []*Item) error {
 		r.answerAfter(r.repeatOf)
 	}
 	if !t.ended {
-		if t.beforeCommit != nil {
-			t.beforeCommit()
-		}
-		t.ended = true
-		if err := t.commit(); err != nil {
+		// No pass committed (the batch held only replays, or it fell back
+		// to groups): the commit takes a round trip of its own.
+		w := &pgx.Batch{}
+		t.queueCommit(w)
+		br := t.tx.SendBatch(t.ctx, w)
+		if err := t.readCommit(br); err != nil {
+			br.Close()
 			return t.fail(subs, fmt.Errorf("consumer: commit: %w", err))
 		}
-		t.committed = true
 	}
 	if !t.committed {
 		return t.fail(subs, fmt.Errorf("consumer: commit: %w", t.commitErr))
@@ -250,24 +251,32 @@ func (t *txn) scanRead(br pgx.BatchResults) error {
 	return nil
 }
 
-// commit commits, after the read-back of queueRead when there is one.
-func (t *txn) commit() error {
-	w := &pgx.Batch{}
-	t.queueRead(w)
-	if len(t.scans) == 0 {
-		return t.tx.Commit(t.ctx)
+// queueCommit queues on w the end of the transaction, the one place a
+// COMMIT is sent from: beforeCommit runs, what the participants read back
+// is queued, then the COMMIT.
+func (t *txn) queueCommit(w *pgx.Batch) {
+	if t.beforeCommit != nil {
+		t.beforeCommit()
 	}
+	t.queueRead(w)
 	w.Queue("COMMIT")
-	br := t.tx.SendBatch(t.ctx, w)
+}
+
+// readCommit reads from br, whose earlier results were read, what
+// queueCommit queued, and closes it. A failed read-back is returned, and
+// the transaction has not ended (its COMMIT did not run); otherwise it has
+// ended, committed or with commitErr.
+func (t *txn) readCommit(br pgx.BatchResults) error {
 	if err := t.scanRead(br); err != nil {
-		br.Close()
 		return err
 	}
-	_, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	t.ended = true
+	_, t.commitErr = br.Exec()
+	if err := br.Close(); t.commitErr == nil {
+		t.commitErr = err
 	}
-	return err
+	t.committed = t.commitErr == nil
+	return nil
 }
 
 func onlyFresh(subs []*Item) []*Item {
@@ -483,11 +492,7 @@ func (t *txn) passes(p *prepared, commit bool) error {
 		} else {
 			w.Queue("SET CONSTRAINTS ALL IMMEDIATE")
 			if commit {
-				if t.beforeCommit != nil {
-					t.beforeCommit()
-				}
-				t.queueRead(w)
-				w.Queue("COMMIT")
+				t.queueCommit(w)
 			} else {
 				w.Queue("SET CONSTRAINTS ALL DEFERRED")
 			}
@@ -511,18 +516,9 @@ func (t *txn) passes(p *prepared, commit bool) error {
 				return fmt.Errorf("deferred constraints: %w", err)
 			}
 			if commit {
-				if err := t.scanRead(br); err != nil {
-					return err
-				}
 				// Only now is the transaction over: a failed write above
 				// skipped the COMMIT, and the savepoint still stands.
-				t.ended = true
-				_, t.commitErr = br.Exec()
-				if err := br.Close(); t.commitErr == nil {
-					t.commitErr = err
-				}
-				t.committed = t.commitErr == nil
-				return nil
+				return t.readCommit(br)
 			}
 			_, err := br.Exec()
 			if err != nil {
