@@ -495,11 +495,7 @@ func (s *Server) commandResult(w http.ResponseWriter, r *http.Request, company s
 func (s *Server) invoice(w http.ResponseWriter, r *http.Request, company string) {
 	ref := r.PathValue("invoice")
 	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
-		d, err := postgres.Invoice(ctx, tx, company, ref)
-		if err != nil {
-			return nil, err
-		}
-		return d.View(), nil
+		return ops.Invoice(ctx, tx, company, ref)
 	})
 }
 
