@@ -15,17 +15,17 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/onceledger/onceledger/examples"
-	"github.com/onceledger/onceledger/internal/portal"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/webhooks"
+	"github.com/onceledger/onceledger/webhooks/catalogue"
 )
 
-var update = flag.Bool("update", false, "write the catalogue's examples (internal/portal/events) from the events the worker writes")
+var update = flag.Bool("update", false, "write the catalogue's examples (webhooks/catalogue/events) from the events the worker writes")
 
 // schema compiles the catalogue's schema of typ.
 func schema(t *testing.T, typ string) *jsonschema.Schema {
 	t.Helper()
-	doc := portal.EventSchema(typ)
+	doc := catalogue.EventSchema(typ)
 	if doc == nil {
 		t.Fatalf("the catalogue has no schema of %s", typ)
 	}
@@ -65,7 +65,7 @@ func validate(t *testing.T, typ, what string, body []byte) {
 // writes for examples/ match their schemas, and so do the examples.
 func TestCatalogueDescribesTheEventsTheWorkerWrites(t *testing.T) {
 	t.Parallel()
-	list, err := portal.Catalogue()
+	list, err := catalogue.Catalogue()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestCatalogueDescribesTheEventsTheWorkerWrites(t *testing.T) {
 			var pretty bytes.Buffer
 			json.Indent(&pretty, []byte(body), "", "  ")
 			pretty.WriteByte('\n')
-			if err := os.WriteFile(filepath.Join("events", typ+".json"), pretty.Bytes(), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join("..", "..", "webhooks", "catalogue", "events", typ+".json"), pretty.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
+	"github.com/onceledger/onceledger/webhooks/catalogue"
 )
 
 var funcs = template.FuncMap{
@@ -493,7 +494,7 @@ func (p *Portal) sendTest(w http.ResponseWriter, r *http.Request, s *session) {
 	var example json.RawMessage
 	if exampleOf != "" {
 		var err error
-		if example, err = exampleData(exampleOf); err != nil {
+		if example, err = catalogue.ExampleData(exampleOf); err != nil {
 			p.fail(w, r, s, invalid("There is no example of "+exampleOf+"; choose one of the event catalogue's types."))
 			return
 		}
@@ -563,7 +564,7 @@ func (p *Portal) replayFailed(w http.ResponseWriter, r *http.Request, s *session
 }
 
 func (p *Portal) events(w http.ResponseWriter, r *http.Request, s *session) {
-	list, err := Catalogue()
+	list, err := catalogue.Catalogue()
 	if err != nil {
 		p.fail(w, r, s, err)
 		return

@@ -1,4 +1,10 @@
-package portal
+// Package catalogue describes every event a webhook endpoint may receive:
+// the JSON Schema of its body, made from the Go type of its data, and an
+// example the worker wrote. It sits beside the event types (ledger's
+// EventTypes and webhooks.EventTest); the portal shows it, and its test
+// (in internal/portal, which runs a worker) checks that the events the
+// worker writes match it.
+package catalogue
 
 import (
 	"embed"
@@ -20,7 +26,8 @@ import (
 // puts in the event's data: the view the command's result holds (see
 // ledger/postgres, the done and outcome calls). The schemas are made from
 // these types, so they change when the events do; the test checks that
-// every event type has one and that the events the worker writes match.
+// every event type has one and that the events the worker writes match
+// (internal/portal's TestCatalogueDescribesTheEventsTheWorkerWrites).
 var eventData = map[string]any{
 	ledger.EventCompanyCreated:             ledger.Company{},
 	ledger.EventInvoiceCreated:             ledger.InvoiceView{},
@@ -74,8 +81,8 @@ func Catalogue() ([]EventType, error) {
 	return out, nil
 }
 
-// exampleData returns the data of the catalogue's example of typ.
-func exampleData(typ string) (json.RawMessage, error) {
+// ExampleData returns the data of the catalogue's example of typ.
+func ExampleData(typ string) (json.RawMessage, error) {
 	if _, ok := eventData[typ]; !ok || typ == webhooks.EventTest {
 		return nil, fmt.Errorf("no example of %q", typ)
 	}
