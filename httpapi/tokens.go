@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/internal/bearer"
 	"github.com/onceledger/onceledger/ledger"
@@ -36,6 +35,13 @@ type Token struct {
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 }
 
+// tokens is where API tokens are kept.
+var tokens = bearer.Store{Table: "api_tokens", Prefix: TokenPrefix, Noun: "API token", PerCompany: true}
+
+func tokenOfStore(t bearer.Token) Token {
+	return Token{ID: t.ID, Company: t.Company, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt}
+}
+
 // CreateToken creates a token that acts for company and returns it with its
 // description. The token is returned only here: only its SHA-256 is stored.
 // The company need not exist yet; company.create sent with the token opens
@@ -47,45 +53,19 @@ func CreateToken(ctx context.Context, db DB, company, name string) (Token, strin
 	case strings.TrimSpace(name) == "" || len(name) > 100:
 		return Token{}, "", errors.New("a token needs a name of 1-100 characters, saying who or what uses it")
 	}
-	token, err := bearer.New(TokenPrefix)
-	if err != nil {
-		return Token{}, "", err
-	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return Token{}, "", err
-	}
-	t := Token{ID: id, Company: company, Name: name, Prefix: token[:len(TokenPrefix)+6]}
-	if err := db.QueryRow(ctx, `
-		INSERT INTO api_tokens (id, company_id, name, token_hash, token_prefix)
-		VALUES ($1, $2, $3, $4, $5) RETURNING created_at`,
-		t.ID, company, name, bearer.Hash(token), t.Prefix).Scan(&t.CreatedAt); err != nil {
-		return Token{}, "", fmt.Errorf("store API token: %w", err)
-	}
-	return t, token, nil
-}
-
-const tokenColumns = `id, company_id, name, token_prefix, created_at, last_used_at, revoked_at`
-
-func scanToken(row pgx.Row) (Token, error) {
-	var t Token
-	err := row.Scan(&t.ID, &t.Company, &t.Name, &t.Prefix, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt)
-	return t, err
+	t, token, err := tokens.Create(ctx, db, company, name)
+	return tokenOfStore(t), token, err
 }
 
 // ListTokens lists the tokens of company (of every company when empty),
 // revoked ones included, oldest first.
 func ListTokens(ctx context.Context, db DB, company string) ([]Token, error) {
-	rows, err := db.Query(ctx, `SELECT `+tokenColumns+` FROM api_tokens
-		WHERE $1 = '' OR company_id = $1 ORDER BY company_id, created_at`, company)
-	if err != nil {
-		return nil, fmt.Errorf("list API tokens: %w", err)
+	list, err := tokens.List(ctx, db, company)
+	out := make([]Token, len(list))
+	for i, t := range list {
+		out[i] = tokenOfStore(t)
 	}
-	tokens, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Token, error) { return scanToken(r) })
-	if err != nil {
-		return nil, fmt.Errorf("list API tokens: %w", err)
-	}
-	return tokens, nil
+	return out, err
 }
 
 // RevokeToken revokes a token; requests with it are refused from then on,
@@ -93,20 +73,15 @@ func ListTokens(ctx context.Context, db DB, company string) ([]Token, error) {
 // it or with them.
 // Revoking a revoked token changes nothing.
 func RevokeToken(ctx context.Context, db DB, id uuid.UUID) (Token, error) {
-	t, err := scanToken(db.QueryRow(ctx, `
-		UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1
-		RETURNING `+tokenColumns, id))
-	if errors.Is(err, pgx.ErrNoRows) {
+	t, err := tokens.Revoke(ctx, db, id)
+	if errors.Is(err, bearer.ErrNotFound) {
 		return Token{}, ErrTokenNotFound
 	}
-	if err != nil {
-		return Token{}, fmt.Errorf("revoke API token: %w", err)
-	}
-	return t, nil
+	return tokenOfStore(t), err
 }
 
 // errBadToken: no token, or an unknown or revoked one.
-var errBadToken = errors.New("unknown or revoked token")
+var errBadToken = bearer.ErrBadToken
 
 // authenticate returns the company token acts for.
 func authenticate(ctx context.Context, db DB, token string) (string, error) {
@@ -116,26 +91,9 @@ func authenticate(ctx context.Context, db DB, token string) (string, error) {
 
 // tokenOf returns the company token acts for and the token's ID.
 func tokenOf(ctx context.Context, db DB, token string) (string, uuid.UUID, error) {
-	if !bearer.Shaped(token, TokenPrefix) {
-		return "", uuid.Nil, errBadToken
-	}
-	var id uuid.UUID
-	var company string
-	var lastUsed *time.Time
-	err := db.QueryRow(ctx, `SELECT id, company_id, last_used_at FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL`,
-		bearer.Hash(token)).Scan(&id, &company, &lastUsed)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", uuid.Nil, errBadToken
-	}
+	t, err := tokens.Lookup(ctx, db, token)
 	if err != nil {
-		return "", uuid.Nil, fmt.Errorf("look up API token: %w", err)
+		return "", uuid.Nil, err
 	}
-	// Operators see when a token was last used; once a minute is precise
-	// enough and keeps reads from writing on every request.
-	if lastUsed == nil || time.Since(*lastUsed) > time.Minute {
-		if _, err := db.Exec(ctx, `UPDATE api_tokens SET last_used_at = now() WHERE id = $1`, id); err != nil {
-			return "", uuid.Nil, fmt.Errorf("record API token use: %w", err)
-		}
-	}
-	return company, id, nil
+	return t.Company, t.ID, nil
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/internal/bearer"
 )
@@ -38,6 +37,13 @@ func hash(s string) []byte { return bearer.Hash(s) }
 
 func randomString(n int) (string, error) { return bearer.Random(n) }
 
+// tokens is where operator tokens are kept.
+var tokens = bearer.Store{Table: "operator_tokens", Prefix: TokenPrefix, Noun: "operator token"}
+
+func tokenOfStore(t bearer.Token) Token {
+	return Token{ID: t.ID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt}
+}
+
 // CreateToken creates an operator token and returns it with its
 // description. The token is returned only here: only its SHA-256 is
 // stored.
@@ -45,81 +51,45 @@ func CreateToken(ctx context.Context, db DB, name string) (Token, string, error)
 	if strings.TrimSpace(name) == "" || len(name) > 100 {
 		return Token{}, "", errors.New("an operator token needs a name of 1-100 characters, saying who uses it")
 	}
-	token, err := bearer.New(TokenPrefix)
-	if err != nil {
-		return Token{}, "", err
-	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return Token{}, "", err
-	}
-	t := Token{ID: id, Name: name, Prefix: token[:len(TokenPrefix)+6]}
-	if err := db.QueryRow(ctx, `
-		INSERT INTO operator_tokens (id, name, token_hash, token_prefix)
-		VALUES ($1, $2, $3, $4) RETURNING created_at`,
-		t.ID, name, hash(token), t.Prefix).Scan(&t.CreatedAt); err != nil {
-		return Token{}, "", fmt.Errorf("store operator token: %w", err)
-	}
-	return t, token, nil
-}
-
-const tokenColumns = `id, name, token_prefix, created_at, last_used_at, revoked_at`
-
-func scanToken(row pgx.Row) (Token, error) {
-	var t Token
-	err := row.Scan(&t.ID, &t.Name, &t.Prefix, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt)
-	return t, err
+	t, token, err := tokens.Create(ctx, db, "", name)
+	return tokenOfStore(t), token, err
 }
 
 // ListTokens lists the operator tokens, revoked ones included, oldest
 // first.
 func ListTokens(ctx context.Context, db DB) ([]Token, error) {
-	rows, err := db.Query(ctx, `SELECT `+tokenColumns+` FROM operator_tokens ORDER BY created_at`)
-	if err != nil {
-		return nil, fmt.Errorf("list operator tokens: %w", err)
+	list, err := tokens.List(ctx, db, "")
+	out := make([]Token, len(list))
+	for i, t := range list {
+		out[i] = tokenOfStore(t)
 	}
-	tokens, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Token, error) { return scanToken(r) })
-	if err != nil {
-		return nil, fmt.Errorf("list operator tokens: %w", err)
-	}
-	return tokens, nil
+	return out, err
 }
 
 // RevokeToken revokes an operator token and ends its sessions. Revoking a
 // revoked token changes nothing.
 func RevokeToken(ctx context.Context, db DB, id uuid.UUID) (Token, error) {
-	t, err := scanToken(db.QueryRow(ctx, `
-		UPDATE operator_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1
-		RETURNING `+tokenColumns, id))
-	if errors.Is(err, pgx.ErrNoRows) {
+	t, err := tokens.Revoke(ctx, db, id)
+	if errors.Is(err, bearer.ErrNotFound) {
 		return Token{}, ErrTokenNotFound
 	}
 	if err != nil {
-		return Token{}, fmt.Errorf("revoke operator token: %w", err)
+		return Token{}, err
 	}
 	if _, err := db.Exec(ctx, `DELETE FROM console_sessions WHERE token_id = $1`, id); err != nil {
 		return Token{}, fmt.Errorf("end the token's sessions: %w", err)
 	}
-	return t, nil
+	return tokenOfStore(t), nil
 }
 
 // errBadToken: no token, or an unknown or revoked one.
-var errBadToken = errors.New("unknown or revoked operator token")
+var errBadToken = bearer.ErrBadToken
 
 // authenticate returns the token that token is.
 func authenticate(ctx context.Context, db DB, token string) (Token, error) {
-	token = strings.TrimSpace(token)
-	if !bearer.Shaped(token, TokenPrefix) {
-		return Token{}, errBadToken
-	}
-	t, err := scanToken(db.QueryRow(ctx, `
-		UPDATE operator_tokens SET last_used_at = now()
-		WHERE token_hash = $1 AND revoked_at IS NULL RETURNING `+tokenColumns, hash(token)))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Token{}, errBadToken
-	}
+	t, err := tokens.Lookup(ctx, db, token)
 	if err != nil {
-		return Token{}, fmt.Errorf("look up operator token: %w", err)
+		return Token{}, err
 	}
-	return t, nil
+	return tokenOfStore(t), nil
 }
