@@ -168,11 +168,25 @@ func BookPurchase(company string, c *RecordPurchaseInvoice, registered Date, con
 	cur, _ := LookupCurrency(c.Currency)
 	pi := &PurchaseInvoice{ID: id, Command: c, Currency: cur, Totals: c.asInvoice().Totals(cur), JournalEntryID: entryID, Registered: registered}
 	pi.Convert(conv)
-	t, co := pi.Totals, pi.Converted
+	return pi, &JournalEntry{
+		ID: entryID, Company: company, Date: registered,
+		Description: "Purchase invoice " + c.DocumentNumber + " from " + c.Supplier.Name,
+		SourceType:  "purchase_invoice", SourceID: id, Lines: pi.postingLines(),
+	}
+}
+
+// postingLines are a purchase document's entry: Dr each line's account
+// (net), Dr input VAT / Cr payables (gross less the self-assessed VAT),
+// Cr output VAT (that VAT). Reverse-charged VAT is the company's own to
+// declare: input VAT it deducts and output VAT it owes, both posted, so
+// the return shows both sides; the supplier is owed the rest. A supplier's
+// credit note has negative amounts, which puts each on the other side.
+func (pi *PurchaseInvoice) postingLines() []JournalLine {
+	cur, t, co := pi.Currency.Code, pi.Totals, pi.Converted
 	type amounts struct{ net, company decimal.Decimal }
 	byAccount := map[string]amounts{}
 	var order []string
-	for i, l := range c.Lines {
+	for i, l := range pi.Command.Lines {
 		a, ok := byAccount[l.Account]
 		if !ok {
 			order = append(order, l.Account)
@@ -181,46 +195,59 @@ func BookPurchase(company string, c *RecordPurchaseInvoice, registered Date, con
 	}
 	var lines []JournalLine
 	for _, acc := range order {
-		lines = appendNonZero(lines, debit(acc, cur.Code, byAccount[acc].net).at(byAccount[acc].company))
+		lines = appendSigned(lines, acc, cur, byAccount[acc].net, byAccount[acc].company, true)
 	}
-	// Reverse-charged VAT is the company's own to declare: input VAT it
-	// deducts and output VAT it owes, both posted, so the return shows
-	// both sides; the supplier is owed the rest.
 	rc, rcCo := pi.SelfAssessedVAT()
-	lines = appendNonZero(lines, debit(AccountInputVAT, cur.Code, t.VAT).at(co.VAT))
-	lines = appendNonZero(lines, credit(AccountPayables, cur.Code, t.Gross.Sub(rc)).at(co.Gross.Sub(rcCo)))
-	lines = appendNonZero(lines, credit(AccountOutputVAT, cur.Code, rc).at(rcCo))
-	return pi, &JournalEntry{
-		ID: entryID, Company: company, Date: registered,
-		Description: "Purchase invoice " + c.DocumentNumber + " from " + c.Supplier.Name,
-		SourceType:  "purchase_invoice", SourceID: id, Lines: lines,
+	lines = appendSigned(lines, AccountInputVAT, cur, t.VAT, co.VAT, true)
+	lines = appendSigned(lines, AccountPayables, cur, t.Gross.Sub(rc), co.Gross.Sub(rcCo), false)
+	return appendSigned(lines, AccountOutputVAT, cur, rc, rcCo, false)
+}
+
+// appendSigned appends to lines, unless both amounts are zero, amount
+// (company in the company's currency) on the debit side when debitSide,
+// else on the credit side; a negative amount goes on the other side.
+func appendSigned(lines []JournalLine, account, cur string, amount, company decimal.Decimal, debitSide bool) []JournalLine {
+	if amount.IsNegative() || (amount.IsZero() && company.IsNegative()) {
+		amount, company, debitSide = amount.Neg(), company.Neg(), !debitSide
 	}
+	if debitSide {
+		return appendNonZero(lines, debit(account, cur, amount).at(company))
+	}
+	return appendNonZero(lines, credit(account, cur, amount).at(company))
 }
 
 // PurchaseInvoiceView is a purchase invoice as results and events show it.
 type PurchaseInvoiceView struct {
-	PurchaseInvoiceID string             `json:"purchase_invoice_id"`
-	Supplier          Supplier           `json:"supplier"`
-	DocumentNumber    string             `json:"document_number"`
-	IssueDate         string             `json:"issue_date"`
-	DueDate           string             `json:"due_date"`
-	RegistrationDate  string             `json:"registration_date"`
-	Currency          string             `json:"currency"`
-	Lines             []PurchaseLineView `json:"lines"`
-	VATBreakdown      []RateView         `json:"vat_breakdown"`
-	Net               string             `json:"net"`
-	VAT               string             `json:"vat"`
-	Gross             string             `json:"gross"`
+	PurchaseInvoiceID string   `json:"purchase_invoice_id"`
+	Supplier          Supplier `json:"supplier"`
+	DocumentNumber    string   `json:"document_number"`
+	IssueDate         string   `json:"issue_date"`
+	DueDate           string   `json:"due_date"`
+	RegistrationDate  string   `json:"registration_date"`
+	PurchaseAmountsView
+	// NearDuplicates is PurchaseInvoice.NearDuplicates: the invoice is
+	// recorded, and a person decides whether it is the same one.
+	NearDuplicates []PurchaseRef `json:"near_duplicates,omitempty"`
+}
+
+// PurchaseAmountsView is what a purchase document's view shows of its
+// lines and amounts, as the document prints them: a supplier's credit
+// note's positive.
+type PurchaseAmountsView struct {
+	Currency     string             `json:"currency"`
+	Lines        []PurchaseLineView `json:"lines"`
+	VATBreakdown []RateView         `json:"vat_breakdown"`
+	Net          string             `json:"net"`
+	VAT          string             `json:"vat"`
+	Gross        string             `json:"gross"`
 	// SelfAssessedVAT is the VAT of reverse-charged lines, part of VAT and
 	// gross but owed to the tax authority by the company, and Payable what
-	// the supplier is owed.
+	// the supplier is owed (on a credit note: what it reverses, and what
+	// the supplier is owed less).
 	SelfAssessedVAT string          `json:"self_assessed_vat"`
 	Payable         string          `json:"payable"`
 	Exchange        *ConversionView `json:"exchange,omitempty"`
 	JournalEntryID  string          `json:"journal_entry_id"`
-	// NearDuplicates is PurchaseInvoice.NearDuplicates: the invoice is
-	// recorded, and a person decides whether it is the same one.
-	NearDuplicates []PurchaseRef `json:"near_duplicates,omitempty"`
 }
 
 // PurchaseLineView is one line of a PurchaseInvoiceView.
@@ -234,27 +261,49 @@ type PurchaseLineView struct {
 
 // View renders the purchase invoice.
 func (p *PurchaseInvoice) View() PurchaseInvoiceView {
-	cur, c := p.Currency, p.Command
-	v := PurchaseInvoiceView{
+	c := p.Command
+	return PurchaseInvoiceView{
 		PurchaseInvoiceID: p.ID.String(), Supplier: c.Supplier, DocumentNumber: c.DocumentNumber,
-		IssueDate: c.IssueDate.String(), DueDate: c.DueDate.String(), RegistrationDate: p.Registered.String(), Currency: cur.Code,
-		Net: cur.Format(p.Totals.Net), VAT: cur.Format(p.Totals.VAT), Gross: cur.Format(p.Totals.Gross),
-		Payable:        cur.Format(p.Payable()),
-		Exchange:       p.Conversion.View(p.Converted),
-		JournalEntryID: p.JournalEntryID.String(),
-		NearDuplicates: p.NearDuplicates,
+		IssueDate: c.IssueDate.String(), DueDate: c.DueDate.String(), RegistrationDate: p.Registered.String(),
+		PurchaseAmountsView: p.amountsView(), NearDuplicates: p.NearDuplicates,
+	}
+}
+
+// amountsView renders the document's lines and amounts as it prints them:
+// a credit note's negated, each of its lines naming the line it credits.
+func (p *PurchaseInvoice) amountsView() PurchaseAmountsView {
+	cur, c := p.Currency, p.Command
+	printed := func(d decimal.Decimal) decimal.Decimal { return d }
+	if p.Credit != nil {
+		printed = decimal.Decimal.Neg
+	}
+	money := func(d decimal.Decimal) string { return cur.Format(printed(d)) }
+	rc, _ := p.SelfAssessedVAT()
+	v := PurchaseAmountsView{
+		Currency: cur.Code, Lines: []PurchaseLineView{}, VATBreakdown: []RateView{},
+		Net: money(p.Totals.Net), VAT: money(p.Totals.VAT), Gross: money(p.Totals.Gross),
+		SelfAssessedVAT: money(rc), Payable: money(p.Payable()), JournalEntryID: p.JournalEntryID.String(),
+	}
+	if p.Conversion != nil {
+		converted := p.Converted
+		if p.Credit != nil {
+			converted = negated(converted)
+		}
+		v.Exchange = p.Conversion.View(converted)
 	}
 	for i, l := range c.Lines {
 		a := p.Totals.Lines[i]
-		v.Lines = append(v.Lines, PurchaseLineView{InvoiceLineView: InvoiceLineView{
-			Description: l.Description, Quantity: l.Quantity.String(), UnitPrice: l.UnitPrice.String(),
-			VATRate: l.VATRate.String(), VATTreatment: l.VATTreatment, Net: cur.Format(a.Net), VAT: cur.Format(a.VAT), Gross: cur.Format(a.Gross),
-		}, Account: l.Account})
+		line := PurchaseLineView{InvoiceLineView: InvoiceLineView{
+			Description: l.Description, Quantity: printed(l.Quantity.Decimal).String(), UnitPrice: l.UnitPrice.String(),
+			VATRate: l.VATRate.String(), VATTreatment: l.VATTreatment, Net: money(a.Net), VAT: money(a.VAT), Gross: money(a.Gross),
+		}, Account: l.Account}
+		if p.Credit != nil {
+			line.CreditsLine = p.Credit.LineNos[i]
+		}
+		v.Lines = append(v.Lines, line)
 	}
-	rc, _ := p.SelfAssessedVAT()
-	v.SelfAssessedVAT = cur.Format(rc)
 	for _, r := range p.Totals.ByRate {
-		v.VATBreakdown = append(v.VATBreakdown, RateView{Rate: r.Rate.String(), Net: cur.Format(r.Net), VAT: cur.Format(r.VAT)})
+		v.VATBreakdown = append(v.VATBreakdown, RateView{Rate: r.Rate.String(), Net: money(r.Net), VAT: money(r.VAT)})
 	}
 	return v
 }

@@ -151,31 +151,10 @@ func BookPurchaseCredit(company string, c *RecordPurchaseCreditNote, p *Credited
 		ID: id, Command: doc, Currency: cur, Totals: TotalsFromLines(amounts, rates), Conversion: conv,
 		Converted: TotalsFromLines(converted, rates), JournalEntryID: entryID, Registered: registered, Credit: cr,
 	}
-	// The purchase's entry with the sides swapped: the amounts are
-	// negative, so each side takes them negated.
-	t, co := pi.Totals, pi.Converted
-	type sums struct{ doc, company decimal.Decimal }
-	byAccount := map[string]sums{}
-	var order []string
-	for i, l := range doc.Lines {
-		s, ok := byAccount[l.Account]
-		if !ok {
-			order = append(order, l.Account)
-		}
-		byAccount[l.Account] = sums{s.doc.Sub(t.Lines[i].Net), s.company.Sub(co.Lines[i].Net)}
-	}
-	var jl []JournalLine
-	for _, acc := range order {
-		jl = appendNonZero(jl, credit(acc, cur.Code, byAccount[acc].doc).at(byAccount[acc].company))
-	}
-	rc, rcCo := pi.SelfAssessedVAT()
-	jl = appendNonZero(jl, credit(AccountInputVAT, cur.Code, t.VAT.Neg()).at(co.VAT.Neg()))
-	jl = appendNonZero(jl, debit(AccountPayables, cur.Code, t.Gross.Sub(rc).Neg()).at(co.Gross.Sub(rcCo).Neg()))
-	jl = appendNonZero(jl, debit(AccountOutputVAT, cur.Code, rc.Neg()).at(rcCo.Neg()))
 	return pi, &JournalEntry{
 		ID: entryID, Company: company, Date: registered,
 		Description: "Purchase credit note " + c.DocumentNumber + " from " + p.Supplier.Name + " for invoice " + inv.Number,
-		SourceType:  "purchase_credit_note", SourceID: id, Lines: jl,
+		SourceType:  "purchase_credit_note", SourceID: id, Lines: pi.postingLines(),
 	}, nil
 }
 
@@ -204,57 +183,27 @@ func (p *CreditedPurchase) accountOf(l CreditNoteLine) (string, *Error) {
 // show it: amounts as the document prints them (positive), in its
 // currency, and the purchase invoice it corrects.
 type PurchaseCreditNoteView struct {
-	PurchaseCreditNoteID string             `json:"purchase_credit_note_id"`
-	PurchaseInvoiceID    string             `json:"purchase_invoice_id"`
-	InvoiceNumber        string             `json:"invoice_number"`
-	InvoiceDate          string             `json:"invoice_date"`
-	Supplier             Supplier           `json:"supplier"`
-	DocumentNumber       string             `json:"document_number"`
-	IssueDate            string             `json:"issue_date"`
-	RegistrationDate     string             `json:"registration_date"`
-	Reason               string             `json:"reason"`
-	Currency             string             `json:"currency"`
-	Lines                []PurchaseLineView `json:"lines"`
-	VATBreakdown         []RateView         `json:"vat_breakdown"`
-	Net                  string             `json:"net"`
-	VAT                  string             `json:"vat"`
-	Gross                string             `json:"gross"`
-	// SelfAssessedVAT is the reverse-charged VAT reversed, and Payable
-	// what the supplier is owed less.
-	SelfAssessedVAT string          `json:"self_assessed_vat"`
-	Payable         string          `json:"payable"`
-	Exchange        *ConversionView `json:"exchange,omitempty"`
-	JournalEntryID  string          `json:"journal_entry_id"`
+	PurchaseCreditNoteID string   `json:"purchase_credit_note_id"`
+	PurchaseInvoiceID    string   `json:"purchase_invoice_id"`
+	InvoiceNumber        string   `json:"invoice_number"`
+	InvoiceDate          string   `json:"invoice_date"`
+	Supplier             Supplier `json:"supplier"`
+	DocumentNumber       string   `json:"document_number"`
+	IssueDate            string   `json:"issue_date"`
+	RegistrationDate     string   `json:"registration_date"`
+	Reason               string   `json:"reason"`
+	PurchaseAmountsView
 }
 
 // CreditView renders a credit note booked by BookPurchaseCredit.
 func (p *PurchaseInvoice) CreditView() PurchaseCreditNoteView {
-	cur, c, cr := p.Currency, p.Command, p.Credit
-	v := PurchaseCreditNoteView{
+	c, cr := p.Command, p.Credit
+	return PurchaseCreditNoteView{
 		PurchaseCreditNoteID: p.ID.String(), PurchaseInvoiceID: cr.InvoiceID.String(), InvoiceNumber: cr.InvoiceNumber,
 		InvoiceDate: cr.InvoiceDate.String(), Supplier: c.Supplier, DocumentNumber: c.DocumentNumber,
-		IssueDate: c.IssueDate.String(), RegistrationDate: p.Registered.String(), Reason: cr.Reason, Currency: cur.Code,
-		Net: cur.Format(p.Totals.Net.Neg()), VAT: cur.Format(p.Totals.VAT.Neg()), Gross: cur.Format(p.Totals.Gross.Neg()),
-		Payable: cur.Format(p.Payable().Neg()), JournalEntryID: p.JournalEntryID.String(),
-		Lines: []PurchaseLineView{}, VATBreakdown: []RateView{},
+		IssueDate: c.IssueDate.String(), RegistrationDate: p.Registered.String(), Reason: cr.Reason,
+		PurchaseAmountsView: p.amountsView(),
 	}
-	if p.Conversion != nil {
-		v.Exchange = p.Conversion.View(negated(p.Converted))
-	}
-	for i, l := range c.Lines {
-		a := p.Totals.Lines[i]
-		v.Lines = append(v.Lines, PurchaseLineView{InvoiceLineView: InvoiceLineView{
-			Description: l.Description, Quantity: l.Quantity.Neg().String(), UnitPrice: l.UnitPrice.String(),
-			VATRate: l.VATRate.String(), VATTreatment: l.VATTreatment,
-			Net: cur.Format(a.Net.Neg()), VAT: cur.Format(a.VAT.Neg()), Gross: cur.Format(a.Gross.Neg()),
-		}, Account: l.Account, CreditsLine: cr.LineNos[i]})
-	}
-	rc, _ := p.SelfAssessedVAT()
-	v.SelfAssessedVAT = cur.Format(rc.Neg())
-	for _, r := range p.Totals.ByRate {
-		v.VATBreakdown = append(v.VATBreakdown, RateView{Rate: r.Rate.String(), Net: cur.Format(r.Net.Neg()), VAT: cur.Format(r.VAT.Neg())})
-	}
-	return v
 }
 
 // negated is t with every amount's sign changed.

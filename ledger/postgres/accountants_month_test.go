@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/internal/isafcheck"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
@@ -86,27 +87,20 @@ func TestAnAccountantsDecember(t *testing.T) {
 
 	p := ledger.Period{Year: 2026, Month: 12}
 	vr := vatReturnOf(t, db, p)
-	var got []string
-	for _, f := range vr.Currencies[0].Fields {
-		got = append(got, fmt.Sprintf("%d=%s", f.Field, f.Amount))
-	}
-	if want := "11=2000.00 20=1000.00 25=399.00 29=420.00 35=399.00 36=21.00"; strings.Join(got, " ") != want {
-		t.Fatalf("FR0600 for December\n got %s\nwant %s", strings.Join(got, " "), want)
+	if got, want := fr0600Fields(vr), "11=2000.00 20=1000.00 25=399.00 29=420.00 35=399.00 36=21.00"; got != want {
+		t.Fatalf("FR0600 for December\n got %s\nwant %s", got, want)
 	}
 	if got := vatReturn(t, db, "2026-11"); got != november {
 		t.Fatalf("November's return changed after it was closed:\n%s\nwas\n%s", got, november)
 	}
-	for account, want := range map[string]string{
+	requireBalances(t, db, co, map[string]string{
 		ledger.AccountInputVAT:  "399.00",
 		ledger.AccountOutputVAT: "-420.00",
 		ledger.AccountExpenses:  "400.00",
 		ledger.AccountPayables:  "-2299.00",
-	} {
-		if got := companyBalance(t, db, co, account); got != want {
-			t.Errorf("%s: %s in the journal, want %s", account, got, want)
-		}
-	}
+	})
 	requireBooksBalance(t, db)
+	requireAuditClean(t, db)
 
 	sales, purchases := isafDocuments(t, db, co, p)
 	if want := []string{
@@ -168,4 +162,38 @@ func isafDocuments(t *testing.T, db *pgxpool.Pool, company string, p ledger.Peri
 		}
 	}
 	return sales, purchases
+}
+
+// fr0600Fields is the return's FR0600 fields of its first currency as
+// "field=amount", in field order.
+func fr0600Fields(vr ledger.VATReturnView) string {
+	var got []string
+	for _, f := range vr.Currencies[0].Fields {
+		got = append(got, fmt.Sprintf("%d=%s", f.Field, f.Amount))
+	}
+	return strings.Join(got, " ")
+}
+
+// requireBalances checks each account's balance in the company's currency
+// (debits less credits).
+func requireBalances(t *testing.T, db *pgxpool.Pool, company string, want map[string]string) {
+	t.Helper()
+	for account, w := range want {
+		if got := companyBalance(t, db, company, account); got != w {
+			t.Errorf("%s: %s in the journal, want %s", account, got, w)
+		}
+	}
+}
+
+// requireAuditClean runs the audit over every company and requires no
+// violation.
+func requireAuditClean(t *testing.T, db *pgxpool.Pool) {
+	t.Helper()
+	report, err := audit.Run(testContext(t), db, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !report.OK() {
+		t.Errorf("audit found violations: %+v", report.Violations)
+	}
 }

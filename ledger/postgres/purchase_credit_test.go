@@ -1,13 +1,11 @@
 package postgres_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
-	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/ledger"
 )
 
@@ -104,33 +102,19 @@ func TestASupplierCreditNoteReversesItsPurchase(t *testing.T) {
 	// The return, field by field.
 	p := ledger.Period{Year: 2026, Month: 12}
 	vr := vatReturnOf(t, db, p)
-	var got []string
-	for _, f := range vr.Currencies[0].Fields {
-		got = append(got, fmt.Sprintf("%d=%s", f.Field, f.Amount))
+	if got, want := fr0600Fields(vr), "21=700.00 25=147.00 34=147.00 35=147.00 36=0.00"; got != want {
+		t.Fatalf("FR0600\n got %s\nwant %s", got, want)
 	}
-	if want := "21=700.00 25=147.00 34=147.00 35=147.00 36=0.00"; strings.Join(got, " ") != want {
-		t.Fatalf("FR0600\n got %s\nwant %s", strings.Join(got, " "), want)
-	}
-	for account, want := range map[string]string{
+	requireBalances(t, db, "acme", map[string]string{
 		ledger.AccountInputVAT:     "147.00",
 		ledger.AccountOutputVAT:    "-147.00",
 		ledger.AccountPayables:     "-700.00",
 		ledger.AccountExpenses:     "700.00",
 		ledger.AccountProviderFees: "0.00",
-	} {
-		if got := companyBalance(t, db, "acme", account); got != want {
-			t.Errorf("%s: %s in the journal, want %s", account, got, want)
-		}
-	}
+	})
 	requireBooksBalance(t, db)
 	// The audit reads the credit notes as their entries post them.
-	report, err := audit.Run(testContext(t), db, audit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !report.OK() {
-		t.Errorf("audit found violations: %+v", report.Violations)
-	}
+	requireAuditClean(t, db)
 
 	// The i.SAF file: three KS documents referring to their invoices, with
 	// negative amounts, and the file valid against VMI's schema.

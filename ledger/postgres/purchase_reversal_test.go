@@ -1,13 +1,11 @@
 package postgres_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
-	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/ledger"
 )
 
@@ -88,31 +86,17 @@ func TestAPurchaseRecordedTwiceIsReversed(t *testing.T) {
 	// The credit note and its invoice cancel out; what is left is TK-0042
 	// and N-07's reversal.
 	vr := vatReturnOf(t, db, ledger.Period{Year: 2026, Month: 12})
-	var got []string
-	for _, f := range vr.Currencies[0].Fields {
-		got = append(got, fmt.Sprintf("%d=%s", f.Field, f.Amount))
-	}
-	if want := "25=21.00 35=21.00 36=-21.00"; strings.Join(got, " ") != want {
-		t.Fatalf("FR0600 for December\n got %s\nwant %s", strings.Join(got, " "), want)
+	if got, want := fr0600Fields(vr), "25=21.00 35=21.00 36=-21.00"; got != want {
+		t.Fatalf("FR0600 for December\n got %s\nwant %s", got, want)
 	}
 	if got := vatReturn(t, db, "2026-11"); got != november {
 		t.Fatalf("November's return changed:\n%s\nwas\n%s", got, november)
 	}
-	for account, want := range map[string]string{
+	requireBalances(t, db, co, map[string]string{
 		ledger.AccountExpenses: "300.00", ledger.AccountInputVAT: "63.00", ledger.AccountPayables: "-363.00",
-	} {
-		if got := companyBalance(t, db, co, account); got != want {
-			t.Errorf("%s: %s in the journal, want %s", account, got, want)
-		}
-	}
+	})
 	requireBooksBalance(t, db)
-	report, err := audit.Run(testContext(t), db, audit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !report.OK() {
-		t.Errorf("audit found violations: %+v", report.Violations)
-	}
+	requireAuditClean(t, db)
 
 	// By issue date, then number: the reversal beside its invoice.
 	_, purchases := isafDocuments(t, db, co, ledger.Period{Year: 2026, Month: 12})
