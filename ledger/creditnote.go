@@ -561,7 +561,7 @@ func (cn *CreditNote) View() CreditNoteView {
 			lv.Quantity = l.Quantity.Decimal.String()
 		}
 		if l.UnitPrice.Valid {
-			lv.UnitPrice = l.UnitPrice.Decimal.String()
+			lv.UnitPrice = cur.Price(l.UnitPrice.Decimal)
 		}
 		v.Lines = append(v.Lines, lv)
 	}

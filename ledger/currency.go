@@ -71,6 +71,16 @@ func (c Currency) Format(d decimal.Decimal) string {
 	return d.StringFixed(c.Minor)
 }
 
+// Price renders a unit price: with the currency's minor-unit digits, or
+// with all of its own when it has more ("100.00" and "0.125" EUR), so a
+// price reads back as the producer wrote it, not as "100".
+func (c Currency) Price(d decimal.Decimal) string {
+	if c.Fits(d) {
+		return c.Format(d)
+	}
+	return d.String()
+}
+
 // Fits reports whether d has no more digits than the currency's minor unit.
 func (c Currency) Fits(d decimal.Decimal) bool {
 	return d.Equal(d.Truncate(c.Minor))

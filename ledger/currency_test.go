@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/onceledger/onceledger/ledger"
 )
 
@@ -109,6 +111,24 @@ func TestCurrencies(t *testing.T) {
 	for _, want := range []string{"EUR", "JPY", "BHD", "GBP"} {
 		if _, found := slices.BinarySearch(codes, want); !found {
 			t.Fatalf("Currencies() lacks %s", want)
+		}
+	}
+}
+
+// A unit price reads back as a producer writes one: with the currency's
+// minor-unit digits, or all of its own when it has more.
+func TestPriceKeepsTheMinorUnitDigits(t *testing.T) {
+	eur, _ := ledger.LookupCurrency("EUR")
+	jpy, _ := ledger.LookupCurrency("JPY")
+	for _, c := range []struct {
+		cur        ledger.Currency
+		price, out string
+	}{
+		{eur, "100", "100.00"}, {eur, "100.00000000", "100.00"}, {eur, "19.9", "19.90"},
+		{eur, "0.125", "0.125"}, {eur, "0.12500000", "0.125"}, {jpy, "1000.00", "1000"}, {jpy, "0.5", "0.5"},
+	} {
+		if got := c.cur.Price(decimal.RequireFromString(c.price)); got != c.out {
+			t.Errorf("%s Price(%s) = %s, want %s", c.cur.Code, c.price, got, c.out)
 		}
 	}
 }

@@ -318,7 +318,7 @@ func (inv *Invoice) View() InvoiceView {
 		v.Lines = append(v.Lines, InvoiceLineView{
 			Description:  l.Description,
 			Quantity:     l.Quantity.String(),
-			UnitPrice:    l.UnitPrice.String(),
+			UnitPrice:    cur.Price(l.UnitPrice.Decimal),
 			VATRate:      l.VATRate.String(),
 			VATTreatment: l.VATTreatment,
 			Net:          cur.Format(a.Net),

@@ -294,7 +294,7 @@ func (p *PurchaseInvoice) amountsView() PurchaseAmountsView {
 	for i, l := range c.Lines {
 		a := p.Totals.Lines[i]
 		line := PurchaseLineView{InvoiceLineView: InvoiceLineView{
-			Description: l.Description, Quantity: printed(l.Quantity.Decimal).String(), UnitPrice: l.UnitPrice.String(),
+			Description: l.Description, Quantity: printed(l.Quantity.Decimal).String(), UnitPrice: cur.Price(l.UnitPrice.Decimal),
 			VATRate: l.VATRate.String(), VATTreatment: l.VATTreatment, Net: money(a.Net), VAT: money(a.VAT), Gross: money(a.Gross),
 		}, Account: l.Account}
 		if p.Credit != nil {

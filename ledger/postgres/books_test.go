@@ -132,7 +132,7 @@ func TestBooks(t *testing.T) {
 			t.Fatalf("detail: %+v", paid)
 		}
 		inv := paid.Invoice
-		if len(inv.Lines) != 2 || inv.Lines[0].Quantity != "3" || inv.Lines[0].UnitPrice != "100" || inv.Lines[0].VATRate != "21" ||
+		if len(inv.Lines) != 2 || inv.Lines[0].Quantity != "3" || inv.Lines[0].UnitPrice != "100.00" || inv.Lines[0].VATRate != "21" ||
 			inv.Lines[1].Net != "50.00" || inv.Lines[1].VAT != "6.00" || len(inv.VATBreakdown) != 2 ||
 			inv.VATBreakdown[0] != (ledger.RateView{Rate: "12", Net: "50.00", VAT: "6.00"}) ||
 			inv.VATBreakdown[1] != (ledger.RateView{Rate: "21", Net: "300.00", VAT: "63.00"}) ||
