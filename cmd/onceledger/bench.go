@@ -39,6 +39,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sweep := fs.String("sweep", bench.DefaultSweep, "rates of the rate sweep, after the latency phase: commands/s, or a percentage of the group-commit peak (50%); 0 or empty skips it")
 	sweepDuration := fs.Duration("sweep-duration", 20*time.Second, "how long each rate of the sweep publishes")
 	compare := fs.String("compare", "", "a previous run's JSON report: print its sweep figures beside this run's, rate by rate")
+	against := fs.String("against", "", "another onceledger binary (a previous release): run its bench and this one's alternately, -rounds times each with the same flags, and print every figure of both side by side with the ratio of their means")
+	rounds := fs.Int("rounds", 2, "with -against: how many runs of each binary")
 	stall := fs.Duration("stall", time.Minute, "fail a phase that makes no progress for this long")
 	format := fs.String("format", "text", "report format: text or json")
 	logLevel := fs.String("log-level", "warn", "the worker's log level (logs go to stderr)")
@@ -83,6 +85,20 @@ of it the soak (8–10).
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *against != "" {
+		if *rounds < 1 {
+			return &usageError{fmt.Sprintf("-rounds %d: at least 1", *rounds)}
+		}
+		var pass []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "against", "rounds", "format", "quiet", "compare", "cpuprofile", "memprofile":
+			default:
+				pass = append(pass, "-"+f.Name+"="+f.Value.String())
+			}
+		})
+		return benchAgainst(ctx, stdout, stderr, *against, *rounds, pass)
+	}
 	if *full {
 		if !set["commands"] {
 			*commands = 25000

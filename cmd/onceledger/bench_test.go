@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +33,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bench", "-sweep", "-50%"},
 		{"bench", "-sweep", "100", "-sweep-duration", "10ms"},
 		{"bench", "-compare", "/nonexistent/before.json"},
+		{"bench", "-against", "/nonexistent/onceledger"},
+		{"bench", "-against", "/bin/true", "-rounds", "0"},
 	} {
 		if code, _, errOut := invoke(ctx, "", args...); code != 2 || !strings.HasPrefix(errOut, "onceledger bench: ") {
 			t.Errorf("%v: exit %d, want 2: %s", args, code, errOut)
@@ -146,5 +150,45 @@ func TestBenchNATSServesUntilStopped(t *testing.T) {
 	}
 	if _, out, _ := invoke(context.Background(), "", "-h"); strings.Contains(out, "bench-nats") {
 		t.Errorf("usage lists bench-nats:\n%s", out)
+	}
+}
+
+// bench -against runs two binaries' benches alternately and prints their
+// figures side by side: here this binary against itself, once each, as a
+// user would run it (a process of its own, whose runs are processes of
+// their own).
+func TestBenchAgainstAnotherBinary(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := []string{"bench", "-against", os.Args[0], "-rounds", "1", "-commands", "100", "-reference-commands", "50",
+		"-payments", "0", "-paced", "1s", "-sweep", "0"}
+	if dsn := os.Getenv("DATABASE_URL"); dsn != "" {
+		args = append(args, "-database-url", dsn)
+	}
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), asBinaryEnv+"=1")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench -against: %v\n%s\n%s", err, stderr.String(), stdout.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"1 rounds, alternately", "this ÷ against", "invoice.create end to end, group commit", "publish→result p99"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "invoice.create end to end, group commit") {
+			fields := strings.Fields(line)
+			ratio, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+			if err != nil || ratio <= 0 {
+				t.Errorf("group commit's ratio in %q: %v", line, err)
+			}
+		}
+	}
+	if strings.Count(stderr.String(), "bench: round 1 of 1") != 2 {
+		t.Errorf("stderr does not announce both runs:\n%s", stderr.String())
 	}
 }

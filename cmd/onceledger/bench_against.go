@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/onceledger/onceledger/internal/bench"
+)
+
+// benchAgainst runs `bench` of the binary old and of this one alternately,
+// rounds times each, with the flags args, and prints every figure both
+// reports have beside each other with the ratio of their means: a change's
+// cost measured on one machine in one sitting, where a machine's speed from
+// day to day would swamp it. Each run is a process of its own.
+func benchAgainst(ctx context.Context, stdout, stderr io.Writer, old string, rounds int, args []string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("bench -against: this binary: %w", err)
+	}
+	if _, err := os.Stat(old); err != nil {
+		return &usageError{fmt.Sprintf("-against %s: %v", old, err)}
+	}
+	runs := map[string][]*bench.Report{}
+	for r := 1; r <= rounds; r++ {
+		for _, b := range []struct{ name, path string }{{"against", old}, {"this", self}} {
+			fmt.Fprintf(stderr, "bench: round %d of %d: %s (%s)\n", r, rounds, b.name, b.path)
+			rep, err := benchRun(ctx, stderr, b.path, args)
+			if err != nil {
+				return fmt.Errorf("bench -against: %s, round %d: %w", b.path, r, err)
+			}
+			runs[b.name] = append(runs[b.name], rep)
+		}
+	}
+	fmt.Fprintf(stdout, "onceledger bench, %d rounds, alternately: against %s, this %s\nflags: %s\n\n",
+		rounds, old, self, strings.Join(args, " "))
+	return writeAgainst(stdout, runs["against"], runs["this"])
+}
+
+// benchRun runs one bench of the binary path and reads its JSON report.
+func benchRun(ctx context.Context, stderr io.Writer, path string, args []string) (*bench.Report, error) {
+	cmd := exec.CommandContext(ctx, path, append(append([]string{"bench"}, args...), "-format", "json", "-quiet")...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, stderr
+	if err := cmd.Run(); err != nil {
+		return nil, err
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		return nil, fmt.Errorf("not a JSON report of onceledger bench: %w", err)
+	}
+	return &rep, nil
+}
+
+// atRate is the rate a figure's name ends with ("p99 at 1,282/s"): each
+// run measures at half its own peak, so the figures are matched without it.
+var atRate = regexp.MustCompile(` at [0-9][0-9,.]*/s`)
+
+// writeAgainst prints each figure of a and b, matched by name (less its
+// rate), in b's order: every run's value, the means and b's mean over a's.
+func writeAgainst(w io.Writer, a, b []*bench.Report) error {
+	values := func(reps []*bench.Report) (map[string][]float64, []string, map[string]string) {
+		out, units := map[string][]float64{}, map[string]string{}
+		var order []string
+		for _, rep := range reps {
+			for _, f := range rep.Figures {
+				name := atRate.ReplaceAllString(f.Name, "")
+				if _, seen := out[name]; !seen {
+					order = append(order, name)
+				}
+				out[name], units[name] = append(out[name], f.Value), f.Unit
+			}
+		}
+		return out, order, units
+	}
+	av, _, _ := values(a)
+	bv, order, units := values(b)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tunit\tagainst\tthis\tthis ÷ against\t")
+	for _, name := range order {
+		x, ok := av[name]
+		if !ok {
+			continue
+		}
+		y := bv[name]
+		ratio := "-"
+		if m := mean(x); m != 0 {
+			ratio = fmt.Sprintf("%.3f", mean(y)/m)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", name, units[name], joinValues(x), joinValues(y), ratio)
+	}
+	return tw.Flush()
+}
+
+func mean(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+func joinValues(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.4g", x)
+	}
+	return strings.Join(parts, ", ")
+}
