@@ -28,19 +28,35 @@ func benchAgainst(ctx context.Context, stdout, stderr io.Writer, old string, rou
 	if _, err := os.Stat(old); err != nil {
 		return &usageError{fmt.Sprintf("-against %s: %v", old, err)}
 	}
+	// An older release may not know every flag this one does: it runs
+	// without those, and says so.
+	oldArgs, dropped, err := knownArgs(ctx, old, args)
+	if err != nil {
+		return fmt.Errorf("bench -against: %s: %w", old, err)
+	}
+	if len(dropped) > 0 {
+		fmt.Fprintf(stderr, "bench: %s does not know %s: it runs without\n", old, strings.Join(dropped, " "))
+	}
 	runs := map[string][]*bench.Report{}
 	for r := 1; r <= rounds; r++ {
-		for _, b := range []struct{ name, path string }{{"against", old}, {"this", self}} {
+		for _, b := range []struct {
+			name, path string
+			args       []string
+		}{{"against", old, oldArgs}, {"this", self, args}} {
 			fmt.Fprintf(stderr, "bench: round %d of %d: %s (%s)\n", r, rounds, b.name, b.path)
-			rep, err := benchRun(ctx, stderr, b.path, args)
+			rep, err := benchRun(ctx, stderr, b.path, b.args)
 			if err != nil {
 				return fmt.Errorf("bench -against: %s, round %d: %w", b.path, r, err)
 			}
 			runs[b.name] = append(runs[b.name], rep)
 		}
 	}
-	fmt.Fprintf(stdout, "onceledger bench, %d rounds, alternately: against %s, this %s\nflags: %s\n\n",
+	fmt.Fprintf(stdout, "onceledger bench, %d rounds, alternately: against %s, this %s\nflags: %s\n",
 		rounds, old, self, strings.Join(args, " "))
+	if len(dropped) > 0 {
+		fmt.Fprintf(stdout, "(against ran without %s, which it does not know)\n", strings.Join(dropped, " "))
+	}
+	fmt.Fprintln(stdout)
 	return writeAgainst(stdout, runs["against"], runs["this"])
 }
 
@@ -57,6 +73,33 @@ func benchRun(ctx context.Context, stderr io.Writer, path string, args []string)
 		return nil, fmt.Errorf("not a JSON report of onceledger bench: %w", err)
 	}
 	return &rep, nil
+}
+
+// flagLine is a flag's line in a bench -h.
+var flagLine = regexp.MustCompile(`(?m)^\s+-([a-z][a-z0-9-]*)`)
+
+// knownArgs returns the args ("-name=value") the binary path's bench
+// knows, read from its bench -h, and the names of those it does not.
+func knownArgs(ctx context.Context, path string, args []string) (known, dropped []string, err error) {
+	var help bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, "bench", "-h")
+	cmd.Stdout, cmd.Stderr = &help, &help
+	if err := cmd.Run(); err != nil {
+		return nil, nil, fmt.Errorf("bench -h: %w: %s", err, help.String())
+	}
+	flags := map[string]bool{}
+	for _, m := range flagLine.FindAllStringSubmatch(help.String(), -1) {
+		flags[m[1]] = true
+	}
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if flags[name] {
+			known = append(known, a)
+		} else {
+			dropped = append(dropped, "-"+name)
+		}
+	}
+	return known, dropped, nil
 }
 
 // atRate is the rate a figure's name ends with ("p99 at 1,282/s"): each
