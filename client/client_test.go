@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/client"
-	"github.com/onceledger/onceledger/internal/testenv"
-	"github.com/onceledger/onceledger/internal/testworker"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testworker"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
 )

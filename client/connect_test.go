@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/onceledger/onceledger/client"
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 )
 
 func TestRedactURL(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/onceledger/onceledger/consumer"
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"

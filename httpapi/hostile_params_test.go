@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceledger/onceledger/internal/testworker"
+	"github.com/onceledger/onceledger/internal/harness/testworker"
 )
 
 // databaseText is what PostgreSQL's and pgx's messages hold and an answer

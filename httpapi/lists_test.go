@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceledger/onceledger/internal/testworker"
+	"github.com/onceledger/onceledger/internal/harness/testworker"
 	"github.com/onceledger/onceledger/ledger"
 )
 

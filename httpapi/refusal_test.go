@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/onceledger/onceledger/internal/testworker"
+	"github.com/onceledger/onceledger/internal/harness/testworker"
 )
 
 // Over HTTP too, a body refused as wrong does not hold its key: the

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/onceledger/onceledger/client"
-	"github.com/onceledger/onceledger/internal/testworker"
+	"github.com/onceledger/onceledger/internal/harness/testworker"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
 )

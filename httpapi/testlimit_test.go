@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/onceledger/onceledger/internal/testworker"
+	"github.com/onceledger/onceledger/internal/harness/testworker"
 	"github.com/onceledger/onceledger/webhooks"
 )
 

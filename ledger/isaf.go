@@ -18,7 +18,7 @@ import (
 // isaf_1.2.xsd, FileVersion iSAF1.2): the monthly register of issued and
 // received VAT invoices. docs/isaf.md lists the rules of the specification
 // the file follows and how to check a file against the XSD;
-// internal/isafcheck checks every file the tests render against them.
+// internal/harness/isafcheck checks every file the tests render against them.
 //
 //   - Amounts are in the company's currency, which i.SAF wants in euros:
 //     the register is read converted (postgres.Register), and a company

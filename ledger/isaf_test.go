@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceledger/onceledger/internal/isafcheck"
+	"github.com/onceledger/onceledger/internal/harness/isafcheck"
 	"github.com/onceledger/onceledger/ledger"
 )
 

@@ -19,7 +19,7 @@ import (
 // reads a command's name from its type.
 var producers = []string{
 	"internal/audit/audittest",
-	"internal/testworker",
+	"internal/harness/testworker",
 }
 
 // A command's name is written once, in its type's CommandName: the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/migrations"
 )
 

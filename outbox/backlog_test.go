@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/outbox"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/outbox"
 )
 

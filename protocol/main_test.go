@@ -3,7 +3,7 @@ package protocol_test
 import (
 	"testing"
 
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

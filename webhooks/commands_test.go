@@ -3,7 +3,7 @@ package webhooks_test
 import (
 	"testing"
 
-	"github.com/onceledger/onceledger/internal/testkeys"
+	"github.com/onceledger/onceledger/internal/harness/testkeys"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/webhooks"

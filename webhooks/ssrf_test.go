@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceledger/onceledger/internal/harness/testkeys"
 	"github.com/onceledger/onceledger/internal/kinds"
-	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/webhooks"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/internal/audit/audittest"
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 )
 
 // A worker runs commands from NATS; the audit compares its streams with

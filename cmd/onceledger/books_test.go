@@ -10,10 +10,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/onceledger/onceledger/internal/isafcheck"
+	"github.com/onceledger/onceledger/internal/harness/isafcheck"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testkeys"
 	"github.com/onceledger/onceledger/internal/kinds"
-	"github.com/onceledger/onceledger/internal/testenv"
-	"github.com/onceledger/onceledger/internal/testkeys"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/exec"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/internal/cells"
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/protocol"
 )
 

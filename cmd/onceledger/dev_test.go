@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/internal/pgcluster"
-	"github.com/onceledger/onceledger/internal/testenv"
 )
 
 // asBinaryEnv makes the test binary run as onceledger itself, so that tests

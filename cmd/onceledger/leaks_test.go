@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
 )

@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/consumer"
-	"github.com/onceledger/onceledger/internal/testenv"
-	"github.com/onceledger/onceledger/internal/testkeys"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testkeys"
 	"github.com/onceledger/onceledger/protocol"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 )
 
 // readmeStep is what one command of the README's Try it must answer.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/internal/audit/audittest"
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

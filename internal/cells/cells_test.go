@@ -13,7 +13,7 @@ import (
 
 	"github.com/onceledger/onceledger/consumer/transport"
 	"github.com/onceledger/onceledger/internal/cells"
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/protocol"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/audit/audittest"
 	"github.com/onceledger/onceledger/internal/console"
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/protocol"
 )
 

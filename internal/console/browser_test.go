@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/onceledger/onceledger/internal/browsertest"
+	"github.com/onceledger/onceledger/internal/harness/browsertest"
 	"github.com/onceledger/onceledger/internal/ops"
 )
 

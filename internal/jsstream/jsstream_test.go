@@ -8,8 +8,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/internal/jsstream"
-	"github.com/onceledger/onceledger/internal/testenv"
 )
 
 // Ensure creates a missing stream, leaves one with the same settings

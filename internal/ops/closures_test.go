@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/internal/ops"
-	"github.com/onceledger/onceledger/internal/testenv"
 	"github.com/onceledger/onceledger/protocol"
 )
 

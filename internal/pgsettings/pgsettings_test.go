@@ -6,8 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/internal/pgsettings"
-	"github.com/onceledger/onceledger/internal/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

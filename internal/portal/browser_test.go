@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
-	"github.com/onceledger/onceledger/internal/browsertest"
+	"github.com/onceledger/onceledger/internal/harness/browsertest"
 	"github.com/onceledger/onceledger/webhooks"
 )
 

@@ -20,10 +20,10 @@ import (
 
 	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/httpapi"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testkeys"
+	"github.com/onceledger/onceledger/internal/harness/testworker"
 	"github.com/onceledger/onceledger/internal/portal"
-	"github.com/onceledger/onceledger/internal/testenv"
-	"github.com/onceledger/onceledger/internal/testkeys"
-	"github.com/onceledger/onceledger/internal/testworker"
 	"github.com/onceledger/onceledger/webhooks"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/internal/purge"
-	"github.com/onceledger/onceledger/internal/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

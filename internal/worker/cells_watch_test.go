@@ -16,7 +16,7 @@ import (
 	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/cells"
-	"github.com/onceledger/onceledger/internal/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/internal/worker"
 	"github.com/onceledger/onceledger/protocol"
 )

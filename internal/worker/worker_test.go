@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceledger/onceledger/client"
-	"github.com/onceledger/onceledger/internal/testenv"
-	"github.com/onceledger/onceledger/internal/testkeys"
-	"github.com/onceledger/onceledger/internal/testworker"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
+	"github.com/onceledger/onceledger/internal/harness/testkeys"
+	"github.com/onceledger/onceledger/internal/harness/testworker"
 	"github.com/onceledger/onceledger/internal/worker"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/protocol"

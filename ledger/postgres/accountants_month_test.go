@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/internal/audit"
-	"github.com/onceledger/onceledger/internal/isafcheck"
+	"github.com/onceledger/onceledger/internal/harness/isafcheck"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
 )
