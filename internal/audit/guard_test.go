@@ -145,7 +145,7 @@ func TestGuardsRefuseWhatTheAuditCatches(t *testing.T) {
 			VALUES (gen_random_uuid(), 'acme', 'XXX', '2026-12-01', 1.1, 'forged')`},
 		guard:      "fx_rates_currency_iso_4217",
 		off:        []string{`ALTER TABLE fx_rates DROP CONSTRAINT fx_rates_currency_iso_4217`},
-		want:       []string{audit.CheckCurrencies},
+		want:       []string{audit.CheckCurrencies, audit.CheckEffectsInbox}, // and a rate no command recorded
 		wantDetail: "1 row(s) of fx_rates are in 'XXX'",
 	}, {
 		name: "a currency code in lower case",

@@ -39,6 +39,8 @@ WITH kinds (command, noun, field) AS (VALUES
 	('depreciation.run', 'depreciation run', 'depreciation_run_id'),
 	('customer_credit.apply', 'credit application', 'application_id'),
 	('customer_credit.refund', 'credit refund', 'refund_id'),
+	('period.close', 'month close', 'close_id'),
+	('fx_rate.record', 'exchange rate', 'fx_rate_id'),
 	('webhook_endpoint.create', 'webhook endpoint', 'endpoint_id')),
 documents (company_id, command, ref, created_at) AS MATERIALIZED (
 	SELECT id, 'company.create', id, created_at FROM companies WHERE ($1::text = '' OR id = $1)
@@ -62,6 +64,10 @@ documents (company_id, command, ref, created_at) AS MATERIALIZED (
 	UNION ALL
 	SELECT company_id, CASE kind WHEN 'application' THEN 'customer_credit.apply' ELSE 'customer_credit.refund' END, id::text, created_at
 	  FROM customer_credit_movements WHERE kind IN ('application', 'refund') AND ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'period.close', id::text, closed_at FROM period_closes WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'fx_rate.record', id::text, created_at FROM fx_rates WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, 'webhook_endpoint.create', id::text, created_at FROM webhook_endpoints WHERE ($1::text = '' OR company_id = $1)),
 keys AS MATERIALIZED (
