@@ -118,10 +118,9 @@ func TestAnAccountantsDecember(t *testing.T) {
 	}
 }
 
-// isafDocuments renders the month's i.SAF file of company, validated
-// against VMI's schema, and names each document by its number, type,
-// references, each total's code and amounts, and a purchase's dates.
-func isafDocuments(t *testing.T, db *pgxpool.Pool, company string, p ledger.Period) (sales, purchases []string) {
+// isafFile renders the month's i.SAF file of company, requires it valid
+// against VMI's schema and the specification's rules, and parses it.
+func isafFile(t *testing.T, db *pgxpool.Pool, company string, p ledger.Period) ledger.ISAFFile {
 	t.Helper()
 	r, err := postgres.Register(testContext(t), db, company, p)
 	if err != nil {
@@ -138,6 +137,15 @@ func isafDocuments(t *testing.T, db *pgxpool.Pool, company string, p ledger.Peri
 	if err := xml.Unmarshal(buf.Bytes(), &f); err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+// isafDocuments names each document of the month's i.SAF file (isafFile)
+// by its number, type, references, each total's code and amounts, and a
+// purchase's dates.
+func isafDocuments(t *testing.T, db *pgxpool.Pool, company string, p ledger.Period) (sales, purchases []string) {
+	t.Helper()
+	f := isafFile(t, db, company, p)
 	describe := func(inv ledger.ISAFInvoice) string {
 		d := inv.InvoiceNo + " " + inv.InvoiceType
 		for _, ref := range inv.References.References {

@@ -1,21 +1,16 @@
 package postgres_test
 
 import (
-	"bytes"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/shopspring/decimal"
 
-	"github.com/onceledger/onceledger/internal/harness/isafcheck"
 	"github.com/onceledger/onceledger/ledger"
-	"github.com/onceledger/onceledger/ledger/postgres"
 )
 
 // A month as an accountant would post it: domestic sales at two rates, an
@@ -27,7 +22,6 @@ import (
 func TestVATTreatmentsMonth(t *testing.T) {
 	t.Parallel()
 	db := newDB(t, 4)
-	ctx := testContext(t)
 	run[ledger.Company](t, db, "acme", "company.create", map[string]any{
 		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
 	sale := func(order string, customer map[string]any, currency string, lines ...map[string]any) ledger.InvoiceView {
@@ -155,21 +149,7 @@ func TestVATTreatmentsMonth(t *testing.T) {
 
 	// The i.SAF file: every total's code and amounts add up to the
 	// return's fields, and the file follows the specification.
-	r, err := postgres.Register(ctx, db, "acme", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := r.WriteISAF(&buf, time.Date(2027, 1, 10, 9, 30, 0, 0, time.UTC)); err != nil {
-		t.Fatal(err)
-	}
-	if errs := isafcheck.Check(buf.Bytes()); len(errs) > 0 {
-		t.Fatalf("i.SAF breaks the specification:\n%s\n%s", strings.Join(errs, "\n"), buf.String())
-	}
-	var f ledger.ISAFFile
-	if err := xml.Unmarshal(buf.Bytes(), &f); err != nil {
-		t.Fatal(err)
-	}
+	f := isafFile(t, db, "acme", p)
 	type sums struct{ net, vat decimal.Decimal }
 	sales, purchases := map[string]sums{}, map[string]sums{}
 	add := func(m map[string]sums, invs *ledger.ISAFInvoices) {
