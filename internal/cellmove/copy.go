@@ -23,32 +23,36 @@ import (
 type table struct {
 	name  string
 	where string
+	// order, when set, is the order the rows are copied in: for a table
+	// whose rows are checked against earlier rows of it as they are
+	// inserted.
+	order string
 }
 
-func byCompany(name string) table { return table{name, "company_id = ANY($companies)"} }
+func byCompany(name string) table { return table{name: name, where: "company_id = ANY($companies)"} }
 
 // Tables are every table whose rows belong to a company, in the order
 // they are copied; NotPerCompany are the others. A test holds the two
 // together equal to the schema's tables, so that a new table is never
 // left behind by a move.
 var Tables = []table{
-	{"companies", "id = ANY($companies)"},
+	{name: "companies", where: "id = ANY($companies)"},
 	byCompany("accounts"),
 	byCompany("number_series"),
 	byCompany("outbox_sequences"),
 	byCompany("journal_entries"),
 	byCompany("journal_lines"),
 	byCompany("invoices"),
-	{"invoice_lines", "invoice_id IN (SELECT id FROM invoices WHERE company_id = ANY($companies))"},
+	{name: "invoice_lines", where: "invoice_id IN (SELECT id FROM invoices WHERE company_id = ANY($companies))"},
 	byCompany("credit_notes"),
-	{"credit_note_lines", "credit_note_id IN (SELECT id FROM credit_notes WHERE company_id = ANY($companies))"},
+	{name: "credit_note_lines", where: "credit_note_id IN (SELECT id FROM credit_notes WHERE company_id = ANY($companies))"},
 	byCompany("payments"),
-	{"payment_allocations", "payment_id IN (SELECT id FROM payments WHERE company_id = ANY($companies))"},
+	{name: "payment_allocations", where: "payment_id IN (SELECT id FROM payments WHERE company_id = ANY($companies))"},
 	byCompany("settlements"),
 	// Invoices before the credit notes that credit them: a credit note's
 	// row is checked against its invoice as it is inserted.
-	{"purchase_invoices", "company_id = ANY($companies) ORDER BY credits_invoice_id IS NOT NULL, id"},
-	{"purchase_invoice_lines", "purchase_invoice_id IN (SELECT id FROM purchase_invoices WHERE company_id = ANY($companies))"},
+	{name: "purchase_invoices", where: "company_id = ANY($companies)", order: "credits_invoice_id IS NOT NULL, id"},
+	{name: "purchase_invoice_lines", where: "purchase_invoice_id IN (SELECT id FROM purchase_invoices WHERE company_id = ANY($companies))"},
 	byCompany("purchase_reversals"),
 	byCompany("assets"),
 	byCompany("depreciation_runs"),
@@ -60,9 +64,9 @@ var Tables = []table{
 	byCompany("api_tokens"),
 	byCompany("webhook_endpoints"),
 	byCompany("outbox_events"),
-	{"outbox_pending", "event_id IN (SELECT id FROM outbox_events WHERE company_id = ANY($companies))"},
+	{name: "outbox_pending", where: "event_id IN (SELECT id FROM outbox_events WHERE company_id = ANY($companies))"},
 	byCompany("webhook_deliveries"),
-	{"webhook_attempts", "delivery_id IN (SELECT id FROM webhook_deliveries WHERE company_id = ANY($companies))"},
+	{name: "webhook_attempts", where: "delivery_id IN (SELECT id FROM webhook_deliveries WHERE company_id = ANY($companies))"},
 	byCompany("audit_runs"),
 	byCompany("portal_links"),
 	byCompany("portal_sessions"),
@@ -164,7 +168,7 @@ func copyCompanies(ctx context.Context, fromDB, toDB *pgxpool.Pool, companies []
 		list := strings.Join(cols, ", ")
 		where := strings.ReplaceAll(t.where, "$companies", lit)
 		if err := pipe(ctx, src.Conn().PgConn(), dst.Conn().PgConn(),
-			fmt.Sprintf("COPY (SELECT %s FROM %s WHERE %s) TO STDOUT", list, t.name, where),
+			fmt.Sprintf("COPY (SELECT %s FROM %s WHERE %s%s) TO STDOUT", list, t.name, where, orderBy(t.order)),
 			fmt.Sprintf("COPY %s (%s) FROM STDIN", t.name, list)); err != nil {
 			return nil, fmt.Errorf("copy %s: %w", t.name, err)
 		}
@@ -355,4 +359,12 @@ func holds(ctx context.Context, db *pgxpool.Pool, companies []string) ([]string,
 		out = []string{}
 	}
 	return out, nil
+}
+
+// orderBy is an ORDER BY clause of order, or nothing.
+func orderBy(order string) string {
+	if order == "" {
+		return ""
+	}
+	return " ORDER BY " + order
 }

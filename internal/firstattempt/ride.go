@@ -19,7 +19,8 @@ type Ride struct {
 	terms  *Terms
 	db     Execer
 	logger *slog.Logger
-	events []uuid.UUID
+	events []uuid.UUID // only under terms: nothing else reads them back
+	wrote  bool
 	read   *Read
 }
 
@@ -47,8 +48,13 @@ func (r *Ride) Begin(b *pgx.Batch) int {
 	return 1
 }
 
-// Wrote keeps the IDs of the events written.
+// Wrote keeps the IDs of the events written, when the transaction leases
+// their deliveries; a large batch only notes that it wrote some.
 func (r *Ride) Wrote(events []outbox.Event) {
+	r.wrote = r.wrote || len(events) > 0
+	if r.terms == nil {
+		return
+	}
 	for _, ev := range events {
 		r.events = append(r.events, ev.ID)
 	}
@@ -73,7 +79,7 @@ func (r *Ride) Arrive(ctx context.Context, committed, executed bool) bool {
 	if !committed || !executed {
 		return false
 	}
-	leased, pending := []Delivery(nil), len(r.events) > 0
+	leased, pending := []Delivery(nil), r.wrote
 	if r.read != nil {
 		leased, pending = r.read.Leased, r.read.Pending
 	}
