@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/onceledger/onceledger/internal/console"
-	"github.com/onceledger/onceledger/internal/portal"
+	"github.com/onceledger/onceledger/internal/web/console"
+	"github.com/onceledger/onceledger/internal/web/portal"
 	"github.com/onceledger/onceledger/ledger"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/httpapi"
-	"github.com/onceledger/onceledger/internal/console"
-	"github.com/onceledger/onceledger/internal/portal"
+	"github.com/onceledger/onceledger/internal/web/console"
+	"github.com/onceledger/onceledger/internal/web/portal"
 	"github.com/onceledger/onceledger/webhooks"
 )
 

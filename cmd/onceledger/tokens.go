@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/httpapi"
-	"github.com/onceledger/onceledger/internal/console"
+	"github.com/onceledger/onceledger/internal/web/console"
 )
 
 const tokensUsage = `Usage: onceledger tokens <create|list|revoke> [flags]

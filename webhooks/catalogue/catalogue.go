@@ -2,7 +2,7 @@
 // the JSON Schema of its body, made from the Go type of its data, and an
 // example the worker wrote. It sits beside the event types (ledger's
 // EventTypes and webhooks.EventTest); the portal shows it, and its test
-// (in internal/portal, which runs a worker) checks that the events the
+// (in internal/web/portal, which runs a worker) checks that the events the
 // worker writes match it.
 package catalogue
 
@@ -27,7 +27,7 @@ import (
 // ledger/postgres, the done and outcome calls). The schemas are made from
 // these types, so they change when the events do; the test checks that
 // every event type has one and that the events the worker writes match
-// (internal/portal's TestCatalogueDescribesTheEventsTheWorkerWrites).
+// (internal/web/portal's TestCatalogueDescribesTheEventsTheWorkerWrites).
 var eventData = map[string]any{
 	ledger.EventCompanyCreated:             ledger.Company{},
 	ledger.EventInvoiceCreated:             ledger.InvoiceView{},

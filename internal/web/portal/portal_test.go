@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/onceledger/onceledger/httpapi"
-	"github.com/onceledger/onceledger/internal/console"
+	"github.com/onceledger/onceledger/internal/web/console"
 	"github.com/onceledger/onceledger/webhooks"
 )
 

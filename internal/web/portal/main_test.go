@@ -23,7 +23,7 @@ import (
 	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/internal/harness/testkeys"
 	"github.com/onceledger/onceledger/internal/harness/testworker"
-	"github.com/onceledger/onceledger/internal/portal"
+	"github.com/onceledger/onceledger/internal/web/portal"
 	"github.com/onceledger/onceledger/webhooks"
 )
 

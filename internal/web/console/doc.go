@@ -8,18 +8,11 @@
 // Guarantees:
 //
 //   - Only an operator token signs in (tokens create -operator). Like API
-//     tokens only its SHA-256 is stored. A session is a random 32-byte
-//     cookie value (HttpOnly, SameSite=Strict, Secure over TLS) of which
-//     only the SHA-256 is stored, in console_sessions; it expires after
+//     tokens only its SHA-256 is stored. Sessions, CSRF tokens, security
+//     headers and assets follow the rules of package web, shared with the
+//     portal; a session is kept in console_sessions, expires after
 //     Config.SessionTTL, ends at sign-out, and ends at once when its token
 //     is revoked.
-//   - Every POST carries the session's CSRF token and is refused with 403
-//     without it; a request without a session is sent to the sign-in
-//     page.
-//   - Every answer forbids inline script and style, framing, sniffing and
-//     cross-origin referrers (Content-Security-Policy, nosniff,
-//     Referrer-Policy). The assets, htmx included, are embedded: nothing
-//     is fetched from elsewhere at run time.
 //   - A replay form carries a key of its own, stored with the outcome in
 //     console_actions: submitting it twice replays once and shows the
 //     first outcome. The replayed command keeps its Idempotency-Key, so

@@ -15,12 +15,10 @@
 //     (DefaultLinkTTL, at most MaxLinkTTL); it opens one session, once.
 //     Opening it shows a button that starts the session with a POST, so a
 //     link previewer that fetches the URL does not use it up.
-//   - Sessions follow the console's rules (package console): a random
-//     cookie (HttpOnly, SameSite=Strict, Secure over TLS) of which only
-//     the SHA-256 is stored; every POST carries the session's CSRF token
-//     and is refused with 403 without it; the console's security headers
-//     and embedded assets. A session opened with an API token, or by a
-//     link made with one, ends when the token is revoked.
+//   - Sessions, CSRF tokens, security headers and assets follow the rules
+//     of package web, shared with the console; sessions are kept in
+//     portal_sessions. A session opened with an API token, or by a link
+//     made with one, ends when the token is revoked.
 //   - A link made with a token (ByAPIToken, ByOperatorToken) opens
 //     nothing once that token is revoked. A session opened by an
 //     operator's link lasts its SessionTTL: revoking the operator's token

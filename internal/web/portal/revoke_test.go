@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/onceledger/onceledger/httpapi"
-	"github.com/onceledger/onceledger/internal/console"
+	"github.com/onceledger/onceledger/internal/web/console"
 )
 
 // A link made with an API token opens nothing once the token is revoked,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -12,17 +11,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/onceledger/onceledger/internal/bearer"
+	"github.com/onceledger/onceledger/internal/web"
 	"github.com/onceledger/onceledger/ledger"
 )
 
 const (
-	// sessionCookie holds the session's random ID; the database holds its
-	// SHA-256.
-	sessionCookie = "onceledger_portal"
-	// signinCookie holds the sign-in form's CSRF token (double submit).
-	signinCookie = "onceledger_portal_signin"
-	// csrfField is the form field every POST carries.
-	csrfField = "csrf"
 	// LinkPrefix starts every portal link token.
 	LinkPrefix = "olp_"
 	// apiTokenPrefix starts the API tokens (httpapi.TokenPrefix).
@@ -36,12 +29,15 @@ const (
 	MaxLinkTTL     = 24 * time.Hour
 )
 
-// session is a signed-in company.
-type session struct {
-	idHash  []byte
+// member is who a portal session is: its company, and the token it hangs
+// on.
+type member struct {
 	Company string
-	CSRF    string
+	by      maker
 }
+
+// session is a signed-in company.
+type session = web.Session[member]
 
 // Link is a link into a company's portal.
 type Link struct {
@@ -190,63 +186,26 @@ func (p *Portal) apiToken(ctx context.Context, token string) (string, uuid.UUID,
 	return company, id, nil
 }
 
-// startSession stores a new session of company and returns the cookie
-// value. The session ends when its maker's token is revoked.
-func (p *Portal) startSession(ctx context.Context, company string, by maker) (string, error) {
-	id, err := bearer.Random(32)
-	if err != nil {
-		return "", err
-	}
-	csrf, err := bearer.Random(32)
-	if err != nil {
-		return "", err
-	}
-	if _, err := p.cfg.Pool.Exec(ctx, `DELETE FROM portal_sessions WHERE expires_at < now()`); err != nil {
-		return "", fmt.Errorf("purge expired portal sessions: %w", err)
-	}
-	if _, err := p.cfg.Pool.Exec(ctx, `DELETE FROM portal_actions WHERE created_at < now() - interval '1 day'`); err != nil {
-		return "", fmt.Errorf("purge old portal actions: %w", err)
-	}
-	if _, err := p.cfg.Pool.Exec(ctx, `
-		INSERT INTO portal_sessions (id_hash, company_id, api_token_id, operator_token_id, csrf_token, expires_at)
-		VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond')`,
-		bearer.Hash(id), company, nullID(by.apiToken), nullID(by.operatorToken), csrf, p.cfg.SessionTTL.Milliseconds()); err != nil {
-		return "", fmt.Errorf("store portal session: %w", err)
-	}
-	return id, nil
-}
-
-// errNoSession: no cookie, or one of no live session.
-var errNoSession = errors.New("no session")
-
-func (p *Portal) session(r *http.Request) (*session, error) {
-	ck, err := r.Cookie(sessionCookie)
-	if err != nil || ck.Value == "" {
-		return nil, errNoSession
-	}
-	s := &session{idHash: bearer.Hash(ck.Value)}
-	err = p.cfg.Pool.QueryRow(r.Context(), `
-		SELECT s.company_id, s.csrf_token
-		  FROM portal_sessions s
-		  LEFT JOIN api_tokens t ON t.id = s.api_token_id
-		  LEFT JOIN operator_tokens o ON o.id = s.operator_token_id
-		 WHERE s.id_hash = $1 AND s.expires_at > now()
-		   AND (s.api_token_id IS NULL OR (t.id IS NOT NULL AND t.revoked_at IS NULL))
-		   AND (s.operator_token_id IS NULL OR (o.id IS NOT NULL AND o.revoked_at IS NULL))`, s.idHash).Scan(&s.Company, &s.CSRF)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errNoSession
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read portal session: %w", err)
-	}
-	return s, nil
-}
-
-func (p *Portal) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
-	http.SetCookie(w, &http.Cookie{
-		Name: name, Value: value, Path: basePath + "/", MaxAge: maxAge,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
-	})
+// sessions are kept in portal_sessions, each of one company, and end at
+// once when the token they hang on is revoked.
+var sessions = web.Sessions[member]{
+	Table: "portal_sessions",
+	Columns: func(m member) ([]string, []any) {
+		return []string{"company_id", "api_token_id", "operator_token_id"}, []any{m.Company, nullID(m.by.apiToken), nullID(m.by.operatorToken)}
+	},
+	Find: func(ctx context.Context, db bearer.DB, idHash []byte) (member, string, error) {
+		var m member
+		var csrf string
+		err := db.QueryRow(ctx, `
+			SELECT s.company_id, s.csrf_token
+			  FROM portal_sessions s
+			  LEFT JOIN api_tokens t ON t.id = s.api_token_id
+			  LEFT JOIN operator_tokens o ON o.id = s.operator_token_id
+			 WHERE s.id_hash = $1 AND s.expires_at > now()
+			   AND (s.api_token_id IS NULL OR (t.id IS NOT NULL AND t.revoked_at IS NULL))
+			   AND (s.operator_token_id IS NULL OR (o.id IS NOT NULL AND o.revoked_at IS NULL))`, idHash).Scan(&m.Company, &csrf)
+		return m, csrf, err
+	},
 }
 
 // nullID is id, or NULL for uuid.Nil.

@@ -19,6 +19,7 @@ import (
 	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/internal/ops"
+	"github.com/onceledger/onceledger/internal/web"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/webhooks"
 )
@@ -108,63 +109,29 @@ func mask(v any) any {
 	return v
 }
 
-func (c *Console) signinForm(w http.ResponseWriter, r *http.Request) {
-	c.signinPage(w, r, http.StatusOK, "")
-}
-
-func (c *Console) signinPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	csrf, err := randomString(32)
-	if err != nil {
-		c.fail(w, r, nil, err)
-		return
-	}
-	c.setCookie(w, r, signinCookie, csrf, 600)
-	w.Header().Set("Cache-Control", "no-store")
-	c.render(w, r, status, "signin", nil, struct{ CSRF, Message string }{csrf, msg})
-}
-
 func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
-	ck, err := r.Cookie(signinCookie)
-	if err != nil || !sameToken(r.PostFormValue(csrfField), ck.Value) {
-		c.render(w, r, http.StatusForbidden, "error", nil, errorPage{Title: "Forbidden", Message: "The sign-in form expired or was not this console's: reload it and sign in again."})
+	if !c.app.SigninChecked(w, r) {
 		return
 	}
 	tok, err := authenticate(r.Context(), c.cfg.Pool, r.PostFormValue("token"))
 	if errors.Is(err, errBadToken) {
-		c.signinPage(w, r, http.StatusUnauthorized, "That is not a valid operator token (onceledger tokens create -operator makes one).")
+		c.app.SigninPage(w, r, http.StatusUnauthorized, "That is not a valid operator token (onceledger tokens create -operator makes one).")
 		return
 	}
 	if err != nil {
-		c.fail(w, r, nil, err)
+		c.app.Fail(w, r, nil, err)
 		return
 	}
-	id, err := c.startSession(r.Context(), tok)
-	if err != nil {
-		c.fail(w, r, nil, err)
-		return
-	}
-	c.setCookie(w, r, signinCookie, "", -1)
-	c.setCookie(w, r, sessionCookie, id, int(c.cfg.SessionTTL/time.Second))
-	c.cfg.Logger.Info("console sign-in", "token_id", tok.ID, "token_name", tok.Name)
-	http.Redirect(w, r, basePath+"/", http.StatusSeeOther)
-}
-
-func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *session) {
-	if err := c.endSession(r.Context(), s); err != nil {
-		c.fail(w, r, s, err)
-		return
-	}
-	c.setCookie(w, r, sessionCookie, "", -1)
-	http.Redirect(w, r, basePath+"/signin", http.StatusSeeOther)
+	c.app.SignIn(w, r, operator{TokenID: tok.ID, TokenName: tok.Name}, "token_id", tok.ID, "token_name", tok.Name)
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
-	action, err := randomString(18)
+	action, err := web.NewActionKey()
 	if err != nil {
-		c.fail(w, r, s, err)
+		c.app.Fail(w, r, s, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "overview", s, struct {
+	c.app.Render(w, http.StatusOK, "overview", s, struct {
 		Figures        figures
 		Action         string
 		RefreshMillis  int64
@@ -173,7 +140,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (c *Console) stats(w http.ResponseWriter, r *http.Request, s *session) {
-	c.render(w, r, http.StatusOK, "stats", s, c.readFigures(r.Context()))
+	c.app.RenderFragment(w, http.StatusOK, "stats.html", s, c.readFigures(r.Context()))
 }
 
 // figures are what the overview shows and refreshes: the counts, and the
@@ -220,7 +187,7 @@ func age(d time.Duration) string {
 // the run under the operator's name.
 func (c *Console) runAudit(w http.ResponseWriter, r *http.Request, s *session) {
 	c.once(w, r, s, func(ctx context.Context) (string, error) {
-		report, err := ops.RunAudit(ctx, c.cfg.Pool, audit.Options{}, "console: "+s.TokenName)
+		report, err := ops.RunAudit(ctx, c.cfg.Pool, audit.Options{}, "console: "+s.Who.TokenName)
 		if err != nil {
 			return "", err
 		}
@@ -359,7 +326,7 @@ func (c *Console) commands(w http.ResponseWriter, r *http.Request, s *session) {
 		switch ops.ErrorCode(err) {
 		case "":
 			if err != nil {
-				c.fail(w, r, s, err)
+				c.app.Fail(w, r, s, err)
 				return
 			}
 			data.Trail = &tr
@@ -376,7 +343,7 @@ func (c *Console) commands(w http.ResponseWriter, r *http.Request, s *session) {
 			data.Message, status = err.Error(), http.StatusBadRequest
 		}
 	}
-	c.render(w, r, status, "commands", s, data)
+	c.app.Render(w, status, "commands", s, data)
 }
 
 // pageSize is how many rows a list page shows.
@@ -388,14 +355,14 @@ func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request, s *session
 	if a := q.Get("after"); a != "" {
 		n, err := strconv.ParseUint(a, 10, 64)
 		if err != nil {
-			c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "after", Message: "after must be a stream sequence"})
+			c.app.Fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "after", Message: "after must be a stream sequence"})
 			return
 		}
 		query.After = n
 	}
 	page, err := c.dlq.Page(r.Context(), query)
 	if err != nil {
-		c.fail(w, r, s, err)
+		c.app.Fail(w, r, s, err)
 		return
 	}
 	next := ""
@@ -404,12 +371,12 @@ func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request, s *session
 		v.Set("after", strconv.FormatUint(page.Next, 10))
 		next = basePath + "/dead-letters?" + v.Encode()
 	}
-	action, err := randomString(18)
+	action, err := web.NewActionKey()
 	if err != nil {
-		c.fail(w, r, s, err)
+		c.app.Fail(w, r, s, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "deadletters", s, struct {
+	c.app.Render(w, http.StatusOK, "deadletters", s, struct {
 		Query  ops.DeadLetterQuery
 		Page   ops.DeadLetterKeysetPage
 		Next   string
@@ -424,17 +391,17 @@ func (c *Console) replaySelected(w http.ResponseWriter, r *http.Request, s *sess
 	for _, v := range r.PostForm["seq"] {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "seq", Message: "not a stream sequence: " + v})
+			c.app.Fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "seq", Message: "not a stream sequence: " + v})
 			return
 		}
 		seqs = append(seqs, n)
 	}
 	switch {
 	case len(seqs) == 0:
-		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "seq", Message: "no dead letter is selected"})
+		c.app.Fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "seq", Message: "no dead letter is selected"})
 		return
 	case len(seqs) > pageSize:
-		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "seq", Message: "at most a page of dead letters is replayed at once"})
+		c.app.Fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "seq", Message: "at most a page of dead letters is replayed at once"})
 		return
 	}
 	slices.Sort(seqs)
@@ -459,21 +426,21 @@ func (c *Console) replaySelected(w http.ResponseWriter, r *http.Request, s *sess
 func (c *Console) deadLetter(w http.ResponseWriter, r *http.Request, s *session) {
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
 	if err != nil {
-		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "sequence", Message: "not a stream sequence"})
+		c.app.Fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "sequence", Message: "not a stream sequence"})
 		return
 	}
 	d, err := c.dlq.Get(r.Context(), seq)
 	if err != nil {
-		c.fail(w, r, s, err)
+		c.app.Fail(w, r, s, err)
 		return
 	}
 	d.Headers = maskHeaders(d.Headers)
-	action, err := randomString(18)
+	action, err := web.NewActionKey()
 	if err != nil {
-		c.fail(w, r, s, err)
+		c.app.Fail(w, r, s, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "deadletter", s, deadLetterPage{Letter: d, Action: action})
+	c.app.Render(w, http.StatusOK, "deadletter", s, deadLetterPage{Letter: d, Action: action})
 }
 
 // deadLetterPage is what the dead letter's page shows: the letter, the
@@ -492,7 +459,7 @@ type deadLetterPage struct {
 func (c *Console) closeDeadLetter(w http.ResponseWriter, r *http.Request, s *session) {
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
 	if err != nil {
-		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "sequence", Message: "not a stream sequence"})
+		c.app.Fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "sequence", Message: "not a stream sequence"})
 		return
 	}
 	how, reason := r.PostFormValue("close"), r.PostFormValue("reason")
@@ -506,15 +473,15 @@ func (c *Console) closeDeadLetter(w http.ResponseWriter, r *http.Request, s *ses
 	if refusal != "" {
 		d, err := c.dlq.Get(r.Context(), seq)
 		if err != nil {
-			c.fail(w, r, s, err)
+			c.app.Fail(w, r, s, err)
 			return
 		}
 		d.Headers = maskHeaders(d.Headers)
-		c.render(w, r, http.StatusBadRequest, "deadletter", s, deadLetterPage{Letter: d, Action: r.PostFormValue("action"), Message: refusal, Reason: reason})
+		c.app.Render(w, http.StatusBadRequest, "deadletter", s, deadLetterPage{Letter: d, Action: r.PostFormValue("action"), Message: refusal, Reason: reason})
 		return
 	}
 	c.once(w, r, s, func(ctx context.Context) (string, error) {
-		d, err := c.dlq.Close(ctx, seq, how, reason, "console: "+s.TokenName)
+		d, err := c.dlq.Close(ctx, seq, how, reason, "console: "+s.Who.TokenName)
 		if err != nil {
 			return "", err
 		}
@@ -522,44 +489,18 @@ func (c *Console) closeDeadLetter(w http.ResponseWriter, r *http.Request, s *ses
 	})
 }
 
-// once runs act under the form's action key: the first submission runs it
-// and stores its outcome, a repeat finds the key and runs nothing. Either
-// way the browser is sent to the outcome.
+// once runs act once per form (web.App.Once) and sends the browser to
+// its outcome.
 func (c *Console) once(w http.ResponseWriter, r *http.Request, s *session, act func(ctx context.Context) (string, error)) {
-	key := r.PostFormValue("action")
-	if len(key) < 16 || len(key) > 64 {
-		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "action", Message: "the form carries no action key: reload it"})
-		return
+	if key, ok := c.app.Once(w, r, s, s.Who.TokenID, act); ok {
+		http.Redirect(w, r, basePath+"/actions/"+key, http.StatusSeeOther)
 	}
-	tag, err := c.cfg.Pool.Exec(r.Context(), `INSERT INTO console_actions (action_key, token_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, key, s.TokenID)
-	if err != nil {
-		c.fail(w, r, s, err)
-		return
-	}
-	if tag.RowsAffected() == 1 {
-		// The outcome is stored whatever the request's fate: the action
-		// has happened (or not) by now.
-		ctx := context.WithoutCancel(r.Context())
-		outcome, err := act(ctx)
-		if err != nil {
-			outcome = "failed: " + err.Error()
-			if ops.ErrorCode(err) == "" {
-				c.cfg.Logger.Warn("console action failed", "path", r.URL.Path, "error", err)
-			}
-		}
-		if _, err := c.cfg.Pool.Exec(ctx, `UPDATE console_actions SET outcome = $2 WHERE action_key = $1`, key, outcome); err != nil {
-			c.fail(w, r, s, err)
-			return
-		}
-		c.cfg.Logger.Info("console action", "token_id", s.TokenID, "path", r.URL.Path, "outcome", outcome)
-	}
-	http.Redirect(w, r, basePath+"/actions/"+key, http.StatusSeeOther)
 }
 
 func (c *Console) replayDeadLetter(w http.ResponseWriter, r *http.Request, s *session) {
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
 	if err != nil {
-		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "sequence", Message: "not a stream sequence"})
+		c.app.Fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "sequence", Message: "not a stream sequence"})
 		return
 	}
 	c.once(w, r, s, func(ctx context.Context) (string, error) {
@@ -572,22 +513,20 @@ func (c *Console) replayDeadLetter(w http.ResponseWriter, r *http.Request, s *se
 }
 
 func (c *Console) action(w http.ResponseWriter, r *http.Request, s *session) {
-	var outcome *string
-	err := c.cfg.Pool.QueryRow(r.Context(), `SELECT outcome FROM console_actions WHERE action_key = $1 AND token_id = $2`,
-		r.PathValue("key"), s.TokenID).Scan(&outcome)
-	if errors.Is(err, pgx.ErrNoRows) {
-		c.fail(w, r, s, &ops.Error{Code: ops.CodeNotFound, Message: "no such action of yours (actions are kept for a day)"})
+	outcome, err := c.app.Outcome(r.Context(), s.Who.TokenID, r.PathValue("key"))
+	if errors.Is(err, web.ErrNoAction) {
+		c.app.Fail(w, r, s, &ops.Error{Code: ops.CodeNotFound, Message: "no such action of yours (actions are kept for a day)"})
 		return
 	}
 	if err != nil {
-		c.fail(w, r, s, err)
+		c.app.Fail(w, r, s, err)
 		return
 	}
 	text := "still running: reload in a moment"
 	if outcome != nil {
 		text = *outcome
 	}
-	c.render(w, r, http.StatusOK, "action", s, text)
+	c.app.Render(w, http.StatusOK, "action", s, text)
 }
 
 // delivery is a webhook delivery with its attempts and a replay form key.
@@ -633,21 +572,21 @@ func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
 		if data.Endpoint != "" {
 			id, err := uuid.Parse(data.Endpoint)
 			if err != nil {
-				c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "endpoint", Message: "not an endpoint ID"})
+				c.app.Fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "endpoint", Message: "not an endpoint ID"})
 				return
 			}
 			data.Query.Endpoint = id
 		}
 		eps, err := endpointsOf(data.Query.Company)
 		if err != nil {
-			c.fail(w, r, s, err)
+			c.app.Fail(w, r, s, err)
 			return
 		}
 		data.Endpoints = eps
 	}
 	page, err := ops.DeliveryPage(r.Context(), c.cfg.Pool, data.Query)
 	if err != nil {
-		c.fail(w, r, s, err)
+		c.app.Fail(w, r, s, err)
 		return
 	}
 	ids := make([]uuid.UUID, len(page.Deliveries))
@@ -655,20 +594,20 @@ func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
 		ids[i] = d.ID
 		if !read[d.Company] {
 			if _, err := endpointsOf(d.Company); err != nil {
-				c.fail(w, r, s, err)
+				c.app.Fail(w, r, s, err)
 				return
 			}
 		}
 	}
 	logs, err := ops.AttemptLogs(r.Context(), c.cfg.Pool, ids)
 	if err != nil {
-		c.fail(w, r, s, err)
+		c.app.Fail(w, r, s, err)
 		return
 	}
 	for _, d := range page.Deliveries {
-		action, err := randomString(18)
+		action, err := web.NewActionKey()
 		if err != nil {
-			c.fail(w, r, s, err)
+			c.app.Fail(w, r, s, err)
 			return
 		}
 		data.Deliveries = append(data.Deliveries, delivery{Delivery: d, EndpointURL: urls[d.EndpointID.String()], Log: logs[d.ID], Action: action})
@@ -678,13 +617,13 @@ func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s *session) {
 		v.Set("after", page.Next)
 		data.Next = basePath + "/webhooks?" + v.Encode()
 	}
-	c.render(w, r, http.StatusOK, "webhooks", s, data)
+	c.app.Render(w, http.StatusOK, "webhooks", s, data)
 }
 
 func (c *Console) replayDelivery(w http.ResponseWriter, r *http.Request, s *session) {
 	id, err := uuid.Parse(r.PostFormValue("delivery"))
 	if err != nil {
-		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "delivery", Message: "not a delivery ID"})
+		c.app.Fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "delivery", Message: "not a delivery ID"})
 		return
 	}
 	c.once(w, r, s, func(ctx context.Context) (string, error) {
@@ -711,7 +650,7 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 		month, err := ledger.ParsePeriod(data.Month)
 		if err != nil {
 			data.Message = "month: " + err.Error()
-			c.render(w, r, http.StatusBadRequest, "books", s, data)
+			c.app.Render(w, http.StatusBadRequest, "books", s, data)
 			return
 		}
 		err = ops.Snapshot(r.Context(), c.cfg.Pool, func(tx pgx.Tx) error {
@@ -734,11 +673,11 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 		if ops.ErrorCode(err) != "" {
 			data.Message = err.Error()
 		} else if err != nil {
-			c.fail(w, r, s, err)
+			c.app.Fail(w, r, s, err)
 			return
 		}
 	}
-	c.render(w, r, http.StatusOK, "books", s, data)
+	c.app.Render(w, http.StatusOK, "books", s, data)
 }
 
 // download is a link to a register file.
@@ -781,13 +720,13 @@ func (c *Console) register(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	month, err := ledger.ParsePeriod(q.Get("month"))
 	if err != nil {
-		c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "month", Message: "month: " + err.Error()})
+		c.app.Fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "month", Message: "month: " + err.Error()})
 		return
 	}
 	part := 0
 	if p := q.Get("part"); p != "" {
 		if part, err = strconv.Atoi(p); err != nil || part < 1 {
-			c.fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "part", Message: "part must be 1 or more"})
+			c.app.Fail(w, r, s, &ops.Error{Code: ops.CodeInvalid, Field: "part", Message: "part must be 1 or more"})
 			return
 		}
 	}
@@ -801,7 +740,7 @@ func (c *Console) register(w http.ResponseWriter, r *http.Request, s *session) {
 		return err
 	})
 	if err != nil {
-		c.fail(w, r, s, err)
+		c.app.Fail(w, r, s, err)
 		return
 	}
 	w.Header().Set("Content-Type", file.ContentType)

@@ -13,10 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
-	"github.com/onceledger/onceledger/internal/bearer"
-	"github.com/onceledger/onceledger/internal/console"
+	"github.com/onceledger/onceledger/internal/web"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
 	"github.com/onceledger/onceledger/webhooks"
@@ -64,59 +62,25 @@ const pageSize = 25
 
 // newKey returns a form's action key: an Idempotency-Key for a command,
 // or a portal_actions key.
-func newKey() (string, error) { return bearer.Random(18) }
-
-func (p *Portal) signinForm(w http.ResponseWriter, r *http.Request) {
-	p.signinPage(w, r, http.StatusOK, "")
-}
-
-func (p *Portal) signinPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	csrf, err := bearer.Random(32)
-	if err != nil {
-		p.fail(w, r, nil, err)
-		return
-	}
-	p.setCookie(w, r, signinCookie, csrf, 600)
-	w.Header().Set("Cache-Control", "no-store")
-	p.render(w, status, "signin", nil, struct{ CSRF, Message string }{csrf, msg})
-}
+func newKey() (string, error) { return web.NewActionKey() }
 
 // signedIn starts a session of company and sends the browser to the
 // endpoints.
 func (p *Portal) signedIn(w http.ResponseWriter, r *http.Request, company string, by maker, byLink bool) {
-	id, err := p.startSession(r.Context(), company, by)
-	if err != nil {
-		p.fail(w, r, nil, err)
-		return
-	}
-	p.setCookie(w, r, signinCookie, "", -1)
-	p.setCookie(w, r, sessionCookie, id, int(p.cfg.SessionTTL/time.Second))
-	p.cfg.Logger.Info("portal sign-in", "company", company, "by_link", byLink)
-	http.Redirect(w, r, basePath+"/", http.StatusSeeOther)
-}
-
-// signinChecked reports whether the sign-in form's double-submit CSRF
-// token matches its cookie, refusing the request when it does not.
-func (p *Portal) signinChecked(w http.ResponseWriter, r *http.Request) bool {
-	ck, err := r.Cookie(signinCookie)
-	if err != nil || !console.SameToken(r.PostFormValue(csrfField), ck.Value) {
-		p.render(w, http.StatusForbidden, "error", nil, errorPage{Title: "Forbidden", Message: "The form expired or was not this portal's: reload it and try again."})
-		return false
-	}
-	return true
+	p.app.SignIn(w, r, member{Company: company, by: by}, "company", company, "by_link", byLink)
 }
 
 func (p *Portal) signin(w http.ResponseWriter, r *http.Request) {
-	if !p.signinChecked(w, r) {
+	if !p.app.SigninChecked(w, r) {
 		return
 	}
 	company, tokenID, err := p.apiToken(r.Context(), r.PostFormValue("token"))
 	if errors.Is(err, errBadCredential) {
-		p.signinPage(w, r, http.StatusUnauthorized, "That is not a valid API token of a company.")
+		p.app.SigninPage(w, r, http.StatusUnauthorized, "That is not a valid API token of a company.")
 		return
 	}
 	if err != nil {
-		p.fail(w, r, nil, err)
+		p.app.Fail(w, r, nil, err)
 		return
 	}
 	p.signedIn(w, r, company, maker{apiToken: tokenID}, false)
@@ -125,58 +89,47 @@ func (p *Portal) signin(w http.ResponseWriter, r *http.Request) {
 // linkForm answers the opening of a link with a button that uses it: a
 // GET changes nothing, so a previewer fetching the link does not spend it.
 func (p *Portal) linkForm(w http.ResponseWriter, r *http.Request) {
-	csrf, err := bearer.Random(32)
+	csrf, err := p.app.SigninCSRF(w, r)
 	if err != nil {
-		p.fail(w, r, nil, err)
+		p.app.Fail(w, r, nil, err)
 		return
 	}
-	p.setCookie(w, r, signinCookie, csrf, 600)
-	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	p.render(w, http.StatusOK, "link", nil, struct{ CSRF, Token string }{csrf, r.URL.Query().Get("token")})
+	p.app.Render(w, http.StatusOK, "link", nil, struct{ CSRF, Token string }{csrf, r.URL.Query().Get("token")})
 }
 
 func (p *Portal) openLink(w http.ResponseWriter, r *http.Request) {
-	if !p.signinChecked(w, r) {
+	if !p.app.SigninChecked(w, r) {
 		return
 	}
 	company, by, err := p.useLink(r.Context(), r.PostFormValue("token"))
 	if errors.Is(err, errBadCredential) {
-		p.render(w, http.StatusUnauthorized, "error", nil, errorPage{Title: "Unauthorized", Message: "This portal link is unknown, expired or already used: ask for a new one."})
+		p.app.Render(w, http.StatusUnauthorized, "error", nil, web.ErrorPage{Title: "Unauthorized", Message: "This portal link is unknown, expired or already used: ask for a new one."})
 		return
 	}
 	if errors.Is(err, errRevokedMaker) {
-		p.render(w, http.StatusUnauthorized, "error", nil, errorPage{Title: "Unauthorized", Message: "The token this portal link was made with has been revoked: ask for a new link."})
+		p.app.Render(w, http.StatusUnauthorized, "error", nil, web.ErrorPage{Title: "Unauthorized", Message: "The token this portal link was made with has been revoked: ask for a new link."})
 		return
 	}
 	if err != nil {
-		p.fail(w, r, nil, err)
+		p.app.Fail(w, r, nil, err)
 		return
 	}
 	p.signedIn(w, r, company, by, true)
 }
 
-func (p *Portal) signout(w http.ResponseWriter, r *http.Request, s *session) {
-	if _, err := p.cfg.Pool.Exec(r.Context(), `DELETE FROM portal_sessions WHERE id_hash = $1`, s.idHash); err != nil {
-		p.fail(w, r, s, err)
-		return
-	}
-	p.setCookie(w, r, sessionCookie, "", -1)
-	http.Redirect(w, r, basePath+"/signin", http.StatusSeeOther)
-}
-
 func (p *Portal) endpoints(w http.ResponseWriter, r *http.Request, s *session) {
-	list, err := endpointsOf(r.Context(), p.cfg.Pool, s.Company, uuid.Nil)
+	list, err := endpointsOf(r.Context(), p.cfg.Pool, s.Who.Company, uuid.Nil)
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
 	key, err := newKey()
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
-	p.render(w, http.StatusOK, "endpoints", s, struct {
+	p.app.Render(w, http.StatusOK, "endpoints", s, struct {
 		Endpoints  []endpoint
 		Action     string
 		EventTypes []string
@@ -201,17 +154,17 @@ func newForms() (forms, error) {
 }
 
 func (p *Portal) endpoint(w http.ResponseWriter, r *http.Request, s *session) {
-	e, err := findEndpoint(r.Context(), p.cfg.Pool, s.Company, r.PathValue("endpoint"))
+	e, err := findEndpoint(r.Context(), p.cfg.Pool, s.Who.Company, r.PathValue("endpoint"))
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
 	q := r.URL.Query()
 	dq := deliveryQuery{EventType: q.Get("event_type"), Status: q.Get("status"), After: q.Get("after"), Limit: pageSize}
 	id, _ := uuid.Parse(e.EndpointID)
-	list, next, err := deliveriesOf(r.Context(), p.cfg.Pool, s.Company, id, dq)
+	list, next, err := deliveriesOf(r.Context(), p.cfg.Pool, s.Who.Company, id, dq)
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
 	if next != "" {
@@ -221,10 +174,10 @@ func (p *Portal) endpoint(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	f, err := newForms()
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
-	p.render(w, http.StatusOK, "endpoint", s, struct {
+	p.app.Render(w, http.StatusOK, "endpoint", s, struct {
 		Endpoint   endpoint
 		Query      deliveryQuery
 		Deliveries []webhooks.Delivery
@@ -237,25 +190,25 @@ func (p *Portal) endpoint(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (p *Portal) delivery(w http.ResponseWriter, r *http.Request, s *session) {
-	e, err := findEndpoint(r.Context(), p.cfg.Pool, s.Company, r.PathValue("endpoint"))
+	e, err := findEndpoint(r.Context(), p.cfg.Pool, s.Who.Company, r.PathValue("endpoint"))
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
 	id, _ := uuid.Parse(e.EndpointID)
-	d, err := findDelivery(r.Context(), p.cfg.Pool, s.Company, id, r.PathValue("delivery"))
+	d, err := findDelivery(r.Context(), p.cfg.Pool, s.Who.Company, id, r.PathValue("delivery"))
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
 	log, err := webhooks.Attempts(r.Context(), p.cfg.Pool, d.ID)
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
 	key, err := newKey()
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
 	// While the endpoint's breaker is open no attempt goes before it lets
@@ -264,7 +217,7 @@ func (p *Portal) delivery(w http.ResponseWriter, r *http.Request, s *session) {
 	if next != nil && e.BreakerUntil != nil && e.BreakerUntil.After(*next) && e.BreakerUntil.After(time.Now()) {
 		next, held = e.BreakerUntil, true
 	}
-	p.render(w, http.StatusOK, "delivery", s, struct {
+	p.app.Render(w, http.StatusOK, "delivery", s, struct {
 		Endpoint      endpoint
 		Delivery      deliveryDetail
 		Attempts      []webhooks.Attempt
@@ -291,25 +244,25 @@ type outcome struct {
 func (p *Portal) command(w http.ResponseWriter, r *http.Request, s *session, command string, body any, back, done string) {
 	key := r.PostFormValue("action")
 	if len(key) < 16 || len(key) > 64 {
-		p.fail(w, r, s, invalid("The form carries no action key: reload it."))
+		p.app.Fail(w, r, s, invalid("The form carries no action key: reload it."))
 		return
 	}
 	raw, err := json.Marshal(body)
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
 	// The command is sent whatever the browser does meanwhile; a
 	// resubmission with the same key gets its result.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), p.cfg.CommandTimeout)
 	defer cancel()
-	res, err := p.cfg.Client.Publish(ctx, s.Company, command, "portal-"+key, raw)
+	res, err := p.cfg.Client.Publish(ctx, s.Who.Company, command, "portal-"+key, raw)
 	if err != nil {
-		p.cfg.Logger.Warn("portal command unanswered", "company", s.Company, "command", command, "error", err)
-		p.fail(w, r, s, &problem{http.StatusServiceUnavailable, "The change was sent but its result did not come in time. Submit the form again: it is applied once whatever happens."})
+		p.cfg.Logger.Warn("portal command unanswered", "company", s.Who.Company, "command", command, "error", err)
+		p.app.Fail(w, r, s, &problem{http.StatusServiceUnavailable, "The change was sent but its result did not come in time. Submit the form again: it is applied once whatever happens."})
 		return
 	}
-	p.cfg.Logger.Info("portal change", "company", s.Company, "command", command, "status", res.Status, "replayed", res.Replayed)
+	p.cfg.Logger.Info("portal change", "company", s.Who.Company, "command", command, "status", res.Status, "replayed", res.Replayed)
 	o := outcome{Back: back, Replayed: res.Replayed}
 	if o.Back == "" {
 		o.Back = basePath + "/"
@@ -324,19 +277,19 @@ func (p *Portal) command(w http.ResponseWriter, r *http.Request, s *session, com
 				status = http.StatusNotFound
 			}
 		}
-		p.render(w, status, "outcome", s, o)
+		p.app.Render(w, status, "outcome", s, o)
 		return
 	}
 	var v webhooks.EndpointView
 	if err := json.Unmarshal(res.Result, &v); err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
 	o.Message, o.Secret, o.SecretNote = done, v.Secret, v.SecretNote
 	if back == "" && v.EndpointID != "" {
 		o.Back = basePath + "/endpoints/" + v.EndpointID
 	}
-	p.render(w, status, "outcome", s, o)
+	p.app.Render(w, status, "outcome", s, o)
 }
 
 // eventTypes reads the form's chosen event types; none means all.
@@ -352,7 +305,7 @@ func (p *Portal) createEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 	if v := strings.TrimSpace(r.PostFormValue("rate_limit")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			p.fail(w, r, s, invalid("The rate limit is a whole number of attempts per second."))
+			p.app.Fail(w, r, s, invalid("The rate limit is a whole number of attempts per second."))
 			return
 		}
 		cmd.RateLimit = &n
@@ -363,9 +316,9 @@ func (p *Portal) createEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 // changed checks that the endpoint in the path is s's company's, and
 // returns its ID and page.
 func (p *Portal) changed(w http.ResponseWriter, r *http.Request, s *session) (endpoint, string, bool) {
-	e, err := findEndpoint(r.Context(), p.cfg.Pool, s.Company, r.PathValue("endpoint"))
+	e, err := findEndpoint(r.Context(), p.cfg.Pool, s.Who.Company, r.PathValue("endpoint"))
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return endpoint{}, "", false
 	}
 	return e, basePath + "/endpoints/" + e.EndpointID, true
@@ -387,7 +340,7 @@ func (p *Portal) updateEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
-		p.fail(w, r, s, invalid("The rate limit is a whole number of attempts per second."))
+		p.app.Fail(w, r, s, invalid("The rate limit is a whole number of attempts per second."))
 		return
 	}
 	cmd.RateLimit = &n
@@ -426,51 +379,22 @@ func (p *Portal) rotateSecret(w http.ResponseWriter, r *http.Request, s *session
 		"The secret is rotated. The previous secret keeps signing beside the new one for 24 hours, so receivers can switch at their own pace.")
 }
 
-// once runs act under the form's action key: the first submission runs it
-// and stores its outcome, a repeat finds the key and runs nothing. Either
-// way the browser is sent to the outcome.
+// once runs act once per form (web.App.Once) and sends the browser to
+// its outcome, with back to return to.
 func (p *Portal) once(w http.ResponseWriter, r *http.Request, s *session, back string, act func(ctx context.Context) (string, error)) {
-	key := r.PostFormValue("action")
-	if len(key) < 16 || len(key) > 64 {
-		p.fail(w, r, s, invalid("The form carries no action key: reload it."))
-		return
+	if key, ok := p.app.Once(w, r, s, s.Who.Company, act); ok {
+		http.Redirect(w, r, basePath+"/actions/"+key+"?back="+back, http.StatusSeeOther)
 	}
-	tag, err := p.cfg.Pool.Exec(r.Context(), `INSERT INTO portal_actions (company_id, action_key) VALUES ($1, $2) ON CONFLICT DO NOTHING`, s.Company, key)
-	if err != nil {
-		p.fail(w, r, s, err)
-		return
-	}
-	if tag.RowsAffected() == 1 {
-		ctx := context.WithoutCancel(r.Context())
-		out, err := act(ctx)
-		if err != nil {
-			var pr *problem
-			if errors.As(err, &pr) {
-				out = "Refused: " + pr.msg
-			} else {
-				p.cfg.Logger.Warn("portal action failed", "company", s.Company, "path", r.URL.Path, "error", err)
-				out = "Failed: something went wrong; try again shortly."
-			}
-		}
-		if _, err := p.cfg.Pool.Exec(ctx, `UPDATE portal_actions SET outcome = $3 WHERE company_id = $1 AND action_key = $2`, s.Company, key, out); err != nil {
-			p.fail(w, r, s, err)
-			return
-		}
-		p.cfg.Logger.Info("portal action", "company", s.Company, "path", r.URL.Path, "outcome", out)
-	}
-	http.Redirect(w, r, basePath+"/actions/"+key+"?back="+back, http.StatusSeeOther)
 }
 
 func (p *Portal) action(w http.ResponseWriter, r *http.Request, s *session) {
-	var out *string
-	err := p.cfg.Pool.QueryRow(r.Context(), `SELECT outcome FROM portal_actions WHERE company_id = $1 AND action_key = $2`,
-		s.Company, r.PathValue("key")).Scan(&out)
-	if errors.Is(err, pgx.ErrNoRows) {
-		p.fail(w, r, s, notFound("No such action of this company (actions are kept for a day)."))
+	out, err := p.app.Outcome(r.Context(), s.Who.Company, r.PathValue("key"))
+	if errors.Is(err, web.ErrNoAction) {
+		p.app.Fail(w, r, s, notFound("No such action of this company (actions are kept for a day)."))
 		return
 	}
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
 	o := outcome{Message: "Still running: reload in a moment.", Back: basePath + "/"}
@@ -481,7 +405,7 @@ func (p *Portal) action(w http.ResponseWriter, r *http.Request, s *session) {
 	if b := r.URL.Query().Get("back"); strings.HasPrefix(b, basePath+"/endpoints/") && !strings.ContainsAny(b, "\\?#") {
 		o.Back = b
 	}
-	p.render(w, http.StatusOK, "outcome", s, o)
+	p.app.Render(w, http.StatusOK, "outcome", s, o)
 }
 
 func (p *Portal) sendTest(w http.ResponseWriter, r *http.Request, s *session) {
@@ -495,12 +419,12 @@ func (p *Portal) sendTest(w http.ResponseWriter, r *http.Request, s *session) {
 	if exampleOf != "" {
 		var err error
 		if example, err = catalogue.ExampleData(exampleOf); err != nil {
-			p.fail(w, r, s, invalid("There is no example of "+exampleOf+"; choose one of the event catalogue's types."))
+			p.app.Fail(w, r, s, invalid("There is no example of "+exampleOf+"; choose one of the event catalogue's types."))
 			return
 		}
 	}
 	p.once(w, r, s, back, func(ctx context.Context) (string, error) {
-		d, err := webhooks.SendTestOf(ctx, p.cfg.Pool, s.Company, id, exampleOf, example)
+		d, err := webhooks.SendTestOf(ctx, p.cfg.Pool, s.Who.Company, id, exampleOf, example)
 		var limited *webhooks.TestLimitError
 		switch {
 		case errors.Is(err, webhooks.ErrEndpointNotFound):
@@ -527,9 +451,9 @@ func (p *Portal) replayDelivery(w http.ResponseWriter, r *http.Request, s *sessi
 		return
 	}
 	id, _ := uuid.Parse(e.EndpointID)
-	d, err := findDelivery(r.Context(), p.cfg.Pool, s.Company, id, r.PathValue("delivery"))
+	d, err := findDelivery(r.Context(), p.cfg.Pool, s.Who.Company, id, r.PathValue("delivery"))
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
 	p.once(w, r, s, back, func(ctx context.Context) (string, error) {
@@ -550,7 +474,7 @@ func (p *Portal) replayFailed(w http.ResponseWriter, r *http.Request, s *session
 	}
 	since, err := time.Parse("2006-01-02T15:04", r.PostFormValue("since"))
 	if err != nil {
-		p.fail(w, r, s, invalid("since is a time, YYYY-MM-DDTHH:MM (UTC)."))
+		p.app.Fail(w, r, s, invalid("since is a time, YYYY-MM-DDTHH:MM (UTC)."))
 		return
 	}
 	id, _ := uuid.Parse(e.EndpointID)
@@ -566,8 +490,8 @@ func (p *Portal) replayFailed(w http.ResponseWriter, r *http.Request, s *session
 func (p *Portal) events(w http.ResponseWriter, r *http.Request, s *session) {
 	list, err := catalogue.Catalogue()
 	if err != nil {
-		p.fail(w, r, s, err)
+		p.app.Fail(w, r, s, err)
 		return
 	}
-	p.render(w, http.StatusOK, "events", s, list)
+	p.app.Render(w, http.StatusOK, "events", s, list)
 }

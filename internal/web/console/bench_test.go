@@ -16,8 +16,8 @@ import (
 
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/internal/audit/audittest"
-	"github.com/onceledger/onceledger/internal/console"
 	"github.com/onceledger/onceledger/internal/harness/testenv"
+	"github.com/onceledger/onceledger/internal/web/console"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -27,7 +27,7 @@ import (
 // a webhook delivery (one in a hundred failed, with an attempt), and a
 // dead-letter stream of ten thousand; and a command's page by its key:
 //
-//	go test -run '^$' -bench BenchmarkListPages -benchtime 100x ./internal/console
+//	go test -run '^$' -bench BenchmarkListPages -benchtime 100x ./internal/web/console
 //
 // ONCELEDGER_BENCH_EVENTS and ONCELEDGER_BENCH_DEAD_LETTERS change the
 // sizes. No worker runs: nothing else reads or writes meanwhile.

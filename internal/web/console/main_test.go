@@ -12,10 +12,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/client"
-	"github.com/onceledger/onceledger/internal/console"
 	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/internal/harness/testworker"
 	"github.com/onceledger/onceledger/internal/ops"
+	"github.com/onceledger/onceledger/internal/web/console"
 	"github.com/onceledger/onceledger/protocol"
 )
 

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onceledger/onceledger/internal/console"
 	"github.com/onceledger/onceledger/internal/ops"
+	"github.com/onceledger/onceledger/internal/web/console"
 )
 
 // browser is an HTTP client with cookies that does not follow redirects,

@@ -33,10 +33,6 @@ type Token struct {
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 }
 
-func hash(s string) []byte { return bearer.Hash(s) }
-
-func randomString(n int) (string, error) { return bearer.Random(n) }
-
 // tokens is where operator tokens are kept.
 var tokens = bearer.Store{Table: "operator_tokens", Prefix: TokenPrefix, Noun: "operator token"}
 
@@ -92,4 +88,14 @@ func authenticate(ctx context.Context, db DB, token string) (Token, error) {
 		return Token{}, err
 	}
 	return tokenOfStore(t), nil
+}
+
+// ErrBadOperatorToken is returned by OperatorToken for a token that is
+// not an operator token, or is unknown or revoked.
+var ErrBadOperatorToken = errBadToken
+
+// OperatorToken returns the live operator token that token is, or
+// ErrBadOperatorToken.
+func OperatorToken(ctx context.Context, db DB, token string) (Token, error) {
+	return authenticate(ctx, db, token)
 }
