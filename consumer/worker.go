@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +25,22 @@ import (
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/protocol"
 )
+
+// Cell is one cell's share of the partitioned command stream:
+// internal/cells makes it from the placement stored in NATS.
+type Cell struct {
+	// Name is the cell's name.
+	Name string
+	// Partitions are the partitions the cell serves, of Of.
+	Partitions []int
+	// Of is the placement's partition count.
+	Of int
+}
+
+// Serves reports whether company's partition is one of c's.
+func (c *Cell) Serves(company string) bool {
+	return slices.Contains(c.Partitions, cells.Partition(company, c.Of))
+}
 
 // Config configures a Worker.
 type Config struct {
@@ -68,7 +85,7 @@ type Config struct {
 	// of its partitions (ResultQueue defaults to "onceledger-<cell>"), and
 	// names the cell in its dead letters' message IDs. Defaults to nil: one
 	// cell, no partitions.
-	Cell *cells.Member
+	Cell *Cell
 	// Wake, when set, is how a commit that wrote events wakes the outbox
 	// relay and the webhook dispatcher: in this process (a
 	// pglisten.Local), instead of a NOTIFY to every process. Set it when

@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/onceledger/onceledger/internal/firstattempt"
 	"github.com/onceledger/onceledger/internal/pglisten"
 )
 
@@ -103,13 +102,6 @@ type DispatcherConfig struct {
 	// the last claim took as many as it had room for, nor after a
 	// recording. Defaults to pglisten.DefaultGather; negative claims at once.
 	Gather time.Duration
-	// FirstAttempts, when set, is where the consumers of this process
-	// hand the dispatcher the deliveries their transactions created
-	// leased to it (see internal/firstattempt): it attempts them without a
-	// claim, and claims only when a transaction left deliveries pending
-	// (or on its poll, or a NOTIFY). Set it where a consumer runs beside
-	// the dispatcher and shares the desk; Wake is then not needed.
-	FirstAttempts *firstattempt.Desk
 	// Policy decides which addresses may be dialled. The zero policy allows
 	// public addresses only.
 	Policy AddressPolicy
@@ -219,14 +211,16 @@ type Dispatcher struct {
 	tracer trace.Tracer
 
 	// busy counts the workers attempting or recording, handed the
-	// deliveries handed over by consumers (FirstAttempts) and not yet
+	// deliveries handed over by consumers (Take) and not yet
 	// started, handedPending whether one of their transactions left
 	// deliveries for a claim; handedSignal wakes Run for them.
 	busy          atomic.Int64
 	handedMu      sync.Mutex
 	handed        []claimed
 	handedPending bool
-	handedSignal  chan struct{}
+	// handedOpen: Run runs and takes hand-overs.
+	handedOpen   bool
+	handedSignal chan struct{}
 }
 
 // NewDispatcher returns a dispatcher on pool.
@@ -283,8 +277,13 @@ type claimed struct {
 // of its attempts to be recorded: that attempt's endpoint may have room
 // again. Each wait ends at most once per recording, so Run never spins
 // while nothing is due. Deliveries handed over by consumers
-// (FirstAttempts) are attempted as workers are free, before any claim.
+// (Take, through an internal/firstattempt Desk the dispatcher serves) are
+// attempted as workers are free, before any claim.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	// Deliveries handed over and not started go back when Run ends, after
+	// its attempts; later hand-overs are refused (Take).
+	d.openHanded()
+	defer d.releaseHanded()
 	wake, listening := pglisten.Listen(ctx, d.pool, NotifyChannel, d.cfg.PollInterval, d.cfg.Logger)
 	// The attempts and their records finish even during shutdown, so the
 	// lease never outlives the answer it waits for.
@@ -306,13 +305,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			release()
 			wg.Done()
 		})
-	}
-	if desk := d.cfg.FirstAttempts; desk != nil {
-		stop := desk.Serve(d)
-		defer func() {
-			stop()
-			d.releaseHanded()
-		}()
 	}
 	defer func() {
 		wg.Wait()

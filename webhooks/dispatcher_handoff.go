@@ -9,11 +9,15 @@ import (
 
 // Terms are the terms under which this dispatcher takes deliveries created
 // leased (firstattempt.Receiver): as many as it has workers neither busy
-// nor promised to deliveries already handed over.
+// nor promised to deliveries already handed over; none while Run is not
+// running.
 func (d *Dispatcher) Terms() firstattempt.Terms {
 	d.handedMu.Lock()
-	waiting := len(d.handed)
+	waiting, open := len(d.handed), d.handedOpen
 	d.handedMu.Unlock()
+	if !open {
+		return firstattempt.Terms{}
+	}
 	return firstattempt.Terms{
 		Room:        max(0, d.cfg.Workers-int(d.busy.Load())-waiting),
 		PerEndpoint: d.cfg.PerEndpoint,
@@ -23,9 +27,14 @@ func (d *Dispatcher) Terms() firstattempt.Terms {
 
 // Take queues deliveries a consumer's transaction created leased to this
 // dispatcher (firstattempt.Receiver); pending says it left others for a
-// claim. It does not block.
-func (d *Dispatcher) Take(leased []firstattempt.Delivery, pending bool) {
+// claim. It does not block. It refuses them (false) when Run is not
+// running: the caller gives the leases back.
+func (d *Dispatcher) Take(leased []firstattempt.Delivery, pending bool) bool {
 	d.handedMu.Lock()
+	if !d.handedOpen {
+		d.handedMu.Unlock()
+		return false
+	}
 	for _, l := range leased {
 		c := claimed{id: l.ID, eventID: l.EventID, endpointID: l.EndpointID, company: l.Company, attempt: 1, url: l.URL,
 			body: l.Body, eventType: l.EventType, eventCreated: l.EventCreated, traceparent: l.Traceparent, tracestate: l.Tracestate}
@@ -39,6 +48,14 @@ func (d *Dispatcher) Take(leased []firstattempt.Delivery, pending bool) {
 	case d.handedSignal <- struct{}{}:
 	default:
 	}
+	return true
+}
+
+// openHanded lets Take queue deliveries while Run runs.
+func (d *Dispatcher) openHanded() {
+	d.handedMu.Lock()
+	d.handedOpen = true
+	d.handedMu.Unlock()
 }
 
 // takeHanded takes up to n handed deliveries to start.
@@ -61,10 +78,12 @@ func (d *Dispatcher) takePending() bool {
 	return p
 }
 
-// releaseHanded gives back the leases of handed deliveries Run will not
-// start: they are due at once for whichever dispatcher claims next.
+// releaseHanded refuses further hand-overs and gives back the leases of
+// handed deliveries Run will not start: they are due at once for
+// whichever dispatcher claims next.
 func (d *Dispatcher) releaseHanded() {
 	d.handedMu.Lock()
+	d.handedOpen = false
 	left := d.handed
 	d.handed = nil
 	d.handedMu.Unlock()

@@ -179,7 +179,9 @@ func TestHandedDeliveriesNeedNoClaim(t *testing.T) {
 	if _, ok := desk.Terms(); ok {
 		t.Fatal("a desk without a dispatcher offers terms")
 	}
-	d := w.dispatcher(webhooks.DispatcherConfig{Workers: 4, PerEndpoint: 2, PollInterval: time.Minute, Metrics: metrics, FirstAttempts: desk})
+	d := w.dispatcher(webhooks.DispatcherConfig{Workers: 4, PerEndpoint: 2, PollInterval: time.Minute, Metrics: metrics})
+	stopServing := desk.Serve(d)
+	defer stopServing()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

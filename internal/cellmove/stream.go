@@ -143,7 +143,7 @@ func startHandoff(ctx context.Context, cfg Config, db *pgxpool.Pool, to cells.Ce
 	ccfg.Streams.Durable = cells.HandoffDurable(part)
 	ccfg.Streams.Handoff = true
 	ccfg.ResultQueue = cells.HandoffDurable(part)
-	ccfg.Cell = &cells.Member{Cell: cells.Cell{Name: to.Name, Partitions: []int{part}}, Of: n}
+	ccfg.Cell = &consumer.Cell{Name: to.Name, Partitions: []int{part}, Of: n}
 	// Keys are the cell's workers' to purge, with their retention.
 	ccfg.PurgeInterval = 365 * 24 * time.Hour
 	if ccfg.Logger == nil {

@@ -68,8 +68,9 @@ type Receiver interface {
 	Terms() Terms
 	// Take takes leased deliveries to attempt; pending says the
 	// transaction also created deliveries left for a claim. It must not
-	// block.
-	Take(leased []Delivery, pending bool)
+	// block. False: it takes nothing any more (it stopped), and the caller
+	// gives the leases back.
+	Take(leased []Delivery, pending bool) bool
 }
 
 // Desk connects the consumers and the dispatcher of one process. The zero
@@ -110,8 +111,8 @@ func (d *Desk) Terms() (_ Terms, ok bool) {
 
 // Hand passes a committed transaction's leased deliveries (and whether it
 // left others pending) to the dispatcher. It reports false when the desk
-// has no dispatcher any more: the caller then gives the leases back
-// (Release).
+// has no dispatcher any more, or the dispatcher stopped: the caller then
+// gives the leases back (Release).
 func (d *Desk) Hand(leased []Delivery, pending bool) bool {
 	d.mu.Lock()
 	r := d.r
@@ -119,8 +120,7 @@ func (d *Desk) Hand(leased []Delivery, pending bool) bool {
 	if r == nil {
 		return false
 	}
-	r.Take(leased, pending)
-	return true
+	return r.Take(leased, pending)
 }
 
 // QueueSet queues the statement that sets t for the rest of the

@@ -184,7 +184,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 			if err != nil {
 				return nil, err
 			}
-			ccfg.Cell = &m
+			ccfg.Cell = &consumer.Cell{Name: m.Name, Partitions: m.Partitions, Of: m.Of}
 			js, err := jetstream.New(cfg.NATS)
 			if err != nil {
 				return nil, err
@@ -232,19 +232,25 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		if dcfg.TracerProvider == nil {
 			dcfg.TracerProvider = cfg.TracerProvider
 		}
-		if dcfg.FirstAttempts == nil {
-			dcfg.FirstAttempts = cfg.FirstAttempts
-		}
 		// A dispatcher with a desk is woken by the consumers' hand-overs
 		// when they leave deliveries for a claim, not by every commit.
-		if dcfg.Wake == nil && cfg.LocalWake != nil && dcfg.FirstAttempts == nil {
+		desk := cfg.FirstAttempts
+		if dcfg.Wake == nil && cfg.LocalWake != nil && desk == nil {
 			dcfg.Wake = cfg.LocalWake.Listen()
 		}
 		d, err := webhooks.NewDispatcher(cfg.Pool, dcfg)
 		if err != nil {
 			return nil, err
 		}
-		w.parts = append(w.parts, part{"webhook dispatcher", d.Run})
+		run := d.Run
+		if desk != nil {
+			run = func(ctx context.Context) error {
+				stop := desk.Serve(d)
+				defer stop()
+				return d.Run(ctx)
+			}
+		}
+		w.parts = append(w.parts, part{"webhook dispatcher", run})
 	}
 	if r := cfg.Retention; r != nil {
 		pool, logger := cfg.Pool, cfg.Logger
