@@ -20,6 +20,7 @@ import (
 	"github.com/onceledger/onceledger/internal/cells"
 	"github.com/onceledger/onceledger/internal/firstattempt"
 	"github.com/onceledger/onceledger/internal/pglisten"
+	"github.com/onceledger/onceledger/internal/pgstats"
 	"github.com/onceledger/onceledger/ledger/exec"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/webhooks"
@@ -251,6 +252,14 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 			}
 		}
 		w.parts = append(w.parts, part{"webhook dispatcher", run})
+	}
+	if cfg.Consumer != nil {
+		// The consumer's transactions keep generic plans, which need the
+		// statistics a new database does not have yet.
+		pool, logger := cfg.Pool, cfg.Logger
+		w.parts = append(w.parts, part{"first statistics", func(ctx context.Context) error {
+			return pgstats.First(ctx, pool, pgstats.MinRows, pgstats.Interval, pgstats.For, logger)
+		}})
 	}
 	if r := cfg.Retention; r != nil {
 		pool, logger := cfg.Pool, cfg.Logger
