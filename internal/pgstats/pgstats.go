@@ -37,7 +37,7 @@ const (
 	// tell a column of a few companies from a unique one.
 	MinRows = 500
 	// Interval is how often the tables are looked at.
-	Interval = 2 * time.Second
+	Interval = 500 * time.Millisecond
 	// For is how long they are: autovacuum has looked at the database by
 	// then.
 	For = 10 * time.Minute
