@@ -73,6 +73,7 @@ const (
 	DefaultBatchParallel = groupcommit.DefaultParallel
 	MaxBatchParallel     = groupcommit.MaxParallel
 	MaxBatchLinger       = groupcommit.MaxLinger
+	MaxBatchRest         = groupcommit.MaxRestRatio
 )
 
 // CheckTunables checks the worker's tunables as an operator sets them
@@ -90,6 +91,9 @@ func CheckTunables(concurrency int, batch BatchConfig) []error {
 	}
 	if batch.Linger < 0 || batch.Linger > MaxBatchLinger {
 		errs = append(errs, fmt.Errorf("batch linger %s: use 0..%s", batch.Linger, MaxBatchLinger))
+	}
+	if batch.Rest < 0 || batch.Rest > MaxBatchRest {
+		errs = append(errs, fmt.Errorf("batch rest %g: use 0..%g", batch.Rest, MaxBatchRest))
 	}
 	return errs
 }

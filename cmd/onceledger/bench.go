@@ -35,6 +35,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	batchMax := fs.Int("batch-max", consumer.DefaultBatchMax, "group commit: most commands per transaction")
 	batchParallel := fs.Int("batch-parallel", consumer.DefaultBatchParallel, "group commit: transactions at once")
 	batchLinger := fs.Duration("batch-linger", 0, "group commit: how long a batch of fewer than four commands may wait for more while commands arrive steadily")
+	batchRest := fs.Float64("batch-rest", 0, "group commit: after a batch, how many times as long as it took a transaction slot waits before the next, unless a backlog waits; 0 never waits")
 	natsSync := fs.String("nats-sync", "default", "JetStream fsync: default (every 2 minutes) or always")
 	sweep := fs.String("sweep", bench.DefaultSweep, "rates of the rate sweep, after the latency phase: commands/s, or a percentage of the group-commit peak (50%); 0 or empty skips it")
 	sweepDuration := fs.Duration("sweep-duration", 20*time.Second, "how long each rate of the sweep publishes")
@@ -118,6 +119,9 @@ of it the soak (8–10).
 			return &usageError{fmt.Sprintf("-%s %d: at least 1", name, v)}
 		}
 	}
+	if *batchRest < 0 || *batchRest > consumer.MaxBatchRest {
+		return &usageError{fmt.Sprintf("-batch-rest %g: use 0..%g", *batchRest, consumer.MaxBatchRest)}
+	}
 	if *batchLinger < 0 || *batchLinger > consumer.MaxBatchLinger {
 		return &usageError{fmt.Sprintf("-batch-linger %s: use 0..%s", *batchLinger, consumer.MaxBatchLinger)}
 	}
@@ -182,7 +186,7 @@ of it the soak (8–10).
 		Logger:            slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})),
 		Progress:          stderr,
 	}
-	cfg.GroupCommit.MaxSize, cfg.GroupCommit.Parallel, cfg.GroupCommit.Linger = *batchMax, *batchParallel, *batchLinger
+	cfg.GroupCommit.MaxSize, cfg.GroupCommit.Parallel, cfg.GroupCommit.Linger, cfg.GroupCommit.Rest = *batchMax, *batchParallel, *batchLinger, *batchRest
 	if *quiet {
 		cfg.Progress = io.Discard
 	}

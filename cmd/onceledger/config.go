@@ -37,6 +37,7 @@ type settings struct {
 	BatchMax        int
 	BatchParallel   int
 	BatchLinger     time.Duration
+	BatchRest       float64
 	AckMode         string
 	InboxRetention  time.Duration
 	StreamReplicas  int
@@ -103,6 +104,7 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.IntVar(&s.BatchMax, "batch-max", s.envInt("ONCELEDGER_BATCH_MAX", consumer.DefaultBatchMax), "most commands sharing one transaction (group commit); 1 gives each its own (env ONCELEDGER_BATCH_MAX)")
 	fs.IntVar(&s.BatchParallel, "batch-parallel", s.envInt("ONCELEDGER_BATCH_PARALLEL", consumer.DefaultBatchParallel), "transactions running at once; a company always uses the same one (env ONCELEDGER_BATCH_PARALLEL)")
 	fs.DurationVar(&s.BatchLinger, "batch-linger", s.envDuration("ONCELEDGER_BATCH_LINGER", 0), "how long a batch of fewer than four commands may wait for more while commands arrive steadily (lower CPU per command below the peak, for latency); 0 never waits (env ONCELEDGER_BATCH_LINGER)")
+	fs.Float64Var(&s.BatchRest, "batch-rest", s.envFloat("ONCELEDGER_BATCH_REST", 0), "after a batch, how many times as long as it took a transaction slot waits before the next, unless a backlog waits for it (fewer, larger transactions below the peak); 0 never waits (env ONCELEDGER_BATCH_REST)")
 	fs.StringVar(&s.AckMode, "ack-mode", envOr("ONCELEDGER_ACK_MODE", string(consumer.AckPlain)), "ack after commit: ack (fire and forget) or double (wait for the server) (env ONCELEDGER_ACK_MODE)")
 	fs.DurationVar(&s.InboxRetention, "inbox-retention", s.envDuration("ONCELEDGER_INBOX_RETENTION", 7*24*time.Hour), "how long idempotency keys are remembered; the command stream keeps messages no longer (env ONCELEDGER_INBOX_RETENTION)")
 	fs.DurationVar(&s.OutboxRetention, "outbox-retention", s.envDuration("ONCELEDGER_OUTBOX_RETENTION", 30*24*time.Hour), "how long published events whose deliveries are settled are kept, with their deliveries (env ONCELEDGER_OUTBOX_RETENTION)")
@@ -198,6 +200,19 @@ func (s *settings) envInt(name string, def int) int {
 	return n
 }
 
+func (s *settings) envFloat(name string, def float64) float64 {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		s.envErrs = append(s.envErrs, fmt.Errorf("%s=%q is not a number", name, v))
+		return def
+	}
+	return f
+}
+
 func (s *settings) envDuration(name string, def time.Duration) time.Duration {
 	v, ok := os.LookupEnv(name)
 	if !ok {
@@ -246,7 +261,7 @@ func (s *settings) validate(withConnections bool) error {
 	if err := lvl.UnmarshalText([]byte(s.LogLevel)); err != nil {
 		errs = append(errs, fmt.Errorf("log level %q: use debug, info, warn or error", s.LogLevel))
 	}
-	errs = append(errs, consumer.CheckTunables(s.Concurrency, consumer.BatchConfig{MaxSize: s.BatchMax, Parallel: s.BatchParallel, Linger: s.BatchLinger})...)
+	errs = append(errs, consumer.CheckTunables(s.Concurrency, consumer.BatchConfig{MaxSize: s.BatchMax, Parallel: s.BatchParallel, Linger: s.BatchLinger, Rest: s.BatchRest})...)
 	if s.AckMode != string(consumer.AckPlain) && s.AckMode != string(consumer.AckDouble) {
 		errs = append(errs, fmt.Errorf("ack mode %q: use ack or double", s.AckMode))
 	}
@@ -332,7 +347,7 @@ func (s *settings) consumerConfig(logger *slog.Logger) consumer.Config {
 		// least every 10 s, so a slow batch is never delivered again.
 		Subscriber: consumer.SubscriberConfig{Concurrency: s.Concurrency, AckMode: consumer.AckMode(s.AckMode),
 			InProgressEvery: min(10*time.Second, s.AckWait/3)},
-		Batch:           consumer.BatchConfig{MaxSize: s.BatchMax, Parallel: s.BatchParallel, Linger: s.BatchLinger},
+		Batch:           consumer.BatchConfig{MaxSize: s.BatchMax, Parallel: s.BatchParallel, Linger: s.BatchLinger, Rest: s.BatchRest},
 		InboxRetention:  s.InboxRetention,
 		ShutdownTimeout: s.ShutdownTimeout,
 		Logger:          logger,

@@ -59,7 +59,33 @@ type Config struct {
 	// to publish→result p50. 0, the default, never waits. At most
 	// MaxLinger.
 	Linger time.Duration
+	// Rest, when positive, paces each transaction slot below the peak:
+	// after a batch, the slot waits Rest times as long as the batch took
+	// (execute and commit, at most MaxRest) before it takes the next,
+	// unless restBacklog commands wait for it already. A transaction costs
+	// the database about 3 ms whatever its size, and a slot that starts the
+	// next one the moment the last committed runs batches of a few
+	// commands below the peak. Measured with `onceledger bench` at half the
+	// peak (docs/performance.md), a rest as long as the batch halved the
+	// transactions per command and took a third off Postgres' CPU per
+	// command, but its wait adds to every command's latency (p99 75–80
+	// instead of 52–85 ms there, and worse at three quarters): it trades
+	// latency for CPU, as Linger does. Under a backlog nothing rests, so the
+	// peak is unchanged; after a quiet spell the first command does not
+	// wait. 0, the default, never rests. At most MaxRestRatio.
+	Rest float64
 }
+
+
+// MaxRestRatio bounds Config.Rest; MaxRest bounds one rest.
+const (
+	MaxRestRatio = 4.0
+	MaxRest      = 50 * time.Millisecond
+)
+
+// restBacklog is how many queued commands end a slot's rest: a backlog
+// that the next batch should take at once.
+func (c *Config) restBacklog() int { return max(1, c.MaxSize/8) }
 
 // lingerBelow is the batch size at which a lingering batch stops waiting
 // (see Config.Linger): past a few commands a transaction's fixed cost is
@@ -88,6 +114,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("Batch.Parallel %d out of range 1..%d", c.Parallel, MaxParallel)
 	case c.Linger < 0 || c.Linger > MaxLinger:
 		return fmt.Errorf("Batch.Linger %s out of range 0..%s", c.Linger, MaxLinger)
+	case c.Rest < 0 || c.Rest > MaxRestRatio:
+		return fmt.Errorf("Batch.Rest %g out of range 0..%g", c.Rest, MaxRestRatio)
 	}
 	return nil
 }
@@ -144,7 +172,11 @@ type Batcher struct {
 	// One queue per transaction slot; a company always goes to the same one,
 	// so concurrent batches never wait on each other's number-series and
 	// event-counter row locks.
-	queues  []chan *Submission
+	queues []chan *Submission
+	// backlog signals a slot that restBacklog commands are queued for it.
+	backlog []chan struct{}
+	// after is time.After; tests end rests themselves.
+	after   func(time.Duration) <-chan time.Time
 	closing chan struct{}
 	wg      sync.WaitGroup
 	once    sync.Once
@@ -205,7 +237,7 @@ const pollers = 2
 func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.Duration, afterCommit func(*transport.Delivery), local interface{ Poke() }, riders []Rider, logger *slog.Logger, metrics Metrics, tracer trace.Tracer) *Batcher {
 	b := &Batcher{
 		pool: pool, kinds: kinds, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics, tracer: tracer,
-		closing: make(chan struct{}), riders: riders,
+		closing: make(chan struct{}), riders: riders, after: time.After,
 	}
 	if local != nil {
 		b.wake = localWaker{local}
@@ -214,9 +246,11 @@ func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.D
 	}
 	for range cfg.Parallel {
 		q := make(chan *Submission, cfg.MaxSize)
+		backlog := make(chan struct{}, 1)
 		b.queues = append(b.queues, q)
+		b.backlog = append(b.backlog, backlog)
 		b.wg.Add(1)
-		go b.loop(q)
+		go b.loop(q, backlog)
 	}
 	return b
 }
@@ -227,10 +261,17 @@ func (b *Batcher) Submit(s *Submission) error {
 	h := fnv.New32a()
 	h.Write([]byte(s.Req.Company))
 	s.queued = time.Now()
+	slot := h.Sum32() % uint32(len(b.queues))
 	select {
-	case b.queues[h.Sum32()%uint32(len(b.queues))] <- s:
+	case b.queues[slot] <- s:
 	case <-b.closing:
 		return ErrClosed
+	}
+	if b.cfg.Rest > 0 && len(b.queues[slot]) >= b.cfg.restBacklog() {
+		select {
+		case b.backlog[slot] <- struct{}{}:
+		default:
+		}
 	}
 	<-s.done
 	return s.Err
@@ -244,15 +285,18 @@ func (b *Batcher) Close() {
 	b.wake.Close()
 }
 
-func (b *Batcher) loop(queue chan *Submission) {
+func (b *Batcher) loop(queue chan *Submission, backlog chan struct{}) {
 	defer b.wg.Done()
 	var gaps arrivals
 	// carry is what the last batch left for this one (see cut).
 	var carry []*Submission
+	// rested is when the slot may take its next batch (see Config.Rest).
+	var rested time.Time
 	for {
 		batch := carry
 		carry = nil
 		if len(batch) == 0 {
+			b.rest(queue, backlog, rested)
 			var first *Submission
 			select {
 			case first = <-queue:
@@ -284,7 +328,33 @@ func (b *Batcher) loop(queue chan *Submission) {
 			batch = b.linger(queue, batch, &gaps)
 		}
 		batch, carry = cut(batch)
+		started := time.Now()
 		b.run(batch)
+		if b.cfg.Rest > 0 {
+			now := time.Now()
+			rested = now.Add(min(time.Duration(float64(now.Sub(started))*b.cfg.Rest), MaxRest))
+		}
+	}
+}
+
+// rest waits until, unless restBacklog commands are queued for the slot
+// (or come while it waits) or the batcher closes.
+func (b *Batcher) rest(queue chan *Submission, backlog chan struct{}, until time.Time) {
+	wait := time.Until(until)
+	if wait <= 0 {
+		return
+	}
+	select {
+	case <-backlog:
+	default:
+	}
+	if len(queue) >= b.cfg.restBacklog() {
+		return
+	}
+	select {
+	case <-b.after(wait):
+	case <-backlog:
+	case <-b.closing:
 	}
 }
 

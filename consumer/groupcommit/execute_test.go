@@ -56,6 +56,8 @@ type worldOptions struct {
 	linger time.Duration
 	// riders go along the batcher's transactions.
 	riders []Rider
+	// rest is the batcher's Config.Rest.
+	rest float64
 }
 
 func newBatchWorld(t *testing.T, opts worldOptions) *batchWorld {
@@ -94,7 +96,7 @@ func newBatchWorld(t *testing.T, opts worldOptions) *batchWorld {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w.b = New(pool, k, Config{MaxSize: 256, Parallel: 1, Linger: opts.linger}, 30*time.Second, nil, nil, opts.riders, logger, w.metrics, noop.NewTracerProvider().Tracer(""))
+	w.b = New(pool, k, Config{MaxSize: 256, Parallel: 1, Linger: opts.linger, Rest: opts.rest}, 30*time.Second, nil, nil, opts.riders, logger, w.metrics, noop.NewTracerProvider().Tracer(""))
 	t.Cleanup(w.b.Close)
 	w.run(w.company("acme"))
 	return w
@@ -646,6 +648,75 @@ func TestSteadyCommandsLingerAndALoneOneDoesNot(t *testing.T) {
 	}
 	if got := w.executedBatches()[before:]; len(got) != 1 || len(got[0]) != 1 {
 		t.Fatalf("the lone command ran in batches %v, want one of its own", got)
+	}
+}
+
+// With Config.Rest, a slot waits after a batch before it takes the next,
+// so the commands that come meanwhile share a transaction; a backlog ends
+// the wait at once, and a command after a quiet spell does not wait. The
+// test ends each rest itself.
+func TestASlotRestsAfterABatchUnlessABacklogWaits(t *testing.T) {
+	w := newBatchWorld(t, worldOptions{rest: 1})
+	rests := make(chan chan time.Time, 16)
+	w.b.after = func(time.Duration) <-chan time.Time {
+		c := make(chan time.Time, 1)
+		rests <- c
+		return c
+	}
+	submit := func(prefix string, n int) []<-chan error {
+		var done []<-chan error
+		for i := range n {
+			s := w.invoice("acme", fmt.Sprintf("%s%d", prefix, i), fmt.Sprintf("%s-order-%d", prefix, i))
+			d := make(chan error, 1)
+			go func() { d <- w.b.Submit(s) }()
+			done = append(done, d)
+		}
+		return done
+	}
+	wait := func(what string, done []<-chan error) {
+		t.Helper()
+		for _, d := range done {
+			select {
+			case err := <-d:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%s: not done", what)
+			}
+		}
+	}
+	nextRest := func() chan time.Time {
+		t.Helper()
+		select {
+		case c := <-rests:
+			return c
+		case <-time.After(20 * time.Second):
+			t.Fatal("the slot did not rest after its batch")
+			return nil
+		}
+	}
+
+	// Nothing ran for longer than a rest: the first command runs at once.
+	wait("a lone command", submit("lone", 1))
+	rest := nextRest()
+	before := len(w.executedBatches())
+	resting := submit("rest", 3)
+	time.Sleep(100 * time.Millisecond)
+	if got := w.executedBatches()[before:]; len(got) != 0 {
+		t.Fatalf("commands ran in batches %v while the slot rested", got)
+	}
+	rest <- time.Now()
+	wait("commands queued during a rest", resting)
+	if got := w.executedBatches()[before:]; len(got) != 1 || len(got[0]) != 3 {
+		t.Fatalf("the three commands queued during a rest ran in batches %v, want one", got)
+	}
+
+	nextRest() // never ended: the backlog ends it
+	before = len(w.executedBatches())
+	wait("a backlog", submit("backlog", w.b.cfg.restBacklog()))
+	if got := w.executedBatches()[before:]; len(got) == 0 {
+		t.Fatal("a backlog ran in no batch")
 	}
 }
 

@@ -125,6 +125,9 @@ func (m Mode) String() string {
 	if m.Batch.Linger > 0 {
 		linger = fmt.Sprintf(", small batches lingering up to %s", m.Batch.Linger)
 	}
+	if m.Batch.Rest > 0 {
+		linger += fmt.Sprintf(", each slot resting %g× its last batch's time below a backlog", m.Batch.Rest)
+	}
 	return fmt.Sprintf("group commit, up to %d commands per transaction, %d transactions at once%s, %s", m.Batch.MaxSize, m.Batch.Parallel, linger, ack)
 }
 
