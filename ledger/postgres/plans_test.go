@@ -92,6 +92,7 @@ func TestBatchesReadOnlyTheirKeysOnANewDatabase(t *testing.T) {
 	}
 	after := indexReads(t, pool)
 	read := after - before
+	t.Logf("2,000 invoices read %d index entries", read)
 	// A new order's lookup reads nothing, the series' check the batch's
 	// own hundred, the documents' checks one entry each: a few hundred per
 	// batch. Through the listing, each lookup reads the company's invoices.
