@@ -114,6 +114,9 @@ func (h *handler) handle(ctx context.Context, d *Delivery) (transport.Settlement
 		}
 		log.Debug("command replayed from the inbox")
 	}
+	if s.Reply != nil {
+		return transport.Ack(s.Reply), nil
+	}
 	return transport.Ack(transport.ReplyJSON(res)), nil
 }
 

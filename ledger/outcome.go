@@ -5,6 +5,9 @@ package ledger
 type Event struct {
 	Type string // e.g. "invoice.created"
 	Data any    // marshalled to JSON as the event's data
+	// OfResult says Data is the outcome's Result, which is then encoded
+	// once for both.
+	OfResult bool
 }
 
 // Outcome is what a successful command returns: the result the sender sees

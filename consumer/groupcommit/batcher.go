@@ -76,7 +76,6 @@ type Config struct {
 	Rest float64
 }
 
-
 // MaxRestRatio bounds Config.Rest; MaxRest bounds one rest.
 const (
 	MaxRestRatio = 4.0

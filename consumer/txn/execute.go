@@ -45,9 +45,11 @@ type Item struct {
 	locked bool
 	row    *inbox.Row
 	// stored is the key's row to write, and events the command's events,
-	// once it executed.
-	stored inbox.Row
-	events []ledger.Event
+	// once it executed; resultData is the stored result's data, the JSON
+	// of the events that carry the result (ledger.Event.OfResult).
+	stored     inbox.Row
+	events     []ledger.Event
+	resultData json.RawMessage
 	// repeatOf is the first item of the same key in the transaction.
 	repeatOf *Item
 	// retried: the command ran again after a unique index refused it.
@@ -446,7 +448,7 @@ func (t *txn) group(subs []*Item, depth int, first *prepared, commit bool) error
 		return fmt.Errorf("%w: %w (and rolling back failed: %v)", errTxBroken, err, rbErr)
 	}
 	for _, s := range subs {
-		s.Answer, s.stored, s.events = Answer{}, inbox.Row{}, nil
+		s.Answer, s.stored, s.events, s.resultData = Answer{}, inbox.Row{}, nil, nil
 	}
 	switch {
 	case len(subs) == 0:
@@ -581,7 +583,13 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 			evCtx = trace.ContextWithSpan(t.ctx, s.Span)
 		}
 		for _, ev := range s.events {
-			events = append(events, outbox.Pending{Ctx: evCtx, Company: s.Req.Company, Type: ev.Type, Data: ev.Data, Key: s.Req.Key})
+			data := ev.Data
+			if ev.OfResult {
+				// Encoded once: the stored result's JSON (never the
+				// first answer's Once).
+				data = s.resultData
+			}
+			events = append(events, outbox.Pending{Ctx: evCtx, Company: s.Req.Company, Type: ev.Type, Data: data, Key: s.Req.Key})
 		}
 		rows = append(rows, s.stored)
 	}
@@ -614,7 +622,7 @@ func (t *txn) executePass(p *prepared, w *pgx.Batch) error {
 func (s *Item) stage(r exec.Result) error {
 	req := s.Req
 	var res protocol.Result
-	s.events = nil
+	s.events, s.resultData = nil, nil
 	switch {
 	case r.Err != nil && r.Err.Code.Retryable():
 		return fmt.Errorf("%s/%s: %w", req.Company, req.Key, r.Err)
@@ -626,14 +634,15 @@ func (s *Item) stage(r exec.Result) error {
 			return fmt.Errorf("encode %s result: %w", req.Command, err)
 		}
 		res = protocol.Result{Company: req.Company, IdempotencyKey: req.Key, Command: req.Command, Status: protocol.StatusOK, Result: raw}
-		s.events = r.Outcome.Events
+		s.events, s.resultData = r.Outcome.Events, raw
 	}
 	body, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}
-	s.Answer = Answer{Outcome: Executed, Result: res}
+	s.Answer = Answer{Outcome: Executed, Result: res, Reply: body}
 	if r.Err == nil && r.Outcome.Once != nil {
+		s.Answer.Reply = nil
 		// Answered now and never again: the stored row has Result.
 		once, err := json.Marshal(r.Outcome.Once)
 		if err != nil {

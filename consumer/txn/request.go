@@ -85,7 +85,10 @@ func (o Outcome) String() string {
 type Answer struct {
 	Outcome Outcome
 	Result  protocol.Result
-	Err     error
+	// Reply, when set, is Result's JSON, encoded already (an executed
+	// command's answer is the result it stored).
+	Reply []byte
+	Err   error
 	// Answered, for a replay, says the stored result is this very
 	// message's: the message ran before, on a delivery that ended
 	// without its acknowledgement or on the cell its company moved

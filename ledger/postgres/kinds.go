@@ -348,7 +348,7 @@ func (p *plan) existing(b *pgx.Batch, what, sql string, args ...any) map[docKey]
 
 // outcome is a result that is also the data of the one event it emits.
 func outcome(eventType string, view any) ledger.Outcome {
-	return ledger.Outcome{Result: view, Events: []ledger.Event{{Type: eventType, Data: view}}}
+	return ledger.Outcome{Result: view, Events: []ledger.Event{{Type: eventType, Data: view, OfResult: true}}}
 }
 
 // duplicate is the business duplicate error: doc is the document's noun,
