@@ -222,4 +222,3 @@ func encode(ctx context.Context, company, eventType string, data any) (Event, en
 	ev.traceparent, ev.tracestate = enc.traceparent, enc.tracestate
 	return ev, enc, nil
 }
-
