@@ -13,9 +13,12 @@ import (
 // any value does. Command names are part of it: the same key and body sent
 // as another command is a different request.
 func Fingerprint(command string, body []byte) ([]byte, error) {
-	canonical, err := jcs.Transform(body)
-	if err != nil {
-		return nil, fmt.Errorf("body is not valid JSON: %w", err)
+	canonical, ok := canonical(body)
+	if !ok {
+		var err error
+		if canonical, err = jcs.Transform(body); err != nil {
+			return nil, fmt.Errorf("body is not valid JSON: %w", err)
+		}
 	}
 	h := sha256.New()
 	h.Write([]byte("onceledger.v1\x00"))

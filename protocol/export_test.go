@@ -1,0 +1,4 @@
+package protocol
+
+// Canonical is canonical, for the tests.
+var Canonical = canonical
