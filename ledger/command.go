@@ -189,12 +189,24 @@ func expected(t reflect.Type) string {
 	return t.String()
 }
 
-var companyIDSyntax = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-
 // ValidCompanyID reports whether id can name a company: 1–63 characters of
-// lower-case letters, digits, '-' and '_', starting with a letter or digit. The
-// id is a NATS subject token, so it cannot hold dots or wildcards.
-func ValidCompanyID(id string) bool { return companyIDSyntax.MatchString(id) }
+// lower-case letters, digits, '-' and '_', starting with a letter or digit
+// (^[a-z0-9][a-z0-9_-]{0,62}$, written out: every message's subject is
+// checked). The id is a NATS subject token, so it cannot hold dots or
+// wildcards.
+func ValidCompanyID(id string) bool {
+	if len(id) == 0 || len(id) > 63 || id[0] == '-' || id[0] == '_' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 func required(field, v string, max int) *Error {
 	switch {
