@@ -1234,7 +1234,7 @@ BEGIN
           JOIN webhook_endpoints e ON e.company_id = n.company_id
          WHERE e.status = 'enabled'
            AND (e.event_types = '{}' OR n.type = ANY (e.event_types))),
-    room AS (
+    room AS MATERIALIZED (
         SELECT m.endpoint_id,
                terms[2] - (SELECT count(*) FROM webhook_deliveries i
                             WHERE i.endpoint_id = m.endpoint_id AND i.status = 'delivering'
