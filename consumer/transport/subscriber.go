@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/onceledger/onceledger/consumer/streams"
+	"github.com/onceledger/onceledger/internal/retry"
 	"github.com/onceledger/onceledger/protocol"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -189,7 +190,17 @@ func (s *Subscriber) Close() error {
 
 func (s *Subscriber) fetchLoop(ctx context.Context, out chan<- *message.Message) {
 	slots := make(chan struct{}, s.cfg.Concurrency)
-	failures := 0
+	// A pull fails at once while the stream has no leader ("no responders"):
+	// the loop backs off instead of asking thousands of times a second.
+	outage := retry.Outage{What: "pulling commands from JetStream", Logger: s.cfg.Logger}
+	wait := func(d time.Duration) bool {
+		select {
+		case <-time.After(d):
+			return true
+		case <-s.closing:
+			return false
+		}
+	}
 	for {
 		// Close is not one of two ready cases for select to choose between
 		// at random: each pull it starts instead holds Close for FetchWait.
@@ -216,20 +227,16 @@ func (s *Subscriber) fetchLoop(ctx context.Context, out chan<- *message.Message)
 		batch, err := s.cons.Fetch(n, jetstream.FetchMaxWait(s.cfg.FetchWait))
 		if err != nil {
 			release(slots, n)
-			failures++
-			delay := min(time.Duration(failures)*100*time.Millisecond, 5*time.Second)
-			s.cfg.Logger.Warn("fetch from JetStream failed", "error", err, "retry_in", delay)
-			select {
-			case <-time.After(delay):
-			case <-s.closing:
+			if !wait(outage.Failed(err)) {
 				return
 			}
 			continue
 		}
-		failures = 0
 		got := 0
 		for msg := range batch.Messages() {
-			got++
+			if got++; got == 1 {
+				outage.Succeeded()
+			}
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
@@ -239,8 +246,15 @@ func (s *Subscriber) fetchLoop(ctx context.Context, out chan<- *message.Message)
 		}
 		release(slots, n-got)
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			if got == 0 {
+				if !wait(outage.Failed(err)) {
+					return
+				}
+				continue
+			}
 			s.cfg.Logger.Warn("pull request ended with an error", "error", err)
 		}
+		outage.Succeeded()
 	}
 }
 
