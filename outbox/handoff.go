@@ -25,9 +25,11 @@ import (
 //
 // A relay takes handed events only while it is caught up: its last look
 // at the queue found less than a full batch, nothing failed since, and no
-// commit of this process left its events to a look since that look began.
-// So the events of one company, which one consumer transaction slot
-// writes in order, are published in order by one relay. Events written
+// commit of this process left its events to a look since that look began;
+// and a look first gives back what is still queued, to be claimed with the
+// rest in the queue's order. So the events of one company, which one
+// consumer transaction slot writes in order, are published in order by one
+// relay. Events written
 // outside the consumer (such as webhook_endpoint.disabled) wait for a look
 // and may be published after later handed ones; consumers order a
 // company's events by their sequence.

@@ -2,13 +2,17 @@ package outbox_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/internal/harness/testenv"
@@ -164,5 +168,81 @@ func TestHandedEventsArePublishedWithoutALook(t *testing.T) {
 	eventually(t, "the handed event published", func() (bool, error) { return streamMsgCount(t, js) == 7, nil })
 	if got := fmt.Sprint(companySequences(t, pool, "acme")); got != "[1 2 3 4 5 6 7]" {
 		t.Fatalf("acme's sequences %s, want 1 to 7", got)
+	}
+}
+
+// gatedJS is real JetStream whose publication of one message ID waits for
+// gate and then fails, as when the stream's leader is lost.
+type gatedJS struct {
+	jetstream.JetStream
+	id      atomic.Value // string
+	reached chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gatedJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	if id, _ := g.id.Load().(string); id != "" && m.Header.Get(jetstream.MsgIDHeader) == id {
+		g.id.Store("")
+		close(g.reached)
+		<-g.gate
+		return nil, errors.New("nats: no response from stream")
+	}
+	return g.JetStream.PublishMsgAsync(m, opts...)
+}
+
+// sequencesInStream is the per-company sequence of each message of the
+// stream, in the stream's order.
+func sequencesInStream(t *testing.T, js jetstream.JetStream) []int64 {
+	t.Helper()
+	var seqs []int64
+	for _, m := range streamMessages(t, js) {
+		var ev struct {
+			Sequence int64 `json:"sequence"`
+		}
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, ev.Sequence)
+	}
+	return seqs
+}
+
+// When handed events fail to publish, the transactions handed after them
+// and still queued are not published ahead of the events that a look
+// publishes: one company's events reach the stream in their order, also
+// when a commit left its events to a look meanwhile.
+func TestHandedEventsKeepTheirOrderThroughAFailure(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	real := connectJS(t, testenv.NATS(t))
+	js := &gatedJS{JetStream: real, reached: make(chan struct{}), gate: make(chan struct{})}
+	h := &outbox.Handoff{}
+	wake := make(chan struct{}, 1)
+	relay := newRelay(t, pool, js, outbox.RelayConfig{PollInterval: time.Minute, Gather: -1, Wake: wake, Handoff: h})
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	runRelay(t, relay)
+	first := writeHanded(t, pool, "acme", 2)
+	js.id.Store(first[0].ID.String())
+	eventually(t, "the relay taking handed events", func() (bool, error) { return h.Hand(first), nil })
+	<-js.reached
+	// While the first transaction's events are on their way, a second is
+	// handed, and a third leaves its events to a look.
+	second := writeHanded(t, pool, "acme", 2)
+	if !h.Hand(second) {
+		t.Fatal("the relay refused the second transaction's events while it was caught up")
+	}
+	writeHanded(t, pool, "acme", 2)
+	h.Left()
+	close(js.gate)
+	wake <- struct{}{}
+	eventually(t, "every event published", func() (bool, error) {
+		if n, err := countUnpublished(ctx, pool); err != nil || n != 0 {
+			return false, err
+		}
+		return streamMsgCount(t, real) == 6, nil
+	})
+	if got := fmt.Sprint(sequencesInStream(t, real)); got != "[1 2 3 4 5 6]" {
+		t.Fatalf("acme's events reached the stream as sequences %s, want 1 to 6 in order", got)
 	}
 }

@@ -138,6 +138,14 @@ func (r *Relay) Run(ctx context.Context) error {
 	var looked time.Time
 	for ctx.Err() == nil {
 		if look {
+			// Transactions handed over and still queued go back to the
+			// queue's order: a look publishes what it claims before the
+			// relay would take them, and a commit it claims may have come
+			// after them (one that left its events to a look because a
+			// publication failed or the queue was full).
+			if handed != nil {
+				r.giveBack(handed)
+			}
 			looked = time.Now()
 			n, err := r.RelayOnce(ctx)
 			if err != nil && ctx.Err() == nil {
@@ -346,56 +354,101 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 }
 
 // publish publishes batch and waits until JetStream acknowledged all of it.
+//
+// One company's events are published one at a time, each once the one
+// before it is acknowledged; different companies' go out together. A
+// stream whose leader changes while messages are on their way may lose
+// some and store those sent after them (the new leader's), and a batch
+// sent all at once would then reach the stream out of order when it is
+// published again. So a company's events in the stream are always the
+// first of its batch, in order, and a failure stops the batch before the
+// company's next event.
 func (r *Relay) publish(ctx context.Context, batch []pending) error {
-	futures := make([]jetstream.PubAckFuture, 0, len(batch))
-	spans := make([]trace.Span, 0, len(batch))
+	spans := make([]trace.Span, len(batch))
 	// Every span ends, also when the batch is abandoned half-way: a
 	// span left open is never exported. Ending one twice is a no-op.
 	defer func() {
 		for _, sp := range spans {
-			sp.End()
+			if sp != nil {
+				sp.End()
+			}
 		}
 	}()
-	for _, p := range batch {
-		// A span per event, not per batch: the events of a batch
-		// belong to different commands' traces.
-		_, sp := r.tracer.Start(tracecontext.FromColumns(ctx, p.traceparent, p.tracestate), "onceledger.publish "+p.typ,
-			trace.WithSpanKind(trace.SpanKindProducer),
-			trace.WithAttributes(
-				attribute.String("messaging.system", "nats"),
-				attribute.String("messaging.operation.type", "send"),
-				attribute.String("messaging.destination.name", p.subj),
-				attribute.String("messaging.message.id", p.id.String()),
-				attribute.String("onceledger.company", p.company),
-				attribute.String("onceledger.event_type", p.typ),
-			))
-		spans = append(spans, sp)
-		msg := nats.NewMsg(p.subj)
-		msg.Data = []byte(p.body)
-		msg.Header.Set(jetstream.MsgIDHeader, p.id.String())
-		tracecontext.ToHeader(trace.ContextWithSpan(ctx, sp), msg.Header)
-		f, err := r.js.PublishMsgAsync(msg)
-		if err != nil {
-			sp.SetStatus(codes.Error, err.Error())
-			return fmt.Errorf("publish event %s: %w", p.id, err)
-		}
-		futures = append(futures, f)
-	}
 	timeout := time.NewTimer(r.cfg.PublishTimeout)
 	defer timeout.Stop()
-	for i, f := range futures {
-		select {
-		case <-f.Ok():
-			spans[i].End()
-		case err := <-f.Err():
-			spans[i].SetStatus(codes.Error, err.Error())
-			return fmt.Errorf("publish event %s: %w", batch[i].id, err)
-		case <-timeout.C:
-			spans[i].SetStatus(codes.Error, "no acknowledgement from JetStream")
-			return fmt.Errorf("publish events: no acknowledgement from JetStream within %s", r.cfg.PublishTimeout)
-		case <-ctx.Done():
-			return ctx.Err()
+	rounds := companyRounds(batch)
+	futures := make([]jetstream.PubAckFuture, 0, len(batch))
+	for _, round := range rounds {
+		futures = futures[:0]
+		for _, i := range round {
+			f, err := r.publishOne(ctx, batch[i], &spans[i])
+			if err != nil {
+				return err
+			}
+			futures = append(futures, f)
+		}
+		for k, f := range futures {
+			i := round[k]
+			select {
+			case <-f.Ok():
+				spans[i].End()
+			case err := <-f.Err():
+				spans[i].SetStatus(codes.Error, err.Error())
+				return fmt.Errorf("publish event %s: %w", batch[i].id, err)
+			case <-timeout.C:
+				spans[i].SetStatus(codes.Error, "no acknowledgement from JetStream")
+				return fmt.Errorf("publish events: no acknowledgement from JetStream within %s", r.cfg.PublishTimeout)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 	}
 	return nil
+}
+
+// publishOne sends p without waiting for its acknowledgement, under a
+// producer span it stores in *sp.
+func (r *Relay) publishOne(ctx context.Context, p pending, sp *trace.Span) (jetstream.PubAckFuture, error) {
+	// A span per event, not per batch: the events of a batch belong to
+	// different commands' traces.
+	_, *sp = r.tracer.Start(tracecontext.FromColumns(ctx, p.traceparent, p.tracestate), "onceledger.publish "+p.typ,
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "nats"),
+			attribute.String("messaging.operation.type", "send"),
+			attribute.String("messaging.destination.name", p.subj),
+			attribute.String("messaging.message.id", p.id.String()),
+			attribute.String("onceledger.company", p.company),
+			attribute.String("onceledger.event_type", p.typ),
+		))
+	msg := nats.NewMsg(p.subj)
+	msg.Data = []byte(p.body)
+	msg.Header.Set(jetstream.MsgIDHeader, p.id.String())
+	tracecontext.ToHeader(trace.ContextWithSpan(ctx, *sp), msg.Header)
+	f, err := r.js.PublishMsgAsync(msg)
+	if err != nil {
+		(*sp).SetStatus(codes.Error, err.Error())
+		return nil, fmt.Errorf("publish event %s: %w", p.id, err)
+	}
+	return f, nil
+}
+
+// companyRounds splits batch, in its order, into rounds that hold at most
+// one event of each company: round k holds each company's k-th event. It
+// returns the events' indexes.
+func companyRounds(batch []pending) [][]int {
+	if len(batch) == 0 {
+		return nil
+	}
+	nth := make(map[string]int, 16)
+	var rounds [][]int
+	for i, p := range batch {
+		k := nth[p.company]
+		nth[p.company] = k + 1
+		if k == len(rounds) {
+			rounds = append(rounds, make([]int, 0, len(nth)))
+		}
+		rounds[k] = append(rounds[k], i)
+	}
+	return rounds
 }

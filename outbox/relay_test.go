@@ -2,6 +2,8 @@ package outbox_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -511,5 +513,71 @@ func TestRunGathersCommitsCloseTogether(t *testing.T) {
 	}
 	if apart := at[1].Sub(at[0]); apart > 50*time.Millisecond {
 		t.Fatalf("the events went out %s apart, want them in one look", apart)
+	}
+}
+
+// lostJS is real JetStream that loses the first publication of one
+// message ID: it is never sent, and its acknowledgement never comes, as
+// when the stream's leader dies with the message.
+type lostJS struct {
+	jetstream.JetStream
+	id   string
+	lost atomic.Bool
+}
+
+func (l *lostJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	if m.Header.Get(jetstream.MsgIDHeader) == l.id && l.lost.CompareAndSwap(false, true) {
+		return lostFuture{msg: m}, nil
+	}
+	return l.JetStream.PublishMsgAsync(m, opts...)
+}
+
+type lostFuture struct{ msg *nats.Msg }
+
+func (f lostFuture) Ok() <-chan *jetstream.PubAck { return nil }
+func (f lostFuture) Err() <-chan error {
+	c := make(chan error, 1)
+	c <- errors.New("nats: no response from stream")
+	return c
+}
+func (f lostFuture) Msg() *nats.Msg { return f.msg }
+
+// A publication lost in a batch does not let the same company's later
+// events of the batch into the stream ahead of it; other companies' go on.
+func TestALostPublicationDoesNotReorderItsCompanysEvents(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	real := connectJS(t, testenv.NATS(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	first := enqueue(t, pool, "acme", "invoice.created", 1)
+	enqueue(t, pool, "acme", "invoice.created", 2)
+	enqueue(t, pool, "globex", "invoice.created", 1)
+	enqueue(t, pool, "acme", "invoice.created", 3)
+	relay := newRelay(t, pool, &lostJS{JetStream: real, id: first.ID.String()}, outbox.RelayConfig{})
+	if n, err := relay.RelayOnce(ctx); err == nil {
+		t.Fatalf("RelayOnce with a lost publication = %d, nil; want an error", n)
+	}
+	if got := streamMsgCount(t, real); got != 1 {
+		t.Fatalf("after the lost publication the stream holds %d messages, want 1 (globex's)", got)
+	}
+	if n, err := relay.RelayOnce(ctx); err != nil || n != 4 {
+		t.Fatalf("RelayOnce again = %d, %v; want 4, nil", n, err)
+	}
+	var acme []string
+	for _, m := range streamMessages(t, real) {
+		var ev struct {
+			Company  string `json:"company"`
+			Sequence int64  `json:"sequence"`
+		}
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Company == "acme" {
+			acme = append(acme, fmt.Sprint(ev.Sequence))
+		}
+	}
+	if got := strings.Join(acme, " "); got != "1 2 3" {
+		t.Fatalf("acme's events reached the stream as sequences %s, want 1 2 3", got)
 	}
 }
