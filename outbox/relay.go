@@ -19,6 +19,7 @@ import (
 
 	"github.com/onceledger/onceledger/internal/pglisten"
 	"github.com/onceledger/onceledger/internal/pgsettings"
+	"github.com/onceledger/onceledger/internal/retry"
 	"github.com/onceledger/onceledger/internal/tracecontext"
 	"github.com/onceledger/onceledger/protocol"
 )
@@ -133,7 +134,9 @@ func (r *Relay) Run(ctx context.Context) error {
 			r.removeHanded(context.WithoutCancel(ctx))
 		}()
 	}
-	failures := 0
+	// A look that fails (the stream has no leader, the database is away)
+	// is tried again after a bounded backoff, logged once per outage.
+	outage := retry.Outage{What: "relaying outbox events", Logger: r.cfg.Logger, Min: 200 * time.Millisecond}
 	look := true
 	var looked time.Time
 	for ctx.Err() == nil {
@@ -149,13 +152,10 @@ func (r *Relay) Run(ctx context.Context) error {
 			looked = time.Now()
 			n, err := r.RelayOnce(ctx)
 			if err != nil && ctx.Err() == nil {
-				failures++
-				delay := min(time.Duration(failures)*200*time.Millisecond, 5*time.Second)
-				r.cfg.Logger.Warn("outbox relay failed, retrying", "error", err, "retry_in", delay)
-				pglisten.Sleep(ctx, delay)
+				pglisten.Sleep(ctx, outage.Failed(err))
 				continue
 			}
-			failures = 0
+			outage.Succeeded()
 			if n == r.cfg.BatchSize {
 				continue
 			}
@@ -197,7 +197,7 @@ func (r *Relay) publishHanded(ctx context.Context, events []Event) error {
 	if err := r.publish(ctx, batch); err != nil {
 		r.cfg.Handoff.failed(events)
 		if ctx.Err() == nil {
-			r.cfg.Logger.Warn("outbox relay failed to publish handed events; a look at the queue publishes them", "events", len(events), "error", err)
+			r.cfg.Logger.Info("outbox relay failed to publish handed events; a look at the queue publishes them", "events", len(events), "error", err)
 		}
 		return err
 	}

@@ -285,6 +285,10 @@ func TestRelaySurvivesNATSOutage(t *testing.T) {
 		return n == 0, err
 	})
 	stop()
+	// The outage is logged once as a warning, however many looks failed.
+	if n := warnings.n.Load(); n != 1 {
+		t.Fatalf("%d warnings during one outage, want 1", n)
+	}
 
 	// Whatever the client buffered during the outage and the relay's
 	// republication must have collapsed into one message per event.

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/onceledger/onceledger/internal/pglisten"
+	"github.com/onceledger/onceledger/internal/retry"
 )
 
 // tracerName is the instrumentation scope of the dispatcher's spans.
@@ -311,7 +312,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		rec.close()
 		<-listening
 	}()
-	failures := 0
+	// A claim that fails (the database is away) is tried again after a
+	// bounded backoff, logged once per outage.
+	outage := retry.Outage{What: "claiming webhook deliveries", Logger: d.cfg.Logger, Min: 200 * time.Millisecond}
 	// claim: look for due deliveries before waiting again; room: a
 	// recording may let the next claim find more (the last one held some
 	// back); polled: when the poll is due, whatever wakes Run meanwhile.
@@ -347,12 +350,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				if ctx.Err() != nil {
 					break
 				}
-				failures++
-				d.cfg.Logger.Warn("claiming webhook deliveries failed", "error", err)
-				pglisten.Sleep(ctx, min(time.Duration(failures)*200*time.Millisecond, 5*time.Second))
+				pglisten.Sleep(ctx, outage.Failed(err))
 				continue
 			}
-			failures = 0
+			outage.Succeeded()
 			if len(batch) == free {
 				continue
 			}

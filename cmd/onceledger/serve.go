@@ -180,7 +180,7 @@ func serve(ctx context.Context, s *settings, logger *slog.Logger, ready func()) 
 				ln.Close()
 				return err
 			}
-			live := cells.Follow(ctx, js, p)
+			live := cells.Follow(ctx, js, p, logger)
 			cellOf = func(company string) (string, bool) {
 				c, _ := live.Placement().CellOf(company)
 				return c.Name, c.Name == s.Cell

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -248,7 +249,7 @@ func TestFollow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := cells.Follow(ctx, js, p)
+	live := cells.Follow(ctx, js, p, slog.Default())
 	company := "co-0"
 	part := cells.Partition(company, 2)
 	owner := func() string {

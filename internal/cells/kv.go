@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/internal/retry"
 )
 
 // The placement's home: one key of one KV bucket.
@@ -109,11 +113,49 @@ var ErrPlacementDeleted = errors.New("cells: the placement was deleted")
 // every placement stored after it, until ctx ends (it then returns nil) or
 // fn returns an error (which it returns). A placement that does not
 // decode, or a deleted one, is passed as an error with a zero Placement;
-// fn decides what that means. The bucket must exist.
-func Watch(ctx context.Context, js jetstream.JetStream, fn func(p Placement, revision uint64, err error) error) error {
-	kv, err := js.KeyValue(ctx, Bucket)
+// fn decides what that means. The bucket must exist: its absence is
+// returned. Any other failure to open or follow the bucket (its stream
+// without a leader, NATS away) is retried after a bounded backoff, logged
+// once per outage on logger; fn is not called again for a revision it
+// was given.
+func Watch(ctx context.Context, js jetstream.JetStream, logger *slog.Logger, fn func(p Placement, revision uint64, err error) error) error {
+	outage := retry.Outage{What: "watching the cell placement", Logger: logger}
+	var seen uint64
+	for {
+		err := watch(ctx, js, &seen, &outage, fn)
+		var fnErr fnError
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.As(err, &fnErr):
+			return fnErr.error
+		case errors.Is(err, jetstream.ErrBucketNotFound):
+			return fmt.Errorf("cells: open bucket %s: %w", Bucket, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(outage.Failed(err)):
+		}
+	}
+}
+
+// openTimeout bounds one attempt to open the bucket.
+const openTimeout = 5 * time.Second
+
+// fnError is an error of Watch's fn, which ends the watch.
+type fnError struct{ error }
+
+// watch follows the placement once, until ctx ends, fn fails (fnError)
+// or the bucket cannot be followed; seen is the last revision given to fn.
+func watch(ctx context.Context, js jetstream.JetStream, seen *uint64, outage *retry.Outage, fn func(p Placement, revision uint64, err error) error) error {
+	// A request made while the client reconnects waits for its context:
+	// each attempt gets a bound of its own.
+	opening, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	kv, err := js.KeyValue(opening, Bucket)
 	if err != nil {
-		return fmt.Errorf("cells: open bucket %s: %w", Bucket, err)
+		return err
 	}
 	w, err := kv.Watch(ctx, PlacementKey)
 	if err != nil {
@@ -126,14 +168,17 @@ func Watch(ctx context.Context, js jetstream.JetStream, fn func(p Placement, rev
 			return nil
 		case e, ok := <-w.Updates():
 			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
 				return fmt.Errorf("cells: the watch of %s/%s ended", Bucket, PlacementKey)
 			}
 			if e == nil { // the current value has been delivered
+				outage.Succeeded()
 				continue
 			}
+			outage.Succeeded()
+			if e.Revision() <= *seen {
+				continue
+			}
+			*seen = e.Revision()
 			var p Placement
 			var perr error
 			if e.Operation() != jetstream.KeyValuePut {
@@ -142,7 +187,7 @@ func Watch(ctx context.Context, js jetstream.JetStream, fn func(p Placement, rev
 				p, perr = Placement{}, fmt.Errorf("cells: %s/%s is not a placement: %w", Bucket, PlacementKey, err)
 			}
 			if err := fn(p, e.Revision(), perr); err != nil {
-				return err
+				return fnError{err}
 			}
 		}
 	}
@@ -157,12 +202,13 @@ type Live struct {
 
 // Follow returns initial, kept current until ctx ends: every valid
 // placement stored after it replaces it; an invalid or deleted one is
-// ignored (a worker would not start on it either).
-func Follow(ctx context.Context, js jetstream.JetStream, initial Placement) *Live {
+// ignored (a worker would not start on it either). An outage of the
+// bucket is logged on logger and waited out.
+func Follow(ctx context.Context, js jetstream.JetStream, initial Placement, logger *slog.Logger) *Live {
 	l := &Live{}
 	l.p.Store(&initial)
 	go func() {
-		_ = Watch(ctx, js, func(p Placement, _ uint64, err error) error {
+		_ = Watch(ctx, js, logger, func(p Placement, _ uint64, err error) error {
 			if err == nil && p.Validate() == nil {
 				l.p.Store(&p)
 			}

@@ -396,7 +396,7 @@ func watchPlacement(js jetstream.JetStream, pool *pgxpool.Pool, started cells.Me
 	log := logger.With("cell", started.Name)
 	return func(ctx context.Context) error {
 		first := true
-		return cells.Watch(ctx, js, func(p cells.Placement, rev uint64, err error) error {
+		return cells.Watch(ctx, js, log, func(p cells.Placement, rev uint64, err error) error {
 			initial := first
 			first = false
 			if err != nil {
