@@ -36,7 +36,10 @@ type Config struct {
 	// Durable is the pull consumer all workers share. Defaults to
 	// DefaultDurable, "onceledger".
 	Durable string
-	// Replicas of every stream; 3 on a cluster. Defaults to 1.
+	// Replicas of every stream; 3 on a cluster. Defaults to 1. Streams
+	// that have another count are moved to this one, the durable consumer
+	// with its stream; a count the cluster cannot hold is refused with a
+	// *jsstream.ReplicasError.
 	Replicas int
 	// MaxAge is how long a command stays in the stream, and so the oldest
 	// message JetStream can ever (re)deliver. It must not exceed the inbox

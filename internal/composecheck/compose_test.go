@@ -74,7 +74,8 @@ func root(t *testing.T) string {
 // load parses and validates a compose document with a fixed project name and
 // a fixed environment, so the result does not depend on the caller's shell or
 // on a local .env file. content == nil means "read the file from disk".
-func load(dir, filename string, content []byte, env map[string]string) (*types.Project, error) {
+// profiles are those enabled, as `docker compose --profile` enables them.
+func load(dir, filename string, content []byte, env map[string]string, profiles ...string) (*types.Project, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	details := types.ConfigDetails{
@@ -85,6 +86,7 @@ func load(dir, filename string, content []byte, env map[string]string) (*types.P
 	return loader.LoadWithContext(ctx, details, func(o *loader.Options) {
 		o.SetProjectName(projectName, true)
 		o.ResolvePaths = true
+		o.Profiles = profiles
 	})
 }
 

@@ -6,7 +6,8 @@
 // the docker compose CLI uses, and the resulting model is checked against the
 // operational rules of onceledger: loopback-only ports, pinned images, named
 // volumes for state, health-gated startup ordering and a durable JetStream
-// configuration.
+// configuration; with profile "cluster", three servers routed to each other
+// as one JetStream cluster and a worker connected to all three.
 //
 // The package has no non-test code.
 package composecheck

@@ -21,7 +21,21 @@ import (
 // missing, updated when one of the settings want gives differs, untouched
 // otherwise. A zero setting in want is the server's default and is not
 // compared.
+//
+// A change of Replicas is an update like any other: the server moves the
+// stream to the new count of servers, its messages and its consumers with
+// it (a consumer whose Replicas is 0 has the stream's). When the servers
+// cannot hold the replicas asked for, the error is a *ReplicasError, which
+// names the count and the size of the cluster.
 func Ensure(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := ensure(ctx, js, want)
+	if err != nil {
+		return nil, explainReplicas(ctx, js.Conn(), want, err)
+	}
+	return s, nil
+}
+
+func ensure(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
 	s, err := js.Stream(ctx, want.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		s, err = js.CreateStream(ctx, want)
