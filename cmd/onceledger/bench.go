@@ -36,6 +36,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	batchParallel := fs.Int("batch-parallel", consumer.DefaultBatchParallel, "group commit: transactions at once")
 	batchLinger := fs.Duration("batch-linger", 0, "group commit: how long a batch of fewer than four commands may wait for more while commands arrive steadily")
 	batchRest := fs.Float64("batch-rest", 0, "group commit: after a batch, how many times as long as it took a transaction slot waits before the next, unless a backlog waits; 0 never waits")
+	natsNodes := fs.Int("nats-nodes", 1, "JetStream servers: 1, or 3 for a cluster embedded in this process on which every stream has three replicas (no sweep)")
 	natsSync := fs.String("nats-sync", "default", "JetStream fsync: default (every 2 minutes) or always")
 	sweep := fs.String("sweep", bench.DefaultSweep, "rates of the rate sweep, after the latency phase: commands/s, or a percentage of the group-commit peak (50%); 0 or empty skips it")
 	sweepDuration := fs.Duration("sweep-duration", 20*time.Second, "how long each rate of the sweep publishes")
@@ -131,6 +132,9 @@ of it the soak (8–10).
 	if *natsSync != "default" && *natsSync != "always" {
 		return &usageError{fmt.Sprintf("-nats-sync %q: use default or always", *natsSync)}
 	}
+	if *natsNodes != 1 && *natsNodes != 3 {
+		return &usageError{fmt.Sprintf("-nats-nodes %d: use 1 or 3", *natsNodes)}
+	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
 		return &usageError{fmt.Sprintf("-log-level %q: use debug, info, warn or error", *logLevel)}
@@ -151,6 +155,9 @@ of it the soak (8–10).
 		}
 	}
 	var natsCommand []string
+	if len(rates) > 0 && *natsNodes > 1 {
+		return &usageError{"-nats-nodes 3: the cluster runs in this process, so the sweep cannot count NATS's CPU apart; add -sweep 0"}
+	}
 	if len(rates) > 0 {
 		// NATS in a process of its own, so that its CPU is counted apart
 		// from the worker's: this binary, as bench-nats.
@@ -179,6 +186,7 @@ of it the soak (8–10).
 		SoakRounds:        *soakRounds,
 		Concurrency:       *concurrency,
 		NATSSyncAlways:    *natsSync == "always",
+		NATSNodes:         *natsNodes,
 		Sweep:             rates,
 		SweepDuration:     *sweepDuration,
 		NATSCommand:       natsCommand,

@@ -274,3 +274,40 @@ func BenchmarkBench(b *testing.B) {
 		})
 	}
 }
+
+// On a cluster of three (-nats-nodes 3) the worker's streams have three
+// replicas and every phase completes.
+func TestRunOnANATSCluster(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, err := bench.Run(ctx, bench.Config{
+		DatabaseURL:       os.Getenv("DATABASE_URL"),
+		NATSNodes:         3,
+		Commands:          100,
+		ReferenceCommands: 20,
+		Payments:          -1,
+		Paced:             time.Second,
+		Stall:             30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"LEDGER_CMD", "LEDGER_EVT"} {
+		if got := rep.Machine.StreamReplicas[name]; got != 3 {
+			t.Errorf("%s has %d replicas, want 3 (%v)", name, got, rep.Machine.StreamReplicas)
+		}
+	}
+	for _, p := range rep.Phases {
+		if p.Commands <= 0 || p.Rate <= 0 {
+			t.Errorf("%s: %d commands at %g/s", p.Name, p.Commands, p.Rate)
+		}
+	}
+	if len(rep.Phases) != 3 {
+		t.Errorf("%d phases, want 3 (group commit, reference, latency)", len(rep.Phases))
+	}
+	_, err = bench.Run(ctx, bench.Config{NATSNodes: 3, NATSCommand: []string{"nats-server"}})
+	if err == nil || !strings.Contains(err.Error(), "a NATS cluster runs embedded") {
+		t.Errorf("a cluster with NATS apart: %v, want it refused", err)
+	}
+}

@@ -66,6 +66,10 @@ type Config struct {
 	// SweepDuration is how long each rate of the sweep publishes. Defaults
 	// to 20s.
 	SweepDuration time.Duration
+	// NATSNodes is how many JetStream servers the run has: 1 (the
+	// default) or 3, a cluster embedded in this process on which every
+	// stream has three replicas.
+	NATSNodes int
 	// NATSCommand, when set, is the command line (argv) of a process that
 	// runs the NATS server, so that its CPU time is counted apart: ServeNATS
 	// with the arguments "-port 0 -store DIR [-sync-always]" appended.
@@ -132,6 +136,9 @@ func (m Mode) String() string {
 }
 
 func (c *Config) setDefaults() {
+	if c.NATSNodes == 0 {
+		c.NATSNodes = 1
+	}
 	if c.Companies == 0 {
 		c.Companies = 10
 	}
@@ -170,6 +177,12 @@ func (c *Config) setDefaults() {
 
 func (c *Config) validate() error {
 	var errs []error
+	switch {
+	case c.NATSNodes != 1 && c.NATSNodes != 3:
+		errs = append(errs, fmt.Errorf("NATS nodes %d: use 1 or 3", c.NATSNodes))
+	case c.NATSNodes > 1 && len(c.NATSCommand) > 0:
+		errs = append(errs, errors.New("a NATS cluster runs embedded: it has no process of its own for the sweep to measure (no sweep with 3 NATS nodes)"))
+	}
 	if c.Companies < 1 || c.Companies > 1000 {
 		errs = append(errs, fmt.Errorf("companies %d: use 1..1000", c.Companies))
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/consumer/streams"
 	"github.com/onceledger/onceledger/internal/firstattempt"
 	"github.com/onceledger/onceledger/internal/kinds"
 	"github.com/onceledger/onceledger/internal/natsserver"
@@ -153,7 +154,23 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err := e.setupCompanies(ctx); err != nil {
 		return nil, err
 	}
+	if err := e.describeStreams(ctx); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// describeStreams records the replicas of the streams the worker created.
+func (e *Env) describeStreams(ctx context.Context) error {
+	e.machine.StreamReplicas = map[string]int{}
+	for _, name := range []string{streams.DefaultStream, outbox.StreamName} {
+		s, err := e.pjs.Stream(ctx, name)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", name, err)
+		}
+		e.machine.StreamReplicas[name] = s.CachedInfo().Config.Replicas
+	}
+	return nil
 }
 
 // Close stops everything Start started, in reverse order, and removes what
@@ -238,6 +255,18 @@ func (e *Env) startNATS() error {
 		e.natsProc = p
 		e.onClose(p.stop)
 		url, where = p.url, fmt.Sprintf("a process of its own (pid %d)", p.pid())
+	} else if n := e.cfg.NATSNodes; n > 1 {
+		nodes, err := natsserver.StartCluster(natsserver.ClusterConfig{Name: "onceledger-bench", Nodes: n, Dir: dir, SyncAlways: e.cfg.NATSSyncAlways})
+		if err != nil {
+			return err
+		}
+		e.onClose(func() error {
+			for _, ns := range nodes {
+				ns.Shutdown()
+			}
+			return nil
+		})
+		url, where = natsserver.ClusterURL(nodes), fmt.Sprintf("a cluster of %d embedded in this process, every stream with %d replicas", n, n)
 	} else {
 		ns, err := natsserver.Start(natsserver.Config{StoreDir: dir, ServerName: "onceledger-bench", SyncAlways: e.cfg.NATSSyncAlways})
 		if err != nil {
@@ -300,7 +329,7 @@ func (e *Env) startBackground(ctx context.Context) error {
 		LocalWake:     e.wake,
 		FirstAttempts: e.desk,
 		Events:        e.events,
-		Outbox:        &wiring.Outbox{},
+		Outbox:        &wiring.Outbox{Stream: outbox.StreamConfig{Replicas: e.cfg.NATSNodes}},
 		Webhooks:      &webhooks.DispatcherConfig{Policy: policy, Secrets: keys},
 		Logger:        e.cfg.Logger,
 	})
@@ -418,6 +447,7 @@ func (e *Env) startWorker(ctx context.Context, mode Mode) (*worker, error) {
 			Subscriber: consumer.SubscriberConfig{Concurrency: e.cfg.Concurrency, AckMode: mode.Ack},
 			Batch:      mode.Batch,
 			Metrics:    metrics,
+			Streams:    consumer.StreamConfig{Replicas: e.cfg.NATSNodes},
 		},
 		Kinds:  e.kinds,
 		Logger: e.cfg.Logger,

@@ -233,6 +233,9 @@ type Machine struct {
 	// Autovacuum is the server's autovacuum setting.
 	Autovacuum string `json:"postgres_autovacuum"`
 	NATS       string `json:"nats"`
+	// StreamReplicas is the replicas of each stream the run used, as the
+	// servers report them once the worker created them.
+	StreamReplicas map[string]int `json:"stream_replicas,omitempty"`
 }
 
 func hostMachine() Machine {
