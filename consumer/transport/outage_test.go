@@ -3,9 +3,7 @@ package transport_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/consumer/transport"
+	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/internal/natsserver"
 )
 
@@ -36,40 +35,13 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // While the stream's only server is away, a pull fails at once ("no
 // responders"): the subscriber backs off instead of asking again as fast
 // as it fails, logs the outage when it starts and when it ends, and pulls
 // the message published once the server is back.
 func TestPullsBackOffWhileTheStreamIsAway(t *testing.T) {
 	t.Parallel()
-	routes := []int{freePort(t), freePort(t), freePort(t)}
-	urls := make([]string, len(routes))
-	for i, p := range routes {
-		urls[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", p)
-	}
-	cfgs := make([]natsserver.Config, len(routes))
-	nodes := make([]*natsserver.Server, len(routes))
-	for i := range nodes {
-		cfgs[i] = natsserver.Config{StoreDir: t.TempDir(), ServerName: fmt.Sprintf("n%d", i),
-			Cluster: natsserver.Cluster{Name: "outage", Port: routes[i], Routes: urls}}
-		s, err := natsserver.Start(cfgs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = s
-		cfgs[i].Port = s.Config().Port
-		t.Cleanup(func() { nodes[i].Shutdown() })
-	}
+	nodes := testenv.NATSCluster(t, "outage", 3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// The stream is placed once the cluster has a meta leader.
@@ -104,8 +76,8 @@ func TestPullsBackOffWhileTheStreamIsAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := -1
-	for i, c := range cfgs {
-		if c.ServerName == info.Cluster.Leader {
+	for i, n := range nodes {
+		if n.Config().ServerName == info.Cluster.Leader {
 			host = i
 		}
 	}
@@ -141,11 +113,11 @@ func TestPullsBackOffWhileTheStreamIsAway(t *testing.T) {
 
 	nodes[host].Shutdown()
 	time.Sleep(3 * time.Second)
-	restarted, err := natsserver.Start(cfgs[host])
+	restarted, err := natsserver.Start(nodes[host].Config())
 	if err != nil {
 		t.Fatalf("restart the stream's server: %v", err)
 	}
-	nodes[host] = restarted
+	t.Cleanup(restarted.Shutdown)
 	pub, err := nats.Connect(restarted.ClientURL())
 	if err != nil {
 		t.Fatal(err)
