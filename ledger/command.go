@@ -30,6 +30,7 @@ var commands = register(
 	new(RecordPurchaseInvoice),
 	new(RecordPurchaseCreditNote),
 	new(ReversePurchaseInvoice),
+	new(RecordSupplierPayment),
 	new(RegisterAsset),
 	new(RunDepreciation),
 	new(ApplyCustomerCredit),

@@ -95,6 +95,7 @@ const (
 	AccountReceivables             = "1200"
 	AccountProviderClearing        = "1250"
 	AccountInputVAT                = "1300"
+	AccountSupplierCredits         = "1400"
 	AccountFixedAssets             = "1500"
 	AccountAccumulatedDepreciation = "1590"
 	AccountPayables                = "2100"
@@ -116,6 +117,7 @@ func StandardChart() []Account {
 		{AccountReceivables, "Accounts receivable", TypeAsset},
 		{AccountProviderClearing, "Payment provider clearing", TypeAsset},
 		{AccountInputVAT, "Input VAT receivable", TypeAsset},
+		{AccountSupplierCredits, "Supplier credits", TypeAsset},
 		{AccountFixedAssets, "Fixed assets", TypeAsset},
 		{AccountAccumulatedDepreciation, "Accumulated depreciation", TypeAsset},
 		{AccountPayables, "Accounts payable", TypeLiability},

@@ -20,6 +20,7 @@ const (
 	EventPurchaseInvoiceRecorded    = "purchase_invoice.recorded"
 	EventPurchaseCreditNoteRecorded = "purchase_credit_note.recorded"
 	EventPurchaseInvoiceReversed    = "purchase_invoice.reversed"
+	EventSupplierPaymentRecorded    = "supplier_payment.recorded"
 	EventAssetRegistered            = "asset.registered"
 	EventDepreciationPosted         = "depreciation.posted"
 	EventCustomerCreditApplied      = "customer_credit.applied"
@@ -39,6 +40,7 @@ var EventTypes = []string{
 	EventPurchaseInvoiceRecorded,
 	EventPurchaseCreditNoteRecorded,
 	EventPurchaseInvoiceReversed,
+	EventSupplierPaymentRecorded,
 	EventAssetRegistered,
 	EventDepreciationPosted,
 	EventCustomerCreditApplied,

@@ -696,6 +696,51 @@ CREATE TABLE public.settlements (
 CREATE TRIGGER settlements_immutable BEFORE DELETE OR UPDATE ON public.settlements FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
 CREATE TRIGGER settlements_no_truncate BEFORE TRUNCATE ON public.settlements FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
 
+CREATE TABLE public.supplier_payment_allocations (
+    payment_id uuid NOT NULL,
+    purchase_invoice_id uuid NOT NULL,
+    amount numeric(28,8) NOT NULL,
+    amount_company numeric(28,8) NOT NULL,
+    CONSTRAINT supplier_payment_allocations_amount_check CHECK ((amount > (0)::numeric)),
+    CONSTRAINT supplier_payment_allocations_payment_id_fkey FOREIGN KEY (payment_id) REFERENCES public.supplier_payments(id) DEFERRABLE INITIALLY DEFERRED,
+    CONSTRAINT supplier_payment_allocations_pkey PRIMARY KEY (payment_id, purchase_invoice_id),
+    CONSTRAINT supplier_payment_allocations_purchase_invoice_id_fkey FOREIGN KEY (purchase_invoice_id) REFERENCES public.purchase_invoices(id)
+);
+CREATE INDEX supplier_payment_allocations_invoice ON public.supplier_payment_allocations USING btree (purchase_invoice_id);
+CREATE TRIGGER supplier_payment_allocations_immutable BEFORE DELETE OR UPDATE ON public.supplier_payment_allocations FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
+CREATE TRIGGER supplier_payment_allocations_no_truncate BEFORE TRUNCATE ON public.supplier_payment_allocations FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
+CREATE TRIGGER supplier_payment_allocations_sealed AFTER INSERT ON public.supplier_payment_allocations REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_rows_for_posted();
+CREATE TRIGGER supplier_payment_of_an_invoice AFTER INSERT ON public.supplier_payment_allocations REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.supplier_payment_of_an_invoice();
+
+CREATE TABLE public.supplier_payments (
+    id uuid NOT NULL,
+    company_id text NOT NULL,
+    payment_ref text NOT NULL,
+    supplier_id text NOT NULL,
+    paid_on date NOT NULL,
+    currency character(3) NOT NULL,
+    amount numeric(28,8) NOT NULL,
+    unapplied numeric(28,8) NOT NULL,
+    exchange_rate numeric(20,8),
+    rate_source text,
+    rate_date date,
+    journal_entry_id uuid NOT NULL,
+    idempotency_key text,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    created_xact xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    CONSTRAINT supplier_payments_amount_check CHECK ((amount > (0)::numeric)),
+    CONSTRAINT supplier_payments_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
+    CONSTRAINT supplier_payments_currency_iso_4217 CHECK (public.iso_4217_currency((currency)::text)),
+    CONSTRAINT supplier_payments_exchange_rate_check CHECK ((exchange_rate > (0)::numeric)),
+    CONSTRAINT supplier_payments_journal_entry_id_fkey FOREIGN KEY (journal_entry_id) REFERENCES public.journal_entries(id),
+    CONSTRAINT supplier_payments_one_per_ref UNIQUE (company_id, payment_ref),
+    CONSTRAINT supplier_payments_pkey PRIMARY KEY (id),
+    CONSTRAINT supplier_payments_unapplied_check CHECK ((unapplied >= (0)::numeric))
+);
+CREATE INDEX supplier_payments_by_supplier ON public.supplier_payments USING btree (company_id, supplier_id, paid_on);
+CREATE TRIGGER supplier_payments_immutable BEFORE DELETE OR UPDATE ON public.supplier_payments FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
+CREATE TRIGGER supplier_payments_no_truncate BEFORE TRUNCATE ON public.supplier_payments FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
+
 CREATE TABLE public.webhook_attempts (
     id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
     delivery_id uuid NOT NULL,
@@ -1078,6 +1123,11 @@ BEGIN
             NEW.id, NEW.registration_date, inv.registered
             USING ERRCODE = 'check_violation', CONSTRAINT = 'purchase_reversal_of_an_invoice';
     END IF;
+    IF EXISTS (SELECT 1 FROM supplier_payment_allocations WHERE purchase_invoice_id = NEW.purchase_invoice_id) THEN
+        RAISE EXCEPTION 'purchase reversal % reverses % which supplier payments paid',
+            NEW.id, NEW.purchase_invoice_id
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'purchase_reversal_of_an_invoice';
+    END IF;
     IF EXISTS (SELECT 1 FROM purchase_invoices WHERE credits_invoice_id = NEW.purchase_invoice_id) THEN
         RAISE EXCEPTION 'purchase reversal % reverses % which a credit note corrects',
             NEW.id, NEW.purchase_invoice_id
@@ -1180,6 +1230,10 @@ BEGIN
         SELECT * INTO bad FROM (SELECT a.purchase_invoice_id AS document,
                (SELECT d.created_xact FROM purchase_invoices d WHERE d.id = a.purchase_invoice_id) AS xact FROM added a) r
          WHERE r.xact IS DISTINCT FROM pg_current_xact_id() LIMIT 1;
+    WHEN 'supplier_payment_allocations' THEN
+        SELECT * INTO bad FROM (SELECT a.payment_id AS document,
+               (SELECT d.created_xact FROM supplier_payments d WHERE d.id = a.payment_id) AS xact FROM added a) r
+         WHERE r.xact IS DISTINCT FROM pg_current_xact_id() LIMIT 1;
     END CASE;
     IF NOT FOUND THEN
         RETURN NULL;
@@ -1192,6 +1246,27 @@ BEGIN
         USING ERRCODE = 'integrity_constraint_violation';
 END;
 $function$;
+
+CREATE OR REPLACE FUNCTION public.supplier_payment_of_an_invoice()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    bad record;
+BEGIN
+    SELECT a.purchase_invoice_id, p.company_id INTO bad
+      FROM added a JOIN supplier_payments p ON p.id = a.payment_id
+      LEFT JOIN purchase_invoices i ON i.id = a.purchase_invoice_id
+     WHERE i.id IS NULL OR i.company_id <> p.company_id OR i.credits_invoice_id IS NOT NULL
+        OR EXISTS (SELECT 1 FROM purchase_reversals r WHERE r.purchase_invoice_id = a.purchase_invoice_id)
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'a supplier payment of company % pays %, which is not an unreversed purchase invoice of the company',
+            bad.company_id, bad.purchase_invoice_id
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'supplier_payment_of_an_invoice';
+    END IF;
+    RETURN NULL;
+END $function$;
 
 CREATE OR REPLACE FUNCTION public.supplier_registration_key(id text)
  RETURNS text

@@ -35,6 +35,7 @@ WITH kinds (command, noun, field) AS (VALUES
 	('purchase_invoice.record', 'purchase invoice', 'purchase_invoice_id'),
 	('purchase_credit_note.record', 'purchase credit note', 'purchase_credit_note_id'),
 	('purchase_invoice.reverse', 'purchase reversal', 'purchase_reversal_id'),
+	('supplier_payment.record', 'supplier payment', 'supplier_payment_id'),
 	('asset.register', 'asset', 'asset_id'),
 	('depreciation.run', 'depreciation run', 'depreciation_run_id'),
 	('customer_credit.apply', 'credit application', 'application_id'),
@@ -57,6 +58,8 @@ documents (company_id, command, ref, created_at) AS MATERIALIZED (
 	       id::text, created_at FROM purchase_invoices WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, 'purchase_invoice.reverse', id::text, created_at FROM purchase_reversals WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'supplier_payment.record', id::text, created_at FROM supplier_payments WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, 'asset.register', asset_ref, created_at FROM assets WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL

@@ -54,6 +54,8 @@ var Tables = []table{
 	{name: "purchase_invoices", where: "company_id = ANY($companies)", order: "credits_invoice_id IS NOT NULL, id"},
 	{name: "purchase_invoice_lines", where: "purchase_invoice_id IN (SELECT id FROM purchase_invoices WHERE company_id = ANY($companies))"},
 	byCompany("purchase_reversals"),
+	byCompany("supplier_payments"),
+	{name: "supplier_payment_allocations", where: "payment_id IN (SELECT id FROM supplier_payments WHERE company_id = ANY($companies))"},
 	byCompany("assets"),
 	byCompany("depreciation_runs"),
 	byCompany("customer_credits"),

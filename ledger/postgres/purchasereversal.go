@@ -38,15 +38,15 @@ func (kind purchaseReversals) Prepare(items []exec.Item, reads *pgx.Batch) exec.
 		company, cur         string
 		net, vat, gross      string
 		reversal, creditNote string
-		credits              int
+		credits, payments    int
 	)
 	p.query(reads, "lock purchase invoices to reverse", []any{&r.ID, &company, &r.DocumentNumber, &r.IssueDate.Time, &r.Registered.Time,
 		&r.Supplier.ID, &r.Supplier.Name, &r.Supplier.VATID, &r.Supplier.Country, &r.Supplier.Code,
-		&cur, &net, &vat, &gross, &creditNote, &reversal, &credits}, func() {
+		&cur, &net, &vat, &gross, &creditNote, &reversal, &credits, &payments}, func() {
 		inv := r
 		inv.Currency, _ = ledger.LookupCurrency(cur)
 		inv.Net, inv.VAT, inv.Gross = dec(net), dec(vat), dec(gross)
-		inv.creditNote, inv.reversal, inv.credits = creditNote, reversal, credits
+		inv.creditNote, inv.reversal, inv.credits, inv.payments = creditNote, reversal, credits, payments
 		byID[inv.ID] = &inv
 		p.invoices[[2]string{company, inv.ID.String()}] = &inv
 	}, `
@@ -54,7 +54,8 @@ func (kind purchaseReversals) Prepare(items []exec.Item, reads *pgx.Batch) exec.
 		       d.supplier_id, d.supplier_name, d.supplier_vat_id, d.supplier_country, d.supplier_code,
 		       d.currency, d.net::text, d.vat::text, d.gross::text, coalesce(d.credits_invoice_id::text, ''),
 		       coalesce((SELECT r.id::text FROM purchase_reversals r WHERE r.purchase_invoice_id = d.id), ''),
-		       (SELECT count(*) FROM purchase_invoices c WHERE c.credits_invoice_id = d.id)
+		       (SELECT count(*) FROM purchase_invoices c WHERE c.credits_invoice_id = d.id),
+		       (SELECT count(*) FROM supplier_payment_allocations a WHERE a.purchase_invoice_id = d.id)
 		  FROM purchase_invoices d
 		 WHERE (d.company_id, d.id) IN (SELECT company_id, id::uuid FROM unnest($1::text[], $2::text[]) AS r(company_id, id))
 		 ORDER BY d.id
@@ -80,11 +81,12 @@ func (kind purchaseReversals) Prepare(items []exec.Item, reads *pgx.Batch) exec.
 
 // reversible is a purchase invoice a reversal names, with what may stand
 // in its way: it is a credit note (creditNote, what it credits), was
-// reversed (reversal), or is credited by credit notes (credits).
+// reversed (reversal), is credited by credit notes (credits), or was paid
+// by supplier payments (payments).
 type reversible struct {
 	ledger.ReversedPurchase
 	creditNote, reversal string
-	credits              int
+	credits, payments    int
 }
 
 type purchaseReversalPlan struct {
@@ -117,6 +119,8 @@ func (p *purchaseReversalPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result
 			return refused(e)
 		case inv.credits > 0:
 			return conflict("purchase invoice %s is corrected by %d credit note(s) of its supplier: it cannot be reversed as a whole", inv.DocumentNumber, inv.credits)
+		case inv.payments > 0:
+			return conflict("purchase invoice %s is paid by %d supplier payment(s): it cannot be reversed as a whole", inv.DocumentNumber, inv.payments)
 		}
 		books := p.known[company]
 		day := c.Registration(books.books, inv.Registered)

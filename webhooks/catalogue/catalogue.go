@@ -37,6 +37,7 @@ var eventData = map[string]any{
 	ledger.EventPurchaseInvoiceRecorded:    ledger.PurchaseInvoiceView{},
 	ledger.EventPurchaseCreditNoteRecorded: ledger.PurchaseCreditNoteView{},
 	ledger.EventPurchaseInvoiceReversed:    ledger.PurchaseReversalView{},
+	ledger.EventSupplierPaymentRecorded:    ledger.SupplierPaymentView{},
 	ledger.EventAssetRegistered:            ledger.AssetView{},
 	ledger.EventDepreciationPosted:         ledger.DepreciationView{},
 	ledger.EventCustomerCreditApplied:      ledger.CreditApplicationView{},

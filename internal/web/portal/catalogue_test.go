@@ -108,7 +108,7 @@ func TestCatalogueDescribesTheEventsTheWorkerWrites(t *testing.T) {
 			var pretty bytes.Buffer
 			json.Indent(&pretty, []byte(body), "", "  ")
 			pretty.WriteByte('\n')
-			if err := os.WriteFile(filepath.Join("..", "..", "webhooks", "catalogue", "events", typ+".json"), pretty.Bytes(), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join("..", "..", "..", "webhooks", "catalogue", "events", typ+".json"), pretty.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
