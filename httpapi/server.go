@@ -108,6 +108,7 @@ var commandRoutes = []commandRoute{
 	{"/v1/purchases/invoices/record", new(ledger.RecordPurchaseInvoice).CommandName(), http.StatusCreated},
 	{"/v1/purchases/credit-notes/record", new(ledger.RecordPurchaseCreditNote).CommandName(), http.StatusCreated},
 	{"/v1/purchases/invoices/reverse", new(ledger.ReversePurchaseInvoice).CommandName(), http.StatusCreated},
+	{"/v1/purchases/payments/record", new(ledger.RecordSupplierPayment).CommandName(), http.StatusCreated},
 	{"/v1/assets/register", new(ledger.RegisterAsset).CommandName(), http.StatusCreated},
 	{"/v1/depreciation/run", new(ledger.RunDepreciation).CommandName(), http.StatusCreated},
 	{"/v1/webhook-endpoints/create", new(ledger.CreateWebhookEndpoint).CommandName(), http.StatusCreated},
@@ -251,6 +252,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/webhook-endpoints/{endpoint}/test", s.authed(s.testWebhookEndpoint))
 	s.handle("GET /v1/books/trial-balance", s.authed(s.trialBalance))
 	s.handle("GET /v1/books/vat-return", s.authed(s.vatReturn))
+	s.handle("GET /v1/books/aged", s.authed(s.aged))
 	s.handle("GET /v1/commands/{key}", s.authed(s.commandResult))
 	s.handle("POST /v1/portal-links", s.portalLink)
 	s.handle("GET /v1/openapi.json", serveOpenAPI)
@@ -628,6 +630,32 @@ func (s *Server) vatReturn(w http.ResponseWriter, r *http.Request, company strin
 	}
 	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
 		return ops.VATReturn(ctx, tx, company, p)
+	})
+}
+
+// aged answers GET /v1/books/aged?kind=receivables|payables&date=YYYY-MM-DD.
+func (s *Server) aged(w http.ResponseWriter, r *http.Request, company string) {
+	v := r.URL.Query().Get("kind")
+	if v == "" {
+		writeProblem(w, codeInvalidRequest, "kind is required: receivables or payables.", map[string]any{"parameter": "kind"})
+		return
+	}
+	kind, err := ledger.ParseAgedKind(v)
+	if err != nil {
+		writeProblem(w, codeInvalidRequest, "kind: "+err.Error(), map[string]any{"parameter": "kind"})
+		return
+	}
+	day, _ := ledger.ParseDate(time.Now().UTC().Format("2006-01-02"))
+	if v := r.URL.Query().Get("date"); v != "" {
+		d, err := ledger.ParseDate(v)
+		if err != nil {
+			writeProblem(w, codeInvalidRequest, "date: "+err.Error(), map[string]any{"parameter": "date"})
+			return
+		}
+		day = d
+	}
+	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
+		return ops.Aged(ctx, tx, company, kind, day)
 	})
 }
 

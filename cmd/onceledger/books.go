@@ -30,14 +30,17 @@ Reports:
   vat-return     -period YYYY-MM                 output VAT less credit notes, input VAT, payable
   register       -period YYYY-MM                 the month's invoice register (i.SAF-style)
   periods                                        the months with entries, open or closed (period.close)
+  aged           -kind receivables|payables [-date YYYY-MM-DD] [-detail]
+                                                 open invoices by customer or supplier and days past due (default: today)
 
-Output: -format text (default) or json; the register: csv (default), xml (i.SAF) or json.
+Output: -format text (default) or json; the register: csv (default), xml (i.SAF) or json;
+aged: text, csv (one row per open document) or json.
 Balances are debits minus credits: a credit balance is negative.
 Run "onceledger books <report> -h" for a report's flags.
 
 ` + databaseNote + "\n" + cellsNote
 
-var bookReports = []string{"trial-balance", "account", "invoice", "vat-return", "register", "periods"}
+var bookReports = []string{"trial-balance", "account", "invoice", "vat-return", "register", "periods", "aged"}
 
 func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -62,9 +65,14 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if name == "register" {
 		formats = []string{"csv", "xml", "json"}
 	}
+	if name == "aged" {
+		formats = []string{"text", "csv", "json"}
+	}
 	format := fs.String("format", formats[0], "output format: "+strings.Join(formats, ", "))
 	var day, from, to, account, invoice, period, basis *string
 	var part *int
+	var kind *string
+	var detail *bool
 	switch name {
 	case "trial-balance":
 		day = fs.String("date", time.Now().Format("2006-01-02"), "include entries dated up to this day (YYYY-MM-DD)")
@@ -78,6 +86,10 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		invoice = fs.String("invoice", "", "invoice number (INV-2026-000001) or id (required)")
 	case "vat-return", "register":
 		period = fs.String("period", "", "month, YYYY-MM (required)")
+	case "aged":
+		kind = fs.String("kind", "", "receivables (customers' invoices) or payables (suppliers' invoices) (required)")
+		day = fs.String("date", time.Now().Format("2006-01-02"), "the day the items are open at and aged to (YYYY-MM-DD)")
+		detail = fs.Bool("detail", false, "with -format text: list each open document under its customer or supplier")
 	}
 	if name == "register" {
 		part = fs.Int("part", 0, "with -format xml: the part of an i.SAF file split into parts (1, 2, …); a month of more documents than one part holds needs it")
@@ -106,10 +118,20 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &usageError{"-invoice is required"}
 	case period != nil && *period == "":
 		return &usageError{"-period is required (YYYY-MM)"}
+	case kind != nil && *kind == "":
+		return &usageError{"-kind is required: receivables or payables"}
 	case part != nil && *part < 0:
 		return &usageError{"-part must be 1 or more"}
 	case part != nil && *part > 0 && *format != "xml":
 		return &usageError{"-part is for -format xml"}
+	}
+	var side ledger.AgedKind
+	if kind != nil {
+		k, err := ledger.ParseAgedKind(*kind)
+		if err != nil {
+			return &usageError{fmt.Sprintf("-kind: %v", err)}
+		}
+		side = k
 	}
 	var in ledger.Basis
 	if basis != nil {
@@ -192,6 +214,13 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		case "periods":
 			v, err := ops.Periods(ctx, tx, *company)
 			view, text = v, func(w io.Writer) error { return writePeriods(w, v) }
+			return err
+		case "aged":
+			v, err := ops.Aged(ctx, tx, *company, side, at("date"))
+			view, text = v, func(w io.Writer) error { return writeAged(w, v, *detail) }
+			if *format == "csv" {
+				text = v.WriteCSV
+			}
 			return err
 		}
 		r, err := ops.Register(ctx, tx, *company, month)
@@ -471,4 +500,40 @@ func writePeriods(w io.Writer, v ledger.PeriodsView) error {
 		t.add(p.Period, p.Status, fmt.Sprint(p.Entries), at, by, key)
 	}
 	return t.write(w)
+}
+
+func writeAged(w io.Writer, v ledger.AgedView, detail bool) error {
+	fmt.Fprintf(w, "Aged %s of %s at %s, in %s, by days past due\n\n", v.Kind, v.Company, v.AsOf, v.Currency)
+	who := "CUSTOMER"
+	if v.Kind == ledger.AgedPayables {
+		who = "SUPPLIER"
+	}
+	head := []string{who, "NAME"}
+	for _, b := range ledger.AgedBuckets {
+		head = append(head, strings.ToUpper(b.Label()))
+	}
+	t := newTable(2, 3, 4, 5, 6, 7)
+	t.add(append(head, "TOTAL")...)
+	for _, c := range v.Counterparties {
+		t.add(append(append([]string{c.ID, c.Name}, c.Amounts.Buckets()...), c.Amounts.Total)...)
+	}
+	t.add(append(append([]string{"", "Total"}, v.Total.Buckets()...), v.Total.Total)...)
+	if err := t.write(w); err != nil {
+		return err
+	}
+	if !detail {
+		return nil
+	}
+	for _, c := range v.Counterparties {
+		fmt.Fprintf(w, "\n%s %s\n", c.ID, c.Name)
+		d := newTable(3, 6, 7)
+		d.add("NUMBER", "ISSUED", "DUE", "DAYS PAST DUE", "BUCKET", "CURRENCY", "OPEN", "OPEN "+v.Currency)
+		for _, doc := range c.Documents {
+			d.add(doc.Number, doc.IssueDate, doc.DueDate, fmt.Sprint(doc.DaysPastDue), doc.Bucket, doc.Currency, doc.Open, doc.OpenCompany)
+		}
+		if err := d.write(w); err != nil {
+			return err
+		}
+	}
+	return nil
 }

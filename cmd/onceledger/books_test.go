@@ -310,3 +310,60 @@ func TestInvoiceInAnotherCurrencyShowsTheRate(t *testing.T) {
 		t.Errorf("an invoice with its own rate:\n%s", b.String())
 	}
 }
+
+// books aged: acme's invoice, 419.00 less the credit note of 121.00 and
+// 100.00 paid on 15 December, is 198.00 open and 15 days past due on 31
+// December; the supplier's 605.00 is due that day, so not yet due.
+func TestBooksAged(t *testing.T) {
+	t.Parallel()
+	dsn := booksDatabase(t)
+	ctx := context.Background()
+	books := func(args ...string) (int, string, string) {
+		return invoke(ctx, "", append([]string{"books", "aged"}, append(args, "-database-url", dsn)...)...)
+	}
+	code, out, errOut := books("-company", "acme", "-kind", "receivables", "-date", "2026-12-31", "-detail")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"Aged receivables of acme at 2026-12-31, in EUR", "CUSTOMER", "NOT DUE", "1-30", "OVER 90",
+		"cust-42", "UAB Pavyzdys", "198.00", "INV-2026-000001", "2026-12-16", "days_1_30"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, _ = books("-company", "acme", "-kind", "payables", "-date", "2026-12-31", "-format", "json")
+	var v ledger.AgedView
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil {
+		t.Fatalf("json: exit %d, %v:\n%s", code, err, out)
+	}
+	if len(v.Counterparties) != 1 || v.Counterparties[0].ID != "vat:LT100000000020" || v.Total.NotDue != "605.00" || v.Total.Total != "605.00" ||
+		len(v.Counterparties[0].Documents) != 1 || v.Counterparties[0].Documents[0].Number != "TK-0042" {
+		t.Fatalf("payables: %+v", v)
+	}
+
+	// Before the payment: 298.00 open, not yet due.
+	code, out, _ = books("-company", "acme", "-kind", "receivables", "-date", "2026-12-10", "-format", "csv")
+	want := strings.Join(ledger.AgedCSVHeader, ",") + "\ncust-42,UAB Pavyzdys,INV-2026-000001,2026-12-02,2026-12-16,0,not_due,EUR,298.00,EUR,298.00\n"
+	if code != 0 || out != want {
+		t.Fatalf("csv: exit %d:\n%s\nwant:\n%s", code, out, want)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-company", "acme"}, "-kind is required"},
+		{[]string{"-company", "acme", "-kind", "debtors"}, `-kind: "debtors" is neither "receivables" nor "payables"`},
+		{[]string{"-company", "acme", "-kind", "payables", "-format", "xml"}, "aged takes text, csv, json"},
+		{[]string{"-company", "acme", "-kind", "payables", "-date", "31.12.2026"}, `-date: "31.12.2026" is not a date`},
+		{[]string{"-company", "ghost", "-kind", "payables"}, `company "ghost" does not exist`},
+	} {
+		if code, _, errOut := books(c.args...); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, want 2 with %q; stderr:\n%s", c.args, code, c.want, errOut)
+		}
+	}
+	if code, out, errOut := invoke(ctx, "", "books", "aged", "-h"); code != 0 || !strings.Contains(out+errOut, "-kind") || !strings.Contains(out+errOut, "Needs the database") {
+		t.Errorf("books aged -h: exit %d:\n%s%s", code, out, errOut)
+	}
+}

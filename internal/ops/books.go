@@ -112,6 +112,25 @@ func Register(ctx context.Context, db postgres.Querier, company string, month le
 	return r, nil
 }
 
+// Aged returns the receivables or payables open at asOf, per customer or
+// supplier and by days past due, in the company's currency.
+func Aged(ctx context.Context, db postgres.Querier, company string, kind ledger.AgedKind, asOf ledger.Date) (ledger.AgedView, error) {
+	if err := needCompany(company); err != nil {
+		return ledger.AgedView{}, err
+	}
+	if _, err := ledger.ParseAgedKind(string(kind)); err != nil {
+		return ledger.AgedView{}, refuse(CodeInvalid, "kind", nil, "kind: %v", err)
+	}
+	if asOf.IsZero() {
+		return ledger.AgedView{}, refuse(CodeInvalid, "date", nil, "a date is required")
+	}
+	r, err := postgres.Aged(ctx, db, company, kind, asOf)
+	if err != nil {
+		return ledger.AgedView{}, bookError(err)
+	}
+	return r.View(), nil
+}
+
 // Periods returns the months with entries, open or closed.
 func Periods(ctx context.Context, db postgres.Querier, company string) (ledger.PeriodsView, error) {
 	if err := needCompany(company); err != nil {

@@ -158,3 +158,53 @@ func TestRenderRegister(t *testing.T) {
 		}
 	}
 }
+
+// The aged receivables sum to what account 1200 holds, and the report
+// refuses what it cannot read.
+func TestAged(t *testing.T) {
+	t.Parallel()
+	pool, _ := booksDB(t)
+	ctx := context.Background()
+	day, err := ledger.ParseDate("2027-12-31")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aged ledger.AgedView
+	var tb ledger.TrialBalanceView
+	err = ops.Snapshot(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		if aged, err = ops.Aged(ctx, tx, "acme", ledger.AgedReceivables, day); err != nil {
+			return err
+		}
+		tb, err = ops.TrialBalance(ctx, tx, "acme", day, ledger.InCompanyCurrency)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var receivable string
+	for _, a := range tb.Accounts {
+		if a.Code == "1200" {
+			receivable = a.Balance
+		}
+	}
+	if aged.Total.Total != receivable || receivable == "" || len(aged.Counterparties) == 0 {
+		t.Fatalf("aged receivables total %s, account 1200 %s: %+v", aged.Total.Total, receivable, aged)
+	}
+	for _, c := range []struct {
+		what string
+		err  error
+		code ops.Code
+		msg  string
+	}{
+		{"no company", second(ops.Aged(ctx, pool, "", ledger.AgedReceivables, day)), ops.CodeInvalid, "a company is required"},
+		{"no date", second(ops.Aged(ctx, pool, "acme", ledger.AgedPayables, ledger.Date{})), ops.CodeInvalid, "a date is required"},
+		{"another kind", second(ops.Aged(ctx, pool, "acme", "debtors", day)), ops.CodeInvalid, `kind: "debtors" is neither "receivables" nor "payables"`},
+		{"an unknown company", second(ops.Aged(ctx, pool, "ghost", ledger.AgedPayables, day)), ops.CodeNotFound, `company "ghost" does not exist`},
+	} {
+		var e *ops.Error
+		if !errors.As(c.err, &e) || e.Code != c.code || e.Message != c.msg {
+			t.Errorf("%s: %v, want %s %q", c.what, c.err, c.code, c.msg)
+		}
+	}
+}

@@ -407,3 +407,114 @@ func VATReturn(ctx context.Context, q Querier, company string, p ledger.Period) 
 	}
 	return ledger.NewVATReturn(r), nil
 }
+
+// Aged returns the open items of one side of the books at asOf: the sales
+// invoices (receivables) or purchase invoices (payables) with an amount
+// open that day, in their currency and the company's. What is open is
+// what the items' entries on the account (1200 or 2100) dated up to asOf
+// leave, so the report's total is that account's balance at asOf in the
+// company's currency (negated for payables, a credit balance).
+func Aged(ctx context.Context, q Querier, company string, kind ledger.AgedKind, asOf ledger.Date) (*ledger.AgedReport, error) {
+	c, err := loadCompany(ctx, q, company)
+	if err != nil {
+		return nil, err
+	}
+	query := agedReceivables
+	if kind == ledger.AgedPayables {
+		query = agedPayables
+	}
+	rows, err := q.Query(ctx, query, company, asOf.Time)
+	if err != nil {
+		return nil, fmt.Errorf("aged %s: %w", kind, err)
+	}
+	var items []ledger.AgedItem
+	for rows.Next() {
+		var it ledger.AgedItem
+		var cur string
+		var issue, due time.Time
+		if err := rows.Scan(&it.DocumentID, &it.CounterpartyID, &it.CounterpartyName, &it.Number, &issue, &due, &cur,
+			&it.Open, &it.OpenCompany); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("aged %s: %w", kind, err)
+		}
+		it.IssueDate, it.DueDate, it.Currency = civilDate(issue), civilDate(due), currencyOf(cur)
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("aged %s: %w", kind, err)
+	}
+	return ledger.NewAgedReport(c, currencyOf(c.Currency), kind, asOf, items), nil
+}
+
+// agedReceivables lists the sales invoices of company $1 with an amount
+// open at $2: the invoice's gross less what relieved its receivable by
+// then, each part in the invoice's currency and the company's. The parts
+// are those the entries on 1200 post (see ledger.IssueInvoice,
+// ApplyPayment, IssueCreditNote, ApplyCredit): the invoice by its issue
+// date; payments' allocations by the day the payment was received; credit
+// notes by their issue date, only the part that relieved the receivable
+// (what went beyond, to the customer's credit, is its movement of kind
+// credit_note); the customer's credit applied, by its day. Company amounts
+// not kept (documents posted before they were) count the document's own,
+// as the trial balance does.
+const agedReceivables = `
+	WITH parts AS (
+	    SELECT i.id AS invoice_id, i.gross AS doc,
+	           CASE WHEN i.exchange_rate IS NULL THEN i.gross
+	                ELSE (SELECT sum(l.net_company + l.vat_company) FROM invoice_lines l WHERE l.invoice_id = i.id) END AS company
+	      FROM invoices i
+	     WHERE i.company_id = $1 AND i.issue_date <= $2
+	    UNION ALL
+	    SELECT a.invoice_id, -a.amount, -coalesce(a.amount_company, a.amount)
+	      FROM payment_allocations a JOIN payments p ON p.id = a.payment_id
+	     WHERE p.company_id = $1 AND p.received_on <= $2
+	    UNION ALL
+	    SELECT n.invoice_id, -(n.gross - coalesce(m.amount, 0)), -coalesce(n.receivable_company, n.gross - coalesce(m.amount, 0))
+	      FROM credit_notes n
+	      LEFT JOIN customer_credit_movements m ON m.source_id = n.id AND m.kind = 'credit_note'
+	     WHERE n.company_id = $1 AND n.issue_date <= $2
+	    UNION ALL
+	    SELECT m.invoice_id, m.amount, -coalesce(m.invoice_company, -m.amount)
+	      FROM customer_credit_movements m
+	     WHERE m.company_id = $1 AND m.kind = 'application' AND m.entry_date <= $2),
+	open AS (
+	    SELECT invoice_id, sum(doc) AS doc, sum(company) AS company FROM parts GROUP BY invoice_id
+	    HAVING sum(doc) <> 0 OR sum(company) <> 0)
+	SELECT i.id, i.customer_id, i.customer_name, i.number, i.issue_date, i.due_date, i.currency::text,
+	       o.doc::text, o.company::text
+	  FROM open o JOIN invoices i ON i.id = o.invoice_id`
+
+// agedPayables lists the purchase invoices of company $1 with an amount
+// open at $2: what the entries of the invoice, of the supplier's credit
+// notes of it and of its reversal, dated up to $2 (the days they were
+// registered), leave on payables (2100). The lines on 2100 are the
+// supplier's part: a reverse-charged line's VAT is not on them; less what
+// supplier payments paid on or before $2 allocated to it.
+const agedPayables = `
+	WITH parts AS (
+	    SELECT coalesce(p.credits_invoice_id, p.id) AS invoice_id, l.credit - l.debit AS doc,
+	           coalesce(l.credit_company, l.credit) - coalesce(l.debit_company, l.debit) AS company
+	      FROM purchase_invoices p
+	      JOIN journal_entries e ON e.id = p.journal_entry_id
+	      JOIN journal_lines l ON l.entry_id = e.id AND l.account_code = '` + ledger.AccountPayables + `'
+	     WHERE p.company_id = $1 AND e.entry_date <= $2
+	    UNION ALL
+	    SELECT r.purchase_invoice_id, l.credit - l.debit,
+	           coalesce(l.credit_company, l.credit) - coalesce(l.debit_company, l.debit)
+	      FROM purchase_reversals r
+	      JOIN journal_entries e ON e.id = r.journal_entry_id
+	      JOIN journal_lines l ON l.entry_id = e.id AND l.account_code = '` + ledger.AccountPayables + `'
+	     WHERE r.company_id = $1 AND e.entry_date <= $2
+	    UNION ALL
+	    -- Supplier payments paid on or before $2 relieve what they were
+	    -- allocated to, at the booked rate (amount_company).
+	    SELECT a.purchase_invoice_id, -a.amount, -a.amount_company
+	      FROM supplier_payment_allocations a JOIN supplier_payments s ON s.id = a.payment_id
+	     WHERE s.company_id = $1 AND s.paid_on <= $2
+	),
+	open AS (
+	    SELECT invoice_id, sum(doc) AS doc, sum(company) AS company FROM parts GROUP BY invoice_id
+	    HAVING sum(doc) <> 0 OR sum(company) <> 0)
+	SELECT p.id, p.supplier_key, p.supplier_name, p.document_number, p.issue_date, p.due_date, p.currency::text,
+	       o.doc::text, o.company::text
+	  FROM open o JOIN purchase_invoices p ON p.id = o.invoice_id`

@@ -642,6 +642,9 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 		VATReturn      *ledger.VATReturnView
 		Downloads      []download
 		Message        string
+
+		// Receivables and Payables are aged at the month's last day.
+		Receivables, Payables *ledger.AgedView
 	}{Company: q.Get("company"), Month: q.Get("month")}
 	if data.Company != "" {
 		if data.Month == "" {
@@ -667,6 +670,15 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 				return err
 			}
 			data.TrialBalance, data.VATReturn = &tb, &vat
+			receivables, err := ops.Aged(r.Context(), tx, data.Company, ledger.AgedReceivables, month.Last())
+			if err != nil {
+				return err
+			}
+			payables, err := ops.Aged(r.Context(), tx, data.Company, ledger.AgedPayables, month.Last())
+			if err != nil {
+				return err
+			}
+			data.Receivables, data.Payables = &receivables, &payables
 			data.Downloads = registerDownloads(data.Company, month, reg)
 			return nil
 		})
