@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,6 +78,52 @@ func TestChaos(t *testing.T) {
 	rep, err := chaos.Run(ctx, cfg)
 	if rep != nil {
 		t.Logf("\n%s", rep)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChaosCluster is the short configuration on a three-node JetStream
+// cluster with streams of three replicas: besides worker kills and a
+// receiver pause, the leader of the command stream and the leader of the
+// event stream are each killed and restarted, and a node is stopped
+// (SIGSTOP) and let go on; every invariant must hold, each company's
+// events in order included.
+func TestChaosCluster(t *testing.T) {
+	t.Parallel()
+	cfg := config(t)
+	cfg.Seed = *seed
+	cfg.NATSNodes = 3
+	cfg.Commands, cfg.Rate = 600, 40
+	// One worker: a company's events then keep their order in the stream,
+	// which the run checks (with several, only within each worker).
+	cfg.Workers = 1
+	cfg.FaultKinds = []string{"kill", "term", "pause", "leader-kill", "node-stop"}
+	// Each kind once, leader-kill once per stream.
+	cfg.Faults = 6
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := chaos.Run(ctx, cfg)
+	if rep == nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", rep)
+	// A run in which no leader died proves nothing about leader loss.
+	counts := rep.FaultCounts()
+	leaderKill, nodeStop := string(chaos.FaultKinds["leader-kill"]), string(chaos.FaultKinds["node-stop"])
+	if counts[leaderKill] < 2 || counts[nodeStop] < 1 {
+		t.Errorf("faults that struck %v: want 2 %s and 1 %s", counts, leaderKill, nodeStop)
+	}
+	for _, stream := range []string{"LEDGER_CMD", "LEDGER_EVT"} {
+		if !slices.ContainsFunc(rep.Faults, func(f chaos.FaultRecord) bool {
+			return f.Kind == leaderKill && f.Err == "" && strings.HasPrefix(f.Target, stream+" ")
+		}) {
+			t.Errorf("the leader of %s was never killed: faults %+v", stream, rep.Faults)
+		}
+	}
+	if !slices.ContainsFunc(rep.Checks, func(c chaos.CheckResult) bool { return c.Name == chaos.CheckEventOrder && c.Checked > 0 }) {
+		t.Errorf("%s did not run or examined no event: checks %+v", chaos.CheckEventOrder, rep.Checks)
 	}
 	if err != nil {
 		t.Fatal(err)

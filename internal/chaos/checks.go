@@ -35,6 +35,7 @@ const (
 	CheckRefusals         = "refusals_not_dead_lettered"
 	CheckEventsRelayed    = "events_relayed"
 	CheckWebhooks         = "webhooks_delivered"
+	CheckEventOrder       = "events_in_order_per_company"
 	CheckProducerAnswers  = "answers_well_formed"
 	auditCheckPrefix      = "audit/"
 	lookupConcurrency     = 32
@@ -53,7 +54,9 @@ type inboxRow struct {
 type companyKey struct{ company, key string }
 
 // verify runs every check over the settled system and adds them to rep.
-func verify(ctx context.Context, rep *Report, pool *pgxpool.Pool, g *generator, rcv *receiver, ops []*op) error {
+// oneWorker says whether one worker ran: only then is each company's
+// event order in the stream a check (see eventChecks).
+func verify(ctx context.Context, rep *Report, pool *pgxpool.Pool, g *generator, rcv *receiver, ops []*op, oneWorker bool) error {
 	if err := auditChecks(ctx, rep, pool); err != nil {
 		return err
 	}
@@ -71,7 +74,7 @@ func verify(ctx context.Context, rep *Report, pool *pgxpool.Pool, g *generator, 
 	if err := deadLetterChecks(ctx, rep, g.js, ops, inbox); err != nil {
 		return err
 	}
-	return eventChecks(ctx, rep, pool, g.js, rcv, ops, inbox)
+	return eventChecks(ctx, rep, pool, g.js, rcv, ops, inbox, oneWorker)
 }
 
 // auditChecks runs the operators' auditor: the books, the numbering, the
@@ -691,9 +694,18 @@ func (w *commandIndex) describe(k companyKey, marker string) string {
 // eventChecks: every event is relayed to LEDGER_EVT under its ID with its
 // body, no two bodies share an ID, the events match the successful keys,
 // and every delivery reached the receiver with that ID and body.
-func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstream.JetStream, rcv *receiver, ops []*op, inbox map[companyKey]inboxRow) error {
+//
+// With one worker, each company's events are in the stream in the order
+// of their sequence (CheckEventOrder). With several, the order holds
+// within each worker's relay but not across them (a worker that dies
+// between its commit and its publication leaves its events to whichever
+// relay looks next, after the other worker published later ones; two
+// relays publish at once): the messages out of order are counted, not
+// checked, and consumers order a company's events by their sequence.
+func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstream.JetStream, rcv *receiver, ops []*op, inbox map[companyKey]inboxRow, oneWorker bool) error {
 	relayed := newCheck(CheckEventsRelayed, "events")
 	hooks := newCheck(CheckWebhooks, "deliveries")
+	order := newEventOrder()
 
 	type event struct {
 		company, typ string
@@ -761,6 +773,11 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 			inStream[id] = map[[32]byte]bool{}
 		}
 		inStream[id][sha256.Sum256(m.Data())] = true
+		var streamSeq uint64
+		if md, err := m.Metadata(); err == nil {
+			streamSeq = md.Sequence.Stream
+		}
+		order.add(m.Data(), streamSeq)
 	})
 	if err != nil {
 		return err
@@ -846,8 +863,57 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 		}
 	}
 	rep.add(relayed)
+	if oneWorker {
+		rep.add(order.check)
+	} else {
+		rep.count("event messages out of their company's order (several workers: counted, not checked)", order.check.res.Violations)
+	}
 	rep.add(hooks)
 	return nil
+}
+
+// eventOrder checks that each company's events are in LEDGER_EVT in
+// increasing order of their sequence, none twice: what a consumer of one
+// company's events reads in stream order.
+type eventOrder struct {
+	check *checker
+	// last is each company's latest event so far: its sequence and the
+	// stream sequence of its message; seen, every sequence's message.
+	last map[string][2]uint64
+	seen map[string]map[int64]uint64
+}
+
+func newEventOrder() *eventOrder {
+	return &eventOrder{check: newCheck(CheckEventOrder, "event messages"), last: map[string][2]uint64{}, seen: map[string]map[int64]uint64{}}
+}
+
+// add takes the stream's messages in stream order: each one's body and
+// stream sequence.
+func (o *eventOrder) add(body []byte, streamSeq uint64) {
+	o.check.examined(1)
+	var e struct {
+		Company  string `json:"company"`
+		Sequence *int64 `json:"sequence"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Company == "" || e.Sequence == nil {
+		o.check.violate("the message at stream sequence %d is not an event with a company and a sequence: %.200s", streamSeq, body)
+		return
+	}
+	seq := *e.Sequence
+	if o.seen[e.Company] == nil {
+		o.seen[e.Company] = map[int64]uint64{}
+	}
+	if prev, dup := o.seen[e.Company][seq]; dup {
+		o.check.violate("company %s: sequence %d twice, at stream sequences %d and %d", e.Company, seq, prev, streamSeq)
+		return
+	}
+	o.seen[e.Company][seq] = streamSeq
+	if last, ok := o.last[e.Company]; ok && seq < int64(last[0]) {
+		o.check.violate("company %s: sequence %d (stream sequence %d) after sequence %d (stream sequence %d)",
+			e.Company, seq, streamSeq, last[0], last[1])
+		return
+	}
+	o.last[e.Company] = [2]uint64{uint64(seq), streamSeq}
 }
 
 // pending is what is still in flight somewhere.

@@ -35,15 +35,24 @@ type Config struct {
 	// Workers is how many `onceledger run` processes share the consumer.
 	// Defaults to 2.
 	Workers int
+	// NATSNodes is how many NATS servers run: 1 (the default), or 3 for a
+	// JetStream cluster on which the workers create their streams with
+	// three replicas (-stream-replicas 3), and on which the cluster's
+	// faults (leader-kill, node-stop) may strike.
+	NATSNodes int
 
 	// Faults is how many faults the scheduler injects at seeded random times
 	// during the load phase: kills, SIGTERMs, NATS and Postgres restarts,
-	// receiver pauses. The first ones are each kind once (see FaultKinds),
-	// so the default of 6 injects every kind the run may inject; a
-	// negative value injects none.
+	// receiver pauses, and on a cluster kills of a stream's leader and
+	// stopped nodes. The first ones are each kind once (see FaultKinds;
+	// on a cluster leader-kill twice, once per stream: LEDGER_CMD's
+	// leader, then LEDGER_EVT's), so the default, 6 on one server and 9
+	// on a cluster, injects every kind the run may inject; a negative
+	// value injects none.
 	Faults int
 	// FaultKinds limits the faults to these kinds (keys of FaultKinds:
-	// kill, term, nats-term, nats-kill, pg-crash, pause). Defaults to all.
+	// kill, term, nats-term, nats-kill, pg-crash, pause, and on a cluster
+	// leader-kill and node-stop). Defaults to all the run may inject.
 	FaultKinds []string
 	// CrashAfterCommit and CrashBeforeCommit are the per-batch probabilities
 	// of the worker's compiled-in fault points (ONCELEDGER_FAULTS): SIGKILL
@@ -125,8 +134,14 @@ func (c *Config) setDefaults() {
 	if c.Workers == 0 {
 		c.Workers = 2
 	}
+	if c.NATSNodes == 0 {
+		c.NATSNodes = 1
+	}
 	if c.Faults == 0 {
 		c.Faults = 6
+		if c.NATSNodes > 1 {
+			c.Faults = 9
+		}
 	}
 	if c.CrashAfterCommit == 0 {
 		c.CrashAfterCommit = 0.003
@@ -186,14 +201,20 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("Companies %d: use 1..100", c.Companies))
 	case c.Workers < 1 || c.Workers > 16:
 		errs = append(errs, fmt.Errorf("Workers %d: use 1..16", c.Workers))
+	case c.NATSNodes != 1 && c.NATSNodes != 3:
+		errs = append(errs, fmt.Errorf("NATSNodes %d: use 1 or 3", c.NATSNodes))
 	case c.AckWait < 3*time.Second:
 		errs = append(errs, fmt.Errorf("AckWait %s: at least 3s", c.AckWait))
 	case c.CrashAfterCommit > 1 || c.CrashBeforeCommit > 1 || c.ReceiverFailure > 1:
 		errs = append(errs, errors.New("probabilities must be at most 1"))
 	}
 	for _, k := range c.FaultKinds {
-		if _, ok := FaultKinds[k]; !ok {
-			errs = append(errs, fmt.Errorf("FaultKinds: unknown kind %q (kill, term, nats-term, nats-kill, pg-crash, pause)", k))
+		kind, ok := FaultKinds[k]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("FaultKinds: unknown kind %q (kill, term, nats-term, nats-kill, pg-crash, pause, leader-kill, node-stop)", k))
+		case kind.clusterOnly() && c.NATSNodes == 1:
+			errs = append(errs, fmt.Errorf("FaultKinds: %q needs a cluster (NATSNodes 3)", k))
 		}
 	}
 	return errors.Join(errs...)

@@ -14,7 +14,8 @@
 //     nats-server binary is needed), with the shipped
 //     deploy/nats/nats-server.conf, so authentication and permissions are
 //     on: the workers connect as its worker user, the producers as its
-//     operator user;
+//     operator user; or, with Config.NATSNodes 3, a JetStream cluster of
+//     three such servers (see "On a cluster");
 //   - PostgreSQL: a database of the suite's own on DATABASE_URL's server,
 //     or a throwaway cluster (internal/pgcluster) run with
 //     synchronous_commit on, which the suite may crash and restart;
@@ -54,6 +55,35 @@
 // fraction of attempts: HTTP 500, a TCP reset after reading the body, or no
 // answer until the dispatcher's timeout.
 //
+// # On a cluster
+//
+// With Config.NATSNodes 3 (chaos -nats-nodes 3), three natsd processes
+// run on 127.0.0.1, each with a name of its own (chaos-nats-1 to 3), its
+// own client and route ports, chosen free, and its own store, all in one
+// cluster with routes to each other, the same shipped configuration and
+// passwords, and -sync-always. The workers, the producers and the checks'
+// readers are given the three URLs, and the workers create their streams
+// with -stream-replicas 3. Before the load the suite waits until the
+// cluster has a JetStream meta leader (each API request under a short
+// timeout, retried: one made before the meta leader exists may go
+// unanswered), and then until LEDGER_CMD, LEDGER_DLQ and LEDGER_EVT exist
+// with three replicas, a leader and every other replica current; the
+// report names the leaders.
+//
+// Two more faults strike there: leader-kill SIGKILLs the node that leads
+// LEDGER_CMD or, the next time, LEDGER_EVT (stream info names the leader)
+// and restarts it 5 to 8 seconds later on its ports and store; node-stop
+// stops a node with SIGSTOP for 10 to 14 seconds, as a host that hangs
+// with its connections open, and lets it go on with SIGCONT. The node
+// stopped is the one a worker is connected to (read from /proc), else one
+// drawn by the seed. nats-term and nats-kill restart one node. These
+// faults take one node down at a time, each once the streams have every
+// replica current again, so the cluster keeps its quorum; the other faults
+// keep their times meanwhile. The first faults of a cluster's plan include
+// a leader-kill of each of the two streams, and the report counts the
+// faults of each kind that struck and lists where each NATS fault struck,
+// so a run in which no leader died shows it.
+//
 // Then the system is left alone, as after an incident: new workers start
 // without fault points, the receiver answers, and deliveries waiting for a
 // later retry are replayed (webhooks.ReplayDelivery, what an operator's
@@ -86,6 +116,14 @@
 //     malformed message left a key behind;
 //   - every event is in LEDGER_EVT under its ID with its body, and the
 //     events match the successful keys;
+//   - with one worker, each company's events are in LEDGER_EVT in
+//     increasing order of their sequence, none twice
+//     (events_in_order_per_company), as a consumer of one company's events
+//     reads them; a violation names the company and the two sequences.
+//     With several workers the order holds within each one's relay, not
+//     across them (one that dies between commit and publication leaves
+//     its events to the next look, after the other published later ones),
+//     so the messages out of order are counted in the report, not checked;
 //   - every event reached its company's endpoint, verified, with webhook-id
 //     equal to its ID and its body, and the receiver accepted no ID twice
 //     with different bodies.
@@ -102,7 +140,9 @@
 // policies are not exercised; a killed NATS server keeps what it
 // acknowledged because its file store writes each message before the
 // acknowledgement, but does not fsync it), network partitions between live
-// processes, clock skew, and a JetStream cluster (one server, R1 streams).
+// processes, clock skew, and, on one server, JetStream replication (R1
+// streams; Config.NATSNodes 3 runs R3 streams on a cluster, whose nodes
+// are killed and stopped but never partitioned from each other).
 //
 // # Cleaning up
 //

@@ -41,9 +41,10 @@ type generator struct {
 	started, skipped                                                  atomic.Int64
 }
 
-func newGenerator(natsURL, runID string, ops []*op, logger *slog.Logger) (*generator, error) {
-	nc, err := nats.Connect(natsURL, nats.Name("chaos generator"), nats.MaxReconnects(-1),
-		nats.ReconnectWait(200*time.Millisecond), nats.RetryOnFailedConnect(true))
+func newGenerator(natsURL, runID string, ops []*op, logger *slog.Logger, opts ...nats.Option) (*generator, error) {
+	base := []nats.Option{nats.Name("chaos generator"), nats.MaxReconnects(-1),
+		nats.ReconnectWait(200 * time.Millisecond), nats.RetryOnFailedConnect(true)}
+	nc, err := nats.Connect(natsURL, append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("generator: connect to NATS: %w", err)
 	}

@@ -25,15 +25,21 @@ import (
 	"github.com/onceledger/onceledger/webhooks"
 )
 
-// natsd is the NATS server process. It keeps its port and store across
+// natsd is one NATS server process. It keeps its ports and store across
 // restarts, so clients reconnect to the same streams and consumer state.
 type natsd struct {
-	bin, store string
-	port       int
-	log        io.Writer
+	bin, store, name string
+	port             int
+	log              io.Writer
 	// passwords of the users of the shipped configuration the server runs
-	// with, by user: the suite holds with authentication on.
+	// with, by user: the suite holds with authentication on. The nodes of
+	// a cluster share them.
 	passwords map[string]string
+	// A node of a cluster: its cluster's name, its route port, and the
+	// routes to the other nodes.
+	clusterName string
+	clusterPort int
+	routes      []string
 
 	mu sync.Mutex
 	p  *proc
@@ -68,22 +74,19 @@ func shippedNATSConfig() string {
 }
 
 func (n *natsd) start() error {
-	if n.passwords == nil {
-		n.passwords = map[string]string{}
-		for user := range natsUsers {
-			b := make([]byte, 12)
-			_, _ = rand.Read(b)
-			n.passwords[user] = hex.EncodeToString(b)
-		}
-	}
 	var env []string
 	for user, name := range natsUsers {
 		env = append(env, name+"="+n.passwords[user])
 	}
-	p, err := startProc("natsd", n.bin, []string{"-port", strconv.Itoa(n.port), "-store", n.store,
+	args := []string{"-port", strconv.Itoa(n.port), "-store", n.store, "-name", n.name,
 		// As docs/operations.md tells production to run it: an acknowledged publish
 		// is on disk, so a restart cannot take it back.
-		"-sync-always", "-config", shippedNATSConfig()}, env, n.log)
+		"-sync-always", "-config", shippedNATSConfig()}
+	if n.clusterPort > 0 {
+		args = append(args, "-cluster-name", n.clusterName, "-cluster-port", strconv.Itoa(n.clusterPort),
+			"-routes", strings.Join(n.routes, ","))
+	}
+	p, err := startProc(n.name, n.bin, args, env, n.log)
 	if err != nil {
 		return err
 	}
@@ -92,7 +95,7 @@ func (n *natsd) start() error {
 	n.mu.Unlock()
 	if err := waitTCP(fmt.Sprintf("127.0.0.1:%d", n.port), 20*time.Second); err != nil {
 		p.stop(syscall.SIGKILL, time.Second)
-		return fmt.Errorf("natsd: %w", err)
+		return fmt.Errorf("natsd %s: %w", n.name, err)
 	}
 	return nil
 }
@@ -109,11 +112,25 @@ func (n *natsd) restart(sig syscall.Signal, down time.Duration) error {
 	return n.start()
 }
 
+// stopFor stops the server with SIGSTOP for hold, as a host that hangs
+// (its connections stay open, nothing answers), then lets it go on with
+// SIGCONT, also when ctx ends first.
+func (n *natsd) stopFor(ctx context.Context, hold time.Duration) {
+	n.mu.Lock()
+	p := n.p
+	n.mu.Unlock()
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP)
+	sleep(ctx, hold)
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
+}
+
 func (n *natsd) close() {
 	n.mu.Lock()
 	p := n.p
 	n.mu.Unlock()
 	if p != nil {
+		// A stopped server would not see the SIGTERM.
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
 		p.stop(syscall.SIGTERM, 15*time.Second)
 	}
 }
@@ -271,6 +288,17 @@ func (w *workerSet) signal(slot int, sig syscall.Signal) bool {
 	}
 	p.signal(sig)
 	return true
+}
+
+// pid returns the process ID of the worker in slot, 0 if none is running.
+func (w *workerSet) pid(slot int) int {
+	w.mu.Lock()
+	p := w.slots[slot]
+	w.mu.Unlock()
+	if p == nil || p.exited() {
+		return 0
+	}
+	return p.cmd.Process.Pid
 }
 
 // ready waits until every slot runs a worker that answers /readyz.

@@ -10,7 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/ledger"
+	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/protocol"
 )
 
@@ -327,13 +329,31 @@ const (
 	faultNATSKill     faultKind = "NATS SIGKILL+restart"
 	faultPGCrash      faultKind = "Postgres crash+restart"
 	faultPauseReceive faultKind = "receiver pause"
+	// On a cluster only.
+	faultLeaderKill faultKind = "NATS stream leader SIGKILL+restart"
+	faultNodeStop   faultKind = "NATS node SIGSTOP+SIGCONT"
 )
 
-// FaultKinds names the fault kinds for Config.FaultKinds.
+// clusterOnly reports whether the kind needs a NATS cluster.
+func (k faultKind) clusterOnly() bool { return k == faultLeaderKill || k == faultNodeStop }
+
+// natsNode reports whether the kind takes a NATS server down: on a
+// cluster, one node at a time.
+func (k faultKind) natsNode() bool {
+	return k == faultNATSRestart || k == faultNATSKill || k.clusterOnly()
+}
+
+// FaultKinds names the fault kinds for Config.FaultKinds. On a cluster,
+// nats-term and nats-kill restart one node; leader-kill and node-stop need
+// one.
 var FaultKinds = map[string]faultKind{
 	"kill": faultKill, "term": faultTerm, "nats-term": faultNATSRestart, "nats-kill": faultNATSKill,
-	"pg-crash": faultPGCrash, "pause": faultPauseReceive,
+	"pg-crash": faultPGCrash, "pause": faultPauseReceive, "leader-kill": faultLeaderKill, "node-stop": faultNodeStop,
 }
+
+// leaderStreams are the streams whose leaders leader-kill faults kill, in
+// turn: the commands' and the events'.
+var leaderStreams = []string{consumer.DefaultStream, outbox.StreamName}
 
 // fault is one scheduled fault.
 type fault struct {
@@ -341,15 +361,22 @@ type fault struct {
 	kind   faultKind
 	worker int
 	hold   time.Duration // downtime or pause
+	// On a cluster: the node a NATS restart strikes, and the node stopped
+	// when the worker's own cannot be told.
+	node int
+	// stream is the stream whose leader a leader-kill kills.
+	stream string
 }
 
 // schedule draws n faults over the fault window from the seed, of the
 // kinds in only (all when empty), each kind at least once when n allows.
-// Postgres crashes are only drawn when the suite may restart the server.
-func schedule(seed uint64, n, workers int, window time.Duration, pgRestart bool, only []string) []fault {
+// Postgres crashes are only drawn when the suite may restart the server,
+// leader kills and node stops only on a cluster (nodes > 1), where the
+// first leader kills are one of each stream in leaderStreams.
+func schedule(seed uint64, n, workers, nodes int, window time.Duration, pgRestart bool, only []string) []fault {
 	rng := rand.New(rand.NewPCG(seed, 0x6661756c74))
-	kinds := []faultKind{faultKill, faultTerm, faultNATSRestart, faultNATSKill, faultPGCrash, faultPauseReceive}
-	weights := []int{48, 14, 6, 6, 14, 12}
+	kinds := []faultKind{faultKill, faultTerm, faultNATSRestart, faultNATSKill, faultPGCrash, faultPauseReceive, faultLeaderKill, faultNodeStop}
+	weights := []int{48, 14, 6, 6, 14, 12, 8, 6}
 	if len(only) > 0 {
 		for i, k := range kinds {
 			if !slices.ContainsFunc(only, func(name string) bool { return FaultKinds[name] == k }) {
@@ -359,6 +386,9 @@ func schedule(seed uint64, n, workers int, window time.Duration, pgRestart bool,
 	}
 	if !pgRestart {
 		weights[4] = 0
+	}
+	if nodes < 2 {
+		weights[6], weights[7] = 0, 0
 	}
 	if slices.Max(weights) == 0 {
 		return nil
@@ -376,9 +406,16 @@ func schedule(seed uint64, n, workers int, window time.Duration, pgRestart bool,
 	for i, k := range kinds {
 		if weights[i] > 0 {
 			each = append(each, k)
+			if k == faultLeaderKill {
+				// One per stream.
+				for range len(leaderStreams) - 1 {
+					each = append(each, k)
+				}
+			}
 		}
 	}
 	rng.Shuffle(len(each), func(i, j int) { each[i], each[j] = each[j], each[i] })
+	leaderKills := 0
 	for i := range out {
 		f := fault{
 			at:     lead + time.Duration(rng.Int64N(int64(window-lead))),
@@ -394,6 +431,16 @@ func schedule(seed uint64, n, workers int, window time.Duration, pgRestart bool,
 			f.hold = time.Duration(300+rng.IntN(2700)) * time.Millisecond
 		case faultPauseReceive:
 			f.hold = time.Duration(2000+rng.IntN(6000)) * time.Millisecond
+		case faultLeaderKill:
+			f.hold = time.Duration(5000+rng.IntN(3000)) * time.Millisecond
+			f.stream = leaderStreams[leaderKills%len(leaderStreams)]
+			leaderKills++
+		case faultNodeStop:
+			f.hold = time.Duration(10000+rng.IntN(4000)) * time.Millisecond
+		}
+		if nodes > 1 {
+			// Drawn only on a cluster: one server's plan stays what it was.
+			f.node = rng.IntN(nodes)
 		}
 		out[i] = f
 	}

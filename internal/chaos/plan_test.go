@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -33,8 +34,8 @@ func TestPlanIsDeterministic(t *testing.T) {
 	if same(a, c) {
 		t.Fatal("different seeds planned the same operations")
 	}
-	fa := schedule(42, 20, 2, time.Minute, true, nil)
-	if !reflect.DeepEqual(fa, schedule(42, 20, 2, time.Minute, true, nil)) {
+	fa := schedule(42, 20, 2, 1, time.Minute, true, nil)
+	if !reflect.DeepEqual(fa, schedule(42, 20, 2, 1, time.Minute, true, nil)) {
 		t.Fatal("the same seed scheduled different faults")
 	}
 	for i := 1; i < len(fa); i++ {
@@ -122,25 +123,28 @@ func TestNormalizeIgnoresOnlyReplayed(t *testing.T) {
 }
 
 func TestScheduleKinds(t *testing.T) {
-	for _, f := range schedule(1, 200, 2, time.Minute, false, nil) {
+	for _, f := range schedule(1, 200, 2, 1, time.Minute, false, nil) {
 		if f.kind == faultPGCrash {
 			t.Fatal("a Postgres crash was scheduled on a server the suite may not restart")
 		}
+		if f.kind.clusterOnly() {
+			t.Fatalf("%s was scheduled on one NATS server", f.kind)
+		}
 	}
-	for _, f := range schedule(1, 200, 2, time.Minute, true, []string{"nats-kill", "pause"}) {
+	for _, f := range schedule(1, 200, 2, 1, time.Minute, true, []string{"nats-kill", "pause"}) {
 		if f.kind != faultNATSKill && f.kind != faultPauseReceive {
 			t.Fatalf("scheduled %s, want only nats-kill and pause", f.kind)
 		}
 	}
 	// A plan as long as the kinds that may be drawn holds each of them.
 	for _, pg := range []bool{false, true} {
-		want := len(FaultKinds) - 1
+		want := len(FaultKinds) - 3 // no Postgres crash, no cluster kinds
 		if pg {
 			want++
 		}
 		for seed := range uint64(50) {
 			seen := map[faultKind]bool{}
-			for _, f := range schedule(seed, want, 2, 10*time.Second, pg, nil) {
+			for _, f := range schedule(seed, want, 2, 1, 10*time.Second, pg, nil) {
 				seen[f.kind] = true
 			}
 			if len(seen) != want {
@@ -148,7 +152,68 @@ func TestScheduleKinds(t *testing.T) {
 			}
 		}
 	}
-	if fs := schedule(1, 10, 2, time.Minute, false, []string{"pg-crash"}); len(fs) != 0 {
+	if fs := schedule(1, 10, 2, 1, time.Minute, false, []string{"pg-crash"}); len(fs) != 0 {
 		t.Fatalf("scheduled %d faults of a kind that cannot be injected", len(fs))
+	}
+}
+
+// On a cluster, a plan as long as the kinds that may be drawn (leader-kill
+// counting twice) kills each stream's leader and stops a node.
+func TestScheduleCluster(t *testing.T) {
+	only := []string{"kill", "term", "pause", "leader-kill", "node-stop"}
+	for seed := range uint64(50) {
+		streams := map[string]int{}
+		stops := 0
+		fs := schedule(seed, 6, 2, 3, 12*time.Second, false, only)
+		for _, f := range fs {
+			switch f.kind {
+			case faultLeaderKill:
+				streams[f.stream]++
+			case faultNodeStop:
+				stops++
+			}
+			if f.node < 0 || f.node > 2 {
+				t.Fatalf("seed %d: node %d of 3", seed, f.node)
+			}
+		}
+		if len(fs) != 6 || streams[leaderStreams[0]] != 1 || streams[leaderStreams[1]] != 1 || stops != 1 {
+			t.Fatalf("seed %d: %d faults, leader kills by stream %v, %d node stops; want 6, one of each stream, one stop", seed, len(fs), streams, stops)
+		}
+	}
+	// One server's plan does not change with the cluster's kinds.
+	if !reflect.DeepEqual(schedule(42, 20, 2, 1, time.Minute, true, nil), schedule(42, 20, 2, 1, time.Minute, true, []string{"kill", "term", "nats-term", "nats-kill", "pg-crash", "pause"})) {
+		t.Fatal("the cluster's kinds changed one server's plan")
+	}
+}
+
+func TestEventOrder(t *testing.T) {
+	ev := func(company string, seq int) []byte {
+		return []byte(fmt.Sprintf(`{"id":"x","type":"invoice.created","company":%q,"sequence":%d,"data":{}}`, company, seq))
+	}
+	cases := []struct {
+		name   string
+		bodies [][]byte
+		want   []string // violations, in order
+	}{
+		{"in order, companies interleaved", [][]byte{ev("a", 1), ev("b", 1), ev("a", 2), ev("a", 5), ev("b", 2)}, nil},
+		{"out of order", [][]byte{ev("a", 1), ev("a", 3), ev("b", 1), ev("a", 2)},
+			[]string{"company a: sequence 2 (stream sequence 4) after sequence 3 (stream sequence 2)"}},
+		{"twice", [][]byte{ev("a", 1), ev("a", 2), ev("a", 2)},
+			[]string{"company a: sequence 2 twice, at stream sequences 2 and 3"}},
+		{"not an event", [][]byte{ev("a", 1), []byte(`{"company":"a"}`)},
+			[]string{`the message at stream sequence 2 is not an event with a company and a sequence: {"company":"a"}`}},
+	}
+	for _, c := range cases {
+		o := newEventOrder()
+		for i, b := range c.bodies {
+			o.add(b, uint64(i+1))
+		}
+		var got []string
+		for _, v := range o.check.listed {
+			got = append(got, v.Detail)
+		}
+		if !reflect.DeepEqual(got, c.want) || o.check.res.Checked != int64(len(c.bodies)) {
+			t.Errorf("%s: violations %q (examined %d), want %q", c.name, got, o.check.res.Checked, c.want)
+		}
 	}
 }

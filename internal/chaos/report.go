@@ -19,6 +19,9 @@ type Report struct {
 	Phases []Phase
 	// Postgres says where the books were kept and whether it was restarted.
 	Postgres string
+	// NATS says whether one server or a cluster ran, and with how many
+	// replicas of each stream.
+	NATS string
 	// Skipped lists fault kinds that were not injected, with the reason.
 	Skipped []string
 
@@ -99,6 +102,18 @@ func (r *Report) Failed() []string {
 
 func (r *Report) count(name string, v int64) { r.Counts = append(r.Counts, Count{name, v}) }
 
+// FaultCounts returns how many faults of each kind (FaultRecord.Kind)
+// struck; those that found no target are not counted.
+func (r *Report) FaultCounts() map[string]int {
+	out := map[string]int{}
+	for _, f := range r.Faults {
+		if f.Err == "" {
+			out[f.Kind]++
+		}
+	}
+	return out
+}
+
 // Count returns the named figure, 0 if absent.
 func (r *Report) Count(name string) int64 {
 	for _, c := range r.Counts {
@@ -142,6 +157,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "onceledger fault-injection suite: %s (seed %d)\n", verdict, r.Seed)
 	fmt.Fprintf(w, "configuration: %s\n", r.Config)
 	fmt.Fprintf(w, "postgres: %s\n", r.Postgres)
+	if r.NATS != "" {
+		fmt.Fprintf(w, "nats: %s\n", r.NATS)
+	}
 	var phases []string
 	var total time.Duration
 	for _, p := range r.Phases {
@@ -153,15 +171,14 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "not injected: %s\n", s)
 	}
 
-	kinds := map[string]int{}
+	kinds := r.FaultCounts()
 	missed := map[string]int{}
 	injected := 0
 	for _, f := range r.Faults {
 		if f.Err != "" {
-			missed[f.Err]++
+			missed[f.Kind+": "+f.Err]++
 			continue
 		}
-		kinds[f.Kind]++
 		injected++
 	}
 	fmt.Fprintf(w, "\nfaults injected: %d", injected)
@@ -171,6 +188,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintln(w)
 	for _, k := range slices.Sorted(maps.Keys(missed)) {
 		fmt.Fprintf(w, "faults that found no target: %d (%s)\n", missed[k], k)
+	}
+	for _, f := range r.Faults {
+		if f.Err == "" && strings.HasPrefix(f.Kind, "NATS") {
+			fmt.Fprintf(w, "  at %s: %s: %s\n", f.At.Round(time.Millisecond), f.Kind, f.Target)
+		}
 	}
 	fmt.Fprintf(w, "worker processes: %d started", r.WorkerStarts)
 	for _, k := range slices.Sorted(maps.Keys(r.WorkerExits)) {

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
 
 	"github.com/onceledger/onceledger/webhooks"
 )
@@ -52,8 +55,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 // flags renders the configuration the way the chaos command takes it.
 func (c *Config) flags() string {
-	s := fmt.Sprintf("-seed %d -commands %d -rate %g -producers %d -companies %d -workers %d -faults %d",
-		c.Seed, c.Commands, c.Rate, c.Producers, c.Companies, c.Workers, c.Faults)
+	s := fmt.Sprintf("-seed %d -commands %d -rate %g -producers %d -companies %d -workers %d -nats-nodes %d -faults %d",
+		c.Seed, c.Commands, c.Rate, c.Producers, c.Companies, c.Workers, c.NATSNodes, c.Faults)
 	if len(c.FaultKinds) > 0 {
 		s += " -fault-kinds " + strings.Join(c.FaultKinds, ",")
 	}
@@ -73,7 +76,7 @@ type runner struct {
 	workDir  string
 	removeWD bool
 	db       *database
-	nats     *natsd
+	nats     *natsServers
 	rcv      *receiver
 	workers  *workerSet
 	gen      *generator
@@ -112,7 +115,14 @@ func (r *runner) run(ctx context.Context) error {
 	var err error
 	// The producers speak as the operator's user, which may publish every
 	// company's commands and receive on _INBOX.>.
-	r.gen, err = newGenerator(r.nats.url("admin"), runID, ops, cfg.Logger)
+	var opts []nats.Option
+	if r.nats.clustered() {
+		// A stopped node keeps its connections open and answers nothing:
+		// the producers notice within seconds and move to another node,
+		// as a client configured for a cluster would.
+		opts = append(opts, nats.PingInterval(time.Second), nats.MaxPingsOutstanding(3))
+	}
+	r.gen, err = newGenerator(r.nats.url("admin"), runID, ops, cfg.Logger, opts...)
 	if err != nil {
 		return err
 	}
@@ -134,7 +144,7 @@ func (r *runner) run(ctx context.Context) error {
 
 	r.phase("load")
 	window := cfg.loadDuration() * 4 / 5
-	faults := schedule(cfg.Seed, max(cfg.Faults, 0), cfg.Workers, window, r.db.canRestart(), cfg.FaultKinds)
+	faults := schedule(cfg.Seed, max(cfg.Faults, 0), cfg.Workers, cfg.NATSNodes, window, r.db.canRestart(), cfg.FaultKinds)
 	if !r.db.canRestart() {
 		r.rep.Skipped = append(r.rep.Skipped, "Postgres crash+restart: the books are on DATABASE_URL's server, which the suite does not restart (run without DATABASE_URL to include it)")
 	}
@@ -174,7 +184,7 @@ func (r *runner) run(ctx context.Context) error {
 	r.rep.add(settled)
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	if err := verify(cctx, r.rep, r.pool, r.gen, r.rcv, ops); err != nil {
+	if err := verify(cctx, r.rep, r.pool, r.gen, r.rcv, ops, r.cfg.Workers == 1); err != nil {
 		return fmt.Errorf("checks: %w", err)
 	}
 	return nil
@@ -220,17 +230,27 @@ func (r *runner) start(ctx context.Context) error {
 		return err
 	}
 
-	port, err := freePort()
+	r.nats, err = newNATSServers(cfg.NATSBinary, r.workDir, logDir, cfg.NATSNodes)
 	if err != nil {
 		return err
 	}
-	natsLog, err := os.OpenFile(filepath.Join(logDir, "natsd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	r.nats = &natsd{bin: cfg.NATSBinary, store: filepath.Join(r.workDir, "nats"), port: port, log: natsLog}
 	if err := r.nats.start(); err != nil {
 		return err
+	}
+	nc, js, err := r.nats.connectAdmin("chaos setup")
+	if err != nil {
+		return fmt.Errorf("connect to NATS: %w", err)
+	}
+	defer nc.Close()
+	if r.nats.clustered() {
+		// The workers create their streams at start, which needs the
+		// cluster's meta leader.
+		mctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := waitMetaLeader(mctx, js)
+		cancel()
+		if err != nil {
+			return err
+		}
 	}
 
 	r.rcv, err = newReceiver(cfg.Seed, max(cfg.ReceiverFailure, 0))
@@ -253,6 +273,7 @@ func (r *runner) start(ctx context.Context) error {
 			"-webhook-lease", cfg.WebhookLease.String(),
 			"-webhook-breaker-cooldown", cfg.BreakerCooldown.String(),
 			"-concurrency", "64",
+			"-stream-replicas", strconv.Itoa(cfg.NATSNodes),
 			"-log-level", "info",
 		}
 	}, cfg.Logger)
@@ -270,20 +291,63 @@ func (r *runner) start(ctx context.Context) error {
 	if err := r.workers.ready(rctx); err != nil {
 		return err
 	}
+	// The load starts on streams with every replica in place.
+	leaders, err := waitReplicated(rctx, js, cfg.NATSNodes)
+	if err != nil {
+		return fmt.Errorf("the workers' streams are not in place with %d replicas: %w", cfg.NATSNodes, err)
+	}
+	if r.nats.clustered() {
+		var names, lead []string
+		for _, n := range r.nats.nodes {
+			names = append(names, n.name)
+		}
+		for _, s := range checkedStreams {
+			lead = append(lead, s+" "+leaders[s])
+		}
+		r.rep.NATS = fmt.Sprintf("a JetStream cluster of %d nodes (%s), streams with %d replicas; leaders at the start: %s",
+			len(r.nats.nodes), strings.Join(names, ", "), cfg.NATSNodes, strings.Join(lead, ", "))
+	} else {
+		r.rep.NATS = "one server, streams with one replica"
+	}
 	return nil
 }
 
-// inject runs the fault schedule. Faults that stop a server wait for it to
-// come back before the next one.
+// inject runs the fault schedule. On one server, faults that stop a
+// server wait for it to come back before the next one. On a cluster, the
+// faults that take a node down run one at a time, each after the cluster
+// recovered from the one before (so one node at most is down), while the
+// other faults keep their times.
 func (r *runner) inject(ctx context.Context, start time.Time, faults []fault) error {
-	var pauses sync.WaitGroup
+	var pauses, nodeFaults sync.WaitGroup
 	defer pauses.Wait()
+	var errMu sync.Mutex
+	var nodeErr error
 	for _, f := range faults {
 		sleep(ctx, time.Until(start.Add(f.at)))
 		if ctx.Err() != nil {
-			return nil
+			break
 		}
 		rec := FaultRecord{At: time.Since(start), Kind: string(f.kind)}
+		if f.kind.natsNode() && r.nats.clustered() {
+			nodeFaults.Add(1)
+			go func() {
+				defer nodeFaults.Done()
+				r.nats.faultMu.Lock()
+				defer r.nats.faultMu.Unlock()
+				if ctx.Err() != nil {
+					return
+				}
+				rec.At = time.Since(start)
+				if err := r.nodeFault(ctx, f, &rec); err != nil {
+					errMu.Lock()
+					nodeErr = errors.Join(nodeErr, fmt.Errorf("%s at %s: %w", f.kind, rec.At, err))
+					errMu.Unlock()
+					return
+				}
+				r.record(rec)
+			}()
+			continue
+		}
 		switch f.kind {
 		case faultKill, faultTerm:
 			sig := syscall.SIGKILL
@@ -303,7 +367,7 @@ func (r *runner) inject(ctx context.Context, start time.Time, faults []fault) er
 			if f.kind == faultNATSKill {
 				sig = syscall.SIGKILL
 			}
-			if err := r.nats.restart(sig, f.hold); err != nil {
+			if err := r.nats.nodes[0].restart(sig, f.hold); err != nil {
 				return fmt.Errorf("NATS restart at %s: %w", rec.At, err)
 			}
 		case faultPGCrash:
@@ -324,10 +388,71 @@ func (r *runner) inject(ctx context.Context, start time.Time, faults []fault) er
 				r.rcv.resume()
 			}()
 		}
-		r.say("fault at %s: %s %s %s", rec.At.Round(time.Millisecond), rec.Kind, rec.Target, rec.Err)
-		r.mu.Lock()
-		r.rep.Faults = append(r.rep.Faults, rec)
-		r.mu.Unlock()
+		r.record(rec)
+	}
+	nodeFaults.Wait()
+	r.mu.Lock()
+	slices.SortStableFunc(r.rep.Faults, func(a, b FaultRecord) int { return cmp.Compare(a.At, b.At) })
+	r.mu.Unlock()
+	return nodeErr
+}
+
+func (r *runner) record(rec FaultRecord) {
+	r.say("fault at %s: %s %s %s", rec.At.Round(time.Millisecond), rec.Kind, rec.Target, rec.Err)
+	r.mu.Lock()
+	r.rep.Faults = append(r.rep.Faults, rec)
+	r.mu.Unlock()
+}
+
+// nodeFault takes one node of the cluster down as f says, brings it back,
+// and waits until the streams have every replica current again. A fault
+// that finds no target says so in rec.Err; the error is for a node that
+// did not come back.
+func (r *runner) nodeFault(ctx context.Context, f fault, rec *FaultRecord) error {
+	js := r.gen.js
+	node := f.node
+	switch f.kind {
+	case faultLeaderKill:
+		lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		i, name, err := r.nats.streamLeader(lctx, js, f.stream)
+		cancel()
+		if err != nil {
+			rec.Target, rec.Err = f.stream, err.Error()
+			return nil
+		}
+		node = i
+		rec.Target = fmt.Sprintf("%s leader %s, down %s", f.stream, name, f.hold.Round(time.Millisecond))
+		if err := r.nats.nodes[node].restart(syscall.SIGKILL, f.hold); err != nil {
+			return err
+		}
+	case faultNodeStop:
+		how := "node drawn by the seed"
+		if pid := r.workers.pid(f.worker); pid > 0 {
+			if i, ok := r.nats.connectedNode(pid); ok {
+				node, how = i, fmt.Sprintf("worker %d's", f.worker)
+			}
+		}
+		n := r.nats.nodes[node]
+		rec.Target = fmt.Sprintf("%s (%s) for %s", n.name, how, f.hold.Round(time.Millisecond))
+		n.stopFor(ctx, f.hold)
+	case faultNATSRestart, faultNATSKill:
+		sig := syscall.SIGTERM
+		if f.kind == faultNATSKill {
+			sig = syscall.SIGKILL
+		}
+		n := r.nats.nodes[node]
+		rec.Target = fmt.Sprintf("%s, down %s", n.name, f.hold.Round(time.Millisecond))
+		if err := n.restart(sig, f.hold); err != nil {
+			return err
+		}
+	}
+	// The next node fault strikes a cluster that has recovered from this
+	// one, or the cluster would lose its quorum rather than a node.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err := waitReplicated(wctx, js, len(r.nats.nodes))
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		r.say("after %s: the streams have not recovered within 30s: %v", f.kind, err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@
 //	go run ./internal/chaos/cmd/chaos                 # short: the CI configuration
 //	go run ./internal/chaos/cmd/chaos -long           # long: 60k commands, 60 faults
 //	go run ./internal/chaos/cmd/chaos -seed 42 -commands 5000 -faults 20
+//	go run ./internal/chaos/cmd/chaos -nats-nodes 3   # on a three-node JetStream cluster
 //
 // Postgres: DATABASE_URL's server when set (Postgres restarts are then not
 // injected), otherwise a throwaway cluster the suite crashes and restarts.
@@ -40,8 +41,9 @@ func run() int {
 	flag.IntVar(&cfg.Producers, "producers", 0, "operations in flight at most (default 48)")
 	flag.IntVar(&cfg.Companies, "companies", 0, "companies (default 4)")
 	flag.IntVar(&cfg.Workers, "workers", 0, "onceledger run processes (default 2)")
-	flag.IntVar(&cfg.Faults, "faults", 0, "faults injected during the load, each kind once before any twice (default 6; negative: none)")
-	kinds := flag.String("fault-kinds", "", "only these fault kinds, comma-separated: kill, term, nats-term, nats-kill, pg-crash, pause (default: all)")
+	flag.IntVar(&cfg.NATSNodes, "nats-nodes", 0, "NATS servers: 1, or 3 for a JetStream cluster with streams of three replicas (default 1)")
+	flag.IntVar(&cfg.Faults, "faults", 0, "faults injected during the load, each kind once before any twice (default 6, on a cluster 9; negative: none)")
+	kinds := flag.String("fault-kinds", "", "only these fault kinds, comma-separated: kill, term, nats-term, nats-kill, pg-crash, pause, and with -nats-nodes 3 leader-kill, node-stop (default: all)")
 	flag.Float64Var(&cfg.CrashAfterCommit, "crash-after-commit", 0, "per-batch probability of the after_commit fault point (default 0.003; negative: off)")
 	flag.Float64Var(&cfg.CrashBeforeCommit, "crash-before-commit", 0, "per-batch probability of the before_commit fault point (default 0.0016; negative: off)")
 	flag.StringVar(&cfg.WorkerFaults, "worker-faults", "", "ONCELEDGER_FAULTS for the workers instead, e.g. ack_before_commit=0.03 (a broken build the suite must catch)")
