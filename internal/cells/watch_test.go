@@ -1,11 +1,9 @@
 package cells_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/internal/natsserver"
 )
-
-// lockedBuffer is a log sink written from the watch's goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A watch begun while NATS is away waits the outage out, with one warning
 // when it starts and a line when it ends, and then follows the placement,
@@ -61,7 +41,7 @@ func TestWatchWaitsOutAnOutage(t *testing.T) {
 	}
 	srv.Shutdown()
 
-	var logs lockedBuffer
+	var logs testenv.LockedBuffer
 	revisions := make(chan uint64, 10)
 	watching := make(chan error, 1)
 	go func() {

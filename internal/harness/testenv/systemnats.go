@@ -36,7 +36,7 @@ func SystemNATS(t testing.TB) (url string, ok bool, why string) {
 		t.Fatalf("testenv: a free port for %s: %v", path, err)
 	}
 	cmd := exec.Command(path, "-js", "-sd", t.TempDir(), "-a", "127.0.0.1", "-p", strconv.Itoa(port))
-	var out lockedBuffer
+	var out LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("testenv: start %s: %v", path, err)
@@ -93,20 +93,20 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// lockedBuffer collects the server's output, written by exec's copying
-// goroutine and read by the test.
-type lockedBuffer struct {
+// LockedBuffer collects output written by one goroutine (a server's, a
+// logger's) and read by the test.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *LockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
