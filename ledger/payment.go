@@ -58,31 +58,53 @@ func (c *RecordPayment) validate() *Error {
 	case !cur.Fits(c.Amount.Decimal):
 		return invalid("amount", "%s has more decimals than %s allows", c.Amount, cur.Code)
 	}
-	var applied decimal.Decimal
-	seen := map[string]bool{}
+	refs := make([]allocated, len(c.Allocations))
 	for i, a := range c.Allocations {
-		f := fieldf("allocations[%d]", i)
-		ref := a.InvoiceID + "#" + a.InvoiceNumber
-		switch {
-		case (a.InvoiceID == "") == (a.InvoiceNumber == ""):
-			return invalid(f+".invoice_id", "give exactly one of invoice_id and invoice_number")
-		case a.InvoiceID != "" && uuid.Validate(a.InvoiceID) != nil:
-			return invalid(f+".invoice_id", "%q is not a UUID", a.InvoiceID)
-		case seen[ref]:
-			return invalid(f, "the invoice is listed twice")
-		case !a.Amount.IsPositive():
-			return invalid(f+".amount", "must be greater than zero")
-		case !cur.Fits(a.Amount.Decimal):
-			return invalid(f+".amount", "%s has more decimals than %s allows", a.Amount, cur.Code)
-		}
-		seen[ref] = true
-		applied = applied.Add(a.Amount.Decimal)
+		refs[i] = allocated{a.InvoiceID, a.InvoiceNumber, a.Amount}
 	}
-	if applied.GreaterThan(c.Amount.Decimal) {
-		return invalid("allocations", "allocate %s in total, more than the payment's %s", cur.Format(applied), cur.Format(c.Amount.Decimal))
+	if err := validAllocations(cur, c.Amount.Decimal, refs, "invoice_id", "invoice_number", "invoice"); err != nil {
+		return err
 	}
 	if c.ExchangeRate != nil {
 		return rateErr("exchange_rate", *c.ExchangeRate)
+	}
+	return nil
+}
+
+// allocated is an allocation of a payment as validAllocations reads it:
+// the document's ID or number, and the amount.
+type allocated struct {
+	id, number string
+	amount     Decimal
+}
+
+// validAllocations checks a payment's allocations: each names its
+// document by exactly one of an ID (field idField, a UUID) and a number
+// (numberField), none twice, each a positive amount in cur's decimals, and
+// together no more than total. doc names the document in errors.
+func validAllocations(cur Currency, total decimal.Decimal, allocs []allocated, idField, numberField, doc string) *Error {
+	var applied decimal.Decimal
+	seen := map[string]bool{}
+	for i, a := range allocs {
+		f := fieldf("allocations[%d]", i)
+		ref := a.id + "#" + a.number
+		switch {
+		case (a.id == "") == (a.number == ""):
+			return invalid(f+"."+idField, "give exactly one of %s and %s", idField, numberField)
+		case a.id != "" && uuid.Validate(a.id) != nil:
+			return invalid(f+"."+idField, "%q is not a UUID", a.id)
+		case seen[ref]:
+			return invalid(f, "the %s is listed twice", doc)
+		case !a.amount.IsPositive():
+			return invalid(f+".amount", "must be greater than zero")
+		case !cur.Fits(a.amount.Decimal):
+			return invalid(f+".amount", "%s has more decimals than %s allows", a.amount, cur.Code)
+		}
+		seen[ref] = true
+		applied = applied.Add(a.amount.Decimal)
+	}
+	if applied.GreaterThan(total) {
+		return invalid("allocations", "allocate %s in total, more than the payment's %s", cur.Format(applied), cur.Format(total))
 	}
 	return nil
 }

@@ -53,28 +53,12 @@ func (c *RecordSupplierPayment) validate() *Error {
 	case !cur.Fits(c.Amount.Decimal):
 		return invalid("amount", "%s has more decimals than %s allows", c.Amount, cur.Code)
 	}
-	var applied decimal.Decimal
-	seen := map[string]bool{}
+	refs := make([]allocated, len(c.Allocations))
 	for i, a := range c.Allocations {
-		f := fieldf("allocations[%d]", i)
-		ref := a.PurchaseInvoiceID + "#" + a.DocumentNumber
-		switch {
-		case (a.PurchaseInvoiceID == "") == (a.DocumentNumber == ""):
-			return invalid(f+".purchase_invoice_id", "give exactly one of purchase_invoice_id and document_number")
-		case a.PurchaseInvoiceID != "" && uuid.Validate(a.PurchaseInvoiceID) != nil:
-			return invalid(f+".purchase_invoice_id", "%q is not a UUID", a.PurchaseInvoiceID)
-		case seen[ref]:
-			return invalid(f, "the purchase invoice is listed twice")
-		case !a.Amount.IsPositive():
-			return invalid(f+".amount", "must be greater than zero")
-		case !cur.Fits(a.Amount.Decimal):
-			return invalid(f+".amount", "%s has more decimals than %s allows", a.Amount, cur.Code)
-		}
-		seen[ref] = true
-		applied = applied.Add(a.Amount.Decimal)
+		refs[i] = allocated{a.PurchaseInvoiceID, a.DocumentNumber, a.Amount}
 	}
-	if applied.GreaterThan(c.Amount.Decimal) {
-		return invalid("allocations", "allocate %s in total, more than the payment's %s", cur.Format(applied), cur.Format(c.Amount.Decimal))
+	if err := validAllocations(cur, c.Amount.Decimal, refs, "purchase_invoice_id", "document_number", "purchase invoice"); err != nil {
+		return err
 	}
 	if c.ExchangeRate != nil {
 		return rateErr("exchange_rate", *c.ExchangeRate)
