@@ -122,7 +122,8 @@ func requireAged(t *testing.T, db *pgxpool.Pool, kind ledger.AgedKind, day strin
 //	  C6  2027-01-10, due 01-25, 1210.00; 600.00 of that credit applied 01-12
 //
 //	supplier UAB Tiekėjas (VAT id LT100000000020)
-//	  TK-1  2027-01-05, due 02-04, 1210.00; its credit note TK-K1 01-20, 242.00
+//	  TK-1  2027-01-05, due 02-04, 1210.00; its credit note TK-K1 01-20, 242.00;
+//	        68.00 paid 02-10
 //	supplier UAB Reversas
 //	  R-1   2027-01-08, due 02-07, 363.00; reversed 01-25
 //	supplier UAB Senas (code 300000003)
@@ -193,6 +194,9 @@ func TestAgedReceivablesAndPayables(t *testing.T) {
 	run[ledger.PurchaseCreditNoteView](t, db, co, "purchase_credit_note.record", map[string]any{
 		"purchase_invoice_id": tk1.PurchaseInvoiceID, "document_number": "TK-K1", "issue_date": "2027-01-20", "reason": "returned",
 		"amounts": []any{map[string]any{"vat_rate": "21", "net": "200.00"}}})
+	run[ledger.SupplierPaymentView](t, db, co, "supplier_payment.record", map[string]any{
+		"payment_ref": "out-tk1", "supplier_id": "sup-1", "paid_on": "2027-02-10", "currency": "EUR", "amount": "68.00",
+		"allocations": []any{map[string]any{"document_number": "TK-1", "amount": "68.00"}}})
 	run[ledger.PurchaseReversalView](t, db, co, "purchase_invoice.reverse", map[string]any{
 		"purchase_invoice_id": r1.PurchaseInvoiceID, "reason": "not ours", "registration_date": "2027-01-25"})
 	b4 := invoice("o-b4", beta, "EUR", "2027-02-01", "2027-02-15", "2", "100.00", "")
@@ -251,10 +255,10 @@ func TestAgedReceivablesAndPayables(t *testing.T) {
 			{"code:300000003", "UAB Senas", [6]string{"0.00", "0.00", "0.00", "0.00", "121.00", "121.00"}, []agedDoc{
 				{"S-9", 97, ledger.PastDueOver90, "USD", "151.25", "121.00"},
 			}},
-			{"vat:LT100000000020", "UAB Tiekėjas", [6]string{"0.00", "968.00", "0.00", "0.00", "0.00", "968.00"}, []agedDoc{
-				eur("TK-1", 11, ledger.PastDue1To30, "968.00"),
+			{"vat:LT100000000020", "UAB Tiekėjas", [6]string{"0.00", "900.00", "0.00", "0.00", "0.00", "900.00"}, []agedDoc{
+				eur("TK-1", 11, ledger.PastDue1To30, "900.00"),
 			}},
-		}, [6]string{"500.00", "968.00", "0.00", "0.00", "121.00", "1589.00"}, ledger.AccountPayables, true)
+		}, [6]string{"500.00", "900.00", "0.00", "0.00", "121.00", "1521.00"}, ledger.AccountPayables, true)
 
 		// The CSV has a row per open document.
 		var buf bytes.Buffer
