@@ -591,16 +591,27 @@ func (s *Server) testWebhookEndpoint(w http.ResponseWriter, r *http.Request, com
 	}
 }
 
+// dateParam is the request's date parameter, today (UTC) when it has none;
+// false when it does not parse, after the problem was written.
+func dateParam(w http.ResponseWriter, r *http.Request) (ledger.Date, bool) {
+	v := r.URL.Query().Get("date")
+	if v == "" {
+		day, _ := ledger.ParseDate(time.Now().UTC().Format("2006-01-02"))
+		return day, true
+	}
+	day, err := ledger.ParseDate(v)
+	if err != nil {
+		writeProblem(w, codeInvalidRequest, "date: "+err.Error(), map[string]any{"parameter": "date"})
+		return ledger.Date{}, false
+	}
+	return day, true
+}
+
 // trialBalance answers GET /v1/books/trial-balance?date=YYYY-MM-DD&currency=company|document.
 func (s *Server) trialBalance(w http.ResponseWriter, r *http.Request, company string) {
-	day, _ := ledger.ParseDate(time.Now().UTC().Format("2006-01-02"))
-	if v := r.URL.Query().Get("date"); v != "" {
-		d, err := ledger.ParseDate(v)
-		if err != nil {
-			writeProblem(w, codeInvalidRequest, "date: "+err.Error(), map[string]any{"parameter": "date"})
-			return
-		}
-		day = d
+	day, ok := dateParam(w, r)
+	if !ok {
+		return
 	}
 	in := ledger.InCompanyCurrency
 	if v := r.URL.Query().Get("currency"); v != "" {
@@ -645,14 +656,9 @@ func (s *Server) aged(w http.ResponseWriter, r *http.Request, company string) {
 		writeProblem(w, codeInvalidRequest, "kind: "+err.Error(), map[string]any{"parameter": "kind"})
 		return
 	}
-	day, _ := ledger.ParseDate(time.Now().UTC().Format("2006-01-02"))
-	if v := r.URL.Query().Get("date"); v != "" {
-		d, err := ledger.ParseDate(v)
-		if err != nil {
-			writeProblem(w, codeInvalidRequest, "date: "+err.Error(), map[string]any{"parameter": "date"})
-			return
-		}
-		day = d
+	day, ok := dateParam(w, r)
+	if !ok {
+		return
 	}
 	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
 		return ops.Aged(ctx, tx, company, kind, day)

@@ -3,6 +3,8 @@ package transport_test
 import (
 	"context"
 	"log/slog"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,7 +134,15 @@ func TestPullsBackOffWhileTheStreamIsAway(t *testing.T) {
 	if !strings.Contains(out, "pulling commands from JetStream works again") {
 		t.Fatalf("the outage's end is not logged:\n%s", out)
 	}
-	// Three seconds away from 100 ms doubling to 5 s: about six attempts.
+	// Three seconds away from 100 ms doubling to 5 s: about six attempts,
+	// where a pull retried as fast as it fails makes thousands.
+	m := regexp.MustCompile(`works again.*failed_attempts=(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the outage's end does not say how many attempts failed:\n%s", out)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 1 || n > 15 {
+		t.Fatalf("%d pulls failed during a three-second outage, want a few (backoff):\n%s", n, out)
+	}
 	if strings.Count(out, "\n") > 20 {
 		t.Fatalf("the subscriber logged %d lines during a three-second outage:\n%s", strings.Count(out, "\n"), out)
 	}
