@@ -32,6 +32,7 @@ var Commands = map[string]string{
 	"purchase_credit_note.json":            new(ledger.RecordPurchaseCreditNote).CommandName(),
 	"purchase_invoice_reverse.json":        new(ledger.ReversePurchaseInvoice).CommandName(),
 	"supplier_payment.json":                new(ledger.RecordSupplierPayment).CommandName(),
+	"journal_entry.json":                   new(ledger.RecordJournalEntry).CommandName(),
 	"invoice_intra_eu.json":                new(ledger.CreateInvoice).CommandName(),
 	"asset.json":                           new(ledger.RegisterAsset).CommandName(),
 	"depreciation.json":                    new(ledger.RunDepreciation).CommandName(),
@@ -46,7 +47,7 @@ var Commands = map[string]string{
 var Order = []string{
 	"company.json", "invoice.json", "credit_note.json", "payment.json", "customer_credit_apply.json",
 	"customer_credit_refund.json", "settlement.json", "period_close.json", "fx_rate.json",
-	"purchase_invoice.json", "supplier_payment.json", "purchase_invoice_reverse_charge.json", "purchase_credit_note.json",
+	"purchase_invoice.json", "supplier_payment.json", "journal_entry.json", "purchase_invoice_reverse_charge.json", "purchase_credit_note.json",
 	"purchase_invoice_reverse.json", "asset.json",
 	"depreciation.json", "invoice_intra_eu.json",
 	"webhook_endpoint.json",

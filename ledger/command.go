@@ -31,6 +31,7 @@ var commands = register(
 	new(RecordPurchaseCreditNote),
 	new(ReversePurchaseInvoice),
 	new(RecordSupplierPayment),
+	new(RecordJournalEntry),
 	new(RegisterAsset),
 	new(RunDepreciation),
 	new(ApplyCustomerCredit),

@@ -21,6 +21,7 @@ const (
 	EventPurchaseCreditNoteRecorded = "purchase_credit_note.recorded"
 	EventPurchaseInvoiceReversed    = "purchase_invoice.reversed"
 	EventSupplierPaymentRecorded    = "supplier_payment.recorded"
+	EventJournalEntryRecorded       = "journal_entry.recorded"
 	EventAssetRegistered            = "asset.registered"
 	EventDepreciationPosted         = "depreciation.posted"
 	EventCustomerCreditApplied      = "customer_credit.applied"
@@ -41,6 +42,7 @@ var EventTypes = []string{
 	EventPurchaseCreditNoteRecorded,
 	EventPurchaseInvoiceReversed,
 	EventSupplierPaymentRecorded,
+	EventJournalEntryRecorded,
 	EventAssetRegistered,
 	EventDepreciationPosted,
 	EventCustomerCreditApplied,

@@ -428,6 +428,32 @@ CREATE TRIGGER journal_lines_immutable BEFORE DELETE OR UPDATE ON public.journal
 CREATE TRIGGER journal_lines_no_truncate BEFORE TRUNCATE ON public.journal_lines FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
 CREATE TRIGGER journal_lines_sealed AFTER INSERT ON public.journal_lines REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_rows_for_posted();
 
+CREATE TABLE public.manual_journals (
+    id uuid NOT NULL,
+    company_id text NOT NULL,
+    entry_ref text NOT NULL,
+    reason text NOT NULL,
+    entry_date date NOT NULL,
+    currency character(3) NOT NULL,
+    exchange_rate numeric(20,8),
+    rate_source text,
+    rate_date date,
+    journal_entry_id uuid NOT NULL,
+    idempotency_key text,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    created_xact xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    CONSTRAINT manual_journals_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
+    CONSTRAINT manual_journals_currency_iso_4217 CHECK (public.iso_4217_currency((currency)::text)),
+    CONSTRAINT manual_journals_exchange_rate_check CHECK ((exchange_rate > (0)::numeric)),
+    CONSTRAINT manual_journals_give_a_reason CHECK ((btrim(reason) <> ''::text)),
+    CONSTRAINT manual_journals_journal_entry_id_fkey FOREIGN KEY (journal_entry_id) REFERENCES public.journal_entries(id),
+    CONSTRAINT manual_journals_one_per_ref UNIQUE (company_id, entry_ref),
+    CONSTRAINT manual_journals_pkey PRIMARY KEY (id)
+);
+CREATE INDEX manual_journals_by_date ON public.manual_journals USING btree (company_id, entry_date);
+CREATE TRIGGER manual_journals_immutable BEFORE DELETE OR UPDATE ON public.manual_journals FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
+CREATE TRIGGER manual_journals_no_truncate BEFORE TRUNCATE ON public.manual_journals FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
+
 CREATE TABLE public.number_series (
     company_id text NOT NULL,
     series text NOT NULL,

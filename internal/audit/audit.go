@@ -27,6 +27,7 @@ const (
 	CheckCreditNotes     = "credit_notes"
 	CheckPayments        = "payments"
 	CheckCurrencies      = "currencies"
+	CheckManualJournals  = "manual_journals"
 	CheckInboxEffects    = "inbox_effects"
 	CheckEffectsInbox    = "effects_inbox"
 	CheckEventDeliveries = "event_deliveries"
@@ -533,6 +534,7 @@ var checks = []check{
 	{CheckCreditNotes, "credited invoices", flaggedBy(creditNotesSQL), 0},
 	{CheckPayments, "payments and paid invoices", flaggedBy(paymentsSQL), 0},
 	{CheckCurrencies, "currencies", currencies, 2},
+	{CheckManualJournals, "manual journal entries", manualJournals, 0},
 	{CheckInboxEffects, "successful keys", inboxChecks, 14},
 	{CheckEffectsInbox, "documents", nil, 0}, // by inboxChecks
 	{CheckEventDeliveries, "events", eventDeliveries, 2},
@@ -674,6 +676,12 @@ func (a *auditor) violate(check, company, ref, detail string) {
 // which a database restored without it would lack.
 func currencies(ctx context.Context, a *auditor, name string) (CheckResult, error) {
 	return a.flagged(ctx, name, currenciesSQL, ledger.Currencies())
+}
+
+// manualJournals checks the manual journal entries against the accounts
+// only documents post to, as the ledger lists them.
+func manualJournals(ctx context.Context, a *auditor, name string) (CheckResult, error) {
+	return a.flagged(ctx, name, manualJournalsSQL, ledger.DocumentAccounts())
 }
 
 func deref(s *string) string {

@@ -107,8 +107,9 @@ func TestBooksBuiltThroughTheInboxAuditClean(t *testing.T) {
 		                                       (SELECT invoice_id FROM payment_allocations UNION ALL
 		                                        SELECT invoice_id FROM customer_credit_movements WHERE kind = 'application') x)`),
 		audit.CheckCurrencies:      1, // EUR
+		audit.CheckManualJournals:  count(t, pool, `SELECT count(*) FROM manual_journals`),
 		audit.CheckInboxEffects:    count(t, pool, `SELECT count(*) FROM inbox WHERE status = 'ok'`),
-		audit.CheckEffectsInbox:    17, // 2 companies, 5 invoices, 2 endpoints and one of everything else
+		audit.CheckEffectsInbox:    18, // 2 companies, 5 invoices, 2 endpoints and one of everything else
 		audit.CheckEventDeliveries: count(t, pool, `SELECT count(*) FROM outbox_events`),
 		audit.CheckDeliveryEvents:  count(t, pool, `SELECT count(*) FROM webhook_deliveries`),
 		audit.CheckEventSequences:  2,
@@ -193,6 +194,38 @@ func TestForgedStatesAreCaught(t *testing.T) {
 				}
 			}
 		},
+	}, {
+		name: "a manual journal entry on payables",
+		forge: []string{
+			`INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
+			 VALUES ('00000000-0000-7000-8000-0000000000f2', 'acme', '2026-12-05', 'Journal entry JE-F: forged', 'journal',
+			         '00000000-0000-7000-8000-0000000000f1')`,
+			`INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit, debit_company, credit_company)
+			 VALUES ('00000000-0000-7000-8000-0000000000f2', 1, 'acme', '6000', 'EUR', 10, 0, 10, 0),
+			        ('00000000-0000-7000-8000-0000000000f2', 2, 'acme', '2100', 'EUR', 0, 10, 0, 10)`,
+			`INSERT INTO manual_journals (id, company_id, entry_ref, reason, entry_date, currency, journal_entry_id)
+			 VALUES ('00000000-0000-7000-8000-0000000000f1', 'acme', 'JE-F', 'forged', '2026-12-05', 'EUR', '00000000-0000-7000-8000-0000000000f2')`,
+		},
+		want:    []string{audit.CheckEffectsInbox, audit.CheckManualJournals},
+		wantRef: "00000000-0000-7000-8000-0000000000f1",
+		check: func(t *testing.T, r *audit.Report) {
+			for _, v := range r.Violations {
+				if v.Check == audit.CheckManualJournals && v.Detail != "manual journal entry JE-F line 2 posts to account 2100, which only documents post to" {
+					t.Errorf("manual journal violation %+v", v)
+				}
+			}
+		},
+	}, {
+		name: "a journal entry of source journal without its manual journal entry",
+		forge: []string{
+			`INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
+			 VALUES ('00000000-0000-7000-8000-0000000000f2', 'acme', '2026-12-05', 'forged', 'journal', gen_random_uuid())`,
+			`INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit, debit_company, credit_company)
+			 VALUES ('00000000-0000-7000-8000-0000000000f2', 1, 'acme', '6000', 'EUR', 10, 0, 10, 0),
+			        ('00000000-0000-7000-8000-0000000000f2', 2, 'acme', '1100', 'EUR', 0, 10, 0, 10)`,
+		},
+		want:    []string{audit.CheckManualJournals},
+		wantRef: "00000000-0000-7000-8000-0000000000f2",
 	}, {
 		name:    "a burnt number",
 		forge:   []string{`UPDATE number_series SET last_value = last_value + 1 WHERE company_id = 'acme' AND series = 'INV'`},
@@ -367,8 +400,8 @@ func TestForgedStatesAreCaught(t *testing.T) {
 		check: func(t *testing.T, r *audit.Report) {
 			c, _ := r.Check(audit.CheckEffectsInbox)
 			// inv-3 and everything after it: 11 of acme, 2 of beta.
-			if c.Checked != 13 || !strings.Contains(c.Note, "documents from") {
-				t.Errorf("effects_inbox checked %d documents (%s), want the 13 from inv-3 on", c.Checked, c.Note)
+			if c.Checked != 14 || !strings.Contains(c.Note, "documents from") {
+				t.Errorf("effects_inbox checked %d documents (%s), want the 14 from inv-3 on", c.Checked, c.Note)
 			}
 		},
 	}, {
@@ -509,8 +542,8 @@ func TestAuditReadsOneSnapshot(t *testing.T) {
 	if w.n == 0 {
 		t.Fatal("no command ran during the audit")
 	}
-	if c, _ := r.Check(audit.CheckEffectsInbox); c.Checked != 17 {
-		t.Errorf("effects_inbox saw %d documents, want the 17 of its snapshot", c.Checked)
+	if c, _ := r.Check(audit.CheckEffectsInbox); c.Checked != 18 {
+		t.Errorf("effects_inbox saw %d documents, want the 18 of its snapshot", c.Checked)
 	}
 }
 

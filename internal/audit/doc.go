@@ -51,6 +51,12 @@
 // credit notes left of it. currencies: every currency column holds a code
 // of ledger.Currencies().
 //
+// manual_journals: every manual journal entry (journal_entry.record) has
+// its journal entry, of its company, date and source, every journal entry
+// of source journal is one's, and none posts to an account only documents
+// post to (ledger.DocumentAccounts: receivables, payables, VAT, credits,
+// fixed assets), so those accounts stay the sums of their documents.
+//
 // inbox_effects: every idempotency key whose stored result is a success
 // names, in that result, a document that exists for the key's company
 // (invoice.create its invoice, company.create its company, asset.register

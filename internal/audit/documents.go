@@ -208,6 +208,39 @@ flagged AS (
 	              number, money[paid; currency], money[gross - credited + refunded; currency], money[gross; currency], money[credited; currency], money[refunded; currency])
 	  FROM owed WHERE paid > gross - credited + refunded)`
 
+// manualJournalsSQL: every manual journal entry (journal_entry.record) has
+// the journal entry it names, of its company, date and source, and every
+// journal entry of source 'journal' is a manual journal entry's; and no
+// line of one posts to an account only documents post to ($3), which would
+// leave receivables, payables, VAT, credits or fixed assets disagreeing
+// with the documents that keep them.
+const manualJournalsSQL = `
+WITH manual AS (
+	SELECT m.company_id, m.id, m.entry_ref, m.entry_date, e.id AS entry_id, e.company_id AS entry_company,
+	       e.entry_date AS posted, e.source_type, e.source_id
+	  FROM manual_journals m LEFT JOIN journal_entries e ON e.id = m.journal_entry_id
+	 WHERE ($1::text = '' OR m.company_id = $1)),
+orphans AS (
+	SELECT e.company_id, e.id FROM journal_entries e
+	 WHERE e.source_type = 'journal' AND ($1::text = '' OR e.company_id = $1)
+	   AND NOT EXISTS (SELECT FROM manual_journals m WHERE m.id = e.source_id AND m.journal_entry_id = e.id)),
+kept AS (
+	SELECT m.company_id, m.id, m.entry_ref, l.line_no, l.account_code
+	  FROM manual m JOIN journal_lines l ON l.entry_id = m.entry_id
+	 WHERE l.account_code = ANY ($3::text[])),
+counted AS (SELECT (SELECT count(*) FROM manual) + (SELECT count(*) FROM orphans) AS n, '' AS note),
+flagged AS (
+	SELECT company_id, id::text AS ref,
+	       format('manual journal entry %s has no journal entry of its company, date and source', entry_ref) AS detail
+	  FROM manual
+	 WHERE entry_id IS NULL OR entry_company <> company_id OR posted <> entry_date OR source_type <> 'journal' OR source_id <> id
+	UNION ALL
+	SELECT company_id, id::text, 'journal entry of source journal that no manual journal entry names' FROM orphans
+	UNION ALL
+	SELECT company_id, id::text,
+	       format('manual journal entry %s line %s posts to account %s, which only documents post to', entry_ref, line_no, account_code)
+	  FROM kept)`
+
 // currenciesSQL: every currency column holds a code of $3, the
 // currencies the ledger knows. One violation per company, table and code.
 const currenciesSQL = `

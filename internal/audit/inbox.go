@@ -36,6 +36,7 @@ WITH kinds (command, noun, field) AS (VALUES
 	('purchase_credit_note.record', 'purchase credit note', 'purchase_credit_note_id'),
 	('purchase_invoice.reverse', 'purchase reversal', 'purchase_reversal_id'),
 	('supplier_payment.record', 'supplier payment', 'supplier_payment_id'),
+	('journal_entry.record', 'manual journal entry', 'manual_journal_id'),
 	('asset.register', 'asset', 'asset_id'),
 	('depreciation.run', 'depreciation run', 'depreciation_run_id'),
 	('customer_credit.apply', 'credit application', 'application_id'),
@@ -60,6 +61,8 @@ documents (company_id, command, ref, created_at) AS MATERIALIZED (
 	SELECT company_id, 'purchase_invoice.reverse', id::text, created_at FROM purchase_reversals WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, 'supplier_payment.record', id::text, created_at FROM supplier_payments WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'journal_entry.record', id::text, created_at FROM manual_journals WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, 'asset.register', asset_ref, created_at FROM assets WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL

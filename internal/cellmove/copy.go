@@ -56,6 +56,7 @@ var Tables = []table{
 	byCompany("purchase_reversals"),
 	byCompany("supplier_payments"),
 	{name: "supplier_payment_allocations", where: "payment_id IN (SELECT id FROM supplier_payments WHERE company_id = ANY($companies))"},
+	byCompany("manual_journals"),
 	byCompany("assets"),
 	byCompany("depreciation_runs"),
 	byCompany("customer_credits"),

@@ -264,6 +264,7 @@ var documentKinds = map[string]documentKind{
 	new(ledger.RecordPurchaseCreditNote).CommandName(): {"purchase credit note", "purchase_credit_note_id", `SELECT document_number FROM purchase_invoices WHERE company_id = $1 AND id = $2::uuid AND credits_invoice_id IS NOT NULL`},
 	new(ledger.ReversePurchaseInvoice).CommandName():   {"purchase reversal", "purchase_reversal_id", `SELECT p.document_number FROM purchase_reversals r JOIN purchase_invoices p ON p.id = r.purchase_invoice_id WHERE r.company_id = $1 AND r.id = $2::uuid`},
 	new(ledger.RecordSupplierPayment).CommandName():    {"supplier payment", "supplier_payment_id", `SELECT payment_ref FROM supplier_payments WHERE company_id = $1 AND id = $2::uuid`},
+	new(ledger.RecordJournalEntry).CommandName():       {"manual journal entry", "manual_journal_id", `SELECT entry_ref FROM manual_journals WHERE company_id = $1 AND id = $2::uuid`},
 	new(ledger.RegisterAsset).CommandName():            {"asset", "asset_id", `SELECT '' FROM assets WHERE company_id = $1 AND asset_ref = $2`},
 	new(ledger.RunDepreciation).CommandName():          {"depreciation run", "depreciation_run_id", `SELECT '' FROM depreciation_runs WHERE company_id = $1 AND id = $2::uuid`},
 	new(ledger.ApplyCustomerCredit).CommandName():      {"credit application", "application_id", `SELECT '' FROM customer_credit_movements WHERE company_id = $1 AND id = $2::uuid`},

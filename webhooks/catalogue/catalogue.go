@@ -38,6 +38,7 @@ var eventData = map[string]any{
 	ledger.EventPurchaseCreditNoteRecorded: ledger.PurchaseCreditNoteView{},
 	ledger.EventPurchaseInvoiceReversed:    ledger.PurchaseReversalView{},
 	ledger.EventSupplierPaymentRecorded:    ledger.SupplierPaymentView{},
+	ledger.EventJournalEntryRecorded:       ledger.ManualJournalView{},
 	ledger.EventAssetRegistered:            ledger.AssetView{},
 	ledger.EventDepreciationPosted:         ledger.DepreciationView{},
 	ledger.EventCustomerCreditApplied:      ledger.CreditApplicationView{},

@@ -80,7 +80,8 @@ func (b Books) Field(t testing.TB, company, key, field string) string {
 //   - company acme: an endpoint for all events, invoices o-1 to o-3, an
 //     endpoint for invoice.created only, invoice o-4, a full credit note on
 //     o-1, a provider payment of o-2 and its payout, a purchase invoice, an
-//     asset and a month of its depreciation, and a key that failed
+//     asset and a month of its depreciation, a manual journal entry (a
+//     bank fee), and a key that failed
 //     (a second invoice for order o-1: duplicate_document);
 //   - company beta: one invoice, no endpoints.
 //
@@ -139,6 +140,9 @@ func Build(t testing.TB, pool *pgxpool.Pool) Books {
 		"asset_id": "laptop-7", "description": "Laptop", "acquisition_date": "2026-12-03", "currency": "EUR",
 		"cost": "1200.00", "residual_value": "0.00", "useful_life_months": 24, "depreciation_start": "same_month"}, true)
 	do("acme", "depreciation.run", "dep-2026-12", map[string]any{"asset_id": "laptop-7", "period": "2026-12"}, true)
+	do("acme", "journal_entry.record", "je-1", map[string]any{
+		"entry_ref": "JE-1", "date": "2026-12-15", "reason": "bank fee", "currency": "EUR",
+		"lines": []any{map[string]any{"account": "6100", "debit": "2.50"}, map[string]any{"account": "1100", "credit": "2.50"}}}, true)
 	do("acme", "invoice.create", "dup-order", invoice("o-1", "99.00"), false)
 
 	do("beta", "company.create", "beta-setup", map[string]any{"name": "Beta UAB", "country": "LT", "currency": "EUR"}, true)
