@@ -330,6 +330,42 @@ func genSequence(t *rapid.T) sequence {
 				"lines": []any{map[string]any{"description": "rent", "quantity": "1", "unit_price": money(t, "price", 100000), "vat_rate": "21"}},
 			}})
 		},
+		// Payments to the purchases' suppliers by document number, some
+		// beyond what is open or to a document that is not there; a
+		// payment reference repeats under a fresh key.
+		"supplier payment": func(t *rapid.T) {
+			c := company(t)
+			// In cents: what goes to the document and what is kept as credit.
+			allocated, rest := rapid.IntRange(1, 150000).Draw(t, "allocated"), rapid.IntRange(0, 20000).Draw(t, "kept")
+			cents := func(c int) string { return fmt.Sprintf("%d.%02d", c/100, c%100) }
+			body := map[string]any{
+				"payment_ref": fmt.Sprintf("sp%d", rapid.IntRange(1, 4).Draw(t, "supplier payment ref")),
+				"supplier_id": rapid.SampledFrom([]string{"s1", "s2"}).Draw(t, "paid supplier"),
+				"paid_on":     date(t, "paid on"), "currency": "EUR", "amount": cents(allocated + rest),
+			}
+			if rapid.IntRange(0, 3).Draw(t, "allocates") > 0 {
+				body["allocations"] = []any{map[string]any{
+					"document_number": fmt.Sprintf("D-%d", rapid.IntRange(1, 4).Draw(t, "paid document")), "amount": cents(allocated)}}
+			} else if rest == 0 {
+				body["amount"] = cents(allocated)
+			}
+			add(delivery{company: c, command: "supplier_payment.record", key: fresh("sp"), body: body})
+		},
+		// Manual journal entries on accounts anyone may post to, some on
+		// an account the chart does not have, and a reference repeats
+		// under a fresh key.
+		"journal entry": func(t *rapid.T) {
+			c := company(t)
+			amount := money(t, "journal amount", 50000)
+			add(delivery{company: c, command: "journal_entry.record", key: fresh("je"), body: map[string]any{
+				"entry_ref": fmt.Sprintf("je%d", rapid.IntRange(1, 4).Draw(t, "entry ref")), "date": date(t, "journal date"),
+				"reason": "accrual", "currency": "EUR",
+				"lines": []any{
+					map[string]any{"account": rapid.SampledFrom([]string{"6000", "6100", "6900", "7777"}).Draw(t, "debited account"), "debit": amount},
+					map[string]any{"account": rapid.SampledFrom([]string{"1100", "1100", "3000"}).Draw(t, "credited account"), "credit": amount},
+				},
+			}})
+		},
 		"asset": func(t *rapid.T) {
 			c := company(t)
 			ref := fmt.Sprintf("a%d", rapid.IntRange(1, 2).Draw(t, "asset"))
@@ -434,7 +470,7 @@ func genSequence(t *rapid.T) sequence {
 	n := rapid.IntRange(10, 40).Draw(t, "deliveries")
 	for len(s.deliveries) < n {
 		name := rapid.SampledFrom([]string{"invoice", "invoice", "invoice", "credit", "credit", "payment", "payment", "payment",
-			"settlement", "purchase", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
+			"settlement", "purchase", "purchase", "supplier payment", "journal entry", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
 			"apply credit", "refund credit", "credit use burst", "close period", "fx rate", "foreign invoice", "foreign payment", "foreign refund", "foreign payout"}).Draw(t, "action")
 		if name == "endpoint change" && len(endpoints) == 0 || slices.Contains([]string{"retry", "reuse", "held"}, name) && len(s.deliveries) == 0 {
 			continue
@@ -605,6 +641,11 @@ var tables = []struct{ name, names, rows string }{
 		`SELECT to_jsonb(t) - 'created_at' FROM fx_rates t WHERE company_id = ANY($1)`},
 	{"period_closes", `SELECT id::text, 'close of ' || company_id || ' ' || period FROM period_closes WHERE company_id = ANY($1)`,
 		`SELECT to_jsonb(t) - 'closed_at' FROM period_closes t WHERE company_id = ANY($1)`},
+	{"supplier_payments", `SELECT id::text, 'supplier payment ' || company_id || ' ' || payment_ref FROM supplier_payments WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM supplier_payments t WHERE company_id = ANY($1)`},
+	{"supplier_payment_allocations", ``, `SELECT to_jsonb(a) FROM supplier_payment_allocations a JOIN supplier_payments p ON p.id = a.payment_id WHERE p.company_id = ANY($1)`},
+	{"manual_journals", `SELECT id::text, 'manual journal ' || company_id || ' ' || entry_ref FROM manual_journals WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM manual_journals t WHERE company_id = ANY($1)`},
 	{"purchase_invoice_lines", ``, `SELECT to_jsonb(l) FROM purchase_invoice_lines l JOIN purchase_invoices p ON p.id = l.purchase_invoice_id WHERE p.company_id = ANY($1)`},
 	{"assets", `SELECT id::text, 'asset ' || company_id || ' ' || asset_ref FROM assets WHERE company_id = ANY($1)`,
 		`SELECT to_jsonb(t) - 'created_at' FROM assets t WHERE company_id = ANY($1)`},
