@@ -53,6 +53,11 @@
 // later sequence and may have gaps where old events went; gaps newer than
 // the retention are never purges.
 //
+// Each company's events reach the stream in the order of their sequence,
+// whichever relay publishes them, on nats-server EventOrderVersion or
+// newer (see turns.go); against an older server, within one worker's
+// relay only.
+//
 // Not guaranteed: exactly-once publication beyond the stream's duplicate
 // window (consumers dedupe by event ID), or global order across companies.
 package outbox

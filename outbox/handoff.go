@@ -30,9 +30,10 @@ import (
 // rest in the queue's order. So the events of one company, which one
 // consumer transaction slot writes in order, are published in order by one
 // relay. Events written
-// outside the consumer (such as webhook_endpoint.disabled) wait for a look
-// and may be published after later handed ones; consumers order a
-// company's events by their sequence.
+// outside the consumer (such as webhook_endpoint.disabled) wait for a
+// look; on nats-server EventOrderVersion or newer a handed event never
+// overtakes them nor another worker's (see turns), on an older one it
+// may, and consumers order a company's events by their sequence.
 //
 // The zero Handoff is ready; a nil *Handoff hands nothing over.
 type Handoff struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -244,5 +245,94 @@ func TestHandedEventsKeepTheirOrderThroughAFailure(t *testing.T) {
 	})
 	if got := fmt.Sprint(sequencesInStream(t, real)); got != "[1 2 3 4 5 6]" {
 		t.Fatalf("acme's events reached the stream as sequences %s, want 1 to 6 in order", got)
+	}
+}
+
+// A company's event that another worker committed and never published
+// (it died in between, or its relay is slow) is not overtaken by the
+// company's next event handed to this worker's relay: the relay leaves the
+// handed event to a look, which publishes both in order.
+func TestHandedEventsWaitForAnotherWorkersEarlierEvent(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	js := connectJS(t, testenv.NATS(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	defer cancel()
+	h := &outbox.Handoff{}
+	wake := make(chan struct{}, 1)
+	relay := newRelay(t, pool, js, outbox.RelayConfig{PollInterval: time.Minute, Gather: -1, Wake: wake, Handoff: h})
+	runRelay(t, relay)
+	// Caught up: the relay's first look found the queue empty.
+	first := writeHanded(t, pool, "beta", 1)
+	eventually(t, "the relay taking handed events", func() (bool, error) { return h.Hand(first), nil })
+	eventually(t, "beta's event published", func() (bool, error) { return streamMsgCount(t, js) == 1, nil })
+
+	// The other worker's commit: acme's event 1, queued, neither handed
+	// here nor notified.
+	writeHanded(t, pool, "acme", 1)
+	handed := writeHanded(t, pool, "acme", 2)
+	if !h.Hand(handed) {
+		t.Fatal("the caught-up relay refused handed events")
+	}
+	eventually(t, "every event published", func() (bool, error) {
+		n, err := countUnpublished(ctx, pool)
+		return n == 0 && streamMsgCount(t, js) == 4, err
+	})
+	if got := sequencesInStream(t, js); !slices.Equal(got, []int64{1, 1, 2, 3}) {
+		t.Fatalf("sequences in stream order %v, want beta's 1, then acme's 1, 2, 3", got)
+	}
+}
+
+// While its looks hold a company's events out of turn, the relay still
+// takes out the keys of handed events it published: a look skips those
+// keys, so left in the queue they would stay there.
+func TestHandedKeysLeaveTheQueueWhileALookHoldsEvents(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	js := connectJS(t, testenv.NATS(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	defer cancel()
+	h := &outbox.Handoff{}
+	wake := make(chan struct{}, 1)
+	relay := newRelay(t, pool, js, outbox.RelayConfig{PollInterval: time.Minute, Gather: -1, Wake: wake, Handoff: h})
+	runRelay(t, relay)
+	// Caught up: the relay's first look found the queue empty.
+	before := writeHanded(t, pool, "beta", 1)
+	eventually(t, "the relay taking handed events", func() (bool, error) { return h.Hand(before), nil })
+	eventually(t, "beta's first event published", func() (bool, error) { return streamMsgCount(t, js) == 1, nil })
+
+	// Another relay claimed acme's first event and has not published it.
+	first := writeHanded(t, pool, "acme", 1)
+	claim, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claim.Rollback(ctx)
+	if _, err := claim.Exec(ctx, `SELECT 1 FROM outbox_pending WHERE event_id = $1 FOR UPDATE`, first[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	// Beta's second event is handed and published, and before its key
+	// leaves the queue (removeAfter) a look begins holding acme's second.
+	beta := writeHanded(t, pool, "beta", 1)
+	eventually(t, "the relay taking handed events", func() (bool, error) { return h.Hand(beta), nil })
+	eventually(t, "beta's second event published", func() (bool, error) { return streamMsgCount(t, js) == 2, nil })
+	enqueue(t, pool, "acme", "invoice.created", "waits for acme's first") // notifies: a look holds it
+	eventually(t, "beta's key out of the queue", func() (bool, error) {
+		var queued bool
+		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM outbox_pending WHERE event_id = $1)`, beta[0].ID).Scan(&queued)
+		return !queued, err
+	})
+	if got := sequencesInStream(t, js); !slices.Equal(got, []int64{1, 2}) {
+		t.Fatalf("sequences in stream order %v while acme's first is claimed elsewhere, want beta's 1, 2 only", got)
+	}
+	if err := claim.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "acme's events published once their first is free", func() (bool, error) {
+		n, err := countUnpublished(ctx, pool)
+		return n == 0, err
+	})
+	if got := sequencesInStream(t, js); !slices.Equal(got, []int64{1, 2, 1, 2}) {
+		t.Fatalf("sequences in stream order %v, want beta's 1, 2, then acme's 1, 2", got)
 	}
 }

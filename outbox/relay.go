@@ -1,10 +1,13 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -103,6 +106,9 @@ type Relay struct {
 	js     jetstream.JetStream
 	cfg    RelayConfig
 	tracer trace.Tracer
+	// turns keeps each company's events in order across relays; nil
+	// against a server older than EventOrderVersion.
+	turns *turns
 }
 
 // NewRelay returns a relay from pool to js.
@@ -111,7 +117,12 @@ func NewRelay(pool *pgxpool.Pool, js jetstream.JetStream, cfg RelayConfig) (*Rel
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Relay{pool: pool, js: js, cfg: cfg, tracer: cfg.TracerProvider.Tracer(tracerName)}, nil
+	r := &Relay{pool: pool, js: js, cfg: cfg, tracer: cfg.TracerProvider.Tracer(tracerName), turns: newTurns(js, pool)}
+	if js != nil && js.Conn() != nil && r.turns == nil {
+		cfg.Logger.Info("outbox relay: each company's events keep their order within this worker only; across workers that needs nats-server "+EventOrderVersion+" or newer",
+			"nats_server", js.Conn().ConnectedServerVersion())
+	}
+	return r, nil
 }
 
 // Run relays events until ctx is cancelled. It wakes on NOTIFY and polls as
@@ -139,6 +150,11 @@ func (r *Relay) Run(ctx context.Context) error {
 	outage := retry.Outage{What: "relaying outbox events", Logger: r.cfg.Logger, Min: 200 * time.Millisecond}
 	look := true
 	var looked time.Time
+	// After a look that held events out of turn (another relay is
+	// publishing their predecessors) the next comes after wait, doubling
+	// while they stay held; meanwhile the relay serves its handoff.
+	var wait time.Duration
+	var again <-chan time.Time
 	for ctx.Err() == nil {
 		if look {
 			// Transactions handed over and still queued go back to the
@@ -150,14 +166,21 @@ func (r *Relay) Run(ctx context.Context) error {
 				r.giveBack(handed)
 			}
 			looked = time.Now()
-			n, err := r.RelayOnce(ctx)
+			n, held, err := r.relayOnce(ctx)
 			if err != nil && ctx.Err() == nil {
 				pglisten.Sleep(ctx, outage.Failed(err))
 				continue
 			}
 			outage.Succeeded()
-			if n == r.cfg.BatchSize {
-				continue
+			again = nil
+			if held > 0 {
+				wait = min(max(2*wait, turnWait), maxTurnWait)
+				again = time.After(wait)
+			} else {
+				wait = 0
+				if n == r.cfg.BatchSize {
+					continue
+				}
 			}
 		}
 		look = true
@@ -175,6 +198,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		case <-r.cfg.Wake:
 			pglisten.Gather(ctx, r.cfg.Gather, wake, r.cfg.Wake)
 		case <-poll.C:
+		case <-again:
 		case events := <-handed:
 			// A failure leaves the events to a look, at once.
 			look = r.publishHanded(ctx, events) != nil
@@ -187,22 +211,50 @@ func (r *Relay) Run(ctx context.Context) error {
 	return nil
 }
 
-// publishHanded publishes events handed over (see Handoff).
+// turnWait and maxTurnWait bound the wait between looks that held
+// events out of turn.
+const (
+	turnWait    = 10 * time.Millisecond
+	maxTurnWait = time.Second
+)
+
+// publishHanded publishes events handed over (see Handoff). Events held
+// out of turn are left to a look, which claims their predecessors too.
 func (r *Relay) publishHanded(ctx context.Context, events []Event) error {
+	events = inTurn(events)
 	batch := make([]pending, len(events))
 	for i, ev := range events {
-		batch[i] = pending{id: ev.ID, company: ev.Company, typ: ev.Type, subj: ev.Subject(), body: string(ev.body),
+		batch[i] = pending{id: ev.ID, company: ev.Company, seq: ev.Sequence, typ: ev.Type, subj: ev.Subject(), body: string(ev.body),
 			traceparent: ev.traceparent, tracestate: ev.tracestate}
 	}
-	if err := r.publish(ctx, batch); err != nil {
+	held, err := r.publish(ctx, batch)
+	if err != nil {
 		r.cfg.Handoff.failed(events)
 		if ctx.Err() == nil {
 			r.cfg.Logger.Info("outbox relay failed to publish handed events; a look at the queue publishes them", "events", len(events), "error", err)
 		}
 		return err
 	}
-	r.cfg.Handoff.published(events)
-	return nil
+	if len(held) == 0 {
+		r.cfg.Handoff.published(events)
+		return nil
+	}
+	out := make([]bool, len(events))
+	for _, i := range held {
+		out[i] = true
+	}
+	var done, left []Event
+	for i, ev := range events {
+		if out[i] {
+			left = append(left, ev)
+		} else {
+			done = append(done, ev)
+		}
+	}
+	r.cfg.Handoff.published(done)
+	r.cfg.Handoff.failed(left)
+	r.cfg.Logger.Debug("outbox relay left handed events out of turn to a look", "events", len(left))
+	return errOutOfTurn
 }
 
 // giveBack leaves the events still queued for a relay that stops to the
@@ -252,24 +304,50 @@ func (r *Relay) removeHanded(ctx context.Context) {
 	}
 }
 
+// inTurn returns events with each company's in the order of their
+// sequence, as publish takes them. The events of one transaction are
+// written in that order already (a handful: the check is quadratic); a
+// copy is sorted only when they are not.
+func inTurn(events []Event) []Event {
+	for i, e := range events {
+		for _, before := range events[:i] {
+			if before.Company == e.Company && before.Sequence > e.Sequence {
+				return slices.SortedStableFunc(slices.Values(events), func(a, b Event) int {
+					return cmp.Or(strings.Compare(a.Company, b.Company), cmp.Compare(a.Sequence, b.Sequence))
+				})
+			}
+		}
+	}
+	return events
+}
+
 // pending is an event to publish.
 type pending struct {
 	id                      uuid.UUID
 	company, typ, subj      string
+	seq                     int64 // among the company's events
 	body                    string
 	traceparent, tracestate string
 }
 
 // RelayOnce publishes one batch of unpublished events, taking them out of
 // the queue once all are acknowledged, and returns how many it published.
+// Events whose company's earlier events another relay has yet to publish
+// stay queued.
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
-	var n int
+	n, held, err := r.relayOnce(ctx)
+	return n - held, err
+}
+
+// relayOnce is RelayOnce; it returns how many events it claimed and how
+// many of them it left queued out of turn.
+func (r *Relay) relayOnce(ctx context.Context) (n, held int, err error) {
 	skip := [][16]byte{} // not uuid.UUID, which pgx encodes as text; not nil, which is NULL
 	var mark uint64
 	if r.cfg.Handoff != nil {
 		skip, mark = r.cfg.Handoff.look()
 	}
-	err := func() error {
+	err = func() error {
 		// One round trip begins the transaction, selects its settings and
 		// takes the events out of the queue; the keys come back if the
 		// transaction rolls back, which it does unless every event of the
@@ -300,10 +378,10 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 					SELECT event_id FROM outbox_pending WHERE event_id <> ALL ($2)
 					 ORDER BY event_id LIMIT $1 FOR UPDATE SKIP LOCKED))
 				RETURNING event_id)
-			SELECT e.id, e.company_id, e.type, e.body::text, coalesce(e.traceparent, ''), coalesce(e.tracestate, '')
+			SELECT e.id, e.company_id, e.sequence, e.type, e.body::text, coalesce(e.traceparent, ''), coalesce(e.tracestate, '')
 			  FROM outbox_events e
 			 WHERE e.id = ANY (ARRAY (SELECT event_id FROM taken))
-			 ORDER BY e.id`, r.cfg.BatchSize, skip)
+			 ORDER BY e.company_id, e.sequence`, r.cfg.BatchSize, skip)
 		br := r.pool.SendBatch(ctx, claim)
 		tx := br.Tx()
 		defer tx.Rollback(context.WithoutCancel(ctx))
@@ -320,7 +398,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		var batch []pending
 		for rows.Next() {
 			var p pending
-			if err := rows.Scan(&p.id, &p.company, &p.typ, &p.body, &p.traceparent, &p.tracestate); err != nil {
+			if err := rows.Scan(&p.id, &p.company, &p.seq, &p.typ, &p.body, &p.traceparent, &p.tracestate); err != nil {
 				return fmt.Errorf("read event: %w", err)
 			}
 			p.subj = protocol.EventSubject(p.company, p.typ)
@@ -335,25 +413,38 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		if len(batch) == 0 {
 			return tx.Commit(ctx)
 		}
-		if err := r.publish(ctx, batch); err != nil {
+		out, err := r.publish(ctx, batch)
+		if err != nil {
 			return err
+		}
+		if len(out) > 0 {
+			// Out of turn: back in the queue, for a later look.
+			ids := make([][16]byte, len(out))
+			for k, i := range out {
+				ids[k] = batch[i].id
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO outbox_pending (event_id) SELECT unnest($1::uuid[]) ON CONFLICT DO NOTHING`, ids); err != nil {
+				return fmt.Errorf("queue events out of turn again: %w", err)
+			}
 		}
 		if err := tx.Commit(ctx); err != nil {
 			return fmt.Errorf("mark events published: %w", err)
 		}
-		n = len(batch)
+		n, held = len(batch), len(out)
 		return nil
 	}()
 	if r.cfg.Handoff != nil {
-		r.cfg.Handoff.looked(mark, err == nil && n < r.cfg.BatchSize)
+		r.cfg.Handoff.looked(mark, err == nil && n < r.cfg.BatchSize && held == 0)
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return n, nil
+		return n, held, nil
 	}
-	return n, err
+	return n, held, err
 }
 
-// publish publishes batch and waits until JetStream acknowledged all of it.
+// publish publishes batch and waits until JetStream acknowledged all of it
+// but the events it returns, which are out of turn (see turns): another
+// relay has yet to publish an earlier event of their company.
 //
 // One company's events are published one at a time, each once the one
 // before it is acknowledged; different companies' go out together. A
@@ -363,7 +454,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 // published again. So a company's events in the stream are always the
 // first of its batch, in order, and a failure stops the batch before the
 // company's next event.
-func (r *Relay) publish(ctx context.Context, batch []pending) error {
+func (r *Relay) publish(ctx context.Context, batch []pending) (held []int, err error) {
 	spans := make([]trace.Span, len(batch))
 	// Every span ends, also when the batch is abandoned half-way: a
 	// span left open is never exported. Ending one twice is a no-op.
@@ -376,39 +467,78 @@ func (r *Relay) publish(ctx context.Context, batch []pending) error {
 	}()
 	timeout := time.NewTimer(r.cfg.PublishTimeout)
 	defer timeout.Stop()
+	// The reads of turns (the stream, the queue) are bounded as the
+	// acknowledgements are.
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+	defer cancel()
+	var waiting map[string]bool // companies with an event out of turn
+	hold := func(i int) {
+		if waiting == nil {
+			waiting = map[string]bool{}
+		}
+		waiting[batch[i].company] = true
+		held = append(held, i)
+		spans[i].SetStatus(codes.Error, errOutOfTurn.Error())
+	}
 	rounds := companyRounds(batch)
 	futures := make([]jetstream.PubAckFuture, 0, len(batch))
+	sent := make([]int, 0, len(batch))
 	for _, round := range rounds {
-		futures = futures[:0]
+		futures, sent = futures[:0], sent[:0]
 		for _, i := range round {
-			f, err := r.publishOne(ctx, batch[i], &spans[i])
-			if err != nil {
-				return err
+			if waiting[batch[i].company] {
+				held = append(held, i)
+				continue
 			}
-			futures = append(futures, f)
+			f, err := r.publishOne(ctx, &batch[i], &spans[i])
+			switch {
+			case errors.Is(err, errOutOfTurn):
+				hold(i)
+			case err != nil:
+				return nil, err
+			case f != nil:
+				futures = append(futures, f)
+				sent = append(sent, i)
+			}
 		}
 		for k, f := range futures {
-			i := round[k]
+			i := sent[k]
 			select {
-			case <-f.Ok():
+			case ack := <-f.Ok():
+				r.acked(&batch[i], ack)
 				spans[i].End()
 			case err := <-f.Err():
+				if r.turns != nil && refused(err) {
+					r.cfg.Logger.Debug("outbox relay: JetStream refused an event's publication", "company", batch[i].company, "sequence", batch[i].seq, "error", err)
+					// Another relay published an event of the company
+					// since this one looked: look again.
+					err = r.publishAgain(ctx, &batch[i], spans[i])
+					if errors.Is(err, errOutOfTurn) {
+						hold(i)
+						continue
+					}
+					if err == nil {
+						spans[i].End()
+						continue
+					}
+				}
 				spans[i].SetStatus(codes.Error, err.Error())
-				return fmt.Errorf("publish event %s: %w", batch[i].id, err)
+				return nil, fmt.Errorf("publish event %s: %w", batch[i].id, err)
 			case <-timeout.C:
 				spans[i].SetStatus(codes.Error, "no acknowledgement from JetStream")
-				return fmt.Errorf("publish events: no acknowledgement from JetStream within %s", r.cfg.PublishTimeout)
+				return nil, fmt.Errorf("publish events: no acknowledgement from JetStream within %s", r.cfg.PublishTimeout)
 			case <-ctx.Done():
-				return ctx.Err()
+				return nil, ctx.Err()
 			}
 		}
 	}
-	return nil
+	return held, nil
 }
 
 // publishOne sends p without waiting for its acknowledgement, under a
-// producer span it stores in *sp.
-func (r *Relay) publishOne(ctx context.Context, p pending, sp *trace.Span) (jetstream.PubAckFuture, error) {
+// producer span it stores in *sp. It returns no future when the stream
+// holds p already, and errOutOfTurn when p must wait (see turns).
+func (r *Relay) publishOne(ctx context.Context, p *pending, sp *trace.Span) (jetstream.PubAckFuture, error) {
 	// A span per event, not per batch: the events of a batch belong to
 	// different commands' traces.
 	_, *sp = r.tracer.Start(tracecontext.FromColumns(ctx, p.traceparent, p.tracestate), "onceledger.publish "+p.typ,
@@ -421,16 +551,65 @@ func (r *Relay) publishOne(ctx context.Context, p pending, sp *trace.Span) (jets
 			attribute.String("onceledger.company", p.company),
 			attribute.String("onceledger.event_type", p.typ),
 		))
-	msg := nats.NewMsg(p.subj)
-	msg.Data = []byte(p.body)
-	msg.Header.Set(jetstream.MsgIDHeader, p.id.String())
-	tracecontext.ToHeader(trace.ContextWithSpan(ctx, *sp), msg.Header)
-	f, err := r.js.PublishMsgAsync(msg)
+	var opts []jetstream.PublishOpt
+	if r.turns != nil {
+		after, published, err := r.turns.expect(ctx, p)
+		if err != nil || published {
+			return nil, err
+		}
+		opts = append(opts, jetstream.WithExpectLastSequenceForSubject(after, companyFilter(p.company)))
+	}
+	f, err := r.js.PublishMsgAsync(r.message(ctx, p, *sp), opts...)
 	if err != nil {
 		(*sp).SetStatus(codes.Error, err.Error())
 		return nil, fmt.Errorf("publish event %s: %w", p.id, err)
 	}
 	return f, nil
+}
+
+// publishAgain publishes p once more, reading its company's last event
+// in the stream first, after JetStream refused it because another relay
+// published one since; it waits for the acknowledgement.
+func (r *Relay) publishAgain(ctx context.Context, p *pending, sp trace.Span) error {
+	for try := range refusedTries {
+		r.turns.forget(p.company)
+		after, published, err := r.turns.read(ctx, p)
+		if err != nil || published {
+			return err
+		}
+		ack, err := r.js.PublishMsg(ctx, r.message(ctx, p, sp), jetstream.WithExpectLastSequenceForSubject(after, companyFilter(p.company)))
+		if err == nil {
+			r.acked(p, ack)
+			return nil
+		}
+		if !refused(err) {
+			return err
+		}
+		r.cfg.Logger.Debug("outbox relay: JetStream refused an event's publication", "company", p.company, "sequence", p.seq, "after", after, "error", err)
+		pglisten.Sleep(ctx, time.Duration(try+1)*turnWait)
+	}
+	// Others keep publishing the company's events: a later look.
+	return errOutOfTurn
+}
+
+// refusedTries bounds publishAgain.
+const refusedTries = 3
+
+// message is p's message, carrying the context of sp.
+func (r *Relay) message(ctx context.Context, p *pending, sp trace.Span) *nats.Msg {
+	msg := nats.NewMsg(p.subj)
+	msg.Data = []byte(p.body)
+	msg.Header.Set(jetstream.MsgIDHeader, p.id.String())
+	tracecontext.ToHeader(trace.ContextWithSpan(ctx, sp), msg.Header)
+	return msg
+}
+
+// acked records p's acknowledgement: its company's last event in the
+// stream.
+func (r *Relay) acked(p *pending, ack *jetstream.PubAck) {
+	if r.turns != nil && ack != nil {
+		r.turns.remember(p.company, turn{seq: p.seq, streamSeq: ack.Sequence})
+	}
 }
 
 // companyRounds splits batch, in its order, into rounds that hold at most

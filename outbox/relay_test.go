@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,9 +198,14 @@ func TestRelayOnceSkipsLockedEvents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 
+	// Another relay claimed acme's first two events: acme's next two wait
+	// for them (a company's events keep their order), beta's go out.
 	var events []outbox.Event
 	for i := range 4 {
 		events = append(events, enqueue(t, pool, "acme", "invoice.created", i))
+	}
+	for i := range 2 {
+		events = append(events, enqueue(t, pool, "beta", "invoice.created", i))
 	}
 	claim, err := pool.Begin(ctx)
 	if err != nil {
@@ -219,16 +225,19 @@ func TestRelayOnceSkipsLockedEvents(t *testing.T) {
 	}
 	rows := storedRows(t, pool)
 	for i, ev := range events {
-		if published := rows[ev.ID].Published; published != (i >= 2) {
-			t.Fatalf("event %d published = %t, want %t", i, published, i >= 2)
+		if published := rows[ev.ID].Published; published != (i >= 4) {
+			t.Fatalf("event %d (%s %d) published = %t, want %t", i, ev.Company, ev.Sequence, published, i >= 4)
 		}
 	}
 
 	if err := claim.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := relay.RelayOnce(ctx); err != nil || n != 2 {
-		t.Fatalf("RelayOnce after the claim ended = %d, %v; want 2, nil", n, err)
+	if n, err := relay.RelayOnce(ctx); err != nil || n != 4 {
+		t.Fatalf("RelayOnce after the claim ended = %d, %v; want 4, nil", n, err)
+	}
+	if got := sequencesInStream(t, js); !slices.Equal(got, []int64{1, 2, 1, 2, 3, 4}) {
+		t.Fatalf("sequences in stream order %v, want beta's 1, 2 and then acme's 1–4", got)
 	}
 }
 
@@ -378,7 +387,7 @@ func (c countingJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (
 	return c.JetStream.PublishMsgAsync(m, opts...)
 }
 
-func TestConcurrentRelaysPublishEveryEventOnce(t *testing.T) {
+func TestConcurrentRelaysPublishEveryEventOnceInOrder(t *testing.T) {
 	t.Parallel()
 	const (
 		companies  = 4
@@ -437,8 +446,22 @@ func TestConcurrentRelaysPublishEveryEventOnce(t *testing.T) {
 		t.Fatalf("stream holds %d messages, want %d", got, total)
 	}
 	inStream := map[string]bool{}
+	last := map[string]int64{}
 	for _, m := range streamMessages(t, observer) {
 		inStream[m.Header.Get(jetstream.MsgIDHeader)] = true
+		// Each company's events are in the stream in their order,
+		// whichever relay claimed them.
+		var ev struct {
+			Company  string `json:"company"`
+			Sequence int64  `json:"sequence"`
+		}
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Sequence != last[ev.Company]+1 {
+			t.Fatalf("%s's event %d at stream sequence %d follows its event %d", ev.Company, ev.Sequence, m.Sequence, last[ev.Company])
+		}
+		last[ev.Company] = ev.Sequence
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -583,5 +606,30 @@ func TestALostPublicationDoesNotReorderItsCompanysEvents(t *testing.T) {
 	}
 	if got := strings.Join(acme, " "); got != "1 2 3" {
 		t.Fatalf("acme's events reached the stream as sequences %s, want 1 2 3", got)
+	}
+}
+
+// A company's events whose IDs are not in the order of their sequences (two
+// workers made them, each its ID before it took the company's counter) are
+// published in the order of their sequences, all in one look.
+func TestRelayPublishesInSequenceOrderWhateverTheIDs(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	js := connectJS(t, testenv.NATS(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	// Sequence 1 has the largest ID, sequence 3 the smallest.
+	for seq, id := range map[int]string{1: "01a25000-0000-7000-8000-000000000003", 2: "01a25000-0000-7000-8000-000000000002", 3: "01a25000-0000-7000-8000-000000000001"} {
+		if _, err := pool.Exec(ctx, `INSERT INTO outbox_events (id, company_id, sequence, type, body)
+			VALUES ($1::uuid, 'acme', $2::bigint, 'invoice.created', json_build_object('id', $1::text, 'company', 'acme', 'sequence', $2::bigint))`, id, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relay := newRelay(t, pool, js, outbox.RelayConfig{})
+	if n, err := relay.RelayOnce(ctx); err != nil || n != 3 {
+		t.Fatalf("RelayOnce = %d, %v; want 3, nil", n, err)
+	}
+	if got := sequencesInStream(t, js); !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Fatalf("sequences in stream order %v, want 1, 2, 3", got)
 	}
 }

@@ -2,8 +2,8 @@ package streams
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/onceledger/onceledger/internal/jsstream"
 )
 
 // MinServerVersion is the oldest nats-server the worker runs against. The
@@ -27,9 +27,7 @@ const CellsVersion = "2.10.0"
 // CheckCellsVersion returns an error naming both versions when a
 // nats-server reporting version cannot partition the command stream.
 func CheckCellsVersion(version string) error {
-	v, ok := parseVersion(version)
-	want, _ := parseVersion(CellsVersion)
-	if !ok || v.less(want) {
+	if !jsstream.AtLeast(version, CellsVersion) {
 		return fmt.Errorf("nats-server %q cannot partition the command stream: cells need nats-server %s or newer", version, CellsVersion)
 	}
 	return nil
@@ -42,11 +40,11 @@ func CheckServerVersion(version string) error {
 	if version == "" {
 		return fmt.Errorf("not connected to a nats-server, so its version is unknown; onceledger needs nats-server %s or newer", MinServerVersion)
 	}
-	v, ok := parseVersion(version)
+	v, ok := jsstream.ParseVersion(version)
 	if !ok {
 		return fmt.Errorf("nats-server reports version %q, which is not major.minor.patch; onceledger needs nats-server %s or newer", version, MinServerVersion)
 	}
-	if min, _ := parseVersion(MinServerVersion); v.less(min) {
+	if min, _ := jsstream.ParseVersion(MinServerVersion); v.Less(min) {
 		return fmt.Errorf("nats-server %s is too old: onceledger needs nats-server %s or newer", version, MinServerVersion)
 	}
 	return nil
@@ -56,42 +54,5 @@ func CheckServerVersion(version string) error {
 // terminate with a reason. An unreadable version counts as old: a plain
 // terminate works on every server, and the dead letter carries the reason.
 func TermWithReason(version string) bool {
-	v, ok := parseVersion(version)
-	want, _ := parseVersion(TermReasonVersion)
-	return ok && !v.less(want)
-}
-
-type version struct{ major, minor, patch int }
-
-func (v version) less(w version) bool {
-	if v.major != w.major {
-		return v.major < w.major
-	}
-	if v.minor != w.minor {
-		return v.minor < w.minor
-	}
-	return v.patch < w.patch
-}
-
-// parseVersion reads major.minor.patch, with an optional leading "v", and
-// ignores a pre-release or build suffix ("2.10.0-beta.3" is 2.10.0: the
-// features it has are those of the release it leads to).
-func parseVersion(s string) (version, bool) {
-	s = strings.TrimPrefix(s, "v")
-	if i := strings.IndexAny(s, "-+"); i >= 0 {
-		s = s[:i]
-	}
-	parts := strings.Split(s, ".")
-	if len(parts) != 3 {
-		return version{}, false
-	}
-	var n [3]int
-	for i, p := range parts {
-		x, err := strconv.Atoi(p)
-		if err != nil || x < 0 || p == "" || p[0] == '+' {
-			return version{}, false
-		}
-		n[i] = x
-	}
-	return version{n[0], n[1], n[2]}, true
+	return jsstream.AtLeast(version, TermReasonVersion)
 }

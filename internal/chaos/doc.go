@@ -116,14 +116,10 @@
 //     malformed message left a key behind;
 //   - every event is in LEDGER_EVT under its ID with its body, and the
 //     events match the successful keys;
-//   - with one worker, each company's events are in LEDGER_EVT in
-//     increasing order of their sequence, none twice
-//     (events_in_order_per_company), as a consumer of one company's events
-//     reads them; a violation names the company and the two sequences.
-//     With several workers the order holds within each one's relay, not
-//     across them (one that dies between commit and publication leaves
-//     its events to the next look, after the other published later ones),
-//     so the messages out of order are counted in the report, not checked;
+//   - each company's events are in LEDGER_EVT in increasing order of
+//     their sequence, none twice (events_in_order_per_company), as a
+//     consumer of one company's events reads them, whichever worker
+//     published them; a violation names the company and the two sequences;
 //   - every event reached its company's endpoint, verified, with webhook-id
 //     equal to its ID and its body, and the receiver accepted no ID twice
 //     with different bodies.

@@ -184,7 +184,7 @@ func (r *runner) run(ctx context.Context) error {
 	r.rep.add(settled)
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	if err := verify(cctx, r.rep, r.pool, r.gen, r.rcv, ops, r.cfg.Workers == 1); err != nil {
+	if err := verify(cctx, r.rep, r.pool, r.gen, r.rcv, ops); err != nil {
 		return fmt.Errorf("checks: %w", err)
 	}
 	return nil
