@@ -385,6 +385,7 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 		{"invoice", `SELECT id::text, company_id, number, sequence, order_id, journal_entry_id::text FROM invoices`},
 		{"credit note", `SELECT id::text, company_id, number, sequence, '', journal_entry_id::text FROM credit_notes`},
 		{"payment", `SELECT id::text, company_id, payment_ref, 0, '', journal_entry_id::text FROM payments`},
+		{"manual journal entry", `SELECT id::text, company_id, entry_ref, 0, '', journal_entry_id::text FROM manual_journals`},
 	}
 	counts := map[string]int64{}
 	for _, q := range queries {
@@ -424,6 +425,7 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 	rep.count("invoices", counts["invoice"])
 	rep.count("credit notes", counts["credit note"])
 	rep.count("payments", counts["payment"])
+	rep.count("manual journal entries", counts["manual journal entry"])
 	rep.count("journal entries", int64(len(entries)))
 
 	named := map[string]string{}      // document id → key that names it
@@ -446,6 +448,8 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 			Sequence     int64  `json:"sequence"`
 			OrderID      string `json:"order_id"`
 			Entry        string `json:"journal_entry_id"`
+			JournalID    string `json:"manual_journal_id"`
+			EntryRef     string `json:"entry_ref"`
 		}
 		_ = json.Unmarshal(res.Result, &v)
 		var id string
@@ -457,6 +461,8 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 			id, want.kind = v.CreditNoteID, "credit note"
 		case new(ledger.RecordPayment).CommandName():
 			id, want.kind, want.number = v.PaymentID, "payment", v.PaymentRef
+		case new(ledger.RecordJournalEntry).CommandName():
+			id, want.kind, want.number = v.JournalID, "manual journal entry", v.EntryRef
 		default:
 			continue
 		}
@@ -744,7 +750,8 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 	// Events per type against the successful keys that must have written them.
 	want := map[string]int64{}
 	eventOf := map[string]string{new(ledger.CreateCompany).CommandName(): ledger.EventCompanyCreated, new(ledger.CreateInvoice).CommandName(): ledger.EventInvoiceCreated,
-		new(ledger.CreateCreditNote).CommandName(): ledger.EventCreditNoteCreated, new(ledger.RecordPayment).CommandName(): ledger.EventPaymentRecorded}
+		new(ledger.CreateCreditNote).CommandName(): ledger.EventCreditNoteCreated, new(ledger.RecordPayment).CommandName(): ledger.EventPaymentRecorded,
+		new(ledger.RecordJournalEntry).CommandName(): ledger.EventJournalEntryRecorded}
 	for _, row := range inbox {
 		if t, ok := eventOf[row.command]; ok && row.status == protocol.StatusOK {
 			want[t]++

@@ -26,15 +26,20 @@ const (
 	kindDupInvoice                   // invoice.create for an order another key already used
 	kindPayment                      // payment.record, allocated to an invoice when one is known
 	kindCreditNote                   // credit_note.create of one unit of an invoice's first line
+	kindJournal                      // journal_entry.record: a bank fee, its own reference
 	kindUnknownCompany               // invoice.create for a company that does not exist
 	kindMalformed                    // never valid: answered with its refusal, never dead-lettered
 )
 
 var kindNames = map[opKind]string{
 	kindCompany: new(ledger.CreateCompany).CommandName(), kindEndpoint: new(ledger.CreateWebhookEndpoint).CommandName(), kindInvoice: "invoice",
-	kindDupInvoice: "invoice, business duplicate", kindPayment: "payment", kindCreditNote: "credit note",
+	kindDupInvoice: "invoice, business duplicate", kindPayment: "payment", kindCreditNote: "credit note", kindJournal: "manual journal entry",
 	kindUnknownCompany: "unknown company", kindMalformed: "malformed",
 }
+
+// allKinds are the kinds of the load, in the order of their weights in
+// planner.next and of the report.
+var allKinds = []opKind{kindInvoice, kindDupInvoice, kindPayment, kindCreditNote, kindJournal, kindUnknownCompany, kindMalformed}
 
 // mode is how the producer of an operation behaves.
 type mode int
@@ -186,8 +191,7 @@ func (p *planner) weighted(weights ...int) int {
 func (p *planner) next(i int, runID string) *op {
 	o := &op{company: p.companies[p.rng.IntN(len(p.companies))], pick: p.rng.Uint64()}
 	o.key = fmt.Sprintf("k%06d-%08x", i, p.rng.Uint32())
-	kinds := []opKind{kindInvoice, kindDupInvoice, kindPayment, kindCreditNote, kindUnknownCompany, kindMalformed}
-	o.kind = kinds[p.weighted(56, 5, 14, 14, 2, 5)]
+	o.kind = allKinds[p.weighted(52, 5, 14, 14, 4, 2, 5)]
 	if o.kind == kindDupInvoice && len(p.invoices[o.company]) == 0 {
 		o.kind = kindInvoice
 	}
@@ -216,6 +220,20 @@ func (p *planner) next(i int, runID string) *op {
 		o.command = new(ledger.RecordPayment).CommandName()
 	case kindCreditNote:
 		o.command = new(ledger.CreateCreditNote).CommandName()
+	case kindJournal:
+		o.command = new(ledger.RecordJournalEntry).CommandName()
+		je := map[string]any{
+			"entry_ref": fmt.Sprintf("je-%06d", i), "date": "2026-12-04", "reason": "Bank fee", "currency": "EUR",
+			"lines": []map[string]string{
+				{"account": ledger.AccountProviderFees, "debit": fmt.Sprintf("%d.%02d", 1+p.rng.IntN(9), p.rng.IntN(100))},
+				{"account": ledger.AccountBank},
+			},
+		}
+		lines := je["lines"].([]map[string]string)
+		lines[1]["credit"] = lines[0]["debit"]
+		o.body, _ = json.Marshal(je)
+		je["reason"] = "Bank fee, corrected"
+		o.changed, _ = json.Marshal(je)
 	case kindMalformed:
 		o.mode = modeOnce
 		o.command = new(ledger.CreateInvoice).CommandName()

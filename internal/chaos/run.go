@@ -532,7 +532,7 @@ func (r *runner) counts(load []*op, replays int) {
 	}
 	rep.count("operations started", g.started.Load()-int64(2*r.cfg.Companies))
 	rep.count("operations skipped (load timeout)", g.skipped.Load())
-	for _, k := range []opKind{kindInvoice, kindDupInvoice, kindPayment, kindCreditNote, kindUnknownCompany, kindMalformed} {
+	for _, k := range allKinds {
 		rep.count("  "+kindNames[k], kinds[k])
 	}
 	for _, m := range []mode{modeOnce, modeRetry, modeConcurrent, modeChanged} {
