@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -179,7 +180,12 @@ type gatedJS struct {
 	id      atomic.Value // string
 	reached chan struct{}
 	gate    chan struct{}
+	open    sync.Once
 }
+
+// release opens the gate; once, whoever calls it first (the test, or its
+// cleanup after a failure, so that the relay can stop).
+func (g *gatedJS) release() { g.open.Do(func() { close(g.gate) }) }
 
 func (g *gatedJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
 	if id, _ := g.id.Load().(string); id != "" && m.Header.Get(jetstream.MsgIDHeader) == id {
@@ -223,6 +229,11 @@ func TestHandedEventsKeepTheirOrderThroughAFailure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	runRelay(t, relay)
+	t.Cleanup(js.release) // before the relay stops
+	// Caught up: the relay's first look found the queue empty.
+	warm := writeHanded(t, pool, "beta", 1)
+	eventually(t, "the relay taking handed events", func() (bool, error) { return h.Hand(warm), nil })
+	eventually(t, "beta's event published", func() (bool, error) { return streamMsgCount(t, real) == 1, nil })
 	first := writeHanded(t, pool, "acme", 2)
 	js.id.Store(first[0].ID.String())
 	eventually(t, "the relay taking handed events", func() (bool, error) { return h.Hand(first), nil })
@@ -235,16 +246,16 @@ func TestHandedEventsKeepTheirOrderThroughAFailure(t *testing.T) {
 	}
 	writeHanded(t, pool, "acme", 2)
 	h.Left()
-	close(js.gate)
+	js.release()
 	wake <- struct{}{}
 	eventually(t, "every event published", func() (bool, error) {
 		if n, err := countUnpublished(ctx, pool); err != nil || n != 0 {
 			return false, err
 		}
-		return streamMsgCount(t, real) == 6, nil
+		return streamMsgCount(t, real) == 7, nil
 	})
-	if got := fmt.Sprint(sequencesInStream(t, real)); got != "[1 2 3 4 5 6]" {
-		t.Fatalf("acme's events reached the stream as sequences %s, want 1 to 6 in order", got)
+	if got := fmt.Sprint(sequencesInStream(t, real)); got != "[1 1 2 3 4 5 6]" {
+		t.Fatalf("the events reached the stream as sequences %s, want beta's 1, then acme's 1 to 6 in order", got)
 	}
 }
 
