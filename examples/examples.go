@@ -25,6 +25,8 @@ var Commands = map[string]string{
 	"customer_credit_apply.json":           new(ledger.ApplyCustomerCredit).CommandName(),
 	"customer_credit_refund.json":          new(ledger.RefundCustomerCredit).CommandName(),
 	"period_close.json":                    new(ledger.ClosePeriod).CommandName(),
+	"period_close_december.json":           new(ledger.ClosePeriod).CommandName(),
+	"year_close.json":                      new(ledger.CloseYear).CommandName(),
 	"fx_rate.json":                         new(ledger.RecordFXRate).CommandName(),
 	"settlement.json":                      new(ledger.RecordSettlement).CommandName(),
 	"purchase_invoice.json":                new(ledger.RecordPurchaseInvoice).CommandName(),
@@ -49,7 +51,7 @@ var Order = []string{
 	"customer_credit_refund.json", "settlement.json", "period_close.json", "fx_rate.json",
 	"purchase_invoice.json", "supplier_payment.json", "journal_entry.json", "purchase_invoice_reverse_charge.json", "purchase_credit_note.json",
 	"purchase_invoice_reverse.json", "asset.json",
-	"depreciation.json", "invoice_intra_eu.json",
+	"depreciation.json", "invoice_intra_eu.json", "period_close_december.json", "year_close.json",
 	"webhook_endpoint.json",
 	"webhook_endpoint_update.json", "webhook_endpoint_rotate_secret.json", "webhook_endpoint_disable.json",
 }

@@ -37,6 +37,7 @@ var commands = register(
 	new(ApplyCustomerCredit),
 	new(RefundCustomerCredit),
 	new(ClosePeriod),
+	new(CloseYear),
 	new(RecordFXRate),
 
 	new(CreateWebhookEndpoint),

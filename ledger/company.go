@@ -102,6 +102,7 @@ const (
 	AccountCustomerCredits         = "2200"
 	AccountOutputVAT               = "2300"
 	AccountEquity                  = "3000"
+	AccountRetainedEarnings        = "3400"
 	AccountRevenue                 = "4000"
 	AccountExchangeGains           = "4900"
 	AccountExpenses                = "6000"
@@ -124,6 +125,7 @@ func StandardChart() []Account {
 		{AccountCustomerCredits, "Customer credits", TypeLiability},
 		{AccountOutputVAT, "Output VAT payable", TypeLiability},
 		{AccountEquity, "Owner's equity", TypeEquity},
+		{AccountRetainedEarnings, "Retained earnings", TypeEquity},
 		{AccountRevenue, "Sales revenue", TypeRevenue},
 		{AccountExchangeGains, "Realised exchange gains", TypeRevenue},
 		{AccountExpenses, "Operating expenses", TypeExpense},

@@ -27,6 +27,7 @@ const (
 	EventCustomerCreditApplied      = "customer_credit.applied"
 	EventCustomerCreditRefunded     = "customer_credit.refunded"
 	EventPeriodClosed               = "period.closed"
+	EventYearClosed                 = "year.closed"
 	EventFXRateRecorded             = "fx_rate.recorded"
 	EventWebhookEndpointDisabled    = "webhook_endpoint.disabled"
 )
@@ -48,6 +49,7 @@ var EventTypes = []string{
 	EventCustomerCreditApplied,
 	EventCustomerCreditRefunded,
 	EventPeriodClosed,
+	EventYearClosed,
 	EventFXRateRecorded,
 	EventWebhookEndpointDisabled,
 }

@@ -835,6 +835,27 @@ CREATE TABLE public.webhook_endpoints (
 );
 CREATE INDEX webhook_endpoints_company ON public.webhook_endpoints USING btree (company_id) WHERE (status = 'enabled'::text);
 
+CREATE TABLE public.year_closes (
+    id uuid NOT NULL,
+    company_id text NOT NULL,
+    year integer NOT NULL,
+    journal_entry_id uuid,
+    retained_earnings_account text NOT NULL,
+    profit numeric(28,8) NOT NULL,
+    idempotency_key text,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    created_xact xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    CONSTRAINT year_closes_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
+    CONSTRAINT year_closes_four_digit_year CHECK (((year >= 1900) AND (year <= 9999))),
+    CONSTRAINT year_closes_journal_entry_id_fkey FOREIGN KEY (journal_entry_id) REFERENCES public.journal_entries(id) DEFERRABLE INITIALLY DEFERRED,
+    CONSTRAINT year_closes_no_entry_no_profit CHECK (((journal_entry_id IS NOT NULL) OR (profit = (0)::numeric))),
+    CONSTRAINT year_closes_one_per_year UNIQUE (company_id, year),
+    CONSTRAINT year_closes_pkey PRIMARY KEY (id),
+    CONSTRAINT year_closes_retained_earnings_account_fkey FOREIGN KEY (company_id, retained_earnings_account) REFERENCES public.accounts(company_id, code)
+);
+CREATE TRIGGER year_closes_immutable BEFORE DELETE OR UPDATE ON public.year_closes FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
+CREATE TRIGGER year_closes_no_truncate BEFORE TRUNCATE ON public.year_closes FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
+
 CREATE OR REPLACE FUNCTION public.cell_fence(part integer, n integer, cell text)
  RETURNS void
  LANGUAGE plpgsql
@@ -1199,6 +1220,12 @@ BEGIN
       JOIN LATERAL (SELECT max(p.period) AS last_closed FROM period_closes p WHERE p.company_id = a.company_id) c
         ON c.last_closed IS NOT NULL
      WHERE a.entry_date < c.last_closed + interval '1 month'
+       AND NOT (a.source_type = 'year_close'
+                AND a.entry_date = make_date(extract(year FROM a.entry_date)::integer, 12, 31)
+                AND EXISTS (SELECT 1 FROM year_closes y
+                             WHERE y.id = a.source_id AND y.company_id = a.company_id AND y.journal_entry_id = a.id
+                               AND y.year = extract(year FROM a.entry_date)::integer
+                               AND y.created_xact = pg_current_xact_id()))
      LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'journal entry % of company % is dated %, in a month the company closed (every month up to %)',

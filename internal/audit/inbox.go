@@ -42,6 +42,7 @@ WITH kinds (command, noun, field) AS (VALUES
 	('customer_credit.apply', 'credit application', 'application_id'),
 	('customer_credit.refund', 'credit refund', 'refund_id'),
 	('period.close', 'month close', 'close_id'),
+	('year.close', 'year close', 'year_close_id'),
 	('fx_rate.record', 'exchange rate', 'fx_rate_id'),
 	('webhook_endpoint.create', 'webhook endpoint', 'endpoint_id')),
 documents (company_id, command, ref, created_at) AS MATERIALIZED (
@@ -72,6 +73,8 @@ documents (company_id, command, ref, created_at) AS MATERIALIZED (
 	  FROM customer_credit_movements WHERE kind IN ('application', 'refund') AND ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, 'period.close', id::text, closed_at FROM period_closes WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'year.close', id::text, created_at FROM year_closes WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, 'fx_rate.record', id::text, created_at FROM fx_rates WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL

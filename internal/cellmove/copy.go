@@ -57,6 +57,7 @@ var Tables = []table{
 	byCompany("supplier_payments"),
 	{name: "supplier_payment_allocations", where: "payment_id IN (SELECT id FROM supplier_payments WHERE company_id = ANY($companies))"},
 	byCompany("manual_journals"),
+	byCompany("year_closes"),
 	byCompany("assets"),
 	byCompany("depreciation_runs"),
 	byCompany("customer_credits"),

@@ -44,6 +44,7 @@ var eventData = map[string]any{
 	ledger.EventCustomerCreditApplied:      ledger.CreditApplicationView{},
 	ledger.EventCustomerCreditRefunded:     ledger.CreditRefundView{},
 	ledger.EventPeriodClosed:               ledger.PeriodCloseView{},
+	ledger.EventYearClosed:                 ledger.YearCloseView{},
 	ledger.EventFXRateRecorded:             ledger.FXRateView{},
 	ledger.EventWebhookEndpointDisabled:    webhooks.EndpointView{},
 	webhooks.EventTest:                     webhooks.TestEvent{},
