@@ -62,6 +62,21 @@ func writeHanded(t *testing.T, pool *pgxpool.Pool, company string, n int) []outb
 	return events
 }
 
+// caughtUpRelay runs a relay on pool and js, with a handoff and a wake
+// channel and a poll too long to matter, and returns once it is caught up:
+// its first look found the queue empty and it published beta's first
+// event, handed over, which observe's stream then holds alone.
+func caughtUpRelay(t *testing.T, pool *pgxpool.Pool, js, observe jetstream.JetStream) (*outbox.Handoff, chan struct{}) {
+	t.Helper()
+	h := &outbox.Handoff{}
+	wake := make(chan struct{}, 1)
+	runRelay(t, newRelay(t, pool, js, outbox.RelayConfig{PollInterval: time.Minute, Gather: -1, Wake: wake, Handoff: h}))
+	first := writeHanded(t, pool, "beta", 1)
+	eventually(t, "the relay taking handed events", func() (bool, error) { return h.Hand(first), nil })
+	eventually(t, "beta's first event published", func() (bool, error) { return streamMsgCount(t, observe) == 1, nil })
+	return h, wake
+}
+
 // takeRemovals collects h's removals until it has n of them.
 func takeRemovals(t *testing.T, h *outbox.Handoff, n int) []uuid.UUID {
 	t.Helper()
@@ -223,17 +238,10 @@ func TestHandedEventsKeepTheirOrderThroughAFailure(t *testing.T) {
 	pool := newPool(t, 0)
 	real := connectJS(t, testenv.NATS(t))
 	js := &gatedJS{JetStream: real, reached: make(chan struct{}), gate: make(chan struct{})}
-	h := &outbox.Handoff{}
-	wake := make(chan struct{}, 1)
-	relay := newRelay(t, pool, js, outbox.RelayConfig{PollInterval: time.Minute, Gather: -1, Wake: wake, Handoff: h})
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	runRelay(t, relay)
+	h, wake := caughtUpRelay(t, pool, js, real)
 	t.Cleanup(js.release) // before the relay stops
-	// Caught up: the relay's first look found the queue empty.
-	warm := writeHanded(t, pool, "beta", 1)
-	eventually(t, "the relay taking handed events", func() (bool, error) { return h.Hand(warm), nil })
-	eventually(t, "beta's event published", func() (bool, error) { return streamMsgCount(t, real) == 1, nil })
 	first := writeHanded(t, pool, "acme", 2)
 	js.id.Store(first[0].ID.String())
 	eventually(t, "the relay taking handed events", func() (bool, error) { return h.Hand(first), nil })
@@ -269,14 +277,7 @@ func TestHandedEventsWaitForAnotherWorkersEarlierEvent(t *testing.T) {
 	js := connectJS(t, testenv.NATS(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
 	defer cancel()
-	h := &outbox.Handoff{}
-	wake := make(chan struct{}, 1)
-	relay := newRelay(t, pool, js, outbox.RelayConfig{PollInterval: time.Minute, Gather: -1, Wake: wake, Handoff: h})
-	runRelay(t, relay)
-	// Caught up: the relay's first look found the queue empty.
-	first := writeHanded(t, pool, "beta", 1)
-	eventually(t, "the relay taking handed events", func() (bool, error) { return h.Hand(first), nil })
-	eventually(t, "beta's event published", func() (bool, error) { return streamMsgCount(t, js) == 1, nil })
+	h, _ := caughtUpRelay(t, pool, js, js)
 
 	// The other worker's commit: acme's event 1, queued, neither handed
 	// here nor notified.
@@ -303,14 +304,7 @@ func TestHandedKeysLeaveTheQueueWhileALookHoldsEvents(t *testing.T) {
 	js := connectJS(t, testenv.NATS(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
 	defer cancel()
-	h := &outbox.Handoff{}
-	wake := make(chan struct{}, 1)
-	relay := newRelay(t, pool, js, outbox.RelayConfig{PollInterval: time.Minute, Gather: -1, Wake: wake, Handoff: h})
-	runRelay(t, relay)
-	// Caught up: the relay's first look found the queue empty.
-	before := writeHanded(t, pool, "beta", 1)
-	eventually(t, "the relay taking handed events", func() (bool, error) { return h.Hand(before), nil })
-	eventually(t, "beta's first event published", func() (bool, error) { return streamMsgCount(t, js) == 1, nil })
+	h, _ := caughtUpRelay(t, pool, js, js)
 
 	// Another relay claimed acme's first event and has not published it.
 	first := writeHanded(t, pool, "acme", 1)

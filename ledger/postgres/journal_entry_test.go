@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/consumer/txn"
 	"github.com/onceledger/onceledger/ledger"
@@ -94,27 +95,8 @@ func TestManualJournalEntries(t *testing.T) {
 	}
 
 	// The same command under the same key runs once and is replayed.
-	fee, err := json.Marshal(entry("JE-2", "2027-03-31", dr(ledger.AccountProviderFees, "2.50"), cr(ledger.AccountBank, "2.50")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var answers []txn.Answer
-	for range 2 {
-		req, rerr := txn.NewRequest(co, "journal_entry.record", "k-fee", fee)
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
-		a, err := txn.Execute(ctx, db, ledgerKinds, []*txn.Request{req})
-		if err != nil || a[0].Err != nil {
-			t.Fatalf("JE-2: %v %v", err, a[0].Err)
-		}
-		answers = append(answers, a[0])
-	}
-	if answers[0].Outcome != txn.Executed || answers[1].Outcome != txn.Replayed || !answers[1].Result.Replayed ||
-		string(answers[0].Result.Result) != string(answers[1].Result.Result) {
-		t.Fatalf("JE-2 ran as %v then %v (replayed %v): %s, then %s", answers[0].Outcome, answers[1].Outcome, answers[1].Result.Replayed,
-			answers[0].Result.Result, answers[1].Result.Result)
-	}
+	runTwice(t, db, co, "journal_entry.record", "k-fee",
+		entry("JE-2", "2027-03-31", dr(ledger.AccountProviderFees, "2.50"), cr(ledger.AccountBank, "2.50")))
 	var n int
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM manual_journals WHERE company_id = $1`, co).Scan(&n); err != nil || n != 2 {
 		t.Fatalf("%d manual journal entries (%v), want 2", n, err)
@@ -170,4 +152,33 @@ func TestAForeignManualJournalEntryBalancesInTheCompanysCurrency(t *testing.T) {
 		}
 	}
 	requireBalancedInCompanyCurrency(t, db)
+}
+
+// runTwice executes command with body under key twice, through the inbox
+// as the worker does, and requires it executed the first time and replayed
+// the second with the same result; it returns both answers.
+func runTwice(t *testing.T, db *pgxpool.Pool, company, command, key string, body any) []txn.Answer {
+	t.Helper()
+	raw, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answers []txn.Answer
+	for range 2 {
+		req, rerr := txn.NewRequest(company, command, key, raw)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		a, err := txn.Execute(testContext(t), db, ledgerKinds, []*txn.Request{req})
+		if err != nil || a[0].Err != nil {
+			t.Fatalf("%s %s: %v %v", command, key, err, a[0].Err)
+		}
+		answers = append(answers, a[0])
+	}
+	if answers[0].Outcome != txn.Executed || answers[1].Outcome != txn.Replayed || !answers[1].Result.Replayed ||
+		string(answers[0].Result.Result) != string(answers[1].Result.Result) {
+		t.Fatalf("%s %s ran as %v then %v (replayed %v): %s, then %s", command, key, answers[0].Outcome, answers[1].Outcome,
+			answers[1].Result.Replayed, answers[0].Result.Result, answers[1].Result.Result)
+	}
+	return answers
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/onceledger/onceledger/consumer/txn"
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
 )
@@ -68,27 +67,7 @@ func TestYearClose(t *testing.T) {
 	}
 
 	// The close, run twice under one key: executed, then replayed.
-	body, err := json.Marshal(closeYear)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var answers []txn.Answer
-	for range 2 {
-		req, rerr := txn.NewRequest(co, "year.close", "k-close-2026", body)
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
-		a, err := txn.Execute(ctx, db, ledgerKinds, []*txn.Request{req})
-		if err != nil || a[0].Err != nil {
-			t.Fatalf("year.close 2026: %v %v", err, a[0].Err)
-		}
-		answers = append(answers, a[0])
-	}
-	if answers[0].Outcome != txn.Executed || answers[1].Outcome != txn.Replayed || !answers[1].Result.Replayed ||
-		string(answers[0].Result.Result) != string(answers[1].Result.Result) {
-		t.Fatalf("year.close ran as %v then %v (replayed %v): %s, then %s", answers[0].Outcome, answers[1].Outcome, answers[1].Result.Replayed,
-			answers[0].Result.Result, answers[1].Result.Result)
-	}
+	answers := runTwice(t, db, co, "year.close", "k-close-2026", closeYear)
 	var closed ledger.YearCloseView
 	if err := json.Unmarshal(answers[0].Result.Result, &closed); err != nil {
 		t.Fatal(err)
