@@ -149,7 +149,12 @@ func genSequence(t *rapid.T) sequence {
 			for i := range rapid.IntRange(0, 2).Draw(t, "allocations") {
 				cents := rapid.IntRange(1, 80000).Draw(t, "allocated")
 				total += cents
-				allocs = append(allocs, map[string]any{"invoice_number": fmt.Sprintf("INV-2026-%06d", first+i),
+				// Now and then an open invoice of the company's opening.
+				number := fmt.Sprintf("INV-2026-%06d", first+i)
+				if rapid.IntRange(0, 4).Draw(t, "of the opening") == 0 {
+					number = fmt.Sprintf("OB-%d", i+1)
+				}
+				allocs = append(allocs, map[string]any{"invoice_number": number,
 					"amount": fmt.Sprintf("%d.%02d", cents/100, cents%100)})
 			}
 			total += rapid.IntRange(0, 1).Draw(t, "unapplied") * rapid.IntRange(1, 5000).Draw(t, "extra")
@@ -366,6 +371,31 @@ func genSequence(t *rapid.T) sequence {
 				},
 			}})
 		},
+		// Openings on 2026-11-01, before every other document's date, with
+		// open receivables paid later by number and a payable D-1, which
+		// shares its number with a purchase the supplier may send; a
+		// second opening of a company is refused.
+		"opening": func(t *rapid.T) {
+			c := company(t)
+			cents := func(c int) string { return fmt.Sprintf("%d.%02d", c/100, c%100) }
+			r1, r2, p1 := rapid.IntRange(1, 90000).Draw(t, "receivable 1"), rapid.IntRange(1, 90000).Draw(t, "receivable 2"), rapid.IntRange(1, 90000).Draw(t, "payable")
+			bank := p1 + rapid.IntRange(1, 500000).Draw(t, "bank")
+			add(delivery{company: c, command: "opening_balances.record", key: fresh("ob"), body: map[string]any{
+				"date": "2026-11-01",
+				"lines": []any{
+					map[string]any{"account": "1100", "debit": cents(bank)},
+					map[string]any{"account": "3000", "credit": cents(bank + r1 + r2 - p1)},
+				},
+				"receivables": []any{
+					map[string]any{"invoice_number": "OB-1", "customer_id": "c1", "issue_date": "2026-10-10", "currency": "EUR", "amount": cents(r1)},
+					map[string]any{"invoice_number": "OB-2", "customer_id": rapid.SampledFrom([]string{"c1", "c2"}).Draw(t, "owing customer"),
+						"issue_date": "2026-10-20", "due_date": "2026-11-19", "currency": "EUR", "amount": cents(r2)},
+				},
+				"payables": []any{
+					map[string]any{"document_number": "D-1", "supplier_id": "s1", "issue_date": "2026-10-05", "currency": "EUR", "amount": cents(p1)},
+				},
+			}})
+		},
 		"asset": func(t *rapid.T) {
 			c := company(t)
 			ref := fmt.Sprintf("a%d", rapid.IntRange(1, 2).Draw(t, "asset"))
@@ -470,7 +500,7 @@ func genSequence(t *rapid.T) sequence {
 	n := rapid.IntRange(10, 40).Draw(t, "deliveries")
 	for len(s.deliveries) < n {
 		name := rapid.SampledFrom([]string{"invoice", "invoice", "invoice", "credit", "credit", "payment", "payment", "payment",
-			"settlement", "purchase", "purchase", "supplier payment", "journal entry", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
+			"settlement", "purchase", "purchase", "supplier payment", "journal entry", "opening", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
 			"apply credit", "refund credit", "credit use burst", "close period", "fx rate", "foreign invoice", "foreign payment", "foreign refund", "foreign payout"}).Draw(t, "action")
 		if name == "endpoint change" && len(endpoints) == 0 || slices.Contains([]string{"retry", "reuse", "held"}, name) && len(s.deliveries) == 0 {
 			continue
@@ -646,6 +676,13 @@ var tables = []struct{ name, names, rows string }{
 	{"supplier_payment_allocations", ``, `SELECT to_jsonb(a) FROM supplier_payment_allocations a JOIN supplier_payments p ON p.id = a.payment_id WHERE p.company_id = ANY($1)`},
 	{"manual_journals", `SELECT id::text, 'manual journal ' || company_id || ' ' || entry_ref FROM manual_journals WHERE company_id = ANY($1)`,
 		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM manual_journals t WHERE company_id = ANY($1)`},
+	{"opening_balances", `SELECT id::text, 'opening of ' || company_id FROM opening_balances WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM opening_balances t WHERE company_id = ANY($1)`},
+	{"opening_items", `SELECT id::text, 'opening item ' || company_id || ' ' || kind || ' ' || party_id || ' ' || number FROM opening_items WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) FROM opening_items t WHERE company_id = ANY($1)`},
+	{"opening_allocations", ``, `SELECT to_jsonb(a) FROM opening_allocations a JOIN opening_items o ON o.id = a.opening_item_id WHERE o.company_id = ANY($1)`},
+	{"year_closes", `SELECT id::text, 'year close ' || company_id || ' ' || year FROM year_closes WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM year_closes t WHERE company_id = ANY($1)`},
 	{"purchase_invoice_lines", ``, `SELECT to_jsonb(l) FROM purchase_invoice_lines l JOIN purchase_invoices p ON p.id = l.purchase_invoice_id WHERE p.company_id = ANY($1)`},
 	{"assets", `SELECT id::text, 'asset ' || company_id || ' ' || asset_ref FROM assets WHERE company_id = ANY($1)`,
 		`SELECT to_jsonb(t) - 'created_at' FROM assets t WHERE company_id = ANY($1)`},

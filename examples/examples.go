@@ -27,6 +27,7 @@ var Commands = map[string]string{
 	"period_close.json":                    new(ledger.ClosePeriod).CommandName(),
 	"period_close_december.json":           new(ledger.ClosePeriod).CommandName(),
 	"year_close.json":                      new(ledger.CloseYear).CommandName(),
+	"opening_balances.json":                new(ledger.RecordOpeningBalances).CommandName(),
 	"fx_rate.json":                         new(ledger.RecordFXRate).CommandName(),
 	"settlement.json":                      new(ledger.RecordSettlement).CommandName(),
 	"purchase_invoice.json":                new(ledger.RecordPurchaseInvoice).CommandName(),
@@ -47,7 +48,7 @@ var Commands = map[string]string{
 // Order is an order in which every example runs against one company, each
 // once: what an example refers to was created by one before it.
 var Order = []string{
-	"company.json", "invoice.json", "credit_note.json", "payment.json", "customer_credit_apply.json",
+	"company.json", "opening_balances.json", "invoice.json", "credit_note.json", "payment.json", "customer_credit_apply.json",
 	"customer_credit_refund.json", "settlement.json", "period_close.json", "fx_rate.json",
 	"purchase_invoice.json", "supplier_payment.json", "journal_entry.json", "purchase_invoice_reverse_charge.json", "purchase_credit_note.json",
 	"purchase_invoice_reverse.json", "asset.json",

@@ -38,6 +38,7 @@ var commands = register(
 	new(RefundCustomerCredit),
 	new(ClosePeriod),
 	new(CloseYear),
+	new(RecordOpeningBalances),
 	new(RecordFXRate),
 
 	new(CreateWebhookEndpoint),

@@ -120,6 +120,10 @@ type InvoiceState struct {
 	// RelievedCompany what credit notes, payments and applied credit
 	// relieved its receivable by in it (see Relieve).
 	GrossCompany, RelievedCompany decimal.Decimal
+	// Opening is true for an invoice of the previous books an opening
+	// left open (opening_balances.record): it has no lines, and only
+	// payments settle it.
+	Opening bool
 }
 
 // OpenCompany is what is open of the receivable in the company's currency.

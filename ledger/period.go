@@ -107,6 +107,14 @@ func (p Period) Next() Period {
 	return Period{p.Year, p.Month + 1}
 }
 
+// Prev is the month before p.
+func (p Period) Prev() Period {
+	if p.Month == 1 {
+		return Period{p.Year - 1, 12}
+	}
+	return Period{p.Year, p.Month - 1}
+}
+
 // PeriodClose is a closed month.
 type PeriodClose struct {
 	ID             uuid.UUID

@@ -86,6 +86,9 @@ type PurchaseState struct {
 	// CreditNote and Reversal, when set, say why nothing can be paid on
 	// it: it is a supplier's credit note, or it was reversed.
 	CreditNote, Reversal bool
+	// Opening is true for a supplier's invoice of the previous books an
+	// opening left open (opening_balances.record).
+	Opening bool
 }
 
 // Open is what the company still owes on the invoice.

@@ -28,6 +28,7 @@ const (
 	EventCustomerCreditRefunded     = "customer_credit.refunded"
 	EventPeriodClosed               = "period.closed"
 	EventYearClosed                 = "year.closed"
+	EventOpeningBalancesRecorded    = "opening_balances.recorded"
 	EventFXRateRecorded             = "fx_rate.recorded"
 	EventWebhookEndpointDisabled    = "webhook_endpoint.disabled"
 )
@@ -50,6 +51,7 @@ var EventTypes = []string{
 	EventCustomerCreditRefunded,
 	EventPeriodClosed,
 	EventYearClosed,
+	EventOpeningBalancesRecorded,
 	EventFXRateRecorded,
 	EventWebhookEndpointDisabled,
 }

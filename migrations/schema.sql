@@ -466,6 +466,68 @@ CREATE TABLE public.number_series (
 );
 CREATE CONSTRAINT TRIGGER number_series_gapless AFTER UPDATE OF last_value ON public.number_series DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.last_value <> old.last_value)) EXECUTE FUNCTION public.number_series_check();
 
+CREATE TABLE public.opening_allocations (
+    opening_item_id uuid NOT NULL,
+    payment_id uuid,
+    supplier_payment_id uuid,
+    amount numeric(28,8) NOT NULL,
+    amount_company numeric(28,8) NOT NULL,
+    CONSTRAINT opening_allocations_amount_check CHECK ((amount > (0)::numeric)),
+    CONSTRAINT opening_allocations_one_payment CHECK ((num_nonnulls(payment_id, supplier_payment_id) = 1)),
+    CONSTRAINT opening_allocations_opening_item_id_fkey FOREIGN KEY (opening_item_id) REFERENCES public.opening_items(id),
+    CONSTRAINT opening_allocations_payment_id_fkey FOREIGN KEY (payment_id) REFERENCES public.payments(id) DEFERRABLE INITIALLY DEFERRED,
+    CONSTRAINT opening_allocations_supplier_payment_id_fkey FOREIGN KEY (supplier_payment_id) REFERENCES public.supplier_payments(id) DEFERRABLE INITIALLY DEFERRED
+);
+CREATE INDEX opening_allocations_item ON public.opening_allocations USING btree (opening_item_id);
+CREATE UNIQUE INDEX opening_allocations_of_payments ON public.opening_allocations USING btree (payment_id, opening_item_id) WHERE (payment_id IS NOT NULL);
+CREATE UNIQUE INDEX opening_allocations_of_supplier_payments ON public.opening_allocations USING btree (supplier_payment_id, opening_item_id) WHERE (supplier_payment_id IS NOT NULL);
+CREATE TRIGGER opening_allocation_of_its_payment AFTER INSERT ON public.opening_allocations REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.opening_allocation_of_its_payment();
+CREATE TRIGGER opening_allocations_immutable BEFORE DELETE OR UPDATE ON public.opening_allocations FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
+CREATE TRIGGER opening_allocations_no_truncate BEFORE TRUNCATE ON public.opening_allocations FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
+
+CREATE TABLE public.opening_balances (
+    id uuid NOT NULL,
+    company_id text NOT NULL,
+    opened_on date NOT NULL,
+    journal_entry_id uuid NOT NULL,
+    idempotency_key text,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    created_xact xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    CONSTRAINT opening_balances_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
+    CONSTRAINT opening_balances_first_of_a_month CHECK ((EXTRACT(day FROM opened_on) = (1)::numeric)),
+    CONSTRAINT opening_balances_journal_entry_id_fkey FOREIGN KEY (journal_entry_id) REFERENCES public.journal_entries(id) DEFERRABLE INITIALLY DEFERRED,
+    CONSTRAINT opening_balances_once_per_company UNIQUE (company_id),
+    CONSTRAINT opening_balances_pkey PRIMARY KEY (id)
+);
+CREATE TRIGGER opening_balances_immutable BEFORE DELETE OR UPDATE ON public.opening_balances FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
+CREATE TRIGGER opening_balances_no_truncate BEFORE TRUNCATE ON public.opening_balances FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
+
+CREATE TABLE public.opening_items (
+    id uuid NOT NULL,
+    opening_id uuid NOT NULL,
+    company_id text NOT NULL,
+    kind text NOT NULL,
+    party_id text NOT NULL,
+    number text NOT NULL,
+    issue_date date NOT NULL,
+    due_date date,
+    currency character(3) NOT NULL,
+    amount numeric(28,8) NOT NULL,
+    amount_company numeric(28,8) NOT NULL,
+    CONSTRAINT opening_items_amount_check CHECK ((amount > (0)::numeric)),
+    CONSTRAINT opening_items_amount_company_check CHECK ((amount_company > (0)::numeric)),
+    CONSTRAINT opening_items_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
+    CONSTRAINT opening_items_currency_iso_4217 CHECK (public.iso_4217_currency((currency)::text)),
+    CONSTRAINT opening_items_due_after_issue CHECK (((due_date IS NULL) OR (due_date >= issue_date))),
+    CONSTRAINT opening_items_kind CHECK ((kind = ANY (ARRAY['receivable'::text, 'payable'::text]))),
+    CONSTRAINT opening_items_opening_id_fkey FOREIGN KEY (opening_id) REFERENCES public.opening_balances(id) DEFERRABLE INITIALLY DEFERRED,
+    CONSTRAINT opening_items_pkey PRIMARY KEY (id)
+);
+CREATE UNIQUE INDEX opening_items_payable_numbers ON public.opening_items USING btree (company_id, party_id, number) WHERE (kind = 'payable'::text);
+CREATE UNIQUE INDEX opening_items_receivable_numbers ON public.opening_items USING btree (company_id, number) WHERE (kind = 'receivable'::text);
+CREATE TRIGGER opening_items_immutable BEFORE DELETE OR UPDATE ON public.opening_items FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
+CREATE TRIGGER opening_items_no_truncate BEFORE TRUNCATE ON public.opening_items FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
+
 CREATE TABLE public.operator_tokens (
     id uuid NOT NULL,
     name text NOT NULL,
@@ -1106,6 +1168,36 @@ CREATE OR REPLACE FUNCTION public.number_series_highest(company text, name text)
  LANGUAGE sql
  STABLE PARALLEL SAFE
 RETURN GREATEST(COALESCE((SELECT max(invoices.sequence) AS max FROM public.invoices WHERE ((invoices.company_id = number_series_highest.company) AND (invoices.series = number_series_highest.name))), (0)::bigint), COALESCE((SELECT max(credit_notes.sequence) AS max FROM public.credit_notes WHERE ((credit_notes.company_id = number_series_highest.company) AND (credit_notes.series = number_series_highest.name))), (0)::bigint));
+
+CREATE OR REPLACE FUNCTION public.opening_allocation_of_its_payment()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    bad record;
+BEGIN
+    SELECT a.opening_item_id, coalesce(a.payment_id, a.supplier_payment_id) AS payment, o.kind,
+           coalesce(p.created_xact, s.created_xact) AS xact INTO bad
+      FROM added a
+      LEFT JOIN opening_items o ON o.id = a.opening_item_id
+      LEFT JOIN payments p ON p.id = a.payment_id
+      LEFT JOIN supplier_payments s ON s.id = a.supplier_payment_id
+     WHERE coalesce(p.created_xact, s.created_xact) IS DISTINCT FROM pg_current_xact_id()
+        OR o.id IS NULL
+        OR (a.payment_id IS NOT NULL AND (o.kind <> 'receivable' OR o.company_id <> p.company_id))
+        OR (a.supplier_payment_id IS NOT NULL AND (o.kind <> 'payable' OR o.company_id <> s.company_id))
+     LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF bad.xact IS DISTINCT FROM pg_current_xact_id() THEN
+        RAISE EXCEPTION 'opening_allocations cannot be added to payment %, which another transaction posted or which does not exist', bad.payment
+            USING ERRCODE = 'integrity_constraint_violation', CONSTRAINT = 'opening_allocation_of_its_payment';
+    END IF;
+    RAISE EXCEPTION 'payment % pays opening item %, which is not a % of its company',
+        bad.payment, bad.opening_item_id, CASE WHEN bad.kind = 'payable' THEN 'receivable' ELSE 'payable' END
+        USING ERRCODE = 'check_violation', CONSTRAINT = 'opening_allocation_of_its_payment';
+END $function$;
 
 CREATE OR REPLACE FUNCTION public.outbox_enqueue_pending()
  RETURNS trigger

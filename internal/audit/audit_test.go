@@ -89,7 +89,7 @@ func TestBooksBuiltThroughTheInboxAuditClean(t *testing.T) {
 	}
 
 	want := map[string]int64{
-		audit.CheckTrialBalance:   4, // acme EUR, beta EUR, each also in its company's currency
+		audit.CheckTrialBalance:   5, // acme EUR, beta EUR and USD (its opening), each company also in its company's currency
 		audit.CheckJournalEntries: count(t, pool, `SELECT count(*) FROM journal_entries`),
 		audit.CheckNumberSeries:   4, // INV and CN of each company
 		// Each currency, and each company's total in its own currency.
@@ -105,11 +105,12 @@ func TestBooksBuiltThroughTheInboxAuditClean(t *testing.T) {
 		audit.CheckCreditNotes: count(t, pool, `SELECT count(DISTINCT invoice_id) FROM credit_notes`),
 		audit.CheckPayments: count(t, pool, `SELECT (SELECT count(*) FROM payments) + (SELECT count(DISTINCT invoice_id) FROM
 		                                       (SELECT invoice_id FROM payment_allocations UNION ALL
-		                                        SELECT invoice_id FROM customer_credit_movements WHERE kind = 'application') x)`),
-		audit.CheckCurrencies:      1, // EUR
+		                                        SELECT invoice_id FROM customer_credit_movements WHERE kind = 'application') x)
+		                                       + (SELECT count(DISTINCT opening_item_id) FROM opening_allocations WHERE payment_id IS NOT NULL)`),
+		audit.CheckCurrencies:      2, // EUR, and beta's opening USD
 		audit.CheckManualJournals:  count(t, pool, `SELECT count(*) FROM manual_journals`),
 		audit.CheckInboxEffects:    count(t, pool, `SELECT count(*) FROM inbox WHERE status = 'ok'`),
-		audit.CheckEffectsInbox:    18, // 2 companies, 5 invoices, 2 endpoints and one of everything else
+		audit.CheckEffectsInbox:    20, // 2 companies, 5 invoices, 2 endpoints, 2 payments, beta's opening and one of everything else
 		audit.CheckEventDeliveries: count(t, pool, `SELECT count(*) FROM outbox_events`),
 		audit.CheckDeliveryEvents:  count(t, pool, `SELECT count(*) FROM webhook_deliveries`),
 		audit.CheckEventSequences:  2,
@@ -399,9 +400,9 @@ func TestForgedStatesAreCaught(t *testing.T) {
 		forge: []string{`DELETE FROM inbox WHERE created_at < (SELECT created_at FROM inbox WHERE company_id = 'acme' AND idempotency_key = 'inv-3')`},
 		check: func(t *testing.T, r *audit.Report) {
 			c, _ := r.Check(audit.CheckEffectsInbox)
-			// inv-3 and everything after it: 11 of acme, 2 of beta.
-			if c.Checked != 14 || !strings.Contains(c.Note, "documents from") {
-				t.Errorf("effects_inbox checked %d documents (%s), want the 14 from inv-3 on", c.Checked, c.Note)
+			// inv-3 and everything after it: 11 of acme, 4 of beta.
+			if c.Checked != 16 || !strings.Contains(c.Note, "documents from") {
+				t.Errorf("effects_inbox checked %d documents (%s), want the 16 from inv-3 on", c.Checked, c.Note)
 			}
 		},
 	}, {
@@ -433,8 +434,8 @@ func TestForgedStatesAreCaught(t *testing.T) {
 		forge: []string{`DELETE FROM inbox WHERE company_id = 'acme' AND idempotency_key = 'inv-3'`},
 		opts:  func(o *audit.Options) { o.Company = "beta" },
 		check: func(t *testing.T, r *audit.Report) {
-			if c, _ := r.Check(audit.CheckInboxEffects); c.Checked != 2 {
-				t.Errorf("beta has 2 successful keys, %d checked", c.Checked)
+			if c, _ := r.Check(audit.CheckInboxEffects); c.Checked != 4 {
+				t.Errorf("beta has 4 successful keys, %d checked", c.Checked)
 			}
 		},
 	}, {
@@ -542,8 +543,8 @@ func TestAuditReadsOneSnapshot(t *testing.T) {
 	if w.n == 0 {
 		t.Fatal("no command ran during the audit")
 	}
-	if c, _ := r.Check(audit.CheckEffectsInbox); c.Checked != 18 {
-		t.Errorf("effects_inbox saw %d documents, want the 18 of its snapshot", c.Checked)
+	if c, _ := r.Check(audit.CheckEffectsInbox); c.Checked != 20 {
+		t.Errorf("effects_inbox saw %d documents, want the 20 of its snapshot", c.Checked)
 	}
 }
 

@@ -125,7 +125,8 @@ flagged AS (
 
 // receivablesSQL: an invoice adds its gross; a credit note takes what it
 // did not move to the customer's credit; a payment takes what it applied;
-// an application of credit takes its amount. Nothing else posts to 1200.
+// an application of credit takes its amount; an opening adds its open
+// receivables. Nothing else posts to 1200.
 const receivablesSQL = `
 WITH posted AS (
 	SELECT l.company_id, l.currency::text AS currency, e.source_type, e.source_id, min(e.entry_date) AS day,
@@ -146,12 +147,17 @@ said AS (
 	  FROM payments WHERE amount > unapplied AND ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, currency::text, 'customer_credit_application', id, entry_date, amount, 'of ' || customer_id
-	  FROM customer_credit_movements WHERE kind = 'application' AND ($1::text = '' OR company_id = $1)),
+	  FROM customer_credit_movements WHERE kind = 'application' AND ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT o.company_id, o.currency::text, 'opening_balances', o.opening_id, min(b.opened_on), sum(o.amount), 'opening'
+	  FROM opening_items o JOIN opening_balances b ON b.id = o.opening_id
+	 WHERE o.kind = 'receivable' AND ($1::text = '' OR o.company_id = $1)
+	 GROUP BY 1, 2, 3, 4),
 documents AS (
 	SELECT coalesce(p.company_id, s.company_id) AS company_id, coalesce(p.currency, s.currency) AS currency,
 	       coalesce(p.source_type, s.source_type) AS source_type, coalesce(p.source_id, s.source_id) AS source_id,
 	       coalesce(s.day, p.day) AS day, s.label, coalesce(p.amount, 0) AS posted, coalesce(s.amount, 0) AS said
-	  FROM posted p FULL JOIN said s ON s.source_type = p.source_type AND s.source_id = p.source_id),
+	  FROM posted p FULL JOIN said s ON s.source_type = p.source_type AND s.source_id = p.source_id AND s.currency = p.currency),
 -- Computed once: a lateral join on documents itself would compute it
 -- again for every total.
 differing AS MATERIALIZED (SELECT * FROM documents WHERE posted <> said),
@@ -193,7 +199,14 @@ settled AS (
 	  LEFT JOIN allocated a ON a.invoice_id = i.id
 	  LEFT JOIN moved m ON m.invoice_id = i.id
 	  LEFT JOIN converted v ON v.invoice_id = i.id
-	 WHERE ($1::text = '' OR i.company_id = $1)),
+	 WHERE ($1::text = '' OR i.company_id = $1)
+	UNION ALL
+	-- The previous books' open invoices, which the opening posted at
+	-- what those books carried them at, less what payments applied.
+	SELECT o.company_id, o.currency::text, o.amount - coalesce(sum(a.amount), 0), o.amount_company - coalesce(sum(a.amount_company), 0)
+	  FROM opening_items o LEFT JOIN opening_allocations a ON a.opening_item_id = o.id
+	 WHERE o.kind = 'receivable' AND ($1::text = '' OR o.company_id = $1)
+	 GROUP BY o.id),
 open AS (SELECT company_id, currency, sum(open) AS amount FROM settled GROUP BY 1, 2),
 open_company AS (
 	SELECT s.company_id, 'company currency ' || min(c.currency) AS currency, sum(s.open_company) AS amount

@@ -180,10 +180,16 @@ flagged AS (
 // credit) no more than what its credit notes left of it.
 const paymentsSQL = `
 WITH pays AS (
-	SELECT p.company_id, p.id, p.payment_ref, p.currency::text AS currency, p.amount, p.unapplied, coalesce(sum(a.amount), 0) AS allocated
+	SELECT p.company_id, p.id, p.payment_ref, p.currency::text AS currency, p.amount, p.unapplied,
+	       coalesce(sum(a.amount), 0) + coalesce((SELECT sum(o.amount) FROM opening_allocations o WHERE o.payment_id = p.id), 0) AS allocated
 	  FROM payments p LEFT JOIN payment_allocations a ON a.payment_id = p.id
 	 WHERE ($1::text = '' OR p.company_id = $1)
 	 GROUP BY p.id),
+opening_paid AS (
+	SELECT o.company_id, o.id, o.number, o.currency::text AS currency, o.amount, sum(a.amount) AS paid
+	  FROM opening_items o JOIN opening_allocations a ON a.opening_item_id = o.id AND a.payment_id IS NOT NULL
+	 WHERE ($1::text = '' OR o.company_id = $1)
+	 GROUP BY o.id),
 paid AS (
 	SELECT invoice_id, sum(amount) AS amount FROM (
 		SELECT invoice_id, amount FROM payment_allocations
@@ -196,7 +202,7 @@ owed AS (
 	       coalesce((SELECT sum(m.amount) FROM customer_credit_movements m WHERE m.kind = 'credit_note' AND m.invoice_id = i.id), 0) AS refunded
 	  FROM invoices i JOIN paid p ON p.invoice_id = i.id
 	 WHERE ($1::text = '' OR i.company_id = $1)),
-counted AS (SELECT (SELECT count(*) FROM pays) + (SELECT count(*) FROM owed) AS n, '' AS note),
+counted AS (SELECT (SELECT count(*) FROM pays) + (SELECT count(*) FROM owed) + (SELECT count(*) FROM opening_paid) AS n, '' AS note),
 flagged AS (
 	SELECT company_id, id::text AS ref,
 	       format('payment %s of %s allocates %s and leaves %s unapplied: %s in all', payment_ref, money[amount; currency],
@@ -206,7 +212,10 @@ flagged AS (
 	SELECT company_id, id::text,
 	       format('invoice %s is paid %s but owes %s (gross %s, credited %s of which %s went to the customer''s credit)',
 	              number, money[paid; currency], money[gross - credited + refunded; currency], money[gross; currency], money[credited; currency], money[refunded; currency])
-	  FROM owed WHERE paid > gross - credited + refunded)`
+	  FROM owed WHERE paid > gross - credited + refunded
+	UNION ALL
+	SELECT company_id, id::text, format('opening receivable %s is paid %s but was open for %s', number, money[paid; currency], money[amount; currency])
+	  FROM opening_paid WHERE paid > amount)`
 
 // manualJournalsSQL: every manual journal entry (journal_entry.record) has
 // the journal entry it names, of its company, date and source, and every

@@ -43,6 +43,7 @@ WITH kinds (command, noun, field) AS (VALUES
 	('customer_credit.refund', 'credit refund', 'refund_id'),
 	('period.close', 'month close', 'close_id'),
 	('year.close', 'year close', 'year_close_id'),
+	('opening_balances.record', 'opening', 'opening_balances_id'),
 	('fx_rate.record', 'exchange rate', 'fx_rate_id'),
 	('webhook_endpoint.create', 'webhook endpoint', 'endpoint_id')),
 documents (company_id, command, ref, created_at) AS MATERIALIZED (
@@ -72,9 +73,14 @@ documents (company_id, command, ref, created_at) AS MATERIALIZED (
 	SELECT company_id, CASE kind WHEN 'application' THEN 'customer_credit.apply' ELSE 'customer_credit.refund' END, id::text, created_at
 	  FROM customer_credit_movements WHERE kind IN ('application', 'refund') AND ($1::text = '' OR company_id = $1)
 	UNION ALL
-	SELECT company_id, 'period.close', id::text, closed_at FROM period_closes WHERE ($1::text = '' OR company_id = $1)
+	-- The month an opening closes is the opening's, under its key.
+	SELECT p.company_id, 'period.close', p.id::text, p.closed_at FROM period_closes p
+	 WHERE ($1::text = '' OR p.company_id = $1)
+	   AND NOT EXISTS (SELECT 1 FROM opening_balances o WHERE o.company_id = p.company_id AND o.idempotency_key = p.idempotency_key)
 	UNION ALL
 	SELECT company_id, 'year.close', id::text, created_at FROM year_closes WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'opening_balances.record', id::text, created_at FROM opening_balances WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, 'fx_rate.record', id::text, created_at FROM fx_rates WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL

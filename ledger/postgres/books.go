@@ -482,7 +482,9 @@ const agedReceivables = `
 	    HAVING sum(doc) <> 0 OR sum(company) <> 0)
 	SELECT i.id, i.customer_id, i.customer_name, i.number, i.issue_date, i.due_date, i.currency::text,
 	       o.doc::text, o.company::text
-	  FROM open o JOIN invoices i ON i.id = o.invoice_id`
+	  FROM open o JOIN invoices i ON i.id = o.invoice_id
+	 UNION ALL
+	` + agedOpeningItems + ` AND o.kind = 'receivable'`
 
 // agedPayables lists the purchase invoices of company $1 with an amount
 // open at $2: what the entries of the invoice, of the supplier's credit
@@ -517,4 +519,24 @@ const agedPayables = `
 	    HAVING sum(doc) <> 0 OR sum(company) <> 0)
 	SELECT p.id, p.supplier_key, p.supplier_name, p.document_number, p.issue_date, p.due_date, p.currency::text,
 	       o.doc::text, o.company::text
-	  FROM open o JOIN purchase_invoices p ON p.id = o.invoice_id`
+	  FROM open o JOIN purchase_invoices p ON p.id = o.invoice_id
+	 UNION ALL
+	` + agedOpeningItems + ` AND o.kind = 'payable'`
+
+// agedOpeningItems are the previous books' invoices an opening of company
+// $1 on or before $2 left open, less what payments received or paid on or
+// before $2 applied to them: a supplier is keyed by its ID (an opening
+// names no VAT ID), and a document without a due date is due when issued.
+const agedOpeningItems = `
+	SELECT o.id, CASE o.kind WHEN 'payable' THEN purchase_supplier_key('', '', o.party_id) ELSE o.party_id END, '', o.number, o.issue_date,
+	       coalesce(o.due_date, o.issue_date), o.currency::text, (o.amount - coalesce(a.amount, 0))::text,
+	       (o.amount_company - coalesce(a.company, 0))::text
+	  FROM opening_items o JOIN opening_balances b ON b.id = o.opening_id
+	  LEFT JOIN LATERAL (
+	       SELECT sum(x.amount) AS amount, sum(x.amount_company) AS company
+	         FROM opening_allocations x
+	         LEFT JOIN payments p ON p.id = x.payment_id
+	         LEFT JOIN supplier_payments s ON s.id = x.supplier_payment_id
+	        WHERE x.opening_item_id = o.id AND coalesce(p.received_on, s.paid_on) <= $2) a ON true
+	 WHERE o.company_id = $1 AND b.opened_on <= $2
+	   AND (o.amount <> coalesce(a.amount, 0) OR o.amount_company <> coalesce(a.company, 0))`

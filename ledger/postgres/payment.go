@@ -46,6 +46,11 @@ func (kind payments) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	}
 	p.rates = p.fxLookup(reads, fx)
 	p.invoices = p.plan.invoices(reads, invs)
+	oc, oi, on := make([]string, len(invs)), make([]string, len(invs)), make([]string, len(invs))
+	for i, r := range invs {
+		oc[i], oi[i], on[i] = r.company, r.id, r.number
+	}
+	p.openings = p.openingItems(reads, ledger.OpeningReceivableKind, oc, oi, on, make([]string, len(invs)))
 	return p
 }
 
@@ -54,7 +59,10 @@ type paymentPlan struct {
 	allocations [][]invoiceRef
 	refs        map[docKey]found // by (company, payment_ref)
 	invoices    *invoiceStates
-	rates       map[fxKey]*ledger.FXRate
+	// openings are the previous books' open invoices the allocations may
+	// name, found when no invoice of these books has the number or ID.
+	openings *openingStates
+	rates    map[fxKey]*ledger.FXRate
 }
 
 func (p *paymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
@@ -114,7 +122,15 @@ func (p *paymentPlan) allocated(at int) ([]*ledger.InvoiceState, *ledger.Error) 
 	for _, r := range p.allocations[at] {
 		inv, err := p.invoices.find(r)
 		if err != nil {
-			return nil, err
+			key := r.id
+			if key == "" {
+				key = r.number
+			}
+			opening := p.openings.receivables[[2]string{r.company, key}]
+			if opening == nil {
+				return nil, err
+			}
+			inv = opening
 		}
 		invs = append(invs, inv)
 	}

@@ -232,8 +232,8 @@ func queuePayments(batch *pgx.Batch, ps []*ledger.Payment) {
 	var ids, entries [][16]byte
 	var companies, refs, customers, methods, currencies, amounts, unapplied []string
 	var received []time.Time
-	var allocPayments, allocInvoices [][16]byte
-	var allocAmounts, allocCompany []string
+	var allocPayments, allocInvoices, openPayments, openItems [][16]byte
+	var allocAmounts, allocCompany, openAmounts, openCompany []string
 	var fxRates, fxSources, fxDates []string
 	for _, p := range ps {
 		c := p.Command
@@ -244,6 +244,11 @@ func queuePayments(batch *pgx.Batch, ps []*ledger.Payment) {
 		currencies, amounts, unapplied = append(currencies, p.Currency.Code), append(amounts, c.Amount.String()), append(unapplied, p.Unapplied.String())
 		received = append(received, c.ReceivedOn.Time)
 		for _, a := range p.Applied {
+			if a.Invoice.Opening {
+				openPayments, openItems, openAmounts = append(openPayments, p.ID), append(openItems, a.Invoice.ID), append(openAmounts, a.Amount.String())
+				openCompany = append(openCompany, a.Company.String())
+				continue
+			}
 			allocPayments, allocInvoices, allocAmounts = append(allocPayments, p.ID), append(allocInvoices, a.Invoice.ID), append(allocAmounts, a.Amount.String())
 			allocCompany = append(allocCompany, a.Company.String())
 		}
@@ -264,6 +269,7 @@ func queuePayments(batch *pgx.Batch, ps []*ledger.Payment) {
 			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[]::numeric[], $4::text[]::numeric[])`,
 			allocPayments, allocInvoices, allocAmounts, allocCompany)
 	}
+	queueOpeningAllocations(batch, "payment_id", openPayments, openItems, openAmounts, openCompany)
 }
 
 // queueSettlements queues the settlements of companies (one per

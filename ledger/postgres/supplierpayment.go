@@ -116,6 +116,7 @@ func (kind supplierPayments) Prepare(items []exec.Item, reads *pgx.Batch) exec.P
 		       EXISTS (SELECT 1 FROM purchase_reversals r WHERE r.purchase_invoice_id = d.id)
 		  FROM purchase_invoices d
 		 WHERE d.id = ANY (`+resolvedPurchases+`)`, rc, ri, rs, rn)
+	p.openings = p.openingItems(reads, ledger.OpeningPayableKind, rc, ri, rn, rs)
 	return p
 }
 
@@ -126,6 +127,8 @@ type supplierPaymentPlan struct {
 	rates       map[fxKey]*ledger.FXRate
 	byID        map[[2]string]*ledger.PurchaseState
 	byNumber    map[[3]string][]*ledger.PurchaseState // by (company, supplier, document number)
+	// openings are the previous books' open invoices of suppliers.
+	openings *openingStates
 }
 
 func (p *supplierPaymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
@@ -182,8 +185,14 @@ func (p *supplierPaymentPlan) allocated(at int) ([]*ledger.PurchaseState, *ledge
 		var inv *ledger.PurchaseState
 		if r.id != "" {
 			inv = p.byID[[2]string{r.company, r.id}]
+			if inv == nil {
+				inv = p.openings.payables[[2]string{r.company, r.id}]
+			}
 		} else {
 			found := p.byNumber[[3]string{r.company, r.supplier, r.number}]
+			if o := p.openings.payablesByNumber[[3]string{r.company, r.supplier, r.number}]; o != nil {
+				found = append(found[:len(found):len(found)], o)
+			}
 			if len(found) > 1 {
 				e := ledger.Errorf(ledger.CodeConflict, "supplier %q has %d purchase invoices numbered %s: allocate by purchase_invoice_id", r.supplier, len(found), r.number)
 				e.Details = map[string]any{"document_number": r.number}
@@ -214,8 +223,8 @@ func queueSupplierPayments(batch *pgx.Batch, ps []*ledger.SupplierPayment, keys 
 	var ids, entries [][16]byte
 	var companies, refs, suppliers, currencies, amounts, unapplied, fxRates, fxSources, fxDates []string
 	var days []time.Time
-	var allocPayments, allocInvoices [][16]byte
-	var allocAmounts, allocCompany []string
+	var allocPayments, allocInvoices, openPayments, openItems [][16]byte
+	var allocAmounts, allocCompany, openAmounts, openCompany []string
 	for _, p := range ps {
 		c := p.Command
 		rate, source, day := conversionColumns(p.Conversion)
@@ -225,6 +234,11 @@ func queueSupplierPayments(batch *pgx.Batch, ps []*ledger.SupplierPayment, keys 
 		currencies, amounts, unapplied = append(currencies, p.Currency.Code), append(amounts, c.Amount.String()), append(unapplied, p.Unapplied.String())
 		days = append(days, c.PaidOn.Time)
 		for _, a := range p.Applied {
+			if a.Invoice.Opening {
+				openPayments, openItems = append(openPayments, p.ID), append(openItems, a.Invoice.ID)
+				openAmounts, openCompany = append(openAmounts, a.Amount.String()), append(openCompany, a.Company.String())
+				continue
+			}
 			allocPayments, allocInvoices = append(allocPayments, p.ID), append(allocInvoices, a.Invoice.ID)
 			allocAmounts, allocCompany = append(allocAmounts, a.Amount.String()), append(allocCompany, a.Company.String())
 		}
@@ -245,4 +259,5 @@ func queueSupplierPayments(batch *pgx.Batch, ps []*ledger.SupplierPayment, keys 
 			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[]::numeric[], $4::text[]::numeric[])`,
 			allocPayments, allocInvoices, allocAmounts, allocCompany)
 	}
+	queueOpeningAllocations(batch, "supplier_payment_id", openPayments, openItems, openAmounts, openCompany)
 }

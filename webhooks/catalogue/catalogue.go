@@ -45,6 +45,7 @@ var eventData = map[string]any{
 	ledger.EventCustomerCreditRefunded:     ledger.CreditRefundView{},
 	ledger.EventPeriodClosed:               ledger.PeriodCloseView{},
 	ledger.EventYearClosed:                 ledger.YearCloseView{},
+	ledger.EventOpeningBalancesRecorded:    ledger.OpeningBalancesView{},
 	ledger.EventFXRateRecorded:             ledger.FXRateView{},
 	ledger.EventWebhookEndpointDisabled:    webhooks.EndpointView{},
 	webhooks.EventTest:                     webhooks.TestEvent{},
