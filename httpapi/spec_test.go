@@ -289,3 +289,60 @@ func TestOpenAPIListsEveryProblemCode(t *testing.T) {
 		t.Fatalf("Problem.code enum %v, want %v", got, want)
 	}
 }
+
+// Every vat_treatment the schemas and the OpenAPI document enumerate is
+// the ledger's list for its kind of line, so a treatment added to the
+// ledger is offered, and one the ledger refuses is not.
+func TestTreatmentEnumsAreTheLedgers(t *testing.T) {
+	names := func(ts []ledger.VATTreatment) []string {
+		var s []string
+		for _, tr := range ts {
+			s = append(s, string(tr))
+		}
+		return s
+	}
+	purchaseSchema, _ := Schema("purchase_invoice.record")
+	salesSchema, _ := Schema("invoice.create")
+	for _, c := range []struct {
+		name string
+		doc  []byte
+		want []string
+	}{
+		{"schemas/purchase_invoice.record.json", purchaseSchema, names(ledger.PurchaseTreatments)},
+		{"schemas/invoice.create.json", salesSchema, names(ledger.SalesTreatments)},
+		{"openapi.json (an invoice's lines)", openAPI, names(ledger.SalesTreatments)},
+	} {
+		var enums [][]string
+		var walk func(v any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				if p, ok := v["vat_treatment"].(map[string]any); ok {
+					var e []string
+					list, _ := p["enum"].([]any)
+					for _, x := range list {
+						name, _ := x.(string)
+						e = append(e, name)
+					}
+					enums = append(enums, e)
+				}
+				for _, x := range v {
+					walk(x)
+				}
+			case []any:
+				for _, x := range v {
+					walk(x)
+				}
+			}
+		}
+		walk(decodeJSON(t, c.doc))
+		if len(enums) == 0 {
+			t.Errorf("%s enumerates no vat_treatment", c.name)
+		}
+		for _, e := range enums {
+			if !slices.Equal(e, c.want) {
+				t.Errorf("%s enumerates %v, the ledger %v", c.name, e, c.want)
+			}
+		}
+	}
+}

@@ -34,7 +34,7 @@ var (
 	FR0600OtherZero        = FR0600Field{19, "value of other supplies at 0 % (PVM14)"}
 	FR0600IntraEUServices  = FR0600Field{20, "value of services supplied to taxable persons of other member states, taxed where they are, Art. 13(2) (PVM15)"}
 	FR0600EUGoodsAcquired  = FR0600Field{21, "taxable value of goods acquired from other member states (PVM16)"}
-	FR0600ForeignServices  = FR0600Field{23, "taxable value of services acquired from other countries (PVM21)"}
+	FR0600ForeignServices  = FR0600Field{23, "taxable value of services acquired from other countries (PVM20, PVM21)"}
 	FR0600EUServices       = FR0600Field{24, "of field 23: services acquired from VAT payers of other member states (PVM21)"}
 	FR0600PurchaseVAT      = FR0600Field{25, "VAT on goods and services acquired, VAT assessed by the company included"}
 	FR0600StandardVAT      = FR0600Field{29, "VAT on supplies at the standard rate, 21 % (PVM1)"}
@@ -89,6 +89,11 @@ func fr0600Of(sales bool, t RateTotal) []fieldAmount {
 			// its value is also of field 24's.
 			out = append(out, fieldAmount{FR0600ForeignServices.Number, t.Net}, fieldAmount{FR0600EUServices.Number, t.Net},
 				fieldAmount{FR0600ForeignVAT.Number, t.VAT})
+			payable = decimal.Zero
+		case TreatmentReverseChargeNonEUServices:
+			// A supplier outside the EU is no VAT payer of a member state:
+			// field 23 without 24.
+			out = append(out, fieldAmount{FR0600ForeignServices.Number, t.Net}, fieldAmount{FR0600ForeignVAT.Number, t.VAT})
 			payable = decimal.Zero
 		case TreatmentReverseChargeDomestic:
 			out = append(out, fieldAmount{FR0600DomesticVAT.Number, t.VAT})

@@ -39,7 +39,7 @@ import (
 //     parts, each a file of its own (ISAFPart).
 //   - A document has a DocumentTotal per VAT rate and treatment, whose
 //     TaxCode the treatment picks (ISAFLineCode): PVM12 for an export,
-//     PVM13 an intra-EU supply of goods, PVM16/PVM21/PVM25 a reverse
+//     PVM13 an intra-EU supply of goods, PVM16/PVM20/PVM21/PVM25 a reverse
 //     charge, ...; a standard line's code follows its rate. A 0 % line
 //     posted before lines carried a treatment stays PVM5. TaxCode and
 //     TaxPercentage are nillable, so a rate without a code still fits.

@@ -44,6 +44,11 @@ const (
 	// TreatmentReverseChargeEUServices is services bought from a VAT payer
 	// of another member state (Article 95(2)): assessed by the buyer, PVM21.
 	TreatmentReverseChargeEUServices VATTreatment = "reverse_charge_eu_services"
+	// TreatmentReverseChargeNonEUServices is services bought from a
+	// taxable person established outside the EU (Article 95): assessed by
+	// the buyer, PVM20. FR0600 has the value in field 23 but not in 24,
+	// which holds only services from VAT payers of other member states.
+	TreatmentReverseChargeNonEUServices VATTreatment = "reverse_charge_non_eu_services"
 	// TreatmentReverseChargeDomestic is a domestic supply whose VAT the
 	// buyer assesses (Article 96: scrap, timber, construction work, ...),
 	// PVM25.
@@ -63,7 +68,12 @@ var (
 	}
 	PurchaseTreatments = []VATTreatment{
 		TreatmentStandard, TreatmentExempt, TreatmentOtherZero,
-		TreatmentReverseChargeEUGoods, TreatmentReverseChargeEUServices, TreatmentReverseChargeDomestic,
+		TreatmentReverseChargeEUGoods, TreatmentReverseChargeEUServices, TreatmentReverseChargeNonEUServices, TreatmentReverseChargeDomestic,
+	}
+	// reverseCharges are the purchase treatments whose VAT the company
+	// assesses at the line's rate.
+	reverseCharges = []VATTreatment{
+		TreatmentReverseChargeEUGoods, TreatmentReverseChargeEUServices, TreatmentReverseChargeNonEUServices, TreatmentReverseChargeDomestic,
 	}
 	zeroRatedSales = []VATTreatment{TreatmentExempt, TreatmentExport, TreatmentIntraEUGoods, TreatmentIntraEUServices, TreatmentOtherZero}
 	// toOtherMemberState are the 0 % treatments of a line to a VAT payer
@@ -85,7 +95,7 @@ func (t VATTreatment) ZeroRated() bool {
 // both output and input VAT of the buyer, and not owed to the supplier.
 func (t VATTreatment) ReverseCharge() bool {
 	switch t {
-	case TreatmentReverseChargeEUGoods, TreatmentReverseChargeEUServices, TreatmentReverseChargeDomestic:
+	case TreatmentReverseChargeEUGoods, TreatmentReverseChargeEUServices, TreatmentReverseChargeNonEUServices, TreatmentReverseChargeDomestic:
 		return true
 	}
 	return false
@@ -109,6 +119,8 @@ func (t VATTreatment) isafCode() string {
 		return "PVM16"
 	case TreatmentReverseChargeEUServices:
 		return "PVM21"
+	case TreatmentReverseChargeNonEUServices:
+		return "PVM20"
 	case TreatmentReverseChargeDomestic:
 		return "PVM25"
 	}
@@ -231,7 +243,8 @@ func vatIDWords(id string) string {
 // recorded by a company of country home: standard above 0 % when none is
 // stated; a 0 % line must state one (exempt, other_zero), as a supplier's
 // 0 % says nothing of why. Reverse charge from the EU needs a supplier in
-// another member state, domestic reverse charge one in home.
+// another member state, on services from outside the EU a supplier outside
+// it (and not in home), domestic reverse charge one in home.
 func (c *RecordPurchaseInvoice) ResolveTreatments(home string) *Error {
 	s := c.Supplier
 	for i := range c.Lines {
@@ -240,8 +253,7 @@ func (c *RecordPurchaseInvoice) ResolveTreatments(home string) *Error {
 		if l.VATTreatment == "" {
 			if l.VATRate.IsZero() {
 				e := invalid(field, "a 0 %% purchase line needs its VAT treatment: %s, or for reverse charge one of %s with the rate the VAT is assessed at",
-					treatmentNames(zeroIn(PurchaseTreatments)), treatmentNames([]VATTreatment{
-						TreatmentReverseChargeEUGoods, TreatmentReverseChargeEUServices, TreatmentReverseChargeDomestic}))
+					treatmentNames(zeroIn(PurchaseTreatments)), treatmentNames(reverseCharges))
 				e.Details["allowed"] = PurchaseTreatments
 				return e
 			}
@@ -253,7 +265,22 @@ func (c *RecordPurchaseInvoice) ResolveTreatments(home string) *Error {
 		switch l.VATTreatment {
 		case TreatmentReverseChargeEUGoods, TreatmentReverseChargeEUServices:
 			if !InEU(s.Country) || s.Country == home {
-				return invalid(field, "%s is a purchase from another EU member state, not from %s", l.VATTreatment, s.Country)
+				hint := ""
+				if l.VATTreatment == TreatmentReverseChargeEUServices && !InEU(s.Country) && s.Country != home {
+					hint = ": services from a supplier outside the EU are " + string(TreatmentReverseChargeNonEUServices)
+				}
+				return invalid(field, "%s is a purchase from another EU member state, not from %s%s", l.VATTreatment, s.Country, hint)
+			}
+		case TreatmentReverseChargeNonEUServices:
+			// The refusal names the treatment that fits, as an EU supplier's
+			// services differ in code (PVM21) and in field 24.
+			switch {
+			case s.Country == home:
+				return invalid(field, "%s is a purchase from a supplier outside the EU, not from %s, the company's own country (%s, or %s under Art. 96)",
+					l.VATTreatment, s.Country, TreatmentStandard, TreatmentReverseChargeDomestic)
+			case InEU(s.Country):
+				return invalid(field, "%s is a purchase from a supplier outside the EU, not from %s, a member state: services from a VAT payer of another member state are %s",
+					l.VATTreatment, s.Country, TreatmentReverseChargeEUServices)
 			}
 		case TreatmentReverseChargeDomestic:
 			if s.Country != home {

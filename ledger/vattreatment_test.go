@@ -111,13 +111,26 @@ func TestPurchaseTreatments(t *testing.T) {
 		errWord                  string
 	}{
 		{"LT", "21", "", ledger.TreatmentStandard, ""},
-		{"LT", "0", "", "", "a 0 % purchase line needs its VAT treatment: exempt, other_zero, or for reverse charge one of reverse_charge_eu_goods"},
+		{"LT", "0", "", "", "a 0 % purchase line needs its VAT treatment: exempt, other_zero, or for reverse charge one of reverse_charge_eu_goods, " +
+			"reverse_charge_eu_services, reverse_charge_non_eu_services, reverse_charge_domestic with the rate the VAT is assessed at"},
 		{"LT", "0", "exempt", ledger.TreatmentExempt, ""},
 		{"DE", "21", "reverse_charge_eu_goods", ledger.TreatmentReverseChargeEUGoods, ""},
 		{"FR", "21", "reverse_charge_eu_services", ledger.TreatmentReverseChargeEUServices, ""},
 		{"LT", "21", "reverse_charge_domestic", ledger.TreatmentReverseChargeDomestic, ""},
 		{"LT", "21", "reverse_charge_eu_goods", "", "from another EU member state, not from LT"},
-		{"US", "21", "reverse_charge_eu_services", "", "from another EU member state, not from US"},
+		{"US", "21", "reverse_charge_eu_services", "", "from another EU member state, not from US: services from a supplier outside the EU are reverse_charge_non_eu_services"},
+		// Services from outside the EU: any country not in the EU list,
+		// a state of the EEA or a neighbour included, at any rate above 0.
+		{"US", "21", "reverse_charge_non_eu_services", ledger.TreatmentReverseChargeNonEUServices, ""},
+		{"CH", "12", "reverse_charge_non_eu_services", ledger.TreatmentReverseChargeNonEUServices, ""},
+		{"NO", "5", "reverse_charge_non_eu_services", ledger.TreatmentReverseChargeNonEUServices, ""},
+		{"GB", "21", "reverse_charge_non_eu_services", ledger.TreatmentReverseChargeNonEUServices, ""},
+		{"DE", "21", "reverse_charge_non_eu_services", "",
+			"lines[0].vat_treatment: reverse_charge_non_eu_services is a purchase from a supplier outside the EU, not from DE, a member state: " +
+				"services from a VAT payer of another member state are reverse_charge_eu_services"},
+		{"GR", "21", "reverse_charge_non_eu_services", "", "not from GR, a member state: services from a VAT payer of another member state are reverse_charge_eu_services"},
+		{"LT", "21", "reverse_charge_non_eu_services", "", "not from LT, the company's own country (standard, or reverse_charge_domestic under Art. 96)"},
+		{"US", "0", "reverse_charge_non_eu_services", "", "reverse_charge_non_eu_services needs the rate the VAT is assessed at (vat_rate above 0), not 0"},
 		{"DE", "21", "reverse_charge_domestic", "", "from a supplier in LT, not in DE"},
 		{"DE", "0", "reverse_charge_eu_goods", "", "needs the rate the VAT is assessed at"},
 	}
@@ -170,6 +183,32 @@ func TestReverseChargePosting(t *testing.T) {
 	}
 }
 
+// Services from a supplier outside the EU are reverse-charged like those
+// from the EU: 2 x 50.00 at 21 % is 100.00 net and 21.00 VAT the company
+// assesses, Dr 6000 100.00, Dr 1300 21.00, Cr 2100 100.00 (all the
+// supplier is owed), Cr 2300 21.00.
+func TestNonEUServicesPosting(t *testing.T) {
+	t.Parallel()
+	p := purchase(t, "US", "21", "reverse_charge_non_eu_services")
+	if e := p.CheckVATRates("LT"); e != nil {
+		t.Fatal(e)
+	}
+	pi, entry := ledger.BookPurchase("acme", p, p.IssueDate, nil, uuid.New(), uuid.New())
+	if err := entry.Check(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range entry.Lines {
+		got = append(got, fmt.Sprintf("%s %s/%s", l.Account, l.CompanyDebit.StringFixed(2), l.CompanyCredit.StringFixed(2)))
+	}
+	if want := "6000 100.00/0.00 1300 21.00/0.00 2100 0.00/100.00 2300 0.00/21.00"; strings.Join(got, " ") != want {
+		t.Errorf("entry\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if v := pi.View(); v.Net != "100.00" || v.VAT != "21.00" || v.Gross != "121.00" || v.SelfAssessedVAT != "21.00" || v.Payable != "100.00" {
+		t.Errorf("view: net %s, VAT %s, gross %s, self-assessed %s, payable %s", v.Net, v.VAT, v.Gross, v.SelfAssessedVAT, v.Payable)
+	}
+}
+
 // A document total's i.SAF code is its treatment's, its rate's for a
 // standard line, and PVM5 for a 0 % line posted before lines carried a
 // treatment.
@@ -191,6 +230,8 @@ func TestISAFLineCode(t *testing.T) {
 		{"0", ledger.TreatmentOtherZero, "PVM14"},
 		{"21", ledger.TreatmentReverseChargeEUGoods, "PVM16"},
 		{"21", ledger.TreatmentReverseChargeEUServices, "PVM21"},
+		{"21", ledger.TreatmentReverseChargeNonEUServices, "PVM20"},
+		{"5", ledger.TreatmentReverseChargeNonEUServices, "PVM20"},
 		{"21", ledger.TreatmentReverseChargeDomestic, "PVM25"},
 	} {
 		if got := ledger.ISAFLineCode(ledger.D(tt.rate).Decimal, tt.treatment); got != tt.want {
@@ -227,6 +268,7 @@ func TestVATReturnFR0600Fields(t *testing.T) {
 		{Type: ledger.DocumentPurchaseInvoice, Number: "P", Date: day("2026-12-04"), Currency: eur, Rates: []ledger.RateTotal{
 			rt("21", ledger.TreatmentStandard, "40.00", "8.40"), rt("21", ledger.TreatmentReverseChargeEUGoods, "200.00", "42.00"),
 			rt("21", ledger.TreatmentReverseChargeEUServices, "30.00", "6.30"), rt("21", ledger.TreatmentReverseChargeDomestic, "10.00", "2.10"),
+			rt("12", ledger.TreatmentReverseChargeNonEUServices, "50.00", "6.00"),
 		}},
 	})
 	v := ledger.NewVATReturn(r).View()
@@ -235,12 +277,41 @@ func TestVATReturnFR0600Fields(t *testing.T) {
 	for _, f := range c.Fields {
 		got = append(got, fmt.Sprintf("%d=%s", f.Field, f.Amount))
 	}
-	want := "11=130.00 13=5.00 17=50.00 18=50.00 19=6.00 21=200.00 23=30.00 24=30.00 25=58.80 " +
-		"29=21.00 30=1.20 31=1.00 32=6.30 33=2.10 34=42.00 35=58.80 36=14.80"
+	// Field 23 is services from the EU and from outside it (30.00 +
+	// 50.00), 24 the EU's alone, 32 the VAT of both (6.30 + 6.00).
+	want := "11=130.00 13=5.00 17=50.00 18=50.00 19=6.00 21=200.00 23=80.00 24=30.00 25=64.80 " +
+		"29=21.00 30=1.20 31=1.00 32=12.30 33=2.10 34=42.00 35=64.80 36=14.80"
 	if strings.Join(got, " ") != want {
 		t.Errorf("fields\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
-	if c.OutputVAT != "23.20" || c.SelfAssessedVAT != "50.40" || c.InputVAT != "58.80" || c.Payable != "14.80" {
+	if c.OutputVAT != "23.20" || c.SelfAssessedVAT != "56.40" || c.InputVAT != "64.80" || c.Payable != "14.80" {
+		t.Errorf("output %s, self-assessed %s, input %s, payable %s", c.OutputVAT, c.SelfAssessedVAT, c.InputVAT, c.Payable)
+	}
+}
+
+// A month with only a service bought outside the EU fills field 23 and
+// not 24: 760.00 at 21 % is 159.60 VAT, in 32 as VAT owed and in 25 and 35
+// as VAT deducted, so nothing is payable (36 is 0.00).
+func TestVATReturnNonEUServicesFields(t *testing.T) {
+	t.Parallel()
+	eur, _ := ledger.LookupCurrency("EUR")
+	day, _ := ledger.ParseDate("2026-12-04")
+	co := ledger.Company{ID: "acme", Country: "LT", Currency: "EUR"}
+	r := ledger.NewRegister(co, ledger.Period{Year: 2026, Month: 12}, []ledger.RegisterDocument{
+		{Type: ledger.DocumentPurchaseInvoice, Number: "US-1", Date: day, Currency: eur,
+			Counterparty: ledger.Party{ID: "sup-us", Name: "Cloud Inc", Country: "US"},
+			Rates: []ledger.RateTotal{{Rate: ledger.D("21").Decimal, Treatment: ledger.TreatmentReverseChargeNonEUServices,
+				Net: ledger.D("760.00").Decimal, VAT: ledger.D("159.60").Decimal}}},
+	})
+	c := ledger.NewVATReturn(r).View().Currencies[0]
+	var got []string
+	for _, f := range c.Fields {
+		got = append(got, fmt.Sprintf("%d=%s", f.Field, f.Amount))
+	}
+	if want := "23=760.00 25=159.60 32=159.60 35=159.60 36=0.00"; strings.Join(got, " ") != want {
+		t.Errorf("fields\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if c.OutputVAT != "0.00" || c.SelfAssessedVAT != "159.60" || c.InputVAT != "159.60" || c.Payable != "0.00" {
 		t.Errorf("output %s, self-assessed %s, input %s, payable %s", c.OutputVAT, c.SelfAssessedVAT, c.InputVAT, c.Payable)
 	}
 }
@@ -277,6 +348,9 @@ func TestISAFTreatments(t *testing.T) {
 		{Type: ledger.DocumentPurchaseInvoice, Number: "ST-5", Date: day("2026-12-07"), Currency: eur, Recorded: day("2026-12-07"),
 			Counterparty: ledger.Party{ID: "sup-lt", Name: "Statyba UAB", VATID: "LT100000000030", Country: "LT"},
 			Rates:        []ledger.RateTotal{rt("21", ledger.TreatmentReverseChargeDomestic, "1000.00", "210.00")}},
+		{Type: ledger.DocumentPurchaseInvoice, Number: "US-2026-311", Date: day("2026-12-08"), Currency: eur, Recorded: day("2026-12-08"),
+			Counterparty: ledger.Party{ID: "sup-us", Name: "Cloud Software Inc", Country: "US"},
+			Rates:        []ledger.RateTotal{rt("21", ledger.TreatmentReverseChargeNonEUServices, "400.00", "84.00")}},
 	})
 	out := writeISAF(t, r)
 	golden := filepath.Join("testdata", "isaf", "treatments.xml")
@@ -307,7 +381,7 @@ func TestISAFTreatments(t *testing.T) {
 			}
 		}
 	}
-	if got, want := strings.Join(codes, " "), "2026-0917:PVM21:760.00:159.60 L-77:PVM16:2000.00:420.00 ST-5:PVM25:1000.00:210.00 "+
+	if got, want := strings.Join(codes, " "), "2026-0917:PVM21:760.00:159.60 L-77:PVM16:2000.00:420.00 ST-5:PVM25:1000.00:210.00 US-2026-311:PVM20:400.00:84.00 "+
 		"INV-2026-000001:PVM13:900.00:0.00 INV-2026-000001:PVM14:60.00:0.00 INV-2026-000002:PVM12:300.00:0.00 "+
 		"INV-2026-000003:PVM5:40.00:0.00 INV-2026-000003:PVM1:100.00:21.00"; got != want {
 		t.Errorf("totals\n got %s\nwant %s", got, want)

@@ -681,7 +681,7 @@ CREATE TABLE public.purchase_invoice_lines (
     CONSTRAINT purchase_invoice_lines_credits_line_no_check CHECK ((credits_line_no > 0)),
     CONSTRAINT purchase_invoice_lines_line_no_check CHECK ((line_no > 0)),
     CONSTRAINT purchase_invoice_lines_pkey PRIMARY KEY (purchase_invoice_id, line_no),
-    CONSTRAINT purchase_invoice_lines_vat_treatment CHECK ((vat_treatment = ANY (ARRAY[''::text, 'standard'::text, 'exempt'::text, 'other_zero'::text, 'reverse_charge_eu_goods'::text, 'reverse_charge_eu_services'::text, 'reverse_charge_domestic'::text])))
+    CONSTRAINT purchase_invoice_lines_vat_treatment CHECK ((vat_treatment = ANY (ARRAY[''::text, 'standard'::text, 'exempt'::text, 'other_zero'::text, 'reverse_charge_eu_goods'::text, 'reverse_charge_eu_services'::text, 'reverse_charge_non_eu_services'::text, 'reverse_charge_domestic'::text])))
 );
 CREATE TRIGGER purchase_invoice_lines_immutable BEFORE DELETE OR UPDATE ON public.purchase_invoice_lines FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
 CREATE TRIGGER purchase_invoice_lines_no_truncate BEFORE TRUNCATE ON public.purchase_invoice_lines FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();

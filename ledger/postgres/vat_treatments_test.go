@@ -292,3 +292,129 @@ func TestDatabaseRefusesUnknownTreatments(t *testing.T) {
 		}
 	}
 }
+
+// Services bought from suppliers outside the EU (a US SaaS licence, Swiss
+// consulting) are reverse-charged under Art. 95: the company posts the
+// VAT as input and output VAT, owes the supplier the net only, and the
+// month's return has their value in field 23, never in 24 (services from
+// EU VAT payers), their VAT in 32, 25 and 35, and nothing payable. A
+// supplier's credit note and a reversal keep the line's treatment; a
+// supplier in a member state, or at home, is refused the treatment.
+//
+// Figures, by hand, all at 21 %: US-1 1 × 1200.00, VAT 252.00; CH-9
+// 4 × 62.50 = 250.00, VAT 52.50; CH-10 the same, reversed; US-1-K credits
+// 200.00 of US-1, VAT 42.00. Field 23: 1200.00 + 250.00 + 250.00 − 250.00
+// − 200.00 = 1250.00; field 32, and 25 and 35: 252.00 + 52.50 + 52.50 −
+// 52.50 − 42.00 = 262.50; field 36: 262.50 − 262.50 = 0.00. The journal:
+// 6000 1250.00, 1300 262.50, 2100 −1250.00, 2300 −262.50.
+func TestServicesFromOutsideTheEU(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	run[ledger.Company](t, db, "acme", "company.create", map[string]any{
+		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	purchase := func(doc, day string, supplier map[string]any, quantity, price string) map[string]any {
+		return map[string]any{"supplier": supplier, "document_number": doc, "issue_date": day, "due_date": "2027-01-10", "currency": "EUR",
+			"lines": []any{map[string]any{"description": "Services", "quantity": quantity, "unit_price": price, "vat_rate": "21",
+				"vat_treatment": "reverse_charge_non_eu_services"}}}
+	}
+	us := map[string]any{"id": "s-us", "name": "Cloud Software Inc", "country": "US"}
+	ch := map[string]any{"id": "s-ch", "name": "Beratung AG", "vat_id": "CHE123456789", "country": "CH"}
+
+	us1 := run[ledger.PurchaseInvoiceView](t, db, "acme", "purchase_invoice.record", purchase("US-1", "2026-12-03", us, "1", "1200.00"))
+	if us1.Net != "1200.00" || us1.VAT != "252.00" || us1.Gross != "1452.00" || us1.SelfAssessedVAT != "252.00" || us1.Payable != "1200.00" ||
+		us1.Lines[0].VATTreatment != ledger.TreatmentReverseChargeNonEUServices {
+		t.Fatalf("US-1 %+v", us1)
+	}
+	requireEntryLines(t, db, uuid.MustParse(us1.JournalEntryID), []wantLine{
+		{ledger.AccountExpenses, "1200.00", "0"}, {ledger.AccountInputVAT, "252.00", "0"},
+		{ledger.AccountPayables, "0", "1200.00"}, {ledger.AccountOutputVAT, "0", "252.00"}})
+	ch9 := run[ledger.PurchaseInvoiceView](t, db, "acme", "purchase_invoice.record", purchase("CH-9", "2026-12-04", ch, "4", "62.50"))
+	if ch9.SelfAssessedVAT != "52.50" || ch9.Payable != "250.00" {
+		t.Fatalf("CH-9 %+v", ch9)
+	}
+
+	// A supplier in a member state is refused, the treatment that fits
+	// named; so is one at home. Neither leaves a document.
+	for _, c := range []struct {
+		supplier map[string]any
+		want     string
+	}{
+		{map[string]any{"id": "s-de", "name": "Cloud GmbH", "vat_id": "DE987654321", "country": "DE"},
+			"lines[0].vat_treatment: reverse_charge_non_eu_services is a purchase from a supplier outside the EU, not from DE, a member state: " +
+				"services from a VAT payer of another member state are reverse_charge_eu_services"},
+		{map[string]any{"id": "s-lt", "name": "Debesys UAB", "vat_id": "LT100000000030", "country": "LT"},
+			"lines[0].vat_treatment: reverse_charge_non_eu_services is a purchase from a supplier outside the EU, not from LT, the company's own country " +
+				"(standard, or reverse_charge_domestic under Art. 96)"},
+	} {
+		if e := runErr(t, db, "acme", "purchase_invoice.record", purchase("X-1", "2026-12-05", c.supplier, "1", "10.00"), ledger.CodeInvalidCommand); e.Message != c.want {
+			t.Errorf("refusal\n got %q\nwant %q", e.Message, c.want)
+		}
+	}
+	// Nor does a US supplier pass as one from the EU: the refusal names
+	// the treatment for it.
+	eu := purchase("X-2", "2026-12-05", us, "1", "10.00")
+	eu["lines"].([]any)[0].(map[string]any)["vat_treatment"] = "reverse_charge_eu_services"
+	if e := runErr(t, db, "acme", "purchase_invoice.record", eu, ledger.CodeInvalidCommand); !strings.HasSuffix(e.Message,
+		"not from US: services from a supplier outside the EU are reverse_charge_non_eu_services") {
+		t.Errorf("reverse_charge_eu_services from the US: %q", e.Message)
+	}
+
+	// The supplier's credit note by amount takes the line's treatment;
+	// its entry reverses the reverse charge on both sides.
+	k := run[ledger.PurchaseCreditNoteView](t, db, "acme", "purchase_credit_note.record", map[string]any{
+		"purchase_invoice_id": us1.PurchaseInvoiceID, "document_number": "US-1-K", "issue_date": "2026-12-09", "reason": "seats removed",
+		"amounts": []any{map[string]any{"vat_rate": "21", "net": "200.00"}}})
+	if k.Net != "200.00" || k.VAT != "42.00" || k.SelfAssessedVAT != "42.00" || k.Payable != "200.00" ||
+		k.Lines[0].VATTreatment != ledger.TreatmentReverseChargeNonEUServices {
+		t.Fatalf("US-1-K %+v", k)
+	}
+	requireEntryLines(t, db, uuid.MustParse(k.JournalEntryID), []wantLine{
+		{ledger.AccountExpenses, "0", "200.00"}, {ledger.AccountInputVAT, "0", "42.00"},
+		{ledger.AccountPayables, "200.00", "0"}, {ledger.AccountOutputVAT, "42.00", "0"}})
+	// A purchase recorded in error is reversed with its treatment.
+	ch10 := run[ledger.PurchaseInvoiceView](t, db, "acme", "purchase_invoice.record", purchase("CH-10", "2026-12-05", ch, "4", "62.50"))
+	rev := run[ledger.PurchaseReversalView](t, db, "acme", "purchase_invoice.reverse", map[string]any{
+		"purchase_invoice_id": ch10.PurchaseInvoiceID, "reason": "recorded in error"})
+	requireEntryLines(t, db, uuid.MustParse(rev.JournalEntryID), []wantLine{
+		{ledger.AccountExpenses, "0", "250.00"}, {ledger.AccountInputVAT, "0", "52.50"},
+		{ledger.AccountPayables, "250.00", "0"}, {ledger.AccountOutputVAT, "52.50", "0"}})
+
+	// The return: field 23 and 32, not 24; the reverse charge nets to
+	// zero, by rate too.
+	p := ledger.Period{Year: 2026, Month: 12}
+	vr := vatReturnOf(t, db, p)
+	if got, want := fr0600Fields(vr), "23=1250.00 25=262.50 32=262.50 35=262.50 36=0.00"; got != want {
+		t.Fatalf("FR0600\n got %s\nwant %s", got, want)
+	}
+	c := vr.Currencies[0]
+	if c.OutputVAT != "0.00" || c.SelfAssessedVAT != "262.50" || c.InputVAT != "262.50" || c.Payable != "0.00" {
+		t.Fatalf("return: output %s, self-assessed %s, input %s, payable %s", c.OutputVAT, c.SelfAssessedVAT, c.InputVAT, c.Payable)
+	}
+	for name, rates := range map[string][]ledger.RateView{"self-assessed": c.SelfAssessed, "input": c.Input} {
+		if len(rates) != 1 || rates[0].Rate != "21" || rates[0].Net != "1250.00" || rates[0].VAT != "262.50" {
+			t.Errorf("%s by rate %+v, want 21 %%: 1250.00 and 262.50", name, rates)
+		}
+	}
+	requireBalances(t, db, "acme", map[string]string{
+		ledger.AccountExpenses:  "1250.00",
+		ledger.AccountInputVAT:  "262.50",
+		ledger.AccountPayables:  "-1250.00",
+		ledger.AccountOutputVAT: "-262.50",
+	})
+	requireBooksBalance(t, db)
+	requireAuditClean(t, db)
+
+	// The i.SAF file, valid against VMI's schema: every document PVM20,
+	// the credit note a KS of US-1, the reversal beside CH-10.
+	_, docs := isafDocuments(t, db, "acme", p)
+	want := []string{
+		"US-1 SF PVM20 1200.00/252.00 issued 2026-12-03 registered 2026-12-03",
+		"CH-9 SF PVM20 250.00/52.50 issued 2026-12-04 registered 2026-12-04",
+		"CH-10 SF PVM20 250.00/52.50 issued 2026-12-05 registered 2026-12-05",
+		"CH-10 SF PVM20 -250.00/-52.50 issued 2026-12-05 registered 2026-12-05",
+		"US-1-K KS ref US-1 2026-12-03 PVM20 -200.00/-42.00 issued 2026-12-09 registered 2026-12-09",
+	}
+	if strings.Join(docs, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("i.SAF purchases:\n%s\nwant\n%s", strings.Join(docs, "\n"), strings.Join(want, "\n"))
+	}
+}
