@@ -396,6 +396,18 @@ func genSequence(t *rapid.T) sequence {
 				},
 			}})
 		},
+		// December's revaluation, mostly with a closing rate recorded for
+		// it first; a second one of the month is refused.
+		"fx revalue": func(t *rapid.T) {
+			c := company(t)
+			if rapid.IntRange(0, 3).Draw(t, "closing rate") > 0 {
+				add(delivery{company: c, command: "fx_rate.record", key: fresh("fx"), body: map[string]any{
+					"currency": "JPY", "date": "2026-12-31", "rate": fmt.Sprintf("%d.%02d", rapid.IntRange(150, 170).Draw(t, "closing yen"), rapid.IntRange(0, 99).Draw(t, "closing sen")),
+					"source": "ECB",
+				}})
+			}
+			add(delivery{company: c, command: "fx.revalue", key: fresh("rv"), body: map[string]any{"month": "2026-12"}})
+		},
 		"asset": func(t *rapid.T) {
 			c := company(t)
 			ref := fmt.Sprintf("a%d", rapid.IntRange(1, 2).Draw(t, "asset"))
@@ -500,7 +512,7 @@ func genSequence(t *rapid.T) sequence {
 	n := rapid.IntRange(10, 40).Draw(t, "deliveries")
 	for len(s.deliveries) < n {
 		name := rapid.SampledFrom([]string{"invoice", "invoice", "invoice", "credit", "credit", "payment", "payment", "payment",
-			"settlement", "purchase", "purchase", "supplier payment", "journal entry", "opening", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
+			"settlement", "purchase", "purchase", "supplier payment", "journal entry", "opening", "fx revalue", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
 			"apply credit", "refund credit", "credit use burst", "close period", "fx rate", "foreign invoice", "foreign payment", "foreign refund", "foreign payout"}).Draw(t, "action")
 		if name == "endpoint change" && len(endpoints) == 0 || slices.Contains([]string{"retry", "reuse", "held"}, name) && len(s.deliveries) == 0 {
 			continue
@@ -681,6 +693,8 @@ var tables = []struct{ name, names, rows string }{
 	{"opening_items", `SELECT id::text, 'opening item ' || company_id || ' ' || kind || ' ' || party_id || ' ' || number FROM opening_items WHERE company_id = ANY($1)`,
 		`SELECT to_jsonb(t) FROM opening_items t WHERE company_id = ANY($1)`},
 	{"opening_allocations", ``, `SELECT to_jsonb(a) FROM opening_allocations a JOIN opening_items o ON o.id = a.opening_item_id WHERE o.company_id = ANY($1)`},
+	{"fx_revaluations", `SELECT id::text, 'revaluation ' || company_id || ' ' || month FROM fx_revaluations WHERE company_id = ANY($1)`,
+		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM fx_revaluations t WHERE company_id = ANY($1)`},
 	{"year_closes", `SELECT id::text, 'year close ' || company_id || ' ' || year FROM year_closes WHERE company_id = ANY($1)`,
 		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM year_closes t WHERE company_id = ANY($1)`},
 	{"purchase_invoice_lines", ``, `SELECT to_jsonb(l) FROM purchase_invoice_lines l JOIN purchase_invoices p ON p.id = l.purchase_invoice_id WHERE p.company_id = ANY($1)`},

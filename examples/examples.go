@@ -29,6 +29,7 @@ var Commands = map[string]string{
 	"year_close.json":                      new(ledger.CloseYear).CommandName(),
 	"opening_balances.json":                new(ledger.RecordOpeningBalances).CommandName(),
 	"fx_rate.json":                         new(ledger.RecordFXRate).CommandName(),
+	"fx_revalue.json":                      new(ledger.RevalueFX).CommandName(),
 	"settlement.json":                      new(ledger.RecordSettlement).CommandName(),
 	"purchase_invoice.json":                new(ledger.RecordPurchaseInvoice).CommandName(),
 	"purchase_invoice_reverse_charge.json": new(ledger.RecordPurchaseInvoice).CommandName(),
@@ -52,7 +53,7 @@ var Order = []string{
 	"customer_credit_refund.json", "settlement.json", "period_close.json", "fx_rate.json",
 	"purchase_invoice.json", "supplier_payment.json", "journal_entry.json", "purchase_invoice_reverse_charge.json", "purchase_credit_note.json",
 	"purchase_invoice_reverse.json", "asset.json",
-	"depreciation.json", "invoice_intra_eu.json", "period_close_december.json", "year_close.json",
+	"depreciation.json", "invoice_intra_eu.json", "fx_revalue.json", "period_close_december.json", "year_close.json",
 	"webhook_endpoint.json",
 	"webhook_endpoint_update.json", "webhook_endpoint_rotate_secret.json", "webhook_endpoint_disable.json",
 }

@@ -112,6 +112,7 @@ var commandRoutes = []commandRoute{
 	{"/v1/journal/entries/record", new(ledger.RecordJournalEntry).CommandName(), http.StatusCreated},
 	{"/v1/books/years/close", new(ledger.CloseYear).CommandName(), http.StatusCreated},
 	{"/v1/books/opening-balances/record", new(ledger.RecordOpeningBalances).CommandName(), http.StatusCreated},
+	{"/v1/books/fx/revalue", new(ledger.RevalueFX).CommandName(), http.StatusCreated},
 	{"/v1/assets/register", new(ledger.RegisterAsset).CommandName(), http.StatusCreated},
 	{"/v1/depreciation/run", new(ledger.RunDepreciation).CommandName(), http.StatusCreated},
 	{"/v1/webhook-endpoints/create", new(ledger.CreateWebhookEndpoint).CommandName(), http.StatusCreated},

@@ -40,6 +40,7 @@ var commands = register(
 	new(CloseYear),
 	new(RecordOpeningBalances),
 	new(RecordFXRate),
+	new(RevalueFX),
 
 	new(CreateWebhookEndpoint),
 	new(UpdateWebhookEndpoint),

@@ -317,7 +317,7 @@ func TestCommandNames(t *testing.T) {
 	t.Parallel()
 	names := ledger.CommandNames()
 	want := []string{"asset.register", "company.create", "credit_note.create", "customer_credit.apply", "customer_credit.refund",
-		"depreciation.run", "fx_rate.record", "invoice.create", "journal_entry.record",
+		"depreciation.run", "fx.revalue", "fx_rate.record", "invoice.create", "journal_entry.record",
 		"opening_balances.record", "payment.record", "period.close", "purchase_credit_note.record", "purchase_invoice.record", "purchase_invoice.reverse", "settlement.record", "supplier_payment.record",
 		"webhook_endpoint.create", "webhook_endpoint.disable", "webhook_endpoint.rotate_secret", "webhook_endpoint.update", "year.close"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {

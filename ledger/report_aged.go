@@ -113,7 +113,9 @@ type AgedItem struct {
 	Currency                         Currency
 	// Open is what is open in the document's currency, OpenCompany in the
 	// company's: at the document's booked rate, less what settled it at
-	// the rates it was booked at. Open items are not revalued.
+	// the rates it was booked at. The report does not revalue them: a
+	// month-end revaluation (fx.revalue) is an entry of its own on the
+	// account, reversed the next day.
 	Open, OpenCompany decimal.Decimal
 }
 

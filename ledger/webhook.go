@@ -30,6 +30,7 @@ const (
 	EventYearClosed                 = "year.closed"
 	EventOpeningBalancesRecorded    = "opening_balances.recorded"
 	EventFXRateRecorded             = "fx_rate.recorded"
+	EventFXRevalued                 = "fx.revalued"
 	EventWebhookEndpointDisabled    = "webhook_endpoint.disabled"
 )
 
@@ -53,6 +54,7 @@ var EventTypes = []string{
 	EventYearClosed,
 	EventOpeningBalancesRecorded,
 	EventFXRateRecorded,
+	EventFXRevalued,
 	EventWebhookEndpointDisabled,
 }
 

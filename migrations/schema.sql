@@ -223,6 +223,7 @@ CREATE TABLE public.customer_credit_movements (
     CONSTRAINT customer_credit_movements_payment_id_fkey FOREIGN KEY (payment_id) REFERENCES public.payments(id),
     CONSTRAINT customer_credit_movements_pkey PRIMARY KEY (id)
 );
+CREATE INDEX customer_credit_movements_credit_note ON public.customer_credit_movements USING btree (source_id) WHERE (kind = 'credit_note'::text);
 CREATE INDEX customer_credit_movements_customer ON public.customer_credit_movements USING btree (company_id, customer_id, currency);
 CREATE INDEX customer_credit_movements_invoice ON public.customer_credit_movements USING btree (invoice_id) WHERE (invoice_id IS NOT NULL);
 CREATE INDEX customer_credit_movements_payment ON public.customer_credit_movements USING btree (payment_id) WHERE (payment_id IS NOT NULL);
@@ -297,6 +298,33 @@ CREATE TABLE public.fx_rates (
 );
 CREATE TRIGGER fx_rates_immutable BEFORE DELETE OR UPDATE ON public.fx_rates FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
 CREATE TRIGGER fx_rates_no_truncate BEFORE TRUNCATE ON public.fx_rates FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
+
+CREATE TABLE public.fx_revaluations (
+    id uuid NOT NULL,
+    company_id text NOT NULL,
+    month date NOT NULL,
+    revaluation_date date NOT NULL,
+    journal_entry_id uuid,
+    reversal_entry_id uuid,
+    gain numeric(28,8) NOT NULL,
+    loss numeric(28,8) NOT NULL,
+    idempotency_key text,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    created_xact xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    CONSTRAINT fx_revaluations_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
+    CONSTRAINT fx_revaluations_gain_check CHECK ((gain >= (0)::numeric)),
+    CONSTRAINT fx_revaluations_journal_entry_id_fkey FOREIGN KEY (journal_entry_id) REFERENCES public.journal_entries(id),
+    CONSTRAINT fx_revaluations_loss_check CHECK ((loss >= (0)::numeric)),
+    CONSTRAINT fx_revaluations_month_is_a_month CHECK ((month = (date_trunc('month'::text, (month)::timestamp with time zone))::date)),
+    CONSTRAINT fx_revaluations_no_entry_nothing_posted CHECK (((journal_entry_id IS NOT NULL) OR ((gain = (0)::numeric) AND (loss = (0)::numeric)))),
+    CONSTRAINT fx_revaluations_on_the_last_day CHECK ((revaluation_date = ((month + '1 mon -1 days'::interval))::date)),
+    CONSTRAINT fx_revaluations_one_per_month UNIQUE (company_id, month),
+    CONSTRAINT fx_revaluations_pkey PRIMARY KEY (id),
+    CONSTRAINT fx_revaluations_reversal_entry_id_fkey FOREIGN KEY (reversal_entry_id) REFERENCES public.journal_entries(id),
+    CONSTRAINT fx_revaluations_reversed CHECK (((journal_entry_id IS NULL) = (reversal_entry_id IS NULL)))
+);
+CREATE TRIGGER fx_revaluations_immutable BEFORE DELETE OR UPDATE ON public.fx_revaluations FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
+CREATE TRIGGER fx_revaluations_no_truncate BEFORE TRUNCATE ON public.fx_revaluations FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
 
 CREATE TABLE public.inbox (
     company_id text NOT NULL,

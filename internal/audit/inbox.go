@@ -45,6 +45,7 @@ WITH kinds (command, noun, field) AS (VALUES
 	('year.close', 'year close', 'year_close_id'),
 	('opening_balances.record', 'opening', 'opening_balances_id'),
 	('fx_rate.record', 'exchange rate', 'fx_rate_id'),
+	('fx.revalue', 'fx revaluation', 'revaluation_id'),
 	('webhook_endpoint.create', 'webhook endpoint', 'endpoint_id')),
 documents (company_id, command, ref, created_at) AS MATERIALIZED (
 	SELECT id, 'company.create', id, created_at FROM companies WHERE ($1::text = '' OR id = $1)
@@ -83,6 +84,8 @@ documents (company_id, command, ref, created_at) AS MATERIALIZED (
 	SELECT company_id, 'opening_balances.record', id::text, created_at FROM opening_balances WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, 'fx_rate.record', id::text, created_at FROM fx_rates WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, 'fx.revalue', id::text, created_at FROM fx_revaluations WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL
 	SELECT company_id, 'webhook_endpoint.create', id::text, created_at FROM webhook_endpoints WHERE ($1::text = '' OR company_id = $1)),
 keys AS MATERIALIZED (

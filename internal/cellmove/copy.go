@@ -61,6 +61,7 @@ var Tables = []table{
 	byCompany("opening_balances"),
 	byCompany("opening_items"),
 	{name: "opening_allocations", where: "opening_item_id IN (SELECT id FROM opening_items WHERE company_id = ANY($companies))"},
+	byCompany("fx_revaluations"),
 	byCompany("assets"),
 	byCompany("depreciation_runs"),
 	byCompany("customer_credits"),

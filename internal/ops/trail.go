@@ -273,6 +273,7 @@ var documentKinds = map[string]documentKind{
 	new(ledger.CloseYear).CommandName():                {"year close", "year_close_id", `SELECT year::text FROM year_closes WHERE company_id = $1 AND id = $2::uuid`},
 	new(ledger.RecordOpeningBalances).CommandName():    {"opening", "opening_balances_id", `SELECT to_char(opened_on, 'YYYY-MM-DD') FROM opening_balances WHERE company_id = $1 AND id = $2::uuid`},
 	new(ledger.RecordFXRate).CommandName():             {"exchange rate", "fx_rate_id", `SELECT currency || ' ' || rate_date FROM fx_rates WHERE company_id = $1 AND id = $2::uuid`},
+	new(ledger.RevalueFX).CommandName():                {"fx revaluation", "revaluation_id", `SELECT to_char(month, 'YYYY-MM') FROM fx_revaluations WHERE company_id = $1 AND id = $2::uuid`},
 	new(ledger.CreateWebhookEndpoint).CommandName():    {"webhook endpoint", "endpoint_id", `SELECT '' FROM webhook_endpoints WHERE company_id = $1 AND id = $2::uuid`},
 }
 

@@ -413,7 +413,9 @@ func VATReturn(ctx context.Context, q Querier, company string, p ledger.Period) 
 // open that day, in their currency and the company's. What is open is
 // what the items' entries on the account (1200 or 2100) dated up to asOf
 // leave, so the report's total is that account's balance at asOf in the
-// company's currency (negated for payables, a credit balance).
+// company's currency (negated for payables, a credit balance), but on a
+// month's last day revalued with fx.revalue, whose entry of that day is on
+// the account and not in the report.
 func Aged(ctx context.Context, q Querier, company string, kind ledger.AgedKind, asOf ledger.Date) (*ledger.AgedReport, error) {
 	c, err := loadCompany(ctx, q, company)
 	if err != nil {

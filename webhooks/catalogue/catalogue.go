@@ -47,6 +47,7 @@ var eventData = map[string]any{
 	ledger.EventYearClosed:                 ledger.YearCloseView{},
 	ledger.EventOpeningBalancesRecorded:    ledger.OpeningBalancesView{},
 	ledger.EventFXRateRecorded:             ledger.FXRateView{},
+	ledger.EventFXRevalued:                 ledger.FXRevaluationView{},
 	ledger.EventWebhookEndpointDisabled:    webhooks.EndpointView{},
 	webhooks.EventTest:                     webhooks.TestEvent{},
 }
