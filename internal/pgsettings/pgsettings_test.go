@@ -23,14 +23,14 @@ func TestSettingsLastToTheEndOfTheTransaction(t *testing.T) {
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	show := `SELECT current_setting('plan_cache_mode'), current_setting('enable_seqscan'),
-	                current_setting('enable_bitmapscan'), current_setting('synchronous_commit')`
-	type settings struct{ planCache, seqscan, bitmapscan, syncCommit string }
+	                current_setting('enable_bitmapscan'), current_setting('synchronous_commit'), current_setting('jit')`
+	type settings struct{ planCache, seqscan, bitmapscan, syncCommit, jit string }
 	read := func(q interface {
 		QueryRow(context.Context, string, ...any) pgx.Row
 	}) settings {
 		t.Helper()
 		var s settings
-		if err := q.QueryRow(ctx, show).Scan(&s.planCache, &s.seqscan, &s.bitmapscan, &s.syncCommit); err != nil {
+		if err := q.QueryRow(ctx, show).Scan(&s.planCache, &s.seqscan, &s.bitmapscan, &s.syncCommit, &s.jit); err != nil {
 			t.Fatal(err)
 		}
 		return s
@@ -41,8 +41,8 @@ func TestSettingsLastToTheEndOfTheTransaction(t *testing.T) {
 		statement string
 		want      settings
 	}{
-		{pgsettings.GenericPlansOnIndexes, settings{"force_generic_plan", "off", before.bitmapscan, before.syncCommit}},
-		{pgsettings.GenericPlansOnIndexes + pgsettings.NoBitmapScans + pgsettings.NoCommitWait, settings{"force_generic_plan", "off", "off", "off"}},
+		{pgsettings.GenericPlansOnIndexes, settings{"force_generic_plan", "off", before.bitmapscan, before.syncCommit, "off"}},
+		{pgsettings.GenericPlansOnIndexes + pgsettings.NoBitmapScans + pgsettings.NoCommitWait, settings{"force_generic_plan", "off", "off", "off", "off"}},
 	} {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, tc.statement); err != nil {
