@@ -386,6 +386,7 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 		{"credit note", `SELECT id::text, company_id, number, sequence, '', journal_entry_id::text FROM credit_notes`},
 		{"payment", `SELECT id::text, company_id, payment_ref, 0, '', journal_entry_id::text FROM payments`},
 		{"manual journal entry", `SELECT id::text, company_id, entry_ref, 0, '', journal_entry_id::text FROM manual_journals`},
+		{"opening", `SELECT id::text, company_id, '', 0, '', journal_entry_id::text FROM opening_balances`},
 	}
 	counts := map[string]int64{}
 	for _, q := range queries {
@@ -450,6 +451,7 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 			Entry        string `json:"journal_entry_id"`
 			JournalID    string `json:"manual_journal_id"`
 			EntryRef     string `json:"entry_ref"`
+			OpeningID    string `json:"opening_balances_id"`
 		}
 		_ = json.Unmarshal(res.Result, &v)
 		var id string
@@ -463,6 +465,8 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 			id, want.kind, want.number = v.PaymentID, "payment", v.PaymentRef
 		case new(ledger.RecordJournalEntry).CommandName():
 			id, want.kind, want.number = v.JournalID, "manual journal entry", v.EntryRef
+		case new(ledger.RecordOpeningBalances).CommandName():
+			id, want.kind = v.OpeningID, "opening"
 		default:
 			continue
 		}
@@ -751,7 +755,7 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 	want := map[string]int64{}
 	eventOf := map[string]string{new(ledger.CreateCompany).CommandName(): ledger.EventCompanyCreated, new(ledger.CreateInvoice).CommandName(): ledger.EventInvoiceCreated,
 		new(ledger.CreateCreditNote).CommandName(): ledger.EventCreditNoteCreated, new(ledger.RecordPayment).CommandName(): ledger.EventPaymentRecorded,
-		new(ledger.RecordJournalEntry).CommandName(): ledger.EventJournalEntryRecorded}
+		new(ledger.RecordJournalEntry).CommandName(): ledger.EventJournalEntryRecorded, new(ledger.RecordOpeningBalances).CommandName(): ledger.EventOpeningBalancesRecorded}
 	for _, row := range inbox {
 		if t, ok := eventOf[row.command]; ok && row.status == protocol.StatusOK {
 			want[t]++

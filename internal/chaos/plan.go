@@ -155,20 +155,21 @@ func companyIDs(n int) []string {
 	return out
 }
 
-// plan returns the setup operations (company, opening and endpoint per
+// plan returns the setup operations (company, endpoint and opening per
 // company) and the n operations of the load phase.
 func plan(seed uint64, companies []string, n int, runID string) (setup, load []*op) {
 	p := &planner{rng: rand.New(rand.NewPCG(seed, 0x706c616e)), companies: companies, invoices: map[string][]int{}, bodies: map[int][2][]byte{}}
 	for _, c := range companies {
 		body, _ := json.Marshal(map[string]string{"name": "Chaos " + c + " UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"})
 		setup = append(setup, &op{kind: kindCompany, company: c, command: new(ledger.CreateCompany).CommandName(), key: "setup-company", body: body})
+		setup = append(setup, &op{kind: kindEndpoint, company: c, command: new(ledger.CreateWebhookEndpoint).CommandName(), key: "setup-endpoint"})
+		// After the endpoint, so that its event is delivered too.
 		opening, _ := json.Marshal(map[string]any{
 			"date":        "2026-11-01",
 			"lines":       []map[string]string{{"account": ledger.AccountBank, "debit": "1000.00"}, {"account": ledger.AccountEquity, "credit": "1121.00"}},
 			"receivables": []map[string]string{{"invoice_number": "OB-1", "customer_id": "cust-1", "issue_date": "2026-10-15", "currency": "EUR", "amount": "121.00"}},
 		})
 		setup = append(setup, &op{kind: kindOpening, company: c, command: new(ledger.RecordOpeningBalances).CommandName(), key: "setup-opening", body: opening})
-		setup = append(setup, &op{kind: kindEndpoint, company: c, command: new(ledger.CreateWebhookEndpoint).CommandName(), key: "setup-endpoint"})
 	}
 	for i := range n {
 		load = append(load, p.next(i, runID))
