@@ -538,7 +538,10 @@ func TestRunGathersCommitsCloseTogether(t *testing.T) {
 	if waited := at[0].Sub(first); waited < gather-50*time.Millisecond {
 		t.Fatalf("the first event went out %s after its commit, before the relay had gathered for %s", waited, gather)
 	}
-	if apart := at[1].Sub(at[0]); apart > 50*time.Millisecond {
+	// In one look the two go out together; a second look would come a
+	// gather later, so half of it tells the two apart however busy the
+	// machine is.
+	if apart := at[1].Sub(at[0]); apart >= gather/2 {
 		t.Fatalf("the events went out %s apart, want them in one look", apart)
 	}
 }

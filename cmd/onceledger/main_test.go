@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/onceledger/onceledger/consumer"
+	"github.com/onceledger/onceledger/internal/freeport"
 	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/internal/harness/testkeys"
 	"github.com/onceledger/onceledger/protocol"
@@ -47,12 +47,11 @@ func invoke(ctx context.Context, stdin string, args ...string) (code int, stdout
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", p)
 }
 
 func TestMigrateIsIdempotent(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/onceledger/onceledger/internal/freeport"
 )
 
 // proc is a child process in a process group of its own, so a signal
@@ -111,14 +113,14 @@ func (p *proc) exitReason() string {
 	return fmt.Sprintf("exit %d", st.ExitCode())
 }
 
-// freePort picks a port on 127.0.0.1 nothing listens on right now.
+// freePort picks a port on 127.0.0.1 nothing listens on right now, out of
+// the range outgoing connections take theirs from (see freeport).
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Pick()
 	if err != nil {
 		return 0, fmt.Errorf("pick a free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return p, nil
 }
 
 // waitTCP waits until something accepts connections on addr.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +25,7 @@ import (
 	"github.com/onceledger/onceledger/client"
 	"github.com/onceledger/onceledger/internal/audit"
 	"github.com/onceledger/onceledger/internal/chaos"
+	"github.com/onceledger/onceledger/internal/freeport"
 	"github.com/onceledger/onceledger/internal/harness/testenv"
 	"github.com/onceledger/onceledger/internal/harness/testkeys"
 	"github.com/onceledger/onceledger/ledger"
@@ -36,12 +36,11 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // proc is a child process in its own process group, killed at cleanup.

@@ -3,7 +3,6 @@ package testenv
 import (
 	"bytes"
 	"context"
-	"net"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/onceledger/onceledger/internal/freeport"
 )
 
 // SystemNATSBinary is the nats-server executable SystemNATS looks for on
@@ -81,17 +82,11 @@ func jetStreamReady(url string) error {
 	return err
 }
 
-// freePort asks the kernel for a port that is free now; another process
-// may take it before the server binds, in which case the server exits and
-// the test fails saying so.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort picks a port that is free now, out of the range outgoing
+// connections take theirs from (see freeport); another process may still
+// take it before the server binds, in which case the server exits and the
+// test fails saying so.
+func freePort() (int, error) { return freeport.Pick() }
 
 // LockedBuffer collects output written by one goroutine (a server's, a
 // logger's) and read by the test.
