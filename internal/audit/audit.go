@@ -28,6 +28,7 @@ const (
 	CheckPayments        = "payments"
 	CheckCurrencies      = "currencies"
 	CheckManualJournals  = "manual_journals"
+	CheckClosingEntries  = "closing_entries"
 	CheckInboxEffects    = "inbox_effects"
 	CheckEffectsInbox    = "effects_inbox"
 	CheckEventDeliveries = "event_deliveries"
@@ -535,6 +536,7 @@ var checks = []check{
 	{CheckPayments, "payments and paid invoices", flaggedBy(paymentsSQL), 0},
 	{CheckCurrencies, "currencies", currencies, 2},
 	{CheckManualJournals, "manual journal entries", manualJournals, 0},
+	{CheckClosingEntries, "closes, revaluations and openings", flaggedBy(closingEntriesSQL), 0},
 	{CheckInboxEffects, "successful keys", inboxChecks, 14},
 	{CheckEffectsInbox, "documents", nil, 0}, // by inboxChecks
 	{CheckEventDeliveries, "events", eventDeliveries, 2},

@@ -107,8 +107,10 @@ func TestBooksBuiltThroughTheInboxAuditClean(t *testing.T) {
 		                                       (SELECT invoice_id FROM payment_allocations UNION ALL
 		                                        SELECT invoice_id FROM customer_credit_movements WHERE kind = 'application') x)
 		                                       + (SELECT count(DISTINCT opening_item_id) FROM opening_allocations WHERE payment_id IS NOT NULL)`),
-		audit.CheckCurrencies:      2, // EUR, and beta's opening USD
-		audit.CheckManualJournals:  count(t, pool, `SELECT count(*) FROM manual_journals`),
+		audit.CheckCurrencies:     2, // EUR, and beta's opening USD
+		audit.CheckManualJournals: count(t, pool, `SELECT count(*) FROM manual_journals`),
+		audit.CheckClosingEntries: count(t, pool, `SELECT (SELECT count(journal_entry_id) FROM year_closes) + (SELECT 2 * count(journal_entry_id) FROM fx_revaluations)
+		                                            + (SELECT count(*) FROM opening_balances)`),
 		audit.CheckInboxEffects:    count(t, pool, `SELECT count(*) FROM inbox WHERE status = 'ok'`),
 		audit.CheckEffectsInbox:    20, // 2 companies, 5 invoices, 2 endpoints, 2 payments, beta's opening and one of everything else
 		audit.CheckEventDeliveries: count(t, pool, `SELECT count(*) FROM outbox_events`),
@@ -227,6 +229,28 @@ func TestForgedStatesAreCaught(t *testing.T) {
 		},
 		want:    []string{audit.CheckManualJournals},
 		wantRef: "00000000-0000-7000-8000-0000000000f2",
+	}, {
+		name: "an entry of source year_close that no close names",
+		forge: []string{
+			`INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
+			 VALUES ('00000000-0000-7000-8000-0000000000f3', 'acme', '2026-12-31', 'forged', 'year_close', gen_random_uuid())`,
+			`INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit, debit_company, credit_company)
+			 VALUES ('00000000-0000-7000-8000-0000000000f3', 1, 'acme', '4000', 'EUR', 10, 0, 10, 0),
+			        ('00000000-0000-7000-8000-0000000000f3', 2, 'acme', '3400', 'EUR', 0, 10, 0, 10)`,
+		},
+		want:    []string{audit.CheckClosingEntries},
+		wantRef: "00000000-0000-7000-8000-0000000000f3",
+	}, {
+		name:  "an opening's entry moved to another day",
+		forge: []string{`UPDATE journal_entries SET entry_date = '2026-10-31' WHERE source_type = 'opening_balances' AND company_id = 'beta'`},
+		want:  []string{audit.CheckClosingEntries},
+		check: func(t *testing.T, r *audit.Report) {
+			for _, v := range r.Violations {
+				if v.Detail != "the opening of 2026-11-01 has no journal entry of its company, date and source" {
+					t.Errorf("closing entries violation %+v", v)
+				}
+			}
+		},
 	}, {
 		name:    "a burnt number",
 		forge:   []string{`UPDATE number_series SET last_value = last_value + 1 WHERE company_id = 'acme' AND series = 'INV'`},

@@ -250,6 +250,64 @@ flagged AS (
 	       format('manual journal entry %s line %s posts to account %s, which only documents post to', entry_ref, line_no, account_code)
 	  FROM kept)`
 
+// closingEntriesSQL: the entries no document of its own shows (a year's
+// close, a month-end revaluation and its reversal, an opening) are each
+// named by the row that made them, of its company, date and source, and
+// every entry of those sources is one's; a closed year's revenue and
+// expense accounts net to nothing by its December 31; a revaluation's
+// reversal is its entry the other way, per account and currency.
+const closingEntriesSQL = `
+WITH made AS (
+	SELECT company_id, id, 'year close ' || year AS label, 'year_close' AS source, journal_entry_id AS entry_id, make_date(year, 12, 31) AS day
+	  FROM year_closes WHERE journal_entry_id IS NOT NULL AND ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, id, 'revaluation of ' || to_char(month, 'YYYY-MM'), 'fx_revaluation', journal_entry_id, revaluation_date
+	  FROM fx_revaluations WHERE journal_entry_id IS NOT NULL AND ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, id, 'reversal of the revaluation of ' || to_char(month, 'YYYY-MM'), 'fx_revaluation', reversal_entry_id, revaluation_date + 1
+	  FROM fx_revaluations WHERE reversal_entry_id IS NOT NULL AND ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, id, 'opening of ' || opened_on, 'opening_balances', journal_entry_id, opened_on
+	  FROM opening_balances WHERE ($1::text = '' OR company_id = $1)),
+named AS (
+	SELECT m.*, e.id AS found, e.company_id AS entry_company, e.entry_date, e.source_type, e.source_id
+	  FROM made m LEFT JOIN journal_entries e ON e.id = m.entry_id),
+orphans AS (
+	SELECT e.company_id, e.id, e.source_type FROM journal_entries e
+	 WHERE e.source_type IN ('year_close', 'fx_revaluation', 'opening_balances') AND ($1::text = '' OR e.company_id = $1)
+	   AND NOT EXISTS (SELECT FROM made m WHERE m.entry_id = e.id)),
+years AS (
+	SELECT y.company_id, y.id, y.year, sum(coalesce(l.debit_company, l.debit) - coalesce(l.credit_company, l.credit)) AS left_over,
+	       min(c.currency) AS currency
+	  FROM year_closes y
+	  JOIN companies c ON c.id = y.company_id
+	  JOIN journal_entries e ON e.company_id = y.company_id AND e.entry_date BETWEEN make_date(y.year, 1, 1) AND make_date(y.year, 12, 31)
+	  JOIN journal_lines l ON l.entry_id = e.id
+	  JOIN accounts a ON a.company_id = l.company_id AND a.code = l.account_code AND a.type IN ('revenue', 'expense')
+	 WHERE ($1::text = '' OR y.company_id = $1)
+	 GROUP BY 1, 2, 3
+	HAVING sum(coalesce(l.debit_company, l.debit) - coalesce(l.credit_company, l.credit)) <> 0),
+unmirrored AS (
+	SELECT v.company_id, v.id, to_char(v.month, 'YYYY-MM') AS month, l.account_code, l.currency::text AS currency,
+	       sum(coalesce(l.debit_company, l.debit) - coalesce(l.credit_company, l.credit)) AS net
+	  FROM fx_revaluations v JOIN journal_lines l ON l.entry_id IN (v.journal_entry_id, v.reversal_entry_id)
+	 WHERE ($1::text = '' OR v.company_id = $1)
+	 GROUP BY 1, 2, 3, 4, 5
+	HAVING sum(coalesce(l.debit_company, l.debit) - coalesce(l.credit_company, l.credit)) <> 0
+	    OR sum(l.debit - l.credit) <> 0),
+counted AS (SELECT (SELECT count(*) FROM made) + (SELECT count(*) FROM orphans) AS n, '' AS note),
+flagged AS (
+	SELECT company_id, id::text AS ref, format('the %s has no journal entry of its company, date and source', label) AS detail
+	  FROM named
+	 WHERE found IS NULL OR entry_company <> company_id OR entry_date <> day OR source_type <> source OR source_id <> id
+	UNION ALL
+	SELECT company_id, id::text, format('journal entry of source %s that nothing names', source_type) FROM orphans
+	UNION ALL
+	SELECT company_id, id::text, format('%s is closed, but its revenue and expense accounts still hold %s', year, money[left_over; currency]) FROM years
+	UNION ALL
+	SELECT company_id, id::text, format('the revaluation of %s and its reversal leave %s on account %s in %s', month, trim_scale(net), account_code, currency)
+	  FROM unmirrored)`
+
 // currenciesSQL: every currency column holds a code of $3, the
 // currencies the ledger knows. One violation per company, table and code.
 const currenciesSQL = `
