@@ -396,6 +396,19 @@ func genSequence(t *rapid.T) sequence {
 				},
 			}})
 		},
+		// 2026's close: refused while a month of it is open, so mostly
+		// after its months are closed in order (from October on: earlier
+		// ones are closed by an opening or have nothing); then nothing more
+		// is posted in 2026.
+		"year close": func(t *rapid.T) {
+			c := company(t)
+			if rapid.IntRange(0, 2).Draw(t, "close the months first") > 0 {
+				for _, m := range []string{"2026-10", "2026-11", "2026-12"} {
+					add(delivery{company: c, command: "period.close", key: fresh("pc"), body: map[string]any{"period": m}})
+				}
+			}
+			add(delivery{company: c, command: "year.close", key: fresh("yc"), body: map[string]any{"year": 2026}})
+		},
 		// December's revaluation, mostly with a closing rate recorded for
 		// it first; a second one of the month is refused.
 		"fx revalue": func(t *rapid.T) {
@@ -513,7 +526,7 @@ func genSequence(t *rapid.T) sequence {
 	for len(s.deliveries) < n {
 		name := rapid.SampledFrom([]string{"invoice", "invoice", "invoice", "credit", "credit", "payment", "payment", "payment",
 			"settlement", "purchase", "purchase", "supplier payment", "journal entry", "opening", "fx revalue", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
-			"apply credit", "refund credit", "credit use burst", "close period", "fx rate", "foreign invoice", "foreign payment", "foreign refund", "foreign payout"}).Draw(t, "action")
+			"apply credit", "refund credit", "credit use burst", "close period", "year close", "fx rate", "foreign invoice", "foreign payment", "foreign refund", "foreign payout"}).Draw(t, "action")
 		if name == "endpoint change" && len(endpoints) == 0 || slices.Contains([]string{"retry", "reuse", "held"}, name) && len(s.deliveries) == 0 {
 			continue
 		}
