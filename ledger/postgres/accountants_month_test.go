@@ -44,8 +44,7 @@ func TestAnAccountantsDecember(t *testing.T) {
 	t.Parallel()
 	db := newDB(t, 4)
 	const co = "acme"
-	run[ledger.Company](t, db, co, "company.create", map[string]any{
-		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	createRegisteredCompany(t, db, co)
 	november := vatReturn(t, db, "2026-11")
 	run[ledger.PeriodCloseView](t, db, co, "period.close", map[string]any{"period": "2026-11"})
 

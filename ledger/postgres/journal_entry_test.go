@@ -39,8 +39,7 @@ func TestManualJournalEntries(t *testing.T) {
 	db := newDB(t, 4)
 	ctx := testContext(t)
 	const co = "acme"
-	run[ledger.Company](t, db, co, "company.create", map[string]any{
-		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	createRegisteredCompany(t, db, co)
 	entry := func(ref, day string, lines ...map[string]any) map[string]any {
 		return map[string]any{"entry_ref": ref, "date": day, "reason": "March salaries", "currency": "EUR", "lines": lines}
 	}
@@ -130,8 +129,7 @@ func TestAForeignManualJournalEntryBalancesInTheCompanysCurrency(t *testing.T) {
 	t.Parallel()
 	db := newDB(t, 4)
 	const co = "acme"
-	run[ledger.Company](t, db, co, "company.create", map[string]any{
-		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	createRegisteredCompany(t, db, co)
 	got := run[ledger.ManualJournalView](t, db, co, "journal_entry.record", map[string]any{
 		"entry_ref": "JE-USD", "date": "2027-03-31", "reason": "Card fees abroad", "currency": "USD", "exchange_rate": "3",
 		"lines": []any{

@@ -204,6 +204,49 @@ func (p *plan) companies(b *pgx.Batch, items []exec.Item) map[string]*companyBoo
 	return p.readCompanies(b, ids)
 }
 
+// closingCompanies queues taking the period locks of the items' companies
+// exclusively, in order, and then the read of the companies: for the
+// commands that close months (period.close, an opening), which wait for
+// every transaction that read the companies' periods to end, and none
+// reads them again before they commit.
+func (p *plan) closingCompanies(b *pgx.Batch, items []exec.Item) (ids []string, known map[string]*companyBooks) {
+	for _, it := range items {
+		ids = append(ids, it.Company)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	b.Queue(`SELECT pg_advisory_xact_lock($2, hashtext(id)) FROM unnest($1::text[]) AS id ORDER BY id`, ids, periodLock)
+	p.readers = append(p.readers, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("lock periods: %w", err)
+		}
+		return nil
+	})
+	return ids, p.readCompanies(b, ids)
+}
+
+// chartAccounts queues the read of which of the accounts codes[i] the
+// chart of companies[i] has, by (company, code).
+func (p *plan) chartAccounts(b *pgx.Batch, companies, codes []string) map[[2]string]bool {
+	have := map[[2]string]bool{}
+	var company, code string
+	p.query(b, "look up accounts", []any{&company, &code}, func() {
+		have[[2]string{company, code}] = true
+	}, `
+		SELECT DISTINCT a.company_id, a.code
+		  FROM unnest($1::text[], $2::text[]) AS r(company_id, code)
+		  JOIN accounts a ON a.company_id = r.company_id AND a.code = r.code`, companies, codes)
+	return have
+}
+
+// notInChart refuses an account that the company's chart does not have,
+// named by field.
+func notInChart(field, account, company string) *ledger.Error {
+	e := ledger.Errorf(ledger.CodeNotFound, "%s: account %s is not in the chart of accounts of company %q", field, account, company)
+	e.Details = map[string]any{"field": field, "account": account}
+	return e
+}
+
 // readCompanies queues the read of the companies ids and their last closed
 // month.
 func (p *plan) readCompanies(b *pgx.Batch, ids []string) map[string]*companyBooks {

@@ -90,6 +90,14 @@ func createCompany(t *testing.T, db *pgxpool.Pool, company string) {
 	}
 }
 
+// createRegisteredCompany creates Acme UAB with its registration code,
+// which i.SAF files name.
+func createRegisteredCompany(t *testing.T, db *pgxpool.Pool, company string) ledger.Company {
+	t.Helper()
+	return run[ledger.Company](t, db, company, "company.create", map[string]any{
+		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+}
+
 // invoiceBody is the invoice.create example of DESIGN.md for orderID.
 func invoiceBody(orderID string) map[string]any {
 	return map[string]any{

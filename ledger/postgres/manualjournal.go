@@ -21,7 +21,7 @@ func (manualJournals) Commands() []string {
 }
 
 func (kind manualJournals) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
-	p := &manualJournalPlan{accounts: map[[2]string]bool{}}
+	p := &manualJournalPlan{}
 	p.rules = kind.rules
 	if !p.prepare(items, reads) {
 		return p
@@ -44,13 +44,7 @@ func (kind manualJournals) Prepare(items []exec.Item, reads *pgx.Batch) exec.Pla
 		 CROSS JOIN LATERAL (SELECT id, entry_ref FROM manual_journals
 		                      WHERE company_id = r.company_id AND entry_ref = r.entry_ref LIMIT 1) m`, companies, refs)
 	p.rates = p.fxLookup(reads, fx)
-	var company, code string
-	p.query(reads, "look up accounts", []any{&company, &code}, func() {
-		p.accounts[[2]string{company, code}] = true
-	}, `
-		SELECT DISTINCT a.company_id, a.code
-		  FROM unnest($1::text[], $2::text[]) AS r(company_id, code)
-		  JOIN accounts a ON a.company_id = r.company_id AND a.code = r.code`, accountCompanies, accountCodes)
+	p.accounts = p.chartAccounts(reads, accountCompanies, accountCodes)
 	return p
 }
 
@@ -72,9 +66,7 @@ func (p *manualJournalPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, e
 		}
 		for i, l := range c.Lines {
 			if !p.accounts[[2]string{company, l.Account}] {
-				e := ledger.Errorf(ledger.CodeNotFound, "lines[%d].account: account %s is not in the chart of accounts of company %q", i, l.Account, company)
-				e.Details = map[string]any{"field": fmt.Sprintf("lines[%d].account", i), "account": l.Account}
-				return refused(e)
+				return refused(notInChart(fmt.Sprintf("lines[%d].account", i), l.Account, company))
 			}
 		}
 		books := p.known[company]

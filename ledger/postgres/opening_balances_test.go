@@ -49,8 +49,7 @@ func TestOpeningBalances(t *testing.T) {
 	db := newDB(t, 4)
 	ctx := testContext(t)
 	const co = "acme"
-	run[ledger.Company](t, db, co, "company.create", map[string]any{
-		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	createRegisteredCompany(t, db, co)
 
 	// Refusals the books decide: an account not in the chart, an opening
 	// that does not balance (naming the difference).
@@ -202,8 +201,7 @@ func TestOpeningItemsArePaidByNumber(t *testing.T) {
 	db := newDB(t, 4)
 	ctx := testContext(t)
 	const co = "acme"
-	run[ledger.Company](t, db, co, "company.create", map[string]any{
-		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	createRegisteredCompany(t, db, co)
 	run[ledger.OpeningBalancesView](t, db, co, "opening_balances.record", openingBody())
 	pay := func(ref, customer, cur, amount string, alloc map[string]any, extra map[string]any) map[string]any {
 		m := map[string]any{"payment_ref": ref, "customer_id": customer, "received_on": "2026-11-10", "method": "bank",
@@ -277,8 +275,7 @@ func TestOpeningBalancesComeFirst(t *testing.T) {
 	t.Parallel()
 	db := newDB(t, 4)
 	const co = "acme"
-	run[ledger.Company](t, db, co, "company.create", map[string]any{
-		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	createRegisteredCompany(t, db, co)
 	inv := run[ledger.InvoiceView](t, db, co, "invoice.create", invoiceBody("o-1"))
 	run[ledger.ManualJournalView](t, db, co, "journal_entry.record", map[string]any{
 		"entry_ref": "JE-1", "date": "2026-10-05", "reason": "Bank fee", "currency": "EUR",

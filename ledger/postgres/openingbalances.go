@@ -25,22 +25,16 @@ func (openings) Commands() []string { return []string{new(ledger.RecordOpeningBa
 const ClosedByOpening = "opening balances"
 
 func (kind openings) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
-	p := &openingPlan{accounts: map[[2]string]bool{}, firstEntry: map[string]ledger.Date{}, invoiceNumbers: map[[2]string]bool{}}
+	p := &openingPlan{firstEntry: map[string]ledger.Date{}, invoiceNumbers: map[[2]string]bool{}}
 	p.rules = kind.rules
 	p.items = items
 	p.cmds = commands[*ledger.RecordOpeningBalances](&p.plan, items)
 	if p.err != nil {
 		return p
 	}
-	var ids []string
-	seen := map[string]bool{}
 	var accountCompanies, accountCodes, numberCompanies, numbers []string
 	for i, c := range p.cmds {
 		company := items[i].Company
-		if !seen[company] {
-			seen[company] = true
-			ids = append(ids, company)
-		}
 		for _, l := range c.Lines {
 			accountCompanies, accountCodes = append(accountCompanies, company), append(accountCodes, l.Account)
 		}
@@ -48,14 +42,8 @@ func (kind openings) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 			numberCompanies, numbers = append(numberCompanies, company), append(numbers, r.InvoiceNumber)
 		}
 	}
-	reads.Queue(`SELECT pg_advisory_xact_lock($2, hashtext(id)) FROM unnest($1::text[]) AS id ORDER BY id`, ids, periodLock)
-	p.readers = append(p.readers, func(br pgx.BatchResults) error {
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("lock periods: %w", err)
-		}
-		return nil
-	})
-	p.known = p.readCompanies(reads, ids)
+	ids, known := p.closingCompanies(reads, items)
+	p.known = known
 	p.openings = p.existing(reads, "look up openings", `
 		SELECT company_id, '', '', id, to_char(opened_on, 'YYYY-MM-DD') FROM opening_balances WHERE company_id = ANY($1)`, ids)
 	var company, code, day string
@@ -65,12 +53,7 @@ func (kind openings) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 		SELECT c.id, to_char(e.entry_date, 'YYYY-MM-DD')
 		  FROM unnest($1::text[]) AS c(id)
 		 CROSS JOIN LATERAL (SELECT entry_date FROM journal_entries WHERE company_id = c.id ORDER BY entry_date LIMIT 1) e`, ids)
-	p.query(reads, "look up accounts", []any{&company, &code}, func() {
-		p.accounts[[2]string{company, code}] = true
-	}, `
-		SELECT DISTINCT a.company_id, a.code
-		  FROM unnest($1::text[], $2::text[]) AS r(company_id, code)
-		  JOIN accounts a ON a.company_id = r.company_id AND a.code = r.code`, accountCompanies, accountCodes)
+	p.accounts = p.chartAccounts(reads, accountCompanies, accountCodes)
 	p.query(reads, "invoice numbers", []any{&company, &code}, func() {
 		p.invoiceNumbers[[2]string{company, code}] = true
 	}, `
@@ -100,9 +83,7 @@ func (p *openingPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 		}
 		for i, l := range c.Lines {
 			if !p.accounts[[2]string{company, l.Account}] {
-				e := ledger.Errorf(ledger.CodeNotFound, "lines[%d].account: account %s is not in the chart of accounts of company %q", i, l.Account, company)
-				e.Details = map[string]any{"field": fmt.Sprintf("lines[%d].account", i), "account": l.Account}
-				return refused(e)
+				return refused(notInChart(fmt.Sprintf("lines[%d].account", i), l.Account, company))
 			}
 		}
 		for i, r := range c.Receivables {

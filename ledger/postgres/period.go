@@ -30,21 +30,7 @@ func (kind periodCloses) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan 
 		return p
 	}
 	var ids []string
-	seen := map[string]bool{}
-	for _, it := range items {
-		if !seen[it.Company] {
-			seen[it.Company] = true
-			ids = append(ids, it.Company)
-		}
-	}
-	reads.Queue(`SELECT pg_advisory_xact_lock($2, hashtext(id)) FROM unnest($1::text[]) AS id ORDER BY id`, ids, periodLock)
-	p.readers = append(p.readers, func(br pgx.BatchResults) error {
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("lock periods: %w", err)
-		}
-		return nil
-	})
-	p.known = p.readCompanies(reads, ids)
+	ids, p.known = p.closingCompanies(reads, items)
 	var company, month string
 	p.query(reads, "months with documents", []any{&company, &month}, func() {
 		m, _ := ledger.ParsePeriod(month)

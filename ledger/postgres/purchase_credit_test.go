@@ -29,8 +29,7 @@ import (
 func TestASupplierCreditNoteReversesItsPurchase(t *testing.T) {
 	t.Parallel()
 	db := newDB(t, 4)
-	run[ledger.Company](t, db, "acme", "company.create", map[string]any{
-		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	createRegisteredCompany(t, db, "acme")
 	lt := map[string]any{"id": "s-lt", "name": "UAB Tiekėjas", "country": "LT", "vat_id": "LT100001"}
 	tk := run[ledger.PurchaseInvoiceView](t, db, "acme", "purchase_invoice.record", map[string]any{
 		"supplier": lt, "document_number": "TK-0042", "issue_date": "2026-12-05", "due_date": "2026-12-31", "currency": "EUR",

@@ -26,8 +26,7 @@ func TestAPurchaseRecordedTwiceIsReversed(t *testing.T) {
 	t.Parallel()
 	db := newDB(t, 4)
 	const co = "acme"
-	run[ledger.Company](t, db, co, "company.create", map[string]any{
-		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	createRegisteredCompany(t, db, co)
 	supplier := map[string]any{"id": "s-lt", "name": "UAB Tiekėjas", "vat_id": "LT100000000040", "country": "LT"}
 	purchase := func(number, day, price string) ledger.PurchaseInvoiceView {
 		return run[ledger.PurchaseInvoiceView](t, db, co, "purchase_invoice.record", map[string]any{"supplier": supplier,

@@ -24,8 +24,7 @@ func TestSupplierPayments(t *testing.T) {
 	t.Parallel()
 	db := newDB(t, 4)
 	const co = "acme"
-	run[ledger.Company](t, db, co, "company.create", map[string]any{
-		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	createRegisteredCompany(t, db, co)
 	supplier := map[string]any{"id": "s-lt", "name": "UAB Tiekėjas", "vat_id": "LT100000000040", "country": "LT"}
 	p1 := run[ledger.PurchaseInvoiceView](t, db, co, "purchase_invoice.record", map[string]any{"supplier": supplier,
 		"document_number": "P-1", "issue_date": "2026-12-01", "due_date": "2026-12-31", "currency": "EUR",

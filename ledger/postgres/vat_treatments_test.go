@@ -22,8 +22,7 @@ import (
 func TestVATTreatmentsMonth(t *testing.T) {
 	t.Parallel()
 	db := newDB(t, 4)
-	run[ledger.Company](t, db, "acme", "company.create", map[string]any{
-		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	createRegisteredCompany(t, db, "acme")
 	sale := func(order string, customer map[string]any, currency string, lines ...map[string]any) ledger.InvoiceView {
 		b := map[string]any{"order_id": order, "customer": customer, "currency": currency,
 			"issue_date": "2026-12-02", "due_date": "2026-12-30", "lines": lines}
@@ -310,8 +309,7 @@ func TestDatabaseRefusesUnknownTreatments(t *testing.T) {
 func TestServicesFromOutsideTheEU(t *testing.T) {
 	t.Parallel()
 	db := newDB(t, 4)
-	run[ledger.Company](t, db, "acme", "company.create", map[string]any{
-		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	createRegisteredCompany(t, db, "acme")
 	purchase := func(doc, day string, supplier map[string]any, quantity, price string) map[string]any {
 		return map[string]any{"supplier": supplier, "document_number": doc, "issue_date": day, "due_date": "2027-01-10", "currency": "EUR",
 			"lines": []any{map[string]any{"description": "Services", "quantity": quantity, "unit_price": price, "vat_rate": "21",

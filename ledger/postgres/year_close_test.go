@@ -34,8 +34,7 @@ func TestYearClose(t *testing.T) {
 	db := newDB(t, 4)
 	ctx := testContext(t)
 	const co = "acme"
-	run[ledger.Company](t, db, co, "company.create", map[string]any{
-		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	createRegisteredCompany(t, db, co)
 	run[ledger.InvoiceView](t, db, co, "invoice.create", invoiceBody("o-1"))
 	run[ledger.PurchaseInvoiceView](t, db, co, "purchase_invoice.record",
 		purchaseBody(map[string]any{"id": "s1", "name": "Tiekėjas UAB", "vat_id": "LT200000000020", "country": "LT"}, "A-1"))

@@ -56,8 +56,7 @@ func TestAYearOfBooks(t *testing.T) {
 	db := newDB(t, 4)
 	ctx := testContext(t)
 	const co = "acme"
-	run[ledger.Company](t, db, co, "company.create", map[string]any{
-		"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"})
+	createRegisteredCompany(t, db, co)
 	run[ledger.OpeningBalancesView](t, db, co, "opening_balances.record", map[string]any{
 		"date": "2026-01-01",
 		"lines": []any{

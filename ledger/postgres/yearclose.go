@@ -90,9 +90,7 @@ func (p *yearClosePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error
 		account := c.Account()
 		switch typ, ok := p.accounts[[2]string{company, account}]; {
 		case !ok:
-			e := ledger.Errorf(ledger.CodeNotFound, "retained_earnings_account: account %s is not in the chart of accounts of company %q", account, company)
-			e.Details = map[string]any{"field": "retained_earnings_account", "account": account}
-			return refused(e)
+			return refused(notInChart("retained_earnings_account", account, company))
 		case typ != string(ledger.TypeEquity):
 			e := ledger.Errorf(ledger.CodeInvalidCommand, "retained_earnings_account: account %s is of type %s: the year's profit goes to an equity account", account, typ)
 			e.Details = map[string]any{"field": "retained_earnings_account", "account": account, "type": typ}
