@@ -20,8 +20,10 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// waitTimeout bounds every wait for something a relay does in the background.
-const waitTimeout = 10 * time.Second
+// waitTimeout bounds every wait for something a relay does in the
+// background. Only a failing test waits it out: it is long enough for a
+// machine running every package's tests with the race detector at once.
+const waitTimeout = 30 * time.Second
 
 // newPool gives the test its own migrated database. maxConns 0 keeps
 // pgxpool's default.
