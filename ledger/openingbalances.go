@@ -143,7 +143,7 @@ func (c *RecordOpeningBalances) validate() *Error {
 		if err := firstError(required(it.field+"."+it.numberField, it.number, 100), required(it.field+"."+it.partyField, it.party, 100), curErr); err != nil {
 			return err
 		}
-		key := [3]string{it.field[:1], it.party, it.number}
+		key := [3]string{it.numberField, it.party, it.number}
 		if it.numberField == "invoice_number" {
 			// A company's invoice numbers are its own: one per number.
 			key[1] = ""

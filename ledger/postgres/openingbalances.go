@@ -190,6 +190,9 @@ type openingStates struct {
 func (p *plan) openingItems(b *pgx.Batch, kind string, companies, ids, numbers, suppliers []string) *openingStates {
 	s := &openingStates{receivables: map[[2]string]*ledger.InvoiceState{}, payables: map[[2]string]*ledger.PurchaseState{},
 		payablesByNumber: map[[3]string]*ledger.PurchaseState{}}
+	if len(companies) == 0 {
+		return s // nothing allocated: no read
+	}
 	byID := map[string]func(paid, company decimal.Decimal){}
 	const named = `
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS r(company_id, id, number, supplier_id)
