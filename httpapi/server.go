@@ -109,6 +109,8 @@ var commandRoutes = []commandRoute{
 	{"/v1/purchases/credit-notes/record", new(ledger.RecordPurchaseCreditNote).CommandName(), http.StatusCreated},
 	{"/v1/purchases/invoices/reverse", new(ledger.ReversePurchaseInvoice).CommandName(), http.StatusCreated},
 	{"/v1/purchases/payments/record", new(ledger.RecordSupplierPayment).CommandName(), http.StatusCreated},
+	{"/v1/purchases/supplier-credits/apply", new(ledger.ApplySupplierCredit).CommandName(), http.StatusCreated},
+	{"/v1/purchases/supplier-credits/refund", new(ledger.RefundSupplierCredit).CommandName(), http.StatusCreated},
 	{"/v1/journal/entries/record", new(ledger.RecordJournalEntry).CommandName(), http.StatusCreated},
 	{"/v1/books/years/close", new(ledger.CloseYear).CommandName(), http.StatusCreated},
 	{"/v1/books/opening-balances/record", new(ledger.RecordOpeningBalances).CommandName(), http.StatusCreated},

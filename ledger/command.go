@@ -31,6 +31,8 @@ var commands = register(
 	new(RecordPurchaseCreditNote),
 	new(ReversePurchaseInvoice),
 	new(RecordSupplierPayment),
+	new(ApplySupplierCredit),
+	new(RefundSupplierCredit),
 	new(RecordJournalEntry),
 	new(RegisterAsset),
 	new(RunDepreciation),

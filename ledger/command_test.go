@@ -31,6 +31,14 @@ func companyBody() map[string]any {
 	return map[string]any{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"}
 }
 
+func supplierApplyBody() map[string]any {
+	return map[string]any{"supplier_id": "sup-7", "document_number": "SF-1", "amount": "10.00", "applied_on": "2026-12-16"}
+}
+
+func supplierRefundBody() map[string]any {
+	return map[string]any{"refund_ref": "in-1", "supplier_id": "sup-7", "currency": "EUR", "amount": "10.00", "refunded_on": "2026-12-18"}
+}
+
 func customer(m map[string]any) map[string]any { return m["customer"].(map[string]any) }
 
 func line0(m map[string]any) map[string]any { return m["lines"].([]any)[0].(map[string]any) }
@@ -184,6 +192,26 @@ func TestDecodeRefuses(t *testing.T) {
 		{name: "company with unsupported currency", command: "company.create", base: companyBody, edit: func(m map[string]any) { m["currency"] = "EURO" }, wantField: "currency", wantText: "EURO"},
 		{name: "company vat id too long", command: "company.create", base: companyBody, edit: func(m map[string]any) { m["vat_id"] = strings.Repeat("1", 33) }, wantField: "vat_id", wantText: "longer than 32"},
 		{name: "company unknown field", command: "company.create", base: companyBody, edit: func(m map[string]any) { m["series"] = "INV" }, wantText: `unknown field "series"`},
+		{name: "supplier credit applied to no invoice", command: "supplier_credit.apply", base: supplierApplyBody, edit: func(m map[string]any) { delete(m, "document_number") },
+			wantField: "purchase_invoice_id", wantText: "exactly one of purchase_invoice_id and document_number"},
+		{name: "supplier credit applied to two invoices", command: "supplier_credit.apply", base: supplierApplyBody, edit: func(m map[string]any) { m["purchase_invoice_id"] = "0193a4f2-7c1e-7d3a-9b2f-5e8c1a2b3c4d" },
+			wantField: "purchase_invoice_id", wantText: "exactly one"},
+		{name: "supplier credit applied by a bad ID", command: "supplier_credit.apply", base: supplierApplyBody, edit: func(m map[string]any) { delete(m, "document_number"); m["purchase_invoice_id"] = "P-1" },
+			wantField: "purchase_invoice_id", wantText: "not a UUID"},
+		{name: "supplier credit applied for nothing", command: "supplier_credit.apply", base: supplierApplyBody, edit: func(m map[string]any) { m["amount"] = "0.00" },
+			wantField: "amount", wantText: "greater than zero"},
+		{name: "supplier credit applied without a supplier", command: "supplier_credit.apply", base: supplierApplyBody, edit: func(m map[string]any) { delete(m, "supplier_id") },
+			wantField: "supplier_id", wantText: "required"},
+		{name: "supplier credit applied undated", command: "supplier_credit.apply", base: supplierApplyBody, edit: func(m map[string]any) { delete(m, "applied_on") },
+			wantField: "applied_on", wantText: "required"},
+		{name: "supplier refund without a reference", command: "supplier_credit.refund", base: supplierRefundBody, edit: func(m map[string]any) { delete(m, "refund_ref") },
+			wantField: "refund_ref", wantText: "required"},
+		{name: "supplier refund with too many decimals", command: "supplier_credit.refund", base: supplierRefundBody, edit: func(m map[string]any) { m["amount"] = "1.001" },
+			wantField: "amount", wantText: "more decimals than EUR allows"},
+		{name: "supplier refund of a payment", command: "supplier_credit.refund", base: supplierRefundBody, edit: func(m map[string]any) { m["payment_ref"] = "T-1" },
+			wantText: `unknown field "payment_ref"`},
+		{name: "supplier refund at a zero rate", command: "supplier_credit.refund", base: supplierRefundBody, edit: func(m map[string]any) { m["exchange_rate"] = "0" },
+			wantField: "exchange_rate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -318,7 +346,7 @@ func TestCommandNames(t *testing.T) {
 	names := ledger.CommandNames()
 	want := []string{"asset.register", "company.create", "credit_note.create", "customer_credit.apply", "customer_credit.refund",
 		"depreciation.run", "fx.revalue", "fx_rate.record", "invoice.create", "journal_entry.record",
-		"opening_balances.record", "payment.record", "period.close", "purchase_credit_note.record", "purchase_invoice.record", "purchase_invoice.reverse", "settlement.record", "supplier_payment.record",
+		"opening_balances.record", "payment.record", "period.close", "purchase_credit_note.record", "purchase_invoice.record", "purchase_invoice.reverse", "settlement.record", "supplier_credit.apply", "supplier_credit.refund", "supplier_payment.record",
 		"webhook_endpoint.create", "webhook_endpoint.disable", "webhook_endpoint.rotate_secret", "webhook_endpoint.update", "year.close"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("CommandNames = %v, want %v", names, want)

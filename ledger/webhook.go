@@ -21,6 +21,8 @@ const (
 	EventPurchaseCreditNoteRecorded = "purchase_credit_note.recorded"
 	EventPurchaseInvoiceReversed    = "purchase_invoice.reversed"
 	EventSupplierPaymentRecorded    = "supplier_payment.recorded"
+	EventSupplierCreditApplied      = "supplier_credit.applied"
+	EventSupplierCreditRefunded     = "supplier_credit.refunded"
 	EventJournalEntryRecorded       = "journal_entry.recorded"
 	EventAssetRegistered            = "asset.registered"
 	EventDepreciationPosted         = "depreciation.posted"
@@ -45,6 +47,8 @@ var EventTypes = []string{
 	EventPurchaseCreditNoteRecorded,
 	EventPurchaseInvoiceReversed,
 	EventSupplierPaymentRecorded,
+	EventSupplierCreditApplied,
+	EventSupplierCreditRefunded,
 	EventJournalEntryRecorded,
 	EventAssetRegistered,
 	EventDepreciationPosted,

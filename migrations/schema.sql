@@ -812,6 +812,58 @@ CREATE TABLE public.settlements (
 CREATE TRIGGER settlements_immutable BEFORE DELETE OR UPDATE ON public.settlements FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
 CREATE TRIGGER settlements_no_truncate BEFORE TRUNCATE ON public.settlements FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
 
+CREATE TABLE public.supplier_credit_movements (
+    id uuid NOT NULL,
+    company_id text NOT NULL,
+    supplier_id text NOT NULL,
+    currency character(3) NOT NULL,
+    kind text NOT NULL,
+    amount numeric(28,8) NOT NULL,
+    amount_company numeric(28,8) NOT NULL,
+    supplier_payment_id uuid,
+    purchase_invoice_id uuid,
+    opening_item_id uuid,
+    payable_company numeric(28,8),
+    refund_ref text,
+    entry_date date NOT NULL,
+    journal_entry_id uuid NOT NULL,
+    idempotency_key text,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT supplier_credit_movements_amount_check CHECK ((amount <> (0)::numeric)),
+    CONSTRAINT supplier_credit_movements_application CHECK ((((kind = 'application'::text) = (num_nonnulls(purchase_invoice_id, opening_item_id) = 1)) AND (num_nonnulls(purchase_invoice_id, opening_item_id) <= 1) AND ((kind = 'application'::text) = (payable_company IS NOT NULL)))),
+    CONSTRAINT supplier_credit_movements_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
+    CONSTRAINT supplier_credit_movements_currency_iso_4217 CHECK (public.iso_4217_currency((currency)::text)),
+    CONSTRAINT supplier_credit_movements_journal_entry_id_fkey FOREIGN KEY (journal_entry_id) REFERENCES public.journal_entries(id),
+    CONSTRAINT supplier_credit_movements_kind_check CHECK ((kind = ANY (ARRAY['payment'::text, 'application'::text, 'refund'::text]))),
+    CONSTRAINT supplier_credit_movements_opening_item_id_fkey FOREIGN KEY (opening_item_id) REFERENCES public.opening_items(id),
+    CONSTRAINT supplier_credit_movements_payment CHECK (((kind = 'payment'::text) = (supplier_payment_id IS NOT NULL))),
+    CONSTRAINT supplier_credit_movements_pkey PRIMARY KEY (id),
+    CONSTRAINT supplier_credit_movements_purchase_invoice_id_fkey FOREIGN KEY (purchase_invoice_id) REFERENCES public.purchase_invoices(id),
+    CONSTRAINT supplier_credit_movements_refund CHECK (((kind = 'refund'::text) = (refund_ref IS NOT NULL))),
+    CONSTRAINT supplier_credit_movements_sign CHECK (((kind = 'payment'::text) = (amount > (0)::numeric))),
+    CONSTRAINT supplier_credit_movements_supplier_payment_id_fkey FOREIGN KEY (supplier_payment_id) REFERENCES public.supplier_payments(id) DEFERRABLE INITIALLY DEFERRED
+);
+CREATE INDEX supplier_credit_movements_invoice ON public.supplier_credit_movements USING btree (purchase_invoice_id) WHERE (purchase_invoice_id IS NOT NULL);
+CREATE INDEX supplier_credit_movements_opening_item ON public.supplier_credit_movements USING btree (opening_item_id) WHERE (opening_item_id IS NOT NULL);
+CREATE INDEX supplier_credit_movements_payment ON public.supplier_credit_movements USING btree (supplier_payment_id) WHERE (supplier_payment_id IS NOT NULL);
+CREATE INDEX supplier_credit_movements_supplier ON public.supplier_credit_movements USING btree (company_id, supplier_id, currency);
+CREATE UNIQUE INDEX supplier_credit_refunds_one_per_ref ON public.supplier_credit_movements USING btree (company_id, refund_ref) WHERE (refund_ref IS NOT NULL);
+CREATE TRIGGER supplier_credit_application_of_an_invoice AFTER INSERT ON public.supplier_credit_movements REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.supplier_credit_application_of_an_invoice();
+CREATE TRIGGER supplier_credit_movements_immutable BEFORE DELETE OR UPDATE ON public.supplier_credit_movements FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
+CREATE TRIGGER supplier_credit_movements_no_truncate BEFORE TRUNCATE ON public.supplier_credit_movements FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
+
+CREATE TABLE public.supplier_credits (
+    company_id text NOT NULL,
+    supplier_id text NOT NULL,
+    currency character(3) NOT NULL,
+    balance numeric(28,8) NOT NULL,
+    balance_company numeric(28,8) NOT NULL,
+    CONSTRAINT supplier_credits_balance_check CHECK ((balance >= (0)::numeric)),
+    CONSTRAINT supplier_credits_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
+    CONSTRAINT supplier_credits_currency_iso_4217 CHECK (public.iso_4217_currency((currency)::text)),
+    CONSTRAINT supplier_credits_pkey PRIMARY KEY (company_id, supplier_id, currency)
+);
+
 CREATE TABLE public.supplier_payment_allocations (
     payment_id uuid NOT NULL,
     purchase_invoice_id uuid NOT NULL,
@@ -1290,8 +1342,9 @@ BEGIN
             NEW.id, NEW.registration_date, inv.registered
             USING ERRCODE = 'check_violation', CONSTRAINT = 'purchase_reversal_of_an_invoice';
     END IF;
-    IF EXISTS (SELECT 1 FROM supplier_payment_allocations WHERE purchase_invoice_id = NEW.purchase_invoice_id) THEN
-        RAISE EXCEPTION 'purchase reversal % reverses % which supplier payments paid',
+    IF EXISTS (SELECT 1 FROM supplier_payment_allocations WHERE purchase_invoice_id = NEW.purchase_invoice_id)
+       OR EXISTS (SELECT 1 FROM supplier_credit_movements WHERE purchase_invoice_id = NEW.purchase_invoice_id) THEN
+        RAISE EXCEPTION 'purchase reversal % reverses % which supplier payments or the supplier''s credit paid',
             NEW.id, NEW.purchase_invoice_id
             USING ERRCODE = 'check_violation', CONSTRAINT = 'purchase_reversal_of_an_invoice';
     END IF;
@@ -1419,6 +1472,33 @@ BEGIN
         USING ERRCODE = 'integrity_constraint_violation';
 END;
 $function$;
+
+CREATE OR REPLACE FUNCTION public.supplier_credit_application_of_an_invoice()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    bad record;
+BEGIN
+    SELECT a.id, a.company_id, coalesce(a.purchase_invoice_id, a.opening_item_id) AS document INTO bad
+      FROM added a
+      LEFT JOIN purchase_invoices i ON i.id = a.purchase_invoice_id
+      LEFT JOIN opening_items o ON o.id = a.opening_item_id
+     WHERE a.kind = 'application'
+       AND (CASE WHEN a.purchase_invoice_id IS NOT NULL
+                 THEN i.id IS NULL OR i.company_id <> a.company_id OR i.credits_invoice_id IS NOT NULL
+                      OR i.supplier_id <> a.supplier_id OR i.currency <> a.currency
+                      OR EXISTS (SELECT 1 FROM purchase_reversals r WHERE r.purchase_invoice_id = a.purchase_invoice_id)
+                 ELSE o.id IS NULL OR o.company_id <> a.company_id OR o.kind <> 'payable'
+                      OR o.party_id <> a.supplier_id OR o.currency <> a.currency END)
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'supplier credit application % of company % pays %, which is not an unreversed purchase invoice or opening payable of the company, its supplier and currency',
+            bad.id, bad.company_id, bad.document
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'supplier_credit_application_of_an_invoice';
+    END IF;
+    RETURN NULL;
+END $function$;
 
 CREATE OR REPLACE FUNCTION public.supplier_payment_of_an_invoice()
  RETURNS trigger

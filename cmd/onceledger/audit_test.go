@@ -119,7 +119,7 @@ func TestAuditTimeoutAndProgress(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "audit: document_totals   7 documents, 0 violations") || strings.Contains(errOut, "started") {
 		t.Fatalf("progress: exit %d\n%s%s", code, out, errOut)
 	}
-	if n := strings.Count(errOut, "\n"); n != 20 {
+	if n := strings.Count(errOut, "\n"); n != 21 {
 		t.Errorf("%d progress lines, want one per check:\n%s", n, errOut)
 	}
 	code, out, errOut = invoke(ctx, "", "audit", "-database-url", dsn, "-streams=false", "-record=false", "-quiet", "-parallel", "1")

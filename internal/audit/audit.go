@@ -23,6 +23,7 @@ const (
 	CheckNumberSeries    = "number_series"
 	CheckReceivables     = "receivables"
 	CheckCustomerCredits = "customer_credits"
+	CheckSupplierCredits = "supplier_credits"
 	CheckDocumentTotals  = "document_totals"
 	CheckCreditNotes     = "credit_notes"
 	CheckPayments        = "payments"
@@ -531,6 +532,7 @@ var checks = []check{
 	{CheckNumberSeries, "number series", flaggedBy(numberSeriesSQL), 2},
 	{CheckReceivables, "currency totals", flaggedBy(receivablesSQL), 10},
 	{CheckCustomerCredits, "currency totals", flaggedBy(customerCreditsSQL), 0},
+	{CheckSupplierCredits, "currency totals", flaggedBy(supplierCreditsSQL), 0},
 	{CheckDocumentTotals, "documents", documentTotals, 14},
 	{CheckCreditNotes, "credited invoices", flaggedBy(creditNotesSQL), 0},
 	{CheckPayments, "payments and paid invoices", flaggedBy(paymentsSQL), 0},

@@ -100,6 +100,9 @@ func TestBooksBuiltThroughTheInboxAuditClean(t *testing.T) {
 		audit.CheckCustomerCredits: count(t, pool, `SELECT count(*) FROM (SELECT company_id, currency FROM journal_lines WHERE account_code = '2200'
 		                                             UNION SELECT company_id, currency FROM customer_credits
 		                                             UNION SELECT company_id, 'total' FROM journal_lines WHERE account_code = '2200') x`),
+		audit.CheckSupplierCredits: count(t, pool, `SELECT count(*) FROM (SELECT company_id, currency FROM journal_lines WHERE account_code = '1400'
+		                                             UNION SELECT company_id, currency FROM supplier_credits
+		                                             UNION SELECT company_id, 'total' FROM journal_lines WHERE account_code = '1400') x`),
 		audit.CheckDocumentTotals: count(t, pool, `SELECT (SELECT count(*) FROM invoices) + (SELECT count(*) FROM credit_notes)
 		                                             + (SELECT count(*) FROM purchase_invoices)`),
 		audit.CheckCreditNotes: count(t, pool, `SELECT count(DISTINCT invoice_id) FROM credit_notes`),
@@ -112,7 +115,7 @@ func TestBooksBuiltThroughTheInboxAuditClean(t *testing.T) {
 		audit.CheckClosingEntries: count(t, pool, `SELECT (SELECT count(journal_entry_id) FROM year_closes) + (SELECT 2 * count(journal_entry_id) FROM fx_revaluations)
 		                                            + (SELECT count(*) FROM opening_balances)`),
 		audit.CheckInboxEffects:    count(t, pool, `SELECT count(*) FROM inbox WHERE status = 'ok'`),
-		audit.CheckEffectsInbox:    20, // 2 companies, 5 invoices, 2 endpoints, 2 payments, beta's opening and one of everything else
+		audit.CheckEffectsInbox:    23, // 2 companies, 5 invoices, 2 endpoints, 2 payments, beta's opening and one of everything else
 		audit.CheckEventDeliveries: count(t, pool, `SELECT count(*) FROM outbox_events`),
 		audit.CheckDeliveryEvents:  count(t, pool, `SELECT count(*) FROM webhook_deliveries`),
 		audit.CheckEventSequences:  2,
@@ -357,6 +360,19 @@ func TestForgedStatesAreCaught(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a credit with a supplier that its movements do not make",
+		forge: []string{
+			`INSERT INTO supplier_credits (company_id, supplier_id, currency, balance, balance_company) VALUES ('beta', 'sup-x', 'EUR', 5, 5)`,
+		},
+		want:    []string{audit.CheckSupplierCredits},
+		wantRef: "EUR",
+		check: func(t *testing.T, r *audit.Report) {
+			if v := r.Violations[0]; v.Company != "beta" || !strings.Contains(v.Detail, "account 1400 holds 0.00 but the credits with suppliers sum to 5.00") ||
+				!strings.Contains(v.Detail, "supplier sup-x has a credit of 5.00 but its movements sum to 0.00") {
+				t.Errorf("supplier credits violation %+v", v)
+			}
+		},
+	}, {
 		name: "an entry without lines",
 		forge: []string{`INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
 			 VALUES ('` + forgedEntry + `', 'beta', '2026-12-05', 'forged', 'forged', gen_random_uuid())`},
@@ -424,9 +440,9 @@ func TestForgedStatesAreCaught(t *testing.T) {
 		forge: []string{`DELETE FROM inbox WHERE created_at < (SELECT created_at FROM inbox WHERE company_id = 'acme' AND idempotency_key = 'inv-3')`},
 		check: func(t *testing.T, r *audit.Report) {
 			c, _ := r.Check(audit.CheckEffectsInbox)
-			// inv-3 and everything after it: 11 of acme, 4 of beta.
-			if c.Checked != 16 || !strings.Contains(c.Note, "documents from") {
-				t.Errorf("effects_inbox checked %d documents (%s), want the 16 from inv-3 on", c.Checked, c.Note)
+			// inv-3 and everything after it: 11 of acme, 7 of beta.
+			if c.Checked != 19 || !strings.Contains(c.Note, "documents from") {
+				t.Errorf("effects_inbox checked %d documents (%s), want the 19 from inv-3 on", c.Checked, c.Note)
 			}
 		},
 	}, {
@@ -458,8 +474,8 @@ func TestForgedStatesAreCaught(t *testing.T) {
 		forge: []string{`DELETE FROM inbox WHERE company_id = 'acme' AND idempotency_key = 'inv-3'`},
 		opts:  func(o *audit.Options) { o.Company = "beta" },
 		check: func(t *testing.T, r *audit.Report) {
-			if c, _ := r.Check(audit.CheckInboxEffects); c.Checked != 4 {
-				t.Errorf("beta has 4 successful keys, %d checked", c.Checked)
+			if c, _ := r.Check(audit.CheckInboxEffects); c.Checked != 7 {
+				t.Errorf("beta has 7 successful keys, %d checked", c.Checked)
 			}
 		},
 	}, {
@@ -567,8 +583,8 @@ func TestAuditReadsOneSnapshot(t *testing.T) {
 	if w.n == 0 {
 		t.Fatal("no command ran during the audit")
 	}
-	if c, _ := r.Check(audit.CheckEffectsInbox); c.Checked != 20 {
-		t.Errorf("effects_inbox saw %d documents, want the 20 of its snapshot", c.Checked)
+	if c, _ := r.Check(audit.CheckEffectsInbox); c.Checked != 23 {
+		t.Errorf("effects_inbox saw %d documents, want the 23 of its snapshot", c.Checked)
 	}
 }
 

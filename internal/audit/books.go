@@ -1,6 +1,10 @@
 package audit
 
-import "github.com/onceledger/onceledger/ledger"
+import (
+	"strings"
+
+	"github.com/onceledger/onceledger/ledger"
+)
 
 // The books: double entry and gapless numbering. Each query is a flagged
 // query (see flaggedTail); $1 is the company filter, empty for all.
@@ -240,22 +244,25 @@ flagged AS (
 	                      ORDER BY d.day, d.source_type, d.source_id LIMIT 1) d ON true
 	 WHERE t.account <> t.open OR d.source_id IS NOT NULL)`
 
-// customerCreditsSQL: each change of a customer's credit is a movement
-// of the document that made it, and 2200 holds their sum; every
-// customer's balance is the sum of its movements.
-const customerCreditsSQL = `
+// creditsSQL: each change of a credit (a customer's, or the company's with
+// a supplier) is a movement of the document that made it, and the credit
+// account holds their sum; every party's balance is the sum of its
+// movements.
+func creditsSQL(c creditBook) string {
+	return strings.NewReplacer("{in}", c.in, "{out}", c.out, "{account}", c.account, "{source_type}", c.sourceType,
+		"{source_id}", c.sourceID, "{movements}", c.movements, "{balances}", c.balances, "{party}", c.party,
+		"{credits_word}", c.creditsWord, "{party_word}", c.partyWord).Replace(`
 WITH posted AS (
 	SELECT l.company_id, l.currency::text AS currency, e.source_type, e.source_id, min(e.entry_date) AS day,
-	       sum(l.credit - l.debit) AS amount
+	       sum(l.{in} - l.{out}) AS amount
 	  FROM journal_lines l JOIN journal_entries e ON e.id = l.entry_id
-	 WHERE l.account_code = '` + ledger.AccountCustomerCredits + `' AND ($1::text = '' OR l.company_id = $1)
+	 WHERE l.account_code = '{account}' AND ($1::text = '' OR l.company_id = $1)
 	 GROUP BY 1, 2, 3, 4),
 said AS (
 	SELECT company_id, currency::text AS currency,
-	       CASE kind WHEN 'application' THEN 'customer_credit_application' WHEN 'refund' THEN 'customer_credit_refund'
-	                 WHEN 'settlement_refund' THEN 'settlement' ELSE kind END AS source_type,
-	       source_id, min(entry_date) AS day, sum(amount) AS amount
-	  FROM customer_credit_movements WHERE ($1::text = '' OR company_id = $1)
+	       {source_type} AS source_type,
+	       {source_id} AS source_id, min(entry_date) AS day, sum(amount) AS amount
+	  FROM {movements} WHERE ($1::text = '' OR company_id = $1)
 	 GROUP BY 1, 2, 3, 4),
 documents AS (
 	SELECT coalesce(p.company_id, s.company_id) AS company_id, coalesce(p.currency, s.currency) AS currency,
@@ -263,31 +270,31 @@ documents AS (
 	       coalesce(s.day, p.day) AS day, coalesce(p.amount, 0) AS posted, coalesce(s.amount, 0) AS said
 	  FROM posted p FULL JOIN said s ON s.source_type = p.source_type AND s.source_id = p.source_id),
 differing AS MATERIALIZED (SELECT * FROM documents WHERE posted <> said),
-customers AS (
+parties AS (
 	SELECT coalesce(b.company_id, m.company_id) AS company_id, coalesce(b.currency, m.currency) AS currency,
-	       coalesce(b.customer_id, m.customer_id) AS customer_id, coalesce(b.balance, 0) AS balance, coalesce(m.amount, 0) AS moved
-	  FROM (SELECT company_id, currency::text AS currency, customer_id, balance FROM customer_credits
+	       coalesce(b.{party}, m.{party}) AS {party}, coalesce(b.balance, 0) AS balance, coalesce(m.amount, 0) AS moved
+	  FROM (SELECT company_id, currency::text AS currency, {party}, balance FROM {balances}
 	         WHERE ($1::text = '' OR company_id = $1)) b
-	  FULL JOIN (SELECT company_id, currency::text AS currency, customer_id, sum(amount) AS amount FROM customer_credit_movements
+	  FULL JOIN (SELECT company_id, currency::text AS currency, {party}, sum(amount) AS amount FROM {movements}
 	              WHERE ($1::text = '' OR company_id = $1) GROUP BY 1, 2, 3) m
-	    ON m.company_id = b.company_id AND m.currency = b.currency AND m.customer_id = b.customer_id),
-uneven AS MATERIALIZED (SELECT * FROM customers WHERE balance <> moved),
--- In the company's currency: 2200 there holds what the credits' balances
+	    ON m.company_id = b.company_id AND m.currency = b.currency AND m.{party} = b.{party}),
+uneven AS MATERIALIZED (SELECT * FROM parties WHERE balance <> moved),
+-- In the company's currency: {account} there holds what the credits' balances
 -- and movements hold there (rows without company amounts count their own).
 company_totals AS (
 	SELECT a.company_id, 'company currency ' || a.currency AS currency, a.amount AS account, b.amount AS credits, m.amount AS moved
-	  FROM (SELECT l.company_id, min(c.currency) AS currency, sum(coalesce(l.credit_company, l.credit) - coalesce(l.debit_company, l.debit)) AS amount
+	  FROM (SELECT l.company_id, min(c.currency) AS currency, sum(coalesce(l.{in}_company, l.{in}) - coalesce(l.{out}_company, l.{out})) AS amount
 	          FROM journal_lines l JOIN companies c ON c.id = l.company_id
-	         WHERE l.account_code = '` + ledger.AccountCustomerCredits + `' AND ($1::text = '' OR l.company_id = $1) GROUP BY 1) a
-	  LEFT JOIN (SELECT company_id, sum(coalesce(balance_company, balance)) AS amount FROM customer_credits
+	         WHERE l.account_code = '{account}' AND ($1::text = '' OR l.company_id = $1) GROUP BY 1) a
+	  LEFT JOIN (SELECT company_id, sum(coalesce(balance_company, balance)) AS amount FROM {balances}
 	              WHERE ($1::text = '' OR company_id = $1) GROUP BY 1) b ON b.company_id = a.company_id
-	  LEFT JOIN (SELECT company_id, sum(coalesce(amount_company, amount)) AS amount FROM customer_credit_movements
+	  LEFT JOIN (SELECT company_id, sum(coalesce(amount_company, amount)) AS amount FROM {movements}
 	              WHERE ($1::text = '' OR company_id = $1) GROUP BY 1) m ON m.company_id = a.company_id),
 totals AS (
 	SELECT coalesce(a.company_id, c.company_id) AS company_id, coalesce(a.currency, c.currency) AS currency,
 	       coalesce(a.amount, 0) AS account, coalesce(c.amount, 0) AS credits, coalesce(c.amount, 0) AS moved
 	  FROM (SELECT company_id, currency, sum(amount) AS amount FROM posted GROUP BY 1, 2) a
-	  FULL JOIN (SELECT company_id, currency, sum(balance) AS amount FROM customers GROUP BY 1, 2) c
+	  FULL JOIN (SELECT company_id, currency, sum(balance) AS amount FROM parties GROUP BY 1, 2) c
 	    ON c.company_id = a.company_id AND c.currency = a.currency
 	UNION ALL
 	SELECT company_id, currency, account, coalesce(credits, 0), coalesce(moved, 0) FROM company_totals),
@@ -295,17 +302,45 @@ counted AS (SELECT count(*) AS n, '' AS note FROM totals),
 flagged AS (
 	SELECT t.company_id, t.currency AS ref,
 	       concat_ws('; ',
-	           CASE WHEN t.account <> t.credits THEN format('account 2200 holds %s but the customers'' credits sum to %s (difference %s)',
+	           CASE WHEN t.account <> t.credits THEN format('account {account} holds %s but {credits_word} sum to %s (difference %s)',
 	                                                       money[t.account; t.currency], money[t.credits; t.currency], money[t.account - t.credits; t.currency]) END,
-	           CASE WHEN t.moved <> t.credits THEN format('the customers'' credits sum to %s but their movements to %s',
+	           CASE WHEN t.moved <> t.credits THEN format('{credits_word} sum to %s but their movements to %s',
 	                                                     money[t.credits; t.currency], money[t.moved; t.currency]) END,
-	           CASE WHEN d.source_id IS NOT NULL THEN format('first difference: %s %s of %s posted %s to 2200 where its credit movements say %s',
+	           CASE WHEN d.source_id IS NOT NULL THEN format('first difference: %s %s of %s posted %s to {account} where its credit movements say %s',
 	                                                          d.source_type, d.source_id, d.day, money[d.posted; t.currency], money[d.said; t.currency]) END,
-	           CASE WHEN c.customer_id IS NOT NULL THEN format('customer %s has a credit of %s but its movements sum to %s',
-	                                                            c.customer_id, money[c.balance; t.currency], money[c.moved; t.currency]) END) AS detail
+	           CASE WHEN c.{party} IS NOT NULL THEN format('{party_word} %s has a credit of %s but its movements sum to %s',
+	                                                            c.{party}, money[c.balance; t.currency], money[c.moved; t.currency]) END) AS detail
 	  FROM totals t
 	  LEFT JOIN LATERAL (SELECT * FROM differing d WHERE d.company_id = t.company_id AND d.currency = t.currency
 	                      ORDER BY d.day, d.source_type, d.source_id LIMIT 1) d ON true
 	  LEFT JOIN LATERAL (SELECT * FROM uneven c WHERE c.company_id = t.company_id AND c.currency = t.currency
-	                      ORDER BY c.customer_id LIMIT 1) c ON true
-	 WHERE t.account <> t.credits OR t.moved <> t.credits OR d.source_id IS NOT NULL OR c.customer_id IS NOT NULL)`
+	                      ORDER BY c.{party} LIMIT 1) c ON true
+	 WHERE t.account <> t.credits OR t.moved <> t.credits OR d.source_id IS NOT NULL OR c.{party} IS NOT NULL)`)
+}
+
+// creditBook is a kind of credit creditsSQL checks: the account that holds
+// it, the side of the account a credit grows on (in) and is used from
+// (out), the tables of its balances and movements, the column naming the
+// party, the source type and ID of the entry of each movement, and the
+// words for them.
+type creditBook struct {
+	account, in, out, balances, movements, party, sourceType, sourceID, creditsWord, partyWord string
+}
+
+var (
+	customerCreditsSQL = creditsSQL(creditBook{
+		account: ledger.AccountCustomerCredits, in: "credit", out: "debit",
+		balances: "customer_credits", movements: "customer_credit_movements", party: "customer_id",
+		sourceType: `CASE kind WHEN 'application' THEN 'customer_credit_application' WHEN 'refund' THEN 'customer_credit_refund'
+	                 WHEN 'settlement_refund' THEN 'settlement' ELSE kind END`,
+		sourceID: "source_id", creditsWord: "the customers'' credits", partyWord: "customer",
+	})
+	// A supplier payment's movement has the payment's ID; an
+	// application's or refund's is its entry's source.
+	supplierCreditsSQL = creditsSQL(creditBook{
+		account: ledger.AccountSupplierCredits, in: "debit", out: "credit",
+		balances: "supplier_credits", movements: "supplier_credit_movements", party: "supplier_id",
+		sourceType: `CASE kind WHEN 'payment' THEN 'supplier_payment' ELSE 'supplier_credit_' || kind END`,
+		sourceID:   "id", creditsWord: "the credits with suppliers", partyWord: "supplier",
+	})
+)

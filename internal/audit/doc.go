@@ -31,9 +31,10 @@
 // missing, none is used twice, and the counter neither lags (the next
 // document would reuse a number) nor runs ahead (a number was burnt).
 //
-// receivables and customer_credits: accounts 1200 and 2200 equal, per
-// company and currency, the open invoices and the customers' credits, and
-// every document posted to them what it says.
+// receivables, customer_credits and supplier_credits: accounts 1200,
+// 2200 and 1400 equal, per company and currency, the open invoices, the
+// customers' credits and the company's credits with suppliers, and every
+// document posted to them what it says.
 //
 // document_totals: every invoice, credit note and purchase invoice is the
 // sum of its lines, and its journal entry (of its company, in its

@@ -322,6 +322,8 @@ WITH used AS (
 	UNION ALL SELECT 'assets', company_id, currency FROM assets WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL SELECT 'customer_credits', company_id, currency FROM customer_credits WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL SELECT 'customer_credit_movements', company_id, currency FROM customer_credit_movements WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL SELECT 'supplier_credits', company_id, currency FROM supplier_credits WHERE ($1::text = '' OR company_id = $1)
+	UNION ALL SELECT 'supplier_credit_movements', company_id, currency FROM supplier_credit_movements WHERE ($1::text = '' OR company_id = $1)
 	UNION ALL SELECT 'fx_rates', company_id, currency FROM fx_rates WHERE ($1::text = '' OR company_id = $1)),
 per_table AS (SELECT tbl, company_id, currency, count(*) AS rows FROM used GROUP BY 1, 2, 3),
 counted AS (SELECT count(DISTINCT currency) AS n, '' AS note FROM per_table),

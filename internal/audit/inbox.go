@@ -41,6 +41,8 @@ WITH kinds (command, noun, field) AS (VALUES
 	('depreciation.run', 'depreciation run', 'depreciation_run_id'),
 	('customer_credit.apply', 'credit application', 'application_id'),
 	('customer_credit.refund', 'credit refund', 'refund_id'),
+	('supplier_credit.apply', 'supplier credit application', 'application_id'),
+	('supplier_credit.refund', 'supplier credit refund', 'refund_id'),
 	('period.close', 'month close', 'close_id'),
 	('year.close', 'year close', 'year_close_id'),
 	('opening_balances.record', 'opening', 'opening_balances_id'),
@@ -73,6 +75,9 @@ documents (company_id, command, ref, created_at) AS MATERIALIZED (
 	UNION ALL
 	SELECT company_id, CASE kind WHEN 'application' THEN 'customer_credit.apply' ELSE 'customer_credit.refund' END, id::text, created_at
 	  FROM customer_credit_movements WHERE kind IN ('application', 'refund') AND ($1::text = '' OR company_id = $1)
+	UNION ALL
+	SELECT company_id, CASE kind WHEN 'application' THEN 'supplier_credit.apply' ELSE 'supplier_credit.refund' END, id::text, created_at
+	  FROM supplier_credit_movements WHERE kind IN ('application', 'refund') AND ($1::text = '' OR company_id = $1)
 	UNION ALL
 	-- The month an opening closes is the opening's, under its key.
 	SELECT p.company_id, 'period.close', p.id::text, p.closed_at FROM period_closes p

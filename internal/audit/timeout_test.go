@@ -63,8 +63,8 @@ func TestTimeoutReportsWhatWasChecked(t *testing.T) {
 	if c, _ := r.Check(audit.CheckStreamCommands); !c.NotRun || c.Unfinished {
 		t.Errorf("without NATS the stream checks are not run, whatever the timeout: %+v", c)
 	}
-	if len(r.Checks) != 20 {
-		t.Errorf("%d checks reported, want all 20", len(r.Checks))
+	if len(r.Checks) != 21 {
+		t.Errorf("%d checks reported, want all 21", len(r.Checks))
 	}
 	var out bytes.Buffer
 	if err := r.WriteText(&out); err != nil {
@@ -129,7 +129,7 @@ func TestTimeoutBeforeAnyCheck(t *testing.T) {
 			t.Errorf("%s finished while companies were locked: %+v", c.Name, c)
 		}
 	}
-	if r.OK() || len(r.Checks) != 20 {
+	if r.OK() || len(r.Checks) != 21 {
 		t.Fatalf("OK %v, %d checks", r.OK(), len(r.Checks))
 	}
 }

@@ -61,6 +61,9 @@ var Tables = []table{
 	byCompany("opening_balances"),
 	byCompany("opening_items"),
 	{name: "opening_allocations", where: "opening_item_id IN (SELECT id FROM opening_items WHERE company_id = ANY($companies))"},
+	// After the payments, purchase invoices and opening items they name.
+	byCompany("supplier_credits"),
+	byCompany("supplier_credit_movements"),
 	byCompany("fx_revaluations"),
 	byCompany("assets"),
 	byCompany("depreciation_runs"),

@@ -269,6 +269,8 @@ var documentKinds = map[string]documentKind{
 	new(ledger.RunDepreciation).CommandName():          {"depreciation run", "depreciation_run_id", `SELECT '' FROM depreciation_runs WHERE company_id = $1 AND id = $2::uuid`},
 	new(ledger.ApplyCustomerCredit).CommandName():      {"credit application", "application_id", `SELECT '' FROM customer_credit_movements WHERE company_id = $1 AND id = $2::uuid`},
 	new(ledger.RefundCustomerCredit).CommandName():     {"credit refund", "refund_id", `SELECT '' FROM customer_credit_movements WHERE company_id = $1 AND id = $2::uuid`},
+	new(ledger.ApplySupplierCredit).CommandName():      {"supplier credit application", "application_id", `SELECT '' FROM supplier_credit_movements WHERE company_id = $1 AND id = $2::uuid`},
+	new(ledger.RefundSupplierCredit).CommandName():     {"supplier credit refund", "refund_id", `SELECT refund_ref FROM supplier_credit_movements WHERE company_id = $1 AND id = $2::uuid`},
 	new(ledger.ClosePeriod).CommandName():              {"month close", "close_id", `SELECT to_char(period, 'YYYY-MM') FROM period_closes WHERE company_id = $1 AND id = $2::uuid`},
 	new(ledger.CloseYear).CommandName():                {"year close", "year_close_id", `SELECT year::text FROM year_closes WHERE company_id = $1 AND id = $2::uuid`},
 	new(ledger.RecordOpeningBalances).CommandName():    {"opening", "opening_balances_id", `SELECT to_char(opened_on, 'YYYY-MM-DD') FROM opening_balances WHERE company_id = $1 AND id = $2::uuid`},

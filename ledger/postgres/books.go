@@ -515,6 +515,11 @@ const agedPayables = `
 	    SELECT a.purchase_invoice_id, -a.amount, -a.amount_company
 	      FROM supplier_payment_allocations a JOIN supplier_payments s ON s.id = a.payment_id
 	     WHERE s.company_id = $1 AND s.paid_on <= $2
+	    UNION ALL
+	    -- So do credits with suppliers applied on or before $2.
+	    SELECT m.purchase_invoice_id, m.amount, -m.payable_company
+	      FROM supplier_credit_movements m
+	     WHERE m.company_id = $1 AND m.purchase_invoice_id IS NOT NULL AND m.entry_date <= $2
 	),
 	open AS (
 	    SELECT invoice_id, sum(doc) AS doc, sum(company) AS company FROM parts GROUP BY invoice_id
@@ -535,10 +540,14 @@ const agedOpeningItems = `
 	       (o.amount_company - coalesce(a.company, 0))::text
 	  FROM opening_items o JOIN opening_balances b ON b.id = o.opening_id
 	  LEFT JOIN LATERAL (
-	       SELECT sum(x.amount) AS amount, sum(x.amount_company) AS company
-	         FROM opening_allocations x
-	         LEFT JOIN payments p ON p.id = x.payment_id
-	         LEFT JOIN supplier_payments s ON s.id = x.supplier_payment_id
-	        WHERE x.opening_item_id = o.id AND coalesce(p.received_on, s.paid_on) <= $2) a ON true
+	       SELECT sum(x.amount) AS amount, sum(x.amount_company) AS company FROM (
+	              SELECT x.amount, x.amount_company
+	                FROM opening_allocations x
+	                LEFT JOIN payments p ON p.id = x.payment_id
+	                LEFT JOIN supplier_payments s ON s.id = x.supplier_payment_id
+	               WHERE x.opening_item_id = o.id AND coalesce(p.received_on, s.paid_on) <= $2
+	              UNION ALL
+	              SELECT -m.amount, m.payable_company FROM supplier_credit_movements m
+	               WHERE m.opening_item_id = o.id AND m.entry_date <= $2) x) a ON true
 	 WHERE o.company_id = $1 AND b.opened_on <= $2
 	   AND (o.amount <> coalesce(a.amount, 0) OR o.amount_company <> coalesce(a.company, 0))`

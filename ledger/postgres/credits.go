@@ -21,8 +21,9 @@ import (
 // refunds) lock the rows first, so two of them cannot both take the same
 // credit. Every plan takes invoice locks before credit locks.
 
-// creditKey names a customer's credit in one currency.
-type creditKey struct{ company, customer, currency string }
+// creditKey names a customer's credit, or the company's credit with a
+// supplier (party), in one currency.
+type creditKey struct{ company, party, currency string }
 
 // paymentKey names a payment of a company by its reference.
 type paymentKey struct{ company, ref string }
@@ -49,10 +50,10 @@ func (p *plan) credits(b *pgx.Batch, customers [][2]string, payments []paymentKe
 	}
 	var k creditKey
 	var balance, balanceCompany, companyCur string
-	p.query(b, "lock customer credits", []any{&k.company, &k.customer, &k.currency, &balance, &balanceCompany, &companyCur}, func() {
+	p.query(b, "lock customer credits", []any{&k.company, &k.party, &k.currency, &balance, &balanceCompany, &companyCur}, func() {
 		cur, _ := ledger.LookupCurrency(k.currency)
 		co, _ := ledger.LookupCurrency(companyCur)
-		s.credits[k] = &ledger.CustomerCredit{CustomerID: k.customer, Currency: cur, Balance: dec(balance), BalanceCompany: dec(balanceCompany), Company: co}
+		s.credits[k] = &ledger.CustomerCredit{CustomerID: k.party, Currency: cur, Balance: dec(balance), BalanceCompany: dec(balanceCompany), Company: co}
 	}, `
 		SELECT c.company_id, c.customer_id, c.currency::text, c.balance::text, coalesce(c.balance_company, c.balance)::text,
 		       (SELECT currency::text FROM companies WHERE id = c.company_id)
@@ -130,8 +131,7 @@ func (m *movements) queue(b *pgx.Batch) {
 	amountsCo, invoicesCo := make([]string, 0, n), make([]string, 0, n)
 	paymentIDs, invoiceIDs, refundRefs := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	dates := make([]time.Time, 0, n)
-	type delta struct{ amount, company decimal.Decimal }
-	net := map[creditKey]delta{}
+	net := map[creditKey]creditDelta{}
 	for i, mv := range m.list {
 		var invoiceCo string
 		if mv.Kind == ledger.CreditApplied {
@@ -143,7 +143,7 @@ func (m *movements) queue(b *pgx.Batch) {
 		amounts, dates = append(amounts, mv.Amount.String()), append(dates, mv.Date.Time)
 		paymentIDs, invoiceIDs, refundRefs = append(paymentIDs, optionalID(mv.PaymentID)), append(invoiceIDs, optionalID(mv.InvoiceID)), append(refundRefs, mv.RefundRef)
 		k := creditKey{m.companies[i], mv.CustomerID, mv.Currency.Code}
-		net[k] = delta{net[k].amount.Add(mv.Amount), net[k].company.Add(mv.AmountCompany)}
+		net[k] = creditDelta{net[k].amount.Add(mv.Amount), net[k].company.Add(mv.AmountCompany)}
 	}
 	b.Queue(`
 		INSERT INTO customer_credit_movements (id, company_id, customer_id, currency, kind, amount, source_id,
@@ -157,21 +157,32 @@ func (m *movements) queue(b *pgx.Batch) {
 		            amount_company, invoice_company)`,
 		ids, m.companies, customers, currencies, kinds, amounts, sources, paymentIDs, invoiceIDs, refundRefs, dates, entryIDs, amountsCo, invoicesCo)
 
+	queueCreditBalances(b, "customer_credits", "customer_id", net)
+}
+
+// creditDelta is the net change of one credit in its currency (amount) and
+// the company's (company).
+type creditDelta struct{ amount, company decimal.Decimal }
+
+// queueCreditBalances queues the change of each credit of table (keyed by
+// company, party column and currency) by net: one statement adds to
+// credits (creating their row), one changes rows that exist (a net use, or
+// a change in the company's currency only). A use is never of a credit
+// without a row: the plan read it locked.
+func queueCreditBalances(b *pgx.Batch, table, party string, net map[creditKey]creditDelta) {
 	keys := make([]creditKey, 0, len(net))
 	for k := range net {
 		keys = append(keys, k)
 	}
 	// In key order, so concurrent writers lock the rows in one order.
 	slices.SortFunc(keys, func(a, b creditKey) int {
-		return cmp.Or(cmp.Compare(a.company, b.company), cmp.Compare(a.customer, b.customer), cmp.Compare(a.currency, b.currency))
+		return cmp.Or(cmp.Compare(a.company, b.company), cmp.Compare(a.party, b.party), cmp.Compare(a.currency, b.currency))
 	})
-	// One statement adds to credits, creating rows; one changes rows that
-	// exist (a net use, or a change in the company's currency only).
 	var add, change [5][]string
 	for _, k := range keys {
 		d := net[k]
 		row := func(to [5][]string) [5][]string {
-			return [5][]string{append(to[0], k.company), append(to[1], k.customer), append(to[2], k.currency),
+			return [5][]string{append(to[0], k.company), append(to[1], k.party), append(to[2], k.currency),
 				append(to[3], d.amount.String()), append(to[4], d.company.String())}
 		}
 		switch {
@@ -183,18 +194,18 @@ func (m *movements) queue(b *pgx.Batch) {
 	}
 	if len(add[0]) > 0 {
 		b.Queue(`
-			INSERT INTO customer_credits (company_id, customer_id, currency, balance, balance_company)
+			INSERT INTO `+table+` (company_id, `+party+`, currency, balance, balance_company)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[])
-			ON CONFLICT (company_id, customer_id, currency) DO UPDATE
-			   SET balance = customer_credits.balance + EXCLUDED.balance,
-			       balance_company = coalesce(customer_credits.balance_company, customer_credits.balance) + EXCLUDED.balance_company`,
+			ON CONFLICT (company_id, `+party+`, currency) DO UPDATE
+			   SET balance = `+table+`.balance + EXCLUDED.balance,
+			       balance_company = coalesce(`+table+`.balance_company, `+table+`.balance) + EXCLUDED.balance_company`,
 			add[0], add[1], add[2], add[3], add[4])
 	}
 	if len(change[0]) > 0 {
 		b.Queue(`
-			UPDATE customer_credits c SET balance = c.balance + t.amount, balance_company = coalesce(c.balance_company, c.balance) + t.company
-			  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[]) AS t(company_id, customer_id, currency, amount, company)
-			 WHERE c.company_id = t.company_id AND c.customer_id = t.customer_id AND c.currency = t.currency`,
+			UPDATE `+table+` c SET balance = c.balance + t.amount, balance_company = coalesce(c.balance_company, c.balance) + t.company
+			  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]::numeric[], $5::text[]::numeric[]) AS t(company_id, party, currency, amount, company)
+			 WHERE c.company_id = t.company_id AND c.`+party+` = t.party AND c.currency = t.currency`,
 			change[0], change[1], change[2], change[3], change[4])
 	}
 }

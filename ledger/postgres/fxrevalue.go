@@ -53,8 +53,8 @@ func (kind fxRevaluations) Prepare(items []exec.Item, reads *pgx.Batch) exec.Pla
 // openItems queues the reads of what is open in company k on k's day: the
 // receivables and payables as the aged reports compute them (payments and
 // corrections dated after the day left out), the customers' credits from
-// their movements up to the day, the supplier credits of the supplier
-// payments paid up to it; and the latest rate of each currency recorded
+// their movements up to the day, the credits with suppliers from theirs;
+// and the latest rate of each currency recorded
 // on or before the day.
 func (p *fxRevaluationPlan) openItems(b *pgx.Batch, k revalueKey) {
 	day, _ := time.Parse(time.DateOnly, k.day)
@@ -77,13 +77,11 @@ func (p *fxRevaluationPlan) openItems(b *pgx.Batch, k revalueKey) {
 			 GROUP BY customer_id, currency
 			HAVING sum(amount) <> 0 OR sum(coalesce(amount_company, amount)) <> 0`},
 		{ledger.OpenSupplierCredit, `
-			SELECT '00000000-0000-0000-0000-000000000000'::uuid, s.supplier_id, l.currency::text, sum(l.debit - l.credit)::text,
-			       sum(coalesce(l.debit_company, l.debit) - coalesce(l.credit_company, l.credit))::text
-			  FROM supplier_payments s
-			  JOIN journal_lines l ON l.entry_id = s.journal_entry_id AND l.account_code = '` + ledger.AccountSupplierCredits + `'
-			 WHERE s.company_id = $1 AND s.paid_on <= $2
-			 GROUP BY s.supplier_id, l.currency
-			HAVING sum(l.debit - l.credit) <> 0`},
+			SELECT '00000000-0000-0000-0000-000000000000'::uuid, supplier_id, currency::text, sum(amount)::text, sum(amount_company)::text
+			  FROM supplier_credit_movements
+			 WHERE company_id = $1 AND entry_date <= $2
+			 GROUP BY supplier_id, currency
+			HAVING sum(amount) <> 0 OR sum(amount_company) <> 0`},
 	} {
 		var id uuid.UUID
 		var ref, cur, open, booked string

@@ -32,7 +32,7 @@ func Kinds(opts ...Option) []exec.Kind {
 	}
 	return []exec.Kind{
 		companies{r}, invoices{r}, creditNotes{r}, payments{r},
-		settlements{r}, purchases{r}, purchaseCredits{r}, purchaseReversals{r}, supplierPayments{r}, manualJournals{r}, assets{r}, depreciations{r}, customerCredits{r}, periodCloses{r}, yearCloses{r}, openings{r}, fxRates{r}, fxRevaluations{r},
+		settlements{r}, purchases{r}, purchaseCredits{r}, purchaseReversals{r}, supplierPayments{r}, supplierCreditUses{r}, manualJournals{r}, assets{r}, depreciations{r}, customerCredits{r}, periodCloses{r}, yearCloses{r}, openings{r}, fxRates{r}, fxRevaluations{r},
 	}
 }
 

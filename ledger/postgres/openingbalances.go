@@ -185,8 +185,9 @@ type openingStates struct {
 
 // openingItems queues the locking read of the opening items of kind that
 // the references ($1 companies, $2 IDs or empty, $3 numbers, $4 suppliers
-// or empty) name, in ID order, then of what was applied to them, read
-// after the locks were granted.
+// or empty) name, in ID order, then of what was applied to them (by
+// payments, supplier payments and credits with suppliers), read after the
+// locks were granted.
 func (p *plan) openingItems(b *pgx.Batch, kind string, companies, ids, numbers, suppliers []string) *openingStates {
 	s := &openingStates{receivables: map[[2]string]*ledger.InvoiceState{}, payables: map[[2]string]*ledger.PurchaseState{},
 		payablesByNumber: map[[3]string]*ledger.PurchaseState{}}
@@ -231,7 +232,9 @@ func (p *plan) openingItems(b *pgx.Batch, kind string, companies, ids, numbers, 
 		}
 	}, `
 		SELECT a.opening_item_id::text, sum(a.amount)::text, sum(a.amount_company)::text
-		  FROM opening_allocations a
+		  FROM (SELECT opening_item_id, amount, amount_company FROM opening_allocations
+		        UNION ALL
+		        SELECT opening_item_id, -amount, payable_company FROM supplier_credit_movements WHERE opening_item_id IS NOT NULL) a
 		 WHERE a.opening_item_id IN (SELECT o.id`+named+`)
 		 GROUP BY 1`, companies, ids, numbers, suppliers, kind)
 	return s

@@ -56,6 +56,7 @@ func (kind purchaseReversals) Prepare(items []exec.Item, reads *pgx.Batch) exec.
 		       coalesce((SELECT r.id::text FROM purchase_reversals r WHERE r.purchase_invoice_id = d.id), ''),
 		       (SELECT count(*) FROM purchase_invoices c WHERE c.credits_invoice_id = d.id),
 		       (SELECT count(*) FROM supplier_payment_allocations a WHERE a.purchase_invoice_id = d.id)
+		       + (SELECT count(*) FROM supplier_credit_movements m WHERE m.purchase_invoice_id = d.id)
 		  FROM purchase_invoices d
 		 WHERE (d.company_id, d.id) IN (SELECT company_id, id::uuid FROM unnest($1::text[], $2::text[]) AS r(company_id, id))
 		 ORDER BY d.id

@@ -43,13 +43,13 @@ const resolvedPurchases = `ARRAY(
 	        OR (r.id = '' AND d.supplier_id = r.supplier_id AND d.document_number = r.number AND d.credits_invoice_id IS NULL)))`
 
 func (kind supplierPayments) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
-	p := &supplierPaymentPlan{byID: map[[2]string]*ledger.PurchaseState{}, byNumber: map[[3]string][]*ledger.PurchaseState{}}
+	p := &supplierPaymentPlan{}
 	p.rules = kind.rules
 	if !p.prepare(items, reads) {
 		return p
 	}
 	companies, refs := make([]string, len(items)), make([]string, len(items))
-	var rc, ri, rs, rn []string
+	var named []purchaseRef
 	p.allocations = make([][]purchaseRef, len(items))
 	var fx []fxKey
 	for i, c := range p.cmds {
@@ -57,7 +57,7 @@ func (kind supplierPayments) Prepare(items []exec.Item, reads *pgx.Batch) exec.P
 		for _, a := range c.Allocations {
 			r := purchaseRef{company: items[i].Company, id: canonicalID(a.PurchaseInvoiceID), supplier: c.SupplierID, number: a.DocumentNumber}
 			p.allocations[i] = append(p.allocations[i], r)
-			rc, ri, rs, rn = append(rc, r.company), append(ri, r.id), append(rs, r.supplier), append(rn, r.number)
+			named = append(named, r)
 		}
 		if k, ok := fxKeyOf(items[i].Company, c.Currency, c.PaidOn, c.ExchangeRate); ok {
 			fx = append(fx, k)
@@ -69,10 +69,32 @@ func (kind supplierPayments) Prepare(items []exec.Item, reads *pgx.Batch) exec.P
 		 CROSS JOIN LATERAL (SELECT id, payment_ref FROM supplier_payments
 		                      WHERE company_id = r.company_id AND payment_ref = r.payment_ref LIMIT 1) p`, companies, refs)
 	p.rates = p.fxLookup(reads, fx)
+	p.invoices = p.payablePurchases(reads, named)
+	return p
+}
 
-	// The invoices, locked in ID order (so concurrent payments cannot
-	// deadlock), then what is owed and paid on them, read after the locks
-	// were granted, so they include what the previous holder committed.
+// purchaseStates are the purchase invoices, and the payables openings
+// left open, that a plan pays: locked until the transaction ends, with
+// what is owed and paid on them. Paying one updates it, so the plan's
+// later commands see what is left.
+type purchaseStates struct {
+	byID     map[[2]string]*ledger.PurchaseState
+	byNumber map[[3]string][]*ledger.PurchaseState // by (company, supplier, document number)
+	// openings are the previous books' open invoices of suppliers.
+	openings *openingStates
+}
+
+// payablePurchases queues the locking reads of the purchase invoices refs
+// name, in ID order (so concurrent payments cannot deadlock), then of
+// what is owed and paid on them, read after the locks were granted, so
+// they include what the previous holder committed; then the same of the
+// openings' payables they name.
+func (p *plan) payablePurchases(reads *pgx.Batch, refs []purchaseRef) *purchaseStates {
+	s := &purchaseStates{byID: map[[2]string]*ledger.PurchaseState{}, byNumber: map[[3]string][]*ledger.PurchaseState{}}
+	var rc, ri, rs, rn []string
+	for _, r := range refs {
+		rc, ri, rs, rn = append(rc, r.company), append(ri, r.id), append(rs, r.supplier), append(rn, r.number)
+	}
 	byID := map[string]*ledger.PurchaseState{}
 	var st ledger.PurchaseState
 	var id, company, cur string
@@ -83,9 +105,9 @@ func (kind supplierPayments) Prepare(items []exec.Item, reads *pgx.Batch) exec.P
 		inv.Currency, _ = ledger.LookupCurrency(cur)
 		inv.Converted, inv.CreditNote = converted, creditNote
 		byID[id] = &inv
-		p.byID[[2]string{company, id}] = &inv
+		s.byID[[2]string{company, id}] = &inv
 		k := [3]string{company, inv.SupplierID, inv.DocumentNumber}
-		p.byNumber[k] = append(p.byNumber[k], &inv)
+		s.byNumber[k] = append(s.byNumber[k], &inv)
 	}, `
 		SELECT d.id, d.company_id, d.document_number, d.supplier_id, d.currency, d.exchange_rate IS NOT NULL,
 		       d.credits_invoice_id IS NOT NULL
@@ -94,6 +116,8 @@ func (kind supplierPayments) Prepare(items []exec.Item, reads *pgx.Batch) exec.P
 		 ORDER BY d.id
 		   FOR UPDATE OF d`, rc, ri, rs, rn)
 
+	// Paid: what supplier payments allocated, and what the supplier's
+	// credit was applied (its movements are negative).
 	var payable, payableCo, paid, paidCo string
 	var reversed bool
 	p.query(reads, "what purchase invoices owe", []any{&id, &payable, &payableCo, &paid, &paidCo, &reversed}, func() {
@@ -111,13 +135,47 @@ func (kind supplierPayments) Prepare(items []exec.Item, reads *pgx.Batch) exec.P
 		                  WHERE l.account_code = '`+ledger.AccountPayables+`'
 		                    AND l.entry_id IN (SELECT journal_entry_id FROM purchase_invoices
 		                                        WHERE id = d.id OR credits_invoice_id = d.id)), 0)::text,
-		       coalesce((SELECT sum(a.amount) FROM supplier_payment_allocations a WHERE a.purchase_invoice_id = d.id), 0)::text,
-		       coalesce((SELECT sum(a.amount_company) FROM supplier_payment_allocations a WHERE a.purchase_invoice_id = d.id), 0)::text,
+		       (coalesce((SELECT sum(a.amount) FROM supplier_payment_allocations a WHERE a.purchase_invoice_id = d.id), 0)
+		        - coalesce((SELECT sum(m.amount) FROM supplier_credit_movements m WHERE m.purchase_invoice_id = d.id), 0))::text,
+		       (coalesce((SELECT sum(a.amount_company) FROM supplier_payment_allocations a WHERE a.purchase_invoice_id = d.id), 0)
+		        + coalesce((SELECT sum(m.payable_company) FROM supplier_credit_movements m WHERE m.purchase_invoice_id = d.id), 0))::text,
 		       EXISTS (SELECT 1 FROM purchase_reversals r WHERE r.purchase_invoice_id = d.id)
 		  FROM purchase_invoices d
 		 WHERE d.id = ANY (`+resolvedPurchases+`)`, rc, ri, rs, rn)
-	p.openings = p.openingItems(reads, ledger.OpeningPayableKind, rc, ri, rn, rs)
-	return p
+	s.openings = p.openingItems(reads, ledger.OpeningPayableKind, rc, ri, rn, rs)
+	return s
+}
+
+// find returns the purchase invoice r names: not_found for one that does
+// not exist, conflict for a document number the supplier used on several
+// invoices.
+func (s *purchaseStates) find(r purchaseRef) (*ledger.PurchaseState, *ledger.Error) {
+	var inv *ledger.PurchaseState
+	if r.id != "" {
+		inv = s.byID[[2]string{r.company, r.id}]
+		if inv == nil {
+			inv = s.openings.payables[[2]string{r.company, r.id}]
+		}
+	} else {
+		found := s.byNumber[[3]string{r.company, r.supplier, r.number}]
+		if o := s.openings.payablesByNumber[[3]string{r.company, r.supplier, r.number}]; o != nil {
+			found = append(found[:len(found):len(found)], o)
+		}
+		if len(found) > 1 {
+			e := ledger.Errorf(ledger.CodeConflict, "supplier %q has %d purchase invoices numbered %s: name one by purchase_invoice_id", r.supplier, len(found), r.number)
+			e.Details = map[string]any{"document_number": r.number}
+			return nil, e
+		}
+		if len(found) == 1 {
+			inv = found[0]
+		}
+	}
+	if inv == nil {
+		e := ledger.Errorf(ledger.CodeNotFound, "purchase invoice %s of supplier %q does not exist for company %q", r, r.supplier, r.company)
+		e.Details = map[string]any{"purchase_invoice": r.String()}
+		return nil, e
+	}
+	return inv, nil
 }
 
 type supplierPaymentPlan struct {
@@ -125,10 +183,7 @@ type supplierPaymentPlan struct {
 	allocations [][]purchaseRef
 	refs        map[docKey]found // by (company, payment_ref)
 	rates       map[fxKey]*ledger.FXRate
-	byID        map[[2]string]*ledger.PurchaseState
-	byNumber    map[[3]string][]*ledger.PurchaseState // by (company, supplier, document number)
-	// openings are the previous books' open invoices of suppliers.
-	openings *openingStates
+	invoices    *purchaseStates
 }
 
 func (p *supplierPaymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
@@ -170,42 +225,27 @@ func (p *supplierPaymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result,
 	if err == nil && len(paid) > 0 {
 		queueEntries(w, entries)
 		queueSupplierPayments(w, paid, keys)
+		var moved supplierMovements
+		for i, pay := range paid {
+			if mv, ok := pay.Movement(); ok {
+				moved.add(pay.Company, keys[i], mv)
+			}
+		}
+		moved.queue(w)
 	}
 	return results, err
 }
 
 // allocated returns the purchase invoices the allocations of the item at
-// name, in order: not_found for one that does not exist, conflict for a
-// document number the supplier used on several invoices, invalid_command
-// for one invoice named twice.
+// name, in order (see purchaseStates.find); invalid_command for one
+// invoice named twice.
 func (p *supplierPaymentPlan) allocated(at int) ([]*ledger.PurchaseState, *ledger.Error) {
 	var invs []*ledger.PurchaseState
 	seen := map[*ledger.PurchaseState]bool{}
 	for _, r := range p.allocations[at] {
-		var inv *ledger.PurchaseState
-		if r.id != "" {
-			inv = p.byID[[2]string{r.company, r.id}]
-			if inv == nil {
-				inv = p.openings.payables[[2]string{r.company, r.id}]
-			}
-		} else {
-			found := p.byNumber[[3]string{r.company, r.supplier, r.number}]
-			if o := p.openings.payablesByNumber[[3]string{r.company, r.supplier, r.number}]; o != nil {
-				found = append(found[:len(found):len(found)], o)
-			}
-			if len(found) > 1 {
-				e := ledger.Errorf(ledger.CodeConflict, "supplier %q has %d purchase invoices numbered %s: allocate by purchase_invoice_id", r.supplier, len(found), r.number)
-				e.Details = map[string]any{"document_number": r.number}
-				return nil, e
-			}
-			if len(found) == 1 {
-				inv = found[0]
-			}
-		}
-		if inv == nil {
-			e := ledger.Errorf(ledger.CodeNotFound, "purchase invoice %s of supplier %q does not exist for company %q", r, r.supplier, r.company)
-			e.Details = map[string]any{"purchase_invoice": r.String()}
-			return nil, e
+		inv, err := p.invoices.find(r)
+		if err != nil {
+			return nil, err
 		}
 		if seen[inv] {
 			return nil, ledger.Errorf(ledger.CodeInvalidCommand, "allocations: purchase invoice %s is listed twice", inv.DocumentNumber)

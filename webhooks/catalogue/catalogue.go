@@ -38,6 +38,8 @@ var eventData = map[string]any{
 	ledger.EventPurchaseCreditNoteRecorded: ledger.PurchaseCreditNoteView{},
 	ledger.EventPurchaseInvoiceReversed:    ledger.PurchaseReversalView{},
 	ledger.EventSupplierPaymentRecorded:    ledger.SupplierPaymentView{},
+	ledger.EventSupplierCreditApplied:      ledger.SupplierCreditApplicationView{},
+	ledger.EventSupplierCreditRefunded:     ledger.SupplierCreditRefundView{},
 	ledger.EventJournalEntryRecorded:       ledger.ManualJournalView{},
 	ledger.EventAssetRegistered:            ledger.AssetView{},
 	ledger.EventDepreciationPosted:         ledger.DepreciationView{},

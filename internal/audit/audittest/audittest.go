@@ -160,6 +160,14 @@ func Build(t testing.TB, pool *pgxpool.Pool) Books {
 	do("beta", "payment.record", "pay-b90", map[string]any{
 		"payment_ref": "b-tr-1", "customer_id": "cust-7", "received_on": "2026-12-04", "method": "bank", "currency": "EUR",
 		"amount": "500.00", "allocations": []any{map[string]any{"invoice_number": "B-90", "amount": "468.00"}}}, true)
+	// An advance to sup-5 pays the opening's P-5 as a credit, and the
+	// supplier pays back the rest.
+	do("beta", "supplier_payment.record", "spay-1", map[string]any{
+		"payment_ref": "b-out-1", "supplier_id": "sup-5", "paid_on": "2026-12-01", "currency": "EUR", "amount": "250.00"}, true)
+	do("beta", "supplier_credit.apply", "sapply-1", map[string]any{
+		"supplier_id": "sup-5", "document_number": "P-5", "amount": "208.91", "applied_on": "2026-12-02"}, true)
+	do("beta", "supplier_credit.refund", "srefund-1", map[string]any{
+		"refund_ref": "b-in-1", "supplier_id": "sup-5", "currency": "EUR", "amount": "41.09", "refunded_on": "2026-12-03"}, true)
 	return books
 }
 
