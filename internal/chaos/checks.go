@@ -32,6 +32,7 @@ const (
 	CheckChangedPayload   = "changed_payload_refused"
 	CheckDocuments        = "one_effect_per_key"
 	CheckBusinessDupes    = "one_invoice_per_order"
+	CheckRevaluations     = "one_revaluation_per_month"
 	CheckRefusals         = "refusals_not_dead_lettered"
 	CheckEventsRelayed    = "events_relayed"
 	CheckWebhooks         = "webhooks_delivered"
@@ -67,6 +68,9 @@ func verify(ctx context.Context, rep *Report, pool *pgxpool.Pool, g *generator, 
 		return err
 	}
 	if err := documentChecks(ctx, rep, pool, ops, inbox); err != nil {
+		return err
+	}
+	if err := revaluationChecks(ctx, rep, pool, ops, inbox); err != nil {
 		return err
 	}
 	if err := deadLetterChecks(ctx, rep, g.js, ops, inbox); err != nil {
@@ -364,10 +368,13 @@ func finalLookup(ctx context.Context, nc *nats.Conn, o *op) ([]byte, error) {
 	return nil, err
 }
 
-// doc is a document as the database has it, or as a result names it.
+// doc is a document as the database has it, or as a result names it. A
+// revaluation's number is its month, and it has two entries: entry on the
+// month's last day, reversal on the next month's first (both empty when it
+// posted nothing).
 type doc struct {
-	kind, company, number, order, entry string
-	sequence                            int64
+	kind, company, number, order, entry, reversal string
+	sequence                                      int64
 }
 
 // documentChecks: every successful key names a document that exists as
@@ -382,11 +389,13 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 	queries := []struct {
 		kind, sql string
 	}{
-		{"invoice", `SELECT id::text, company_id, number, sequence, order_id, journal_entry_id::text FROM invoices`},
-		{"credit note", `SELECT id::text, company_id, number, sequence, '', journal_entry_id::text FROM credit_notes`},
-		{"payment", `SELECT id::text, company_id, payment_ref, 0, '', journal_entry_id::text FROM payments`},
-		{"manual journal entry", `SELECT id::text, company_id, entry_ref, 0, '', journal_entry_id::text FROM manual_journals`},
-		{"opening", `SELECT id::text, company_id, '', 0, '', journal_entry_id::text FROM opening_balances`},
+		{"invoice", `SELECT id::text, company_id, number, sequence, order_id, journal_entry_id::text, '' FROM invoices`},
+		{"credit note", `SELECT id::text, company_id, number, sequence, '', journal_entry_id::text, '' FROM credit_notes`},
+		{"payment", `SELECT id::text, company_id, payment_ref, 0, '', journal_entry_id::text, '' FROM payments`},
+		{"manual journal entry", `SELECT id::text, company_id, entry_ref, 0, '', journal_entry_id::text, '' FROM manual_journals`},
+		{"opening", `SELECT id::text, company_id, '', 0, '', journal_entry_id::text, '' FROM opening_balances`},
+		{"fx revaluation", `SELECT id::text, company_id, to_char(month, 'YYYY-MM'), 0, '', coalesce(journal_entry_id::text, ''),
+		                           coalesce(reversal_entry_id::text, '') FROM fx_revaluations`},
 	}
 	counts := map[string]int64{}
 	for _, q := range queries {
@@ -397,7 +406,7 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 		for rows.Next() {
 			var id string
 			d := doc{kind: q.kind}
-			if err := rows.Scan(&id, &d.company, &d.number, &d.sequence, &d.order, &d.entry); err != nil {
+			if err := rows.Scan(&id, &d.company, &d.number, &d.sequence, &d.order, &d.entry, &d.reversal); err != nil {
 				rows.Close()
 				return err
 			}
@@ -427,6 +436,7 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 	rep.count("credit notes", counts["credit note"])
 	rep.count("payments", counts["payment"])
 	rep.count("manual journal entries", counts["manual journal entry"])
+	rep.count("fx revaluations", counts["fx revaluation"])
 	rep.count("journal entries", int64(len(entries)))
 
 	named := map[string]string{}      // document id → key that names it
@@ -452,6 +462,9 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 			JournalID    string `json:"manual_journal_id"`
 			EntryRef     string `json:"entry_ref"`
 			OpeningID    string `json:"opening_balances_id"`
+			Revaluation  string `json:"revaluation_id"`
+			Month        string `json:"month"`
+			Reversal     string `json:"reversal_entry_id"`
 		}
 		_ = json.Unmarshal(res.Result, &v)
 		var id string
@@ -467,6 +480,8 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 			id, want.kind, want.number = v.JournalID, "manual journal entry", v.EntryRef
 		case new(ledger.RecordOpeningBalances).CommandName():
 			id, want.kind = v.OpeningID, "opening"
+		case new(ledger.RevalueFX).CommandName():
+			id, want.kind, want.number, want.reversal = v.Revaluation, "fx revaluation", v.Month, v.Reversal
 		default:
 			continue
 		}
@@ -483,10 +498,15 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 			effects.violate("keys %s and %s both name %s %s", prev, name, want.kind, id)
 		}
 		named[id] = name
-		if prev, dup := namedEntry[want.entry]; dup {
-			effects.violate("keys %s and %s both name journal entry %s", prev, name, want.entry)
+		for _, e := range []string{want.entry, want.reversal} {
+			if e == "" {
+				continue // a revaluation that posted nothing
+			}
+			if prev, dup := namedEntry[e]; dup {
+				effects.violate("keys %s and %s both name journal entry %s", prev, name, e)
+			}
+			namedEntry[e] = name
 		}
-		namedEntry[want.entry] = name
 	}
 	for id, d := range inDB {
 		effects.examined(1)
@@ -546,6 +566,145 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 	}
 	rep.add(effects)
 	rep.add(orders)
+	return nil
+}
+
+// revaluationChecks: of all keys that asked to revalue one company's
+// month, exactly one revalued it, however often it was redelivered or
+// replayed, and the others were refused as duplicates naming its
+// revaluation; the month has exactly one revaluation, that key's, with its
+// entry on the month's last day and its reversal on the next month's
+// first, both on the company's books (the plan leaves an item in another
+// currency open at a rate other than the closing one, so a revaluation
+// that posted nothing is a violation too); and each revaluation wrote
+// exactly one fx.revalued event, naming it.
+func revaluationChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []*op, inbox map[companyKey]inboxRow) error {
+	ch := newCheck(CheckRevaluations, "company-months")
+	type revaluation struct {
+		id, entry, entryDate, reversal, reversalDate string
+		events                                       int
+	}
+	type month = [2]string // company, month
+	inDB := map[month][]*revaluation{}
+	byID := map[string]*revaluation{}
+	rows, err := pool.Query(ctx, `
+		SELECT v.company_id, to_char(v.month, 'YYYY-MM'), v.id::text,
+		       coalesce(e.id::text, ''), coalesce(to_char(e.entry_date, 'YYYY-MM-DD'), ''),
+		       coalesce(r.id::text, ''), coalesce(to_char(r.entry_date, 'YYYY-MM-DD'), '')
+		  FROM fx_revaluations v
+		  LEFT JOIN journal_entries e ON e.id = v.journal_entry_id AND e.company_id = v.company_id
+		  LEFT JOIN journal_entries r ON r.id = v.reversal_entry_id AND r.company_id = v.company_id`)
+	if err != nil {
+		return fmt.Errorf("read revaluations: %w", err)
+	}
+	for rows.Next() {
+		var k month
+		r := &revaluation{}
+		if err := rows.Scan(&k[0], &k[1], &r.id, &r.entry, &r.entryDate, &r.reversal, &r.reversalDate); err != nil {
+			rows.Close()
+			return err
+		}
+		inDB[k] = append(inDB[k], r)
+		byID[r.id] = r
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = pool.Query(ctx, `SELECT id::text, company_id, coalesce(body->'data'->>'revaluation_id', '') FROM outbox_events WHERE type = $1`, ledger.EventFXRevalued)
+	if err != nil {
+		return fmt.Errorf("read revaluation events: %w", err)
+	}
+	for rows.Next() {
+		var id, company, rid string
+		if err := rows.Scan(&id, &company, &rid); err != nil {
+			rows.Close()
+			return err
+		}
+		if r, ok := byID[rid]; ok {
+			r.events++
+		} else {
+			ch.violate("event %s (%s %s) names revaluation %q, which does not exist", id, company, ledger.EventFXRevalued, rid)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+
+	byMonth := map[month][]*op{}
+	for _, o := range ops {
+		if o.kind != kindRevalue {
+			continue
+		}
+		var b ledger.RevalueFX
+		_ = json.Unmarshal(o.body, &b)
+		k := month{o.company, b.Month}
+		byMonth[k] = append(byMonth[k], o)
+	}
+	months := map[month]bool{}
+	for k := range byMonth {
+		months[k] = true
+	}
+	for k := range inDB {
+		months[k] = true
+	}
+	for k := range months {
+		var winners []string // revaluation IDs of the keys that succeeded
+		type refusal struct{ key, id string }
+		var dupes []refusal
+		for _, o := range byMonth[k] {
+			row, ok := inbox[companyKey{o.company, o.key}]
+			if !ok {
+				continue
+			}
+			var res protocol.Result
+			_ = json.Unmarshal(row.result, &res)
+			switch {
+			case row.status == protocol.StatusOK:
+				var v ledger.FXRevaluationView
+				_ = json.Unmarshal(res.Result, &v)
+				winners = append(winners, v.RevaluationID)
+			case res.Error != nil && res.Error.Code == ledger.CodeDuplicateDocument:
+				id, _ := res.Error.Details["fx_revaluation_id"].(string)
+				dupes = append(dupes, refusal{o.key, id})
+			default:
+				ch.violate("month %s/%s: key %s stored %s, want success or %s", k[0], k[1], o.key, row.result, ledger.CodeDuplicateDocument)
+			}
+		}
+		revs := inDB[k]
+		if len(winners) == 0 && len(revs) == 0 && len(dupes) == 0 {
+			continue // no key of the month was executed
+		}
+		ch.examined(1)
+		switch {
+		case len(winners) != 1:
+			ch.violate("month %s/%s: %d of its %d keys revalued it, want exactly 1", k[0], k[1], len(winners), len(byMonth[k]))
+		case len(revs) != 1:
+			ch.violate("month %s/%s: %d revaluations, want exactly 1: %s, which the key that revalued it names", k[0], k[1], len(revs), winners[0])
+		case revs[0].id != winners[0]:
+			ch.violate("month %s/%s: the revaluation is %s, but the key that revalued it names %s", k[0], k[1], revs[0].id, winners[0])
+		}
+		for _, d := range dupes {
+			if len(winners) == 1 && d.id != winners[0] {
+				ch.violate("month %s/%s: key %s was refused as a duplicate of revaluation %q, but the month was revalued by %s", k[0], k[1], d.key, d.id, winners[0])
+			}
+		}
+		p, err := ledger.ParsePeriod(k[1])
+		if err != nil {
+			ch.violate("month %s/%s: %v", k[0], k[1], err)
+			continue
+		}
+		last, first := p.Last().String(), p.Next().First().String()
+		for _, r := range revs {
+			if r.entry == "" || r.reversal == "" || r.entryDate != last || r.reversalDate != first {
+				ch.violate("month %s/%s: revaluation %s has entry %q dated %q and reversal %q dated %q on the company's books, want both, dated %s and %s",
+					k[0], k[1], r.id, r.entry, r.entryDate, r.reversal, r.reversalDate, last, first)
+			}
+			if r.events != 1 {
+				ch.violate("month %s/%s: revaluation %s wrote %d %s events, want 1", k[0], k[1], r.id, r.events, ledger.EventFXRevalued)
+			}
+		}
+	}
+	rep.add(ch)
 	return nil
 }
 
@@ -755,7 +914,8 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 	want := map[string]int64{}
 	eventOf := map[string]string{new(ledger.CreateCompany).CommandName(): ledger.EventCompanyCreated, new(ledger.CreateInvoice).CommandName(): ledger.EventInvoiceCreated,
 		new(ledger.CreateCreditNote).CommandName(): ledger.EventCreditNoteCreated, new(ledger.RecordPayment).CommandName(): ledger.EventPaymentRecorded,
-		new(ledger.RecordJournalEntry).CommandName(): ledger.EventJournalEntryRecorded, new(ledger.RecordOpeningBalances).CommandName(): ledger.EventOpeningBalancesRecorded}
+		new(ledger.RecordJournalEntry).CommandName(): ledger.EventJournalEntryRecorded, new(ledger.RecordOpeningBalances).CommandName(): ledger.EventOpeningBalancesRecorded,
+		new(ledger.RecordFXRate).CommandName(): ledger.EventFXRateRecorded, new(ledger.RevalueFX).CommandName(): ledger.EventFXRevalued}
 	for _, row := range inbox {
 		if t, ok := eventOf[row.command]; ok && row.status == protocol.StatusOK {
 			want[t]++

@@ -31,12 +31,20 @@
 //
 // Setup creates the companies and a webhook endpoint each through the
 // pipeline (webhook_endpoint.create; the generated secret comes back in the
-// result). The load phase then starts Config.Commands operations at
-// Config.Rate, drawn from the seed: invoices for new orders, business
-// duplicates (a fresh key for an order another key already invoiced),
-// payments and credit notes against invoices seen to succeed, commands for
-// companies that do not exist, and malformed messages (no key, a key too
-// long, bad JSON, an unknown command). Each well-formed operation has one
+// result), then each company's opening (opening_balances.record: the books
+// begin on 2026-11-01, with a receivable in EUR and one in USD carried at
+// 1.05) and the USD closing rate of November's last day (fx_rate.record,
+// at 1.08). The load phase then starts Config.Commands operations at
+// Config.Rate, drawn from the seed: invoices for new orders (some in USD,
+// at their own rate), business duplicates (a fresh key for an order
+// another key already invoiced), payments and credit notes against
+// invoices seen to succeed, manual journal entries (journal_entry.record),
+// a few month-end revaluations of November (fx.revalue: the first key of a
+// company revalues it, posting an entry on November 30 and its reversal on
+// December 1; every later key is refused as a duplicate naming it),
+// commands for companies that do not exist, and malformed messages (no
+// key, a key too long, bad JSON, an unknown command). Each well-formed
+// operation has one
 // idempotency key and a producer behaviour: published once; retried with the
 // same key and payload after a short wait (with the Go client's
 // Nats-Msg-Id, which JetStream deduplicates, or without, so the retry
@@ -110,6 +118,12 @@
 //     document and journal entry is named by exactly one key; each order has
 //     exactly one invoice whichever of its keys won, the others got
 //     duplicate_document;
+//   - each company's revalued month has exactly one revaluation
+//     (one_revaluation_per_month), the one its successful key names,
+//     however often the command was redelivered or replayed; the other
+//     keys got duplicate_document naming it; its entry and reversal are
+//     on the company's books, dated the month's last day and the next
+//     month's first, and it wrote exactly one fx.revalued event;
 //   - nothing is in LEDGER_DLQ: every message carries a Reply-To, so a
 //     malformed message or a changed payload is answered with its refusal
 //     and done (a Chaos-Marker header names one found there), and no

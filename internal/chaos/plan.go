@@ -30,17 +30,37 @@ const (
 	kindUnknownCompany               // invoice.create for a company that does not exist
 	kindMalformed                    // never valid: answered with its refusal, never dead-lettered
 	kindOpening                      // opening_balances.record (setup): the books begin on 2026-11-01
+	kindFXRate                       // fx_rate.record (setup): the closing rate of revalueMonth
+	kindRevalue                      // fx.revalue of revalueMonth: the first key revalues it, the others are duplicates
+)
+
+// revalueMonth is the month the load revalues: the month the books begin
+// in, before the load's documents, which are dated in December. A month is
+// revalued once its last day has come by the workers' clock, and the load
+// never closes it. Its open item in another currency is the opening's
+// receivable in revalueCurrency, booked at one rate and revalued at
+// fxClosingRate, the rate of the month's last day recorded in setup, so
+// every revaluation posts an entry and its reversal.
+const (
+	revalueMonth    = "2026-11"
+	revalueCurrency = "USD"
+	revalueDay      = "2026-11-30"
+	fxClosingRate   = "1.0800"
 )
 
 var kindNames = map[opKind]string{
 	kindCompany: new(ledger.CreateCompany).CommandName(), kindEndpoint: new(ledger.CreateWebhookEndpoint).CommandName(), kindInvoice: "invoice",
 	kindDupInvoice: "invoice, business duplicate", kindPayment: "payment", kindCreditNote: "credit note", kindJournal: "manual journal entry",
 	kindUnknownCompany: "unknown company", kindMalformed: "malformed", kindOpening: new(ledger.RecordOpeningBalances).CommandName(),
+	kindFXRate: new(ledger.RecordFXRate).CommandName(), kindRevalue: "fx revaluation",
 }
 
 // allKinds are the kinds of the load, in the order of their weights in
 // planner.next and of the report.
-var allKinds = []opKind{kindInvoice, kindDupInvoice, kindPayment, kindCreditNote, kindJournal, kindUnknownCompany, kindMalformed}
+var allKinds = []opKind{kindInvoice, kindDupInvoice, kindPayment, kindCreditNote, kindJournal, kindUnknownCompany, kindMalformed, kindRevalue}
+
+// setupKinds are the setup operations of each company, in order.
+var setupKinds = []opKind{kindCompany, kindEndpoint, kindOpening, kindFXRate}
 
 // mode is how the producer of an operation behaves.
 type mode int
@@ -155,21 +175,28 @@ func companyIDs(n int) []string {
 	return out
 }
 
-// plan returns the setup operations (company, endpoint and opening per
-// company) and the n operations of the load phase.
+// plan returns the setup operations (company, endpoint, opening and the
+// closing rate of revalueMonth per company, as setupKinds) and the n
+// operations of the load phase.
 func plan(seed uint64, companies []string, n int, runID string) (setup, load []*op) {
 	p := &planner{rng: rand.New(rand.NewPCG(seed, 0x706c616e)), companies: companies, invoices: map[string][]int{}, bodies: map[int][2][]byte{}}
 	for _, c := range companies {
 		body, _ := json.Marshal(map[string]string{"name": "Chaos " + c + " UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010"})
 		setup = append(setup, &op{kind: kindCompany, company: c, command: new(ledger.CreateCompany).CommandName(), key: "setup-company", body: body})
 		setup = append(setup, &op{kind: kindEndpoint, company: c, command: new(ledger.CreateWebhookEndpoint).CommandName(), key: "setup-endpoint"})
-		// After the endpoint, so that its event is delivered too.
+		// After the endpoint, so that its event is delivered too. OB-2 is
+		// in revalueCurrency, carried at 100.00 EUR (1.05 USD per EUR).
 		opening, _ := json.Marshal(map[string]any{
-			"date":        "2026-11-01",
-			"lines":       []map[string]string{{"account": ledger.AccountBank, "debit": "1000.00"}, {"account": ledger.AccountEquity, "credit": "1121.00"}},
-			"receivables": []map[string]string{{"invoice_number": "OB-1", "customer_id": "cust-1", "issue_date": "2026-10-15", "currency": "EUR", "amount": "121.00"}},
+			"date":  "2026-11-01",
+			"lines": []map[string]string{{"account": ledger.AccountBank, "debit": "1000.00"}, {"account": ledger.AccountEquity, "credit": "1221.00"}},
+			"receivables": []map[string]string{
+				{"invoice_number": "OB-1", "customer_id": "cust-1", "issue_date": "2026-10-15", "currency": "EUR", "amount": "121.00"},
+				{"invoice_number": "OB-2", "customer_id": "cust-2", "issue_date": "2026-10-20", "currency": revalueCurrency, "amount": "105.00", "company_amount": "100.00"},
+			},
 		})
 		setup = append(setup, &op{kind: kindOpening, company: c, command: new(ledger.RecordOpeningBalances).CommandName(), key: "setup-opening", body: opening})
+		rate, _ := json.Marshal(map[string]string{"currency": revalueCurrency, "date": revalueDay, "rate": fxClosingRate, "source": "ECB"})
+		setup = append(setup, &op{kind: kindFXRate, company: c, command: new(ledger.RecordFXRate).CommandName(), key: "setup-fx-rate", body: rate})
 	}
 	for i := range n {
 		load = append(load, p.next(i, runID))
@@ -199,7 +226,7 @@ func (p *planner) weighted(weights ...int) int {
 func (p *planner) next(i int, runID string) *op {
 	o := &op{company: p.companies[p.rng.IntN(len(p.companies))], pick: p.rng.Uint64()}
 	o.key = fmt.Sprintf("k%06d-%08x", i, p.rng.Uint32())
-	o.kind = allKinds[p.weighted(52, 5, 14, 14, 4, 2, 5)]
+	o.kind = allKinds[p.weighted(52, 5, 14, 14, 4, 2, 5, 2)]
 	if o.kind == kindDupInvoice && len(p.invoices[o.company]) == 0 {
 		o.kind = kindInvoice
 	}
@@ -242,6 +269,14 @@ func (p *planner) next(i int, runID string) *op {
 		o.body, _ = json.Marshal(je)
 		je["reason"] = "Bank fee, corrected"
 		o.changed, _ = json.Marshal(je)
+	case kindRevalue:
+		// Every key of a company asks for the same month: one revalues it,
+		// the others are refused as duplicates naming the first's
+		// revaluation. The changed payload names another month; it is
+		// refused as a reused key, never executed.
+		o.command = new(ledger.RevalueFX).CommandName()
+		o.body, _ = json.Marshal(map[string]string{"month": revalueMonth})
+		o.changed, _ = json.Marshal(map[string]string{"month": "2026-10"})
 	case kindMalformed:
 		o.mode = modeOnce
 		o.command = new(ledger.CreateInvoice).CommandName()

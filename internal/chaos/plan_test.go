@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/protocol"
@@ -16,8 +21,8 @@ import (
 // answers: a failed run is replayed from its seed.
 func TestPlanIsDeterministic(t *testing.T) {
 	companies := companyIDs(3)
-	_, a := plan(42, companies, 500, "r")
-	_, b := plan(42, companies, 500, "r")
+	sa, a := plan(42, companies, 500, "r")
+	sb, b := plan(42, companies, 500, "r")
 	_, c := plan(43, companies, 500, "r")
 	same := func(x, y []*op) bool {
 		for i := range x {
@@ -28,7 +33,7 @@ func TestPlanIsDeterministic(t *testing.T) {
 		}
 		return true
 	}
-	if !same(a, b) {
+	if !same(a, b) || !same(sa, sb) {
 		t.Fatal("the same seed planned different operations")
 	}
 	if same(a, c) {
@@ -78,9 +83,103 @@ func TestPlannedBodies(t *testing.T) {
 		}
 	}
 	for k := range kindNames {
-		if k != kindCompany && k != kindEndpoint && k != kindOpening && kinds[k] == 0 {
+		if !slices.Contains(setupKinds, k) && kinds[k] == 0 {
 			t.Errorf("no %s operation in 2000", kindNames[k])
 		}
+	}
+	if !slices.Equal(allKinds, slices.DeleteFunc(slices.Sorted(maps.Keys(kindNames)), func(k opKind) bool { return slices.Contains(setupKinds, k) })) {
+		t.Errorf("the load's kinds %v and the setup's %v are not every kind once", allKinds, setupKinds)
+	}
+	// Revaluations are a small share, each of revalueMonth.
+	if n := kinds[kindRevalue]; n < 10 || n > 100 {
+		t.Errorf("%d revaluations in 2000 operations, want a small share", n)
+	}
+}
+
+// The load's revaluations must be allowed once setup is done, and post
+// something: the month has ended by the load's dates, the setup records
+// its closing rate, and the opening leaves an item in another currency
+// open in it at another rate.
+func TestPlannedRevaluation(t *testing.T) {
+	companies := companyIDs(2)
+	setup, load := plan(7, companies, 2000, "r")
+	if len(setup) != len(setupKinds)*len(companies) {
+		t.Fatalf("%d setup operations for %d companies, want %d each", len(setup), len(companies), len(setupKinds))
+	}
+	month, err := ledger.ParsePeriod(revalueMonth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if month.Last().String() != revalueDay {
+		t.Fatalf("the closing rate is dated %s, the last day of %s is %s", revalueDay, revalueMonth, month.Last())
+	}
+	// The load's earliest date: the month must have ended by then.
+	loadDay := ledger.Date{Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	if err := (ledger.Books{Today: loadDay}).CheckRevaluation(month); err != nil {
+		t.Fatalf("revaluing %s on %s: %v", revalueMonth, loadDay, err)
+	}
+	eur, _ := ledger.LookupCurrency("EUR")
+	for i, c := range companies {
+		var opening *ledger.RecordOpeningBalances
+		var rate *ledger.RecordFXRate
+		for j, k := range setupKinds {
+			o := setup[i*len(setupKinds)+j]
+			if o.kind != k || o.company != c {
+				t.Fatalf("setup operation %d is %s for %s, want %s for %s", o.idx, kindNames[o.kind], o.company, kindNames[k], c)
+			}
+			if k == kindEndpoint {
+				continue // its body is the receiver's URL, made at run time
+			}
+			cmd, err := ledger.Decode(o.command, o.body)
+			if err != nil {
+				t.Fatalf("%s %s: %v", o.command, o.body, err)
+			}
+			switch k {
+			case kindOpening:
+				opening = cmd.(*ledger.RecordOpeningBalances)
+			case kindFXRate:
+				rate = cmd.(*ledger.RecordFXRate)
+			}
+		}
+		if opening.Date.After(month.First().Time) {
+			t.Fatalf("the books begin on %s, after %s began", opening.Date, revalueMonth)
+		}
+		var items []ledger.OpenItem
+		for _, r := range opening.Receivables {
+			cur, _ := ledger.LookupCurrency(r.Currency)
+			booked := r.Amount.Decimal
+			if r.CompanyAmount != nil {
+				booked = r.CompanyAmount.Decimal
+			}
+			items = append(items, ledger.OpenItem{Kind: ledger.OpenInvoice, Reference: r.InvoiceNumber, Currency: cur, Open: r.Amount.Decimal, Booked: booked})
+		}
+		usd, _ := ledger.LookupCurrency(rate.Currency)
+		rates := map[string]*ledger.FXRate{rate.Currency: {Currency: usd, Date: rate.Date, Rate: rate.Rate.Decimal, Source: rate.Source}}
+		id := uuid.New()
+		r, entry, reversal, lerr := ledger.BookFXRevaluation(c, &ledger.RevalueFX{Month: revalueMonth}, eur, items, rates, id, uuid.New(), uuid.New())
+		if lerr != nil {
+			t.Fatalf("%s: revaluing the opening's items: %v", c, lerr)
+		}
+		if entry == nil || reversal == nil || r.Gain.Add(r.Loss).IsZero() {
+			t.Fatalf("%s: the revaluation of %s posts nothing: %+v", c, revalueMonth, r.View())
+		}
+	}
+	n := 0
+	for _, o := range load {
+		if o.kind != kindRevalue {
+			continue
+		}
+		n++
+		if o.command != new(ledger.RevalueFX).CommandName() || o.company == "" || strings.HasPrefix(o.company, "ghost-") {
+			t.Fatalf("revaluation op %d: command %s for company %q", o.idx, o.command, o.company)
+		}
+		cmd, err := ledger.Decode(o.command, o.body)
+		if err != nil || cmd.(*ledger.RevalueFX).Month != revalueMonth {
+			t.Fatalf("revaluation op %d: body %s (%v), want month %s", o.idx, o.body, err, revalueMonth)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no revaluation in the load")
 	}
 }
 

@@ -530,7 +530,7 @@ func (r *runner) counts(load []*op, replays int) {
 			modes[o.mode]++
 		}
 	}
-	rep.count("operations started", g.started.Load()-int64(2*r.cfg.Companies))
+	rep.count("operations started", g.started.Load()-int64(len(setupKinds)*r.cfg.Companies))
 	rep.count("operations skipped (load timeout)", g.skipped.Load())
 	for _, k := range allKinds {
 		rep.count("  "+kindNames[k], kinds[k])
