@@ -372,19 +372,22 @@ func genSequence(t *rapid.T) sequence {
 			}})
 		},
 		// Openings on 2026-11-01, before every other document's date, with
-		// open receivables paid later by number and a payable D-1, which
-		// shares its number with a purchase the supplier may send; a
-		// second opening of a company is refused.
+		// open receivables paid later by number, a payable D-1, which
+		// shares its number with a purchase the supplier may send, and
+		// mostly a credit of c2's that payments' credits add to and
+		// applications and refunds use; a second opening of a company is
+		// refused.
 		"opening": func(t *rapid.T) {
 			c := company(t)
 			cents := func(c int) string { return fmt.Sprintf("%d.%02d", c/100, c%100) }
 			r1, r2, p1 := rapid.IntRange(1, 90000).Draw(t, "receivable 1"), rapid.IntRange(1, 90000).Draw(t, "receivable 2"), rapid.IntRange(1, 90000).Draw(t, "payable")
 			bank := p1 + rapid.IntRange(1, 500000).Draw(t, "bank")
-			add(delivery{company: c, command: "opening_balances.record", key: fresh("ob"), body: map[string]any{
+			owed := rapid.IntRange(0, r1).Draw(t, "customer credit")
+			body := map[string]any{
 				"date": "2026-11-01",
 				"lines": []any{
 					map[string]any{"account": "1100", "debit": cents(bank)},
-					map[string]any{"account": "3000", "credit": cents(bank + r1 + r2 - p1)},
+					map[string]any{"account": "3000", "credit": cents(bank + r1 + r2 - p1 - owed)},
 				},
 				"receivables": []any{
 					map[string]any{"invoice_number": "OB-1", "customer_id": "c1", "issue_date": "2026-10-10", "currency": "EUR", "amount": cents(r1)},
@@ -394,7 +397,11 @@ func genSequence(t *rapid.T) sequence {
 				"payables": []any{
 					map[string]any{"document_number": "D-1", "supplier_id": "s1", "issue_date": "2026-10-05", "currency": "EUR", "amount": cents(p1)},
 				},
-			}})
+			}
+			if owed > 0 {
+				body["customer_credits"] = []any{map[string]any{"customer_id": "c2", "currency": "EUR", "amount": cents(owed)}}
+			}
+			add(delivery{company: c, command: "opening_balances.record", key: fresh("ob"), body: body})
 		},
 		// 2026's close: refused while a month of it is open, so mostly
 		// after its months are closed in order (from October on: earlier
@@ -689,7 +696,10 @@ var tables = []struct{ name, names, rows string }{
 		  FROM inbox i WHERE i.company_id = ANY($1) AND i.command = 'customer_credit.refund' AND i.status = 'ok'
 		 UNION ALL
 		SELECT id::text, 'payout refund ' || source_id || ' ' || row_number() OVER (PARTITION BY source_id ORDER BY id)
-		  FROM customer_credit_movements WHERE company_id = ANY($1) AND kind = 'settlement_refund'`,
+		  FROM customer_credit_movements WHERE company_id = ANY($1) AND kind = 'settlement_refund'
+		 UNION ALL
+		SELECT id::text, 'opening credit ' || company_id || ' ' || customer_id || ' ' || currency
+		  FROM customer_credit_movements WHERE company_id = ANY($1) AND kind = 'opening'`,
 		`SELECT to_jsonb(t) - 'created_at' FROM customer_credit_movements t WHERE company_id = ANY($1)`},
 	{"customer_credits", ``, `SELECT to_jsonb(t) FROM customer_credits t WHERE company_id = ANY($1)`},
 	{"fx_rates", `SELECT id::text, 'rate ' || company_id || ' ' || currency || ' ' || rate_date FROM fx_rates WHERE company_id = ANY($1)`,

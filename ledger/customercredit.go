@@ -7,7 +7,8 @@ import (
 
 // A customer's credit is money the company owes a customer, on account
 // 2200, kept per customer and currency: what a payment left unapplied,
-// and what a credit note took beyond what was open on its invoice. It is
+// what a credit note took beyond what was open on its invoice, and what
+// the previous books owed when an opening began these. It is
 // used by applying it to one of the customer's open invoices
 // (customer_credit.apply) or by paying it back (customer_credit.refund, or
 // a provider's refund inside settlement.record). A refund always names
@@ -18,6 +19,7 @@ import (
 const (
 	CreditFromPayment      = "payment"           // + a payment's unapplied part
 	CreditFromCreditNote   = "credit_note"       // + a credit beyond what was open
+	CreditFromOpening      = "opening"           // + a credit the previous books carried
 	CreditApplied          = "application"       // - applied to an invoice
 	CreditRefunded         = "refund"            // - paid back from the bank
 	CreditRefundedByPayout = "settlement_refund" // - paid back by a provider

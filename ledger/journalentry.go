@@ -52,7 +52,7 @@ var documentAccounts = map[string]string{
 	AccountFixedAssets:             "fixed assets are kept by purchase invoices and the asset register",
 	AccountAccumulatedDepreciation: "accumulated depreciation is kept by depreciation runs",
 	AccountPayables:                "accounts payable are kept by purchase invoices, their credit notes, supplier payments and applied supplier credits",
-	AccountCustomerCredits:         "customer credits are kept by payments, credit notes and credit applications and refunds",
+	AccountCustomerCredits:         "customer credits are kept by payments, credit notes, openings and credit applications and refunds",
 	AccountOutputVAT:               "output VAT is kept by invoices, credit notes and reverse-charged purchases",
 }
 

@@ -15,16 +15,21 @@ import (
 // document, so each stays open to be paid later with payment.record and
 // supplier_payment.record like the invoices posted here, and the aged
 // reports show them; they make up accounts 1200 and 2100, which the lines
-// cannot post to. A company records its opening balances once.
+// cannot post to. The customers' credits (advances received, payments
+// over what was owed) are given by customer and currency, so each can be
+// applied or refunded later like a credit of these books; they make up
+// account 2200, which the lines cannot post to either. A company records
+// its opening balances once.
 type RecordOpeningBalances struct {
 	// Date is the first day of the first month the books keep.
 	Date Date `json:"date"`
 	// Lines are the balances of the chart's other accounts in the
 	// company's currency, one side each, as the previous system's trial
 	// balance shows them the day before Date.
-	Lines       []OpeningLine       `json:"lines"`
-	Receivables []OpeningReceivable `json:"receivables,omitempty"`
-	Payables    []OpeningPayable    `json:"payables,omitempty"`
+	Lines           []OpeningLine           `json:"lines"`
+	Receivables     []OpeningReceivable     `json:"receivables,omitempty"`
+	Payables        []OpeningPayable        `json:"payables,omitempty"`
+	CustomerCredits []OpeningCustomerCredit `json:"customer_credits,omitempty"`
 }
 
 // OpeningLine is one account's opening balance: exactly one of Debit and
@@ -62,8 +67,21 @@ type OpeningPayable struct {
 	CompanyAmount  *Decimal `json:"company_amount,omitempty"`
 }
 
-// MaxOpeningItems is how many lines, receivables and payables an opening
-// may have together.
+// OpeningCustomerCredit is what the company owes a customer on Date in
+// one currency: an advance received or a payment beyond what was owed,
+// not yet applied nor refunded. Amount is in the credit's currency;
+// CompanyAmount what the previous books carry it at in the company's,
+// required for a credit in another currency (it is relieved at that rate
+// when applied or refunded, as every credit is at its own).
+type OpeningCustomerCredit struct {
+	CustomerID    string   `json:"customer_id"`
+	Currency      string   `json:"currency"`
+	Amount        Decimal  `json:"amount"`
+	CompanyAmount *Decimal `json:"company_amount,omitempty"`
+}
+
+// MaxOpeningItems is how many lines, receivables, payables and customer
+// credits an opening may have together.
 const MaxOpeningItems = 5000
 
 func (*RecordOpeningBalances) CommandName() string { return "opening_balances.record" }
@@ -97,10 +115,10 @@ func (c *RecordOpeningBalances) validate() *Error {
 		return invalid("date", "is required")
 	case c.Date.Day() != 1:
 		return invalid("date", "%s is not the first day of a month: the books begin with a month, and every month before it is closed", c.Date)
-	case len(c.Lines)+len(c.Receivables)+len(c.Payables) == 0:
-		return invalid("lines", "an opening needs balances: lines, receivables or payables")
-	case len(c.Lines)+len(c.Receivables)+len(c.Payables) > MaxOpeningItems:
-		return invalid("lines", "an opening has at most %d lines, receivables and payables together", MaxOpeningItems)
+	case len(c.Lines)+len(c.Receivables)+len(c.Payables)+len(c.CustomerCredits) == 0:
+		return invalid("lines", "an opening needs balances: lines, receivables, payables or customer credits")
+	case len(c.Lines)+len(c.Receivables)+len(c.Payables)+len(c.CustomerCredits) > MaxOpeningItems:
+		return invalid("lines", "an opening has at most %d lines, receivables, payables and customer credits together", MaxOpeningItems)
 	}
 	seenAccount := map[string]int{}
 	for i, l := range c.Lines {
@@ -113,6 +131,8 @@ func (c *RecordOpeningBalances) validate() *Error {
 			return invalid(f+".account", "account %s is the sum of the open invoices: give them as receivables, each by its number", l.Account)
 		case AccountPayables:
 			return invalid(f+".account", "account %s is the sum of the open purchase invoices: give them as payables, each by its document number", l.Account)
+		case AccountCustomerCredits:
+			return invalid(f+".account", "account %s is the sum of the customers' credits: give them as customer_credits, each by customer and currency", l.Account)
 		}
 		if why, ok := documentAccounts[l.Account]; ok {
 			e := invalid(f+".account", "account %s is posted to by documents only (%s): an opening cannot post to it", l.Account, why)
@@ -166,14 +186,49 @@ func (c *RecordOpeningBalances) validate() *Error {
 		case !Storable(it.amount.Decimal):
 			return invalid(it.field+".amount", "%s is too large", it.amount)
 		}
-		if it.company != nil {
-			switch {
-			case !it.company.IsPositive():
-				return invalid(it.field+".company_amount", "must be greater than zero")
-			case !Storable(it.company.Decimal):
-				return invalid(it.field+".company_amount", "%s is too large", it.company)
-			}
+		if err := companyAmountErr(it.field, it.company); err != nil {
+			return err
 		}
+	}
+	seenCredit := map[[2]string]string{}
+	for i, cc := range c.CustomerCredits {
+		f := fieldf("customer_credits[%d]", i)
+		cur, curErr := currency(f+".currency", cc.Currency)
+		if err := firstError(required(f+".customer_id", cc.CustomerID, 100), curErr); err != nil {
+			return err
+		}
+		key := [2]string{cc.CustomerID, cur.Code}
+		if prev, ok := seenCredit[key]; ok {
+			e := invalid(f+".currency", "customer %q has its %s credit in %s already: one credit per customer and currency", cc.CustomerID, cur.Code, prev)
+			e.Details["customer_id"], e.Details["currency"] = cc.CustomerID, cur.Code
+			return e
+		}
+		seenCredit[key] = f
+		switch {
+		case !cc.Amount.IsPositive():
+			return invalid(f+".amount", "must be greater than zero: what the company owes the customer")
+		case !cur.Fits(cc.Amount.Decimal):
+			return invalid(f+".amount", "%s has more decimals than %s allows", cc.Amount, cur.Code)
+		case !Storable(cc.Amount.Decimal):
+			return invalid(f+".amount", "%s is too large", cc.Amount)
+		}
+		if err := companyAmountErr(f, cc.CompanyAmount); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// companyAmountErr checks the company_amount of the document or credit at
+// field, when it has one.
+func companyAmountErr(field string, company *Decimal) *Error {
+	switch {
+	case company == nil:
+		return nil
+	case !company.IsPositive():
+		return invalid(field+".company_amount", "must be greater than zero")
+	case !Storable(company.Decimal):
+		return invalid(field+".company_amount", "%s is too large", company)
 	}
 	return nil
 }
@@ -208,6 +263,9 @@ type OpeningBalances struct {
 	Currency Currency
 	Lines    []JournalLine
 	Items    []OpeningItem
+	// CustomerCredits are the customers' credits the opening brings, each
+	// a movement of kind CreditFromOpening, in the order given.
+	CustomerCredits []CreditMovement
 	// Debits and Credits are the entry's totals in the company's currency.
 	Debits, Credits decimal.Decimal
 	JournalEntryID  uuid.UUID
@@ -218,20 +276,22 @@ const SourceOpeningBalances = "opening_balances"
 
 // BookOpeningBalances builds the opening of c for a company whose currency
 // is cur: one line per account balance, one per open receivable (debiting
-// 1200) and one per open payable (crediting 2100), each in the document's
-// currency at its amount there and in the company's at its company
-// amount, so that 1200 and 2100 hold the documents in their own
-// currencies, as documents posted here do. The entry balances in the
-// company's currency, where it is the previous books' trial balance, and
-// in each currency: the documents of another currency are balanced there
-// by a line on 3000 (Owner's equity) at their net amounts in it and in the
+// 1200), one per open payable (crediting 2100) and one per customer's
+// credit (crediting 2200), each in the document's or credit's currency at
+// its amount there and in the company's at its company amount, so that
+// 1200, 2100 and 2200 hold them in their own currencies, as documents
+// posted here do. The entry balances in the company's currency, where it
+// is the previous books' trial balance, and in each currency: the
+// documents and credits of another currency are balanced there by a line
+// on 3000 (Owner's equity) at their net amounts in it and in the
 // company's, and that line by one on 3000 in the company's currency, the
 // other way. The pair nets to nothing in the books as filed; read per
 // currency, it is the position the previous books held in the currency,
-// converted at their rates. It refuses an opening that does not balance, naming the
-// difference, and a document in the company's currency whose
-// company_amount differs from its amount or one in another currency
-// without it.
+// converted at their rates. It refuses an opening that does not balance,
+// naming the difference, and a document or credit in the company's
+// currency whose company_amount differs from its amount or one in another
+// currency without it. Each credit is a movement of the customer's credit
+// of kind CreditFromOpening, of the opening and its entry.
 func BookOpeningBalances(company string, c *RecordOpeningBalances, cur Currency, id, entryID uuid.UUID, newID func() uuid.UUID) (*OpeningBalances, *JournalEntry, *Error) {
 	o := &OpeningBalances{ID: id, Company: company, Date: c.Date, Currency: cur, JournalEntryID: entryID}
 	for i, l := range c.Lines {
@@ -256,19 +316,21 @@ func BookOpeningBalances(company string, c *RecordOpeningBalances, cur Currency,
 	type net struct{ doc, company decimal.Decimal }
 	position := map[string]net{}
 	var currencies []string
+	add := func(docCur Currency, n net) {
+		if docCur.Code == cur.Code {
+			return
+		}
+		if _, ok := position[docCur.Code]; !ok {
+			currencies = append(currencies, docCur.Code)
+		}
+		p := position[docCur.Code]
+		position[docCur.Code] = net{p.doc.Add(n.doc), p.company.Add(n.company)}
+	}
 	for _, it := range c.items() {
 		docCur, _ := LookupCurrency(it.currency)
-		companyAmount := it.amount.Decimal
-		switch {
-		case docCur.Code == cur.Code && it.company != nil && !it.company.Equal(it.amount.Decimal):
-			return nil, nil, invalid(it.field+".company_amount", "%s differs from the amount %s, and the document is in the company's currency %s", it.company, it.amount, cur.Code)
-		case docCur.Code != cur.Code && it.company == nil:
-			return nil, nil, invalid(it.field+".company_amount", "is required for a document in %s: what the previous books carry it at in %s", docCur.Code, cur.Code)
-		case it.company != nil:
-			if !cur.Fits(it.company.Decimal) {
-				return nil, nil, invalid(it.field+".company_amount", "%s has more decimals than %s allows", it.company, cur.Code)
-			}
-			companyAmount = it.company.Decimal
+		companyAmount, err := openingCompanyAmount(it.field, "document", docCur, cur, it.amount, it.company)
+		if err != nil {
+			return nil, nil, err
 		}
 		item := OpeningItem{ID: newID(), Party: it.party, Number: it.number, IssueDate: it.issue, DueDate: it.due,
 			Currency: docCur, Amount: it.amount.Decimal, CompanyAmount: companyAmount}
@@ -283,17 +345,26 @@ func BookOpeningBalances(company string, c *RecordOpeningBalances, cur Currency,
 			o.Credits = o.Credits.Add(companyAmount)
 			n = net{n.doc.Neg(), n.company.Neg()}
 		}
-		if docCur.Code != cur.Code {
-			if _, ok := position[docCur.Code]; !ok {
-				currencies = append(currencies, docCur.Code)
-			}
-			p := position[docCur.Code]
-			position[docCur.Code] = net{p.doc.Add(n.doc), p.company.Add(n.company)}
-		}
+		add(docCur, n)
 		o.Items = append(o.Items, item)
 	}
+	for i, cc := range c.CustomerCredits {
+		f := fieldf("customer_credits[%d]", i)
+		creditCur, _ := LookupCurrency(cc.Currency)
+		companyAmount, err := openingCompanyAmount(f, "credit", creditCur, cur, cc.Amount, cc.CompanyAmount)
+		if err != nil {
+			return nil, nil, err
+		}
+		o.Lines = append(o.Lines, credit(AccountCustomerCredits, creditCur.Code, cc.Amount.Decimal).at(companyAmount))
+		o.Credits = o.Credits.Add(companyAmount)
+		add(creditCur, net{cc.Amount.Neg(), companyAmount.Neg()})
+		o.CustomerCredits = append(o.CustomerCredits, CreditMovement{
+			ID: newID(), CustomerID: cc.CustomerID, Currency: creditCur, Kind: CreditFromOpening,
+			Amount: cc.Amount.Decimal, AmountCompany: companyAmount, SourceID: id, Date: c.Date, JournalEntryID: entryID,
+		})
+	}
 	if !o.Debits.Equal(o.Credits) {
-		e := invalid("lines", "the opening's debits total %s %s and its credits %s %s (receivables and payables included): it is off by %s %s",
+		e := invalid("lines", "the opening's debits total %s %s and its credits %s %s (receivables, payables and customer credits included): it is off by %s %s",
 			cur.Format(o.Debits), cur.Code, cur.Format(o.Credits), cur.Code, cur.Format(o.Debits.Sub(o.Credits).Abs()), cur.Code)
 		e.Details["debits"], e.Details["credits"], e.Details["difference"] = cur.Format(o.Debits), cur.Format(o.Credits), cur.Format(o.Debits.Sub(o.Credits))
 		return nil, nil, e
@@ -316,6 +387,25 @@ func BookOpeningBalances(company string, c *RecordOpeningBalances, cur Currency,
 	}, nil
 }
 
+// openingCompanyAmount is what the document or credit (what) at field,
+// of amount in docCur, is carried at in the company's currency cur: its
+// amount in cur, where company must be absent or equal to it; company,
+// required, in another currency.
+func openingCompanyAmount(field, what string, docCur, cur Currency, amount Decimal, company *Decimal) (decimal.Decimal, *Error) {
+	switch {
+	case docCur.Code == cur.Code && company != nil && !company.Equal(amount.Decimal):
+		return decimal.Decimal{}, invalid(field+".company_amount", "%s differs from the amount %s, and the %s is in the company's currency %s", company, amount, what, cur.Code)
+	case docCur.Code != cur.Code && company == nil:
+		return decimal.Decimal{}, invalid(field+".company_amount", "is required for a %s in %s: what the previous books carry it at in %s", what, docCur.Code, cur.Code)
+	case company != nil:
+		if !cur.Fits(company.Decimal) {
+			return decimal.Decimal{}, invalid(field+".company_amount", "%s has more decimals than %s allows", company, cur.Code)
+		}
+		return company.Decimal, nil
+	}
+	return amount.Decimal, nil
+}
+
 // OpeningBalancesView is an opening as results and events show it.
 type OpeningBalancesView struct {
 	OpeningBalancesID string                   `json:"opening_balances_id"`
@@ -324,13 +414,14 @@ type OpeningBalancesView struct {
 	Lines             []OpeningLineView        `json:"lines"`
 	Receivables       []OpeningDocumentView    `json:"receivables"`
 	Payables          []OpeningDocumentView    `json:"payables"`
+	CustomerCredits   []OpeningCreditView      `json:"customer_credits"`
 	Totals            OpeningBalancesTotalView `json:"totals"`
 	JournalEntryID    string                   `json:"journal_entry_id"`
 }
 
 // OpeningLineView is one account's opening balance in the company's
-// currency as the entry posts it (the receivables and payables as one line
-// each on 1200 and 2100).
+// currency as the entry posts it (the receivables, payables and customer
+// credits as one line each on 1200, 2100 and 2200).
 type OpeningLineView struct {
 	Account string `json:"account"`
 	Debit   string `json:"debit,omitempty"`
@@ -352,6 +443,15 @@ type OpeningDocumentView struct {
 	CompanyAmount string `json:"company_amount"`
 }
 
+// OpeningCreditView is a customer's credit the opening brings: Amount in
+// its currency, CompanyAmount in the company's.
+type OpeningCreditView struct {
+	CustomerID    string `json:"customer_id"`
+	Currency      string `json:"currency"`
+	Amount        string `json:"amount"`
+	CompanyAmount string `json:"company_amount"`
+}
+
 // OpeningBalancesTotalView are the entry's totals in the company's
 // currency.
 type OpeningBalancesTotalView struct {
@@ -360,12 +460,12 @@ type OpeningBalancesTotalView struct {
 }
 
 // View renders the opening: each account's balance in code order, then
-// the documents in the order given.
+// the documents and the customers' credits in the order given.
 func (o *OpeningBalances) View() OpeningBalancesView {
 	cur := o.Currency
 	v := OpeningBalancesView{
 		OpeningBalancesID: o.ID.String(), Date: o.Date.String(), Currency: cur.Code,
-		Lines: []OpeningLineView{}, Receivables: []OpeningDocumentView{}, Payables: []OpeningDocumentView{},
+		Lines: []OpeningLineView{}, Receivables: []OpeningDocumentView{}, Payables: []OpeningDocumentView{}, CustomerCredits: []OpeningCreditView{},
 		Totals:         OpeningBalancesTotalView{Debits: cur.Format(o.Debits), Credits: cur.Format(o.Credits)},
 		JournalEntryID: o.JournalEntryID.String(),
 	}
@@ -403,6 +503,11 @@ func (o *OpeningBalances) View() OpeningBalancesView {
 			d.SupplierID = it.Party
 			v.Payables = append(v.Payables, d)
 		}
+	}
+	for _, m := range o.CustomerCredits {
+		v.CustomerCredits = append(v.CustomerCredits, OpeningCreditView{
+			CustomerID: m.CustomerID, Currency: m.Currency.Code, Amount: m.Currency.Format(m.Amount), CompanyAmount: cur.Format(m.AmountCompany),
+		})
 	}
 	return v
 }

@@ -125,3 +125,149 @@ func TestBookOpeningBalances(t *testing.T) {
 		}
 	}
 }
+
+// withCredits adds two customers' credits to an opening, c1's EUR 40.00
+// and c3's USD 22.00 carried at 20.00 EUR, and takes their 60.00 off the
+// equity line, so the opening still balances.
+func withCredits(m map[string]any) {
+	m["lines"].([]any)[1].(map[string]any)["credit"] = "130.00"
+	m["customer_credits"] = []any{
+		map[string]any{"customer_id": "c1", "currency": "EUR", "amount": "40.00"},
+		map[string]any{"customer_id": "c3", "currency": "USD", "amount": "22.00", "company_amount": "20.00"},
+	}
+}
+
+// What an opening's customer credits are refused for when it is decoded,
+// each with the field named.
+func TestOpeningCustomerCreditsRefused(t *testing.T) {
+	t.Parallel()
+	credit := func(m map[string]any, i int) map[string]any { return m["customer_credits"].([]any)[i].(map[string]any) }
+	for _, tc := range []struct {
+		name, field, text string
+		edit              func(m map[string]any)
+	}{
+		{"credits by hand", "lines[0].account", "give them as customer_credits", func(m map[string]any) { m["lines"].([]any)[0].(map[string]any)["account"] = "2200" }},
+		{"no customer", "customer_credits[0].customer_id", "is required", func(m map[string]any) { credit(m, 0)["customer_id"] = " " }},
+		{"no currency", "customer_credits[1].currency", "not a supported ISO 4217 currency code", func(m map[string]any) { credit(m, 1)["currency"] = "usd" }},
+		{"a customer's currency twice", "customer_credits[1].currency", "has its EUR credit in customer_credits[0] already", func(m map[string]any) {
+			credit(m, 1)["customer_id"], credit(m, 1)["currency"] = "c1", "EUR"
+		}},
+		{"nothing owed", "customer_credits[0].amount", "greater than zero", func(m map[string]any) { credit(m, 0)["amount"] = "0.00" }},
+		{"owed by the customer", "customer_credits[0].amount", "greater than zero", func(m map[string]any) { credit(m, 0)["amount"] = "-40.00" }},
+		{"too many decimals", "customer_credits[0].amount", "more decimals than EUR allows", func(m map[string]any) { credit(m, 0)["amount"] = "40.001" }},
+		{"a company amount of nothing", "customer_credits[1].company_amount", "greater than zero", func(m map[string]any) { credit(m, 1)["company_amount"] = "0" }},
+	} {
+		_, err := ledger.Decode("opening_balances.record", openingJSON(t, func(m map[string]any) { withCredits(m); tc.edit(m) }))
+		var e *ledger.Error
+		if !errors.As(err, &e) || e.Code != ledger.CodeInvalidCommand || e.Details["field"] != tc.field || !strings.Contains(e.Message, tc.text) {
+			t.Errorf("%s: %v, want invalid_command on %s saying %q", tc.name, err, tc.field, tc.text)
+		}
+	}
+	// One customer may have a credit in each of two currencies, and an
+	// opening of credits alone is one.
+	for name, edit := range map[string]func(m map[string]any){
+		"two currencies": func(m map[string]any) { withCredits(m); credit(m, 1)["customer_id"] = "c1" },
+		"credits alone": func(m map[string]any) {
+			delete(m, "receivables")
+			delete(m, "payables")
+			m["lines"] = []any{map[string]any{"account": "1100", "debit": "40.00"}}
+			m["customer_credits"] = []any{map[string]any{"customer_id": "c1", "currency": "EUR", "amount": "40.00"}}
+		},
+	} {
+		if _, err := ledger.Decode("opening_balances.record", openingJSON(t, edit)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// The customers' credits credit 2200, each in its currency at its company
+// amount; one in another currency is balanced on 3000 in that currency
+// like a payable, and each is a movement of kind opening of the opening
+// and its entry. A credit in another currency needs its company amount,
+// one in the company's may not give another, and the credits count in the
+// balance.
+func TestBookOpeningCustomerCredits(t *testing.T) {
+	t.Parallel()
+	eur, _ := ledger.LookupCurrency("EUR")
+	book := func(edit func(m map[string]any)) (*ledger.OpeningBalances, *ledger.JournalEntry, *ledger.Error) {
+		cmd, err := ledger.Decode("opening_balances.record", openingJSON(t, func(m map[string]any) {
+			withCredits(m)
+			if edit != nil {
+				edit(m)
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ledger.BookOpeningBalances("acme", cmd.(*ledger.RecordOpeningBalances), eur, uuid.New(), uuid.New(), uuid.New)
+	}
+	o, entry, e := book(nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if err := entry.Check(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range entry.Lines {
+		got = append(got, l.Account+" "+l.Currency+" "+l.Debit.StringFixed(2)+"/"+l.Credit.StringFixed(2)+" "+l.CompanyDebit.StringFixed(2)+"/"+l.CompanyCredit.StringFixed(2))
+	}
+	// USD: the receivable's 110.00 (100.00 EUR) less the credit's 22.00
+	// (20.00 EUR) leaves a position of USD 88.00 at 80.00 EUR on 3000.
+	want := "1100 EUR 100.00/0.00 100.00/0.00, 3000 EUR 0.00/130.00 0.00/130.00, 1200 EUR 121.00/0.00 121.00/0.00, 1200 USD 110.00/0.00 100.00/0.00, " +
+		"2100 EUR 0.00/131.00 0.00/131.00, 2200 EUR 0.00/40.00 0.00/40.00, 2200 USD 0.00/22.00 0.00/20.00, " +
+		"3000 USD 0.00/88.00 0.00/80.00, 3000 EUR 80.00/0.00 80.00/0.00"
+	if strings.Join(got, ", ") != want {
+		t.Fatalf("entry %s, want %s", strings.Join(got, ", "), want)
+	}
+	if len(o.CustomerCredits) != 2 {
+		t.Fatalf("credits %+v", o.CustomerCredits)
+	}
+	for i, w := range []struct{ customer, cur, amount, company string }{{"c1", "EUR", "40", "40"}, {"c3", "USD", "22", "20"}} {
+		m := o.CustomerCredits[i]
+		if m.CustomerID != w.customer || m.Currency.Code != w.cur || !m.Amount.Equal(dec(w.amount)) || !m.AmountCompany.Equal(dec(w.company)) ||
+			m.Kind != ledger.CreditFromOpening || m.SourceID != o.ID || m.JournalEntryID != entry.ID || m.Date != o.Date ||
+			m.ID == uuid.Nil || m.PaymentID != uuid.Nil || m.InvoiceID != uuid.Nil || m.RefundRef != "" {
+			t.Errorf("credit %d: %+v", i, m)
+		}
+	}
+	v := o.View()
+	if len(v.CustomerCredits) != 2 || v.CustomerCredits[1] != (ledger.OpeningCreditView{CustomerID: "c3", Currency: "USD", Amount: "22.00", CompanyAmount: "20.00"}) ||
+		v.Totals.Debits != "321.00" || v.Totals.Credits != "321.00" {
+		t.Fatalf("view %+v", v)
+	}
+	if len(v.Lines) != 5 || v.Lines[3] != (ledger.OpeningLineView{Account: "2200", Credit: "60.00"}) || v.Lines[4] != (ledger.OpeningLineView{Account: "3000", Credit: "130.00"}) {
+		t.Fatalf("view lines %+v", v.Lines)
+	}
+	// Without credits the view lists none, as an empty list.
+	if o, _, e := book(func(m map[string]any) {
+		delete(m, "customer_credits")
+		m["lines"].([]any)[1].(map[string]any)["credit"] = "190.00"
+	}); e != nil ||
+		o.View().CustomerCredits == nil || len(o.View().CustomerCredits) != 0 {
+		t.Fatalf("an opening without credits: %v", e)
+	}
+
+	credit := func(m map[string]any, i int) map[string]any { return m["customer_credits"].([]any)[i].(map[string]any) }
+	for _, tc := range []struct {
+		name, field, text string
+		edit              func(m map[string]any)
+	}{
+		{"USD without a company amount", "customer_credits[1].company_amount", "is required for a credit in USD", func(m map[string]any) {
+			delete(credit(m, 1), "company_amount")
+		}},
+		{"EUR at another amount", "customer_credits[0].company_amount", "differs from the amount 40, and the credit is in the company's currency EUR", func(m map[string]any) {
+			credit(m, 0)["company_amount"] = "39.00"
+		}},
+		{"a company amount of too many decimals", "customer_credits[1].company_amount", "more decimals than EUR allows", func(m map[string]any) {
+			credit(m, 1)["company_amount"] = "20.001"
+		}},
+		// 2200 is what the credits say: the equity line still carrying
+		// them leaves the opening off by what they total.
+		{"credits also in equity", "lines", "it is off by 60.00 EUR", func(m map[string]any) { m["lines"].([]any)[1].(map[string]any)["credit"] = "190.00" }},
+	} {
+		if _, _, e := book(tc.edit); e == nil || e.Code != ledger.CodeInvalidCommand || e.Details["field"] != tc.field || !strings.Contains(e.Message, tc.text) {
+			t.Errorf("%s: %v, want invalid_command on %s saying %q", tc.name, e, tc.field, tc.text)
+		}
+	}
+}

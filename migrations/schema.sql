@@ -211,7 +211,7 @@ CREATE TABLE public.customer_credit_movements (
     amount_company numeric(28,8),
     invoice_company numeric(28,8),
     CONSTRAINT customer_credit_movements_amount_check CHECK ((amount <> (0)::numeric)),
-    CONSTRAINT customer_credit_movements_check CHECK (((kind = ANY (ARRAY['payment'::text, 'credit_note'::text])) = (amount > (0)::numeric))),
+    CONSTRAINT customer_credit_movements_check CHECK (((kind = ANY (ARRAY['payment'::text, 'credit_note'::text, 'opening'::text])) = (amount > (0)::numeric))),
     CONSTRAINT customer_credit_movements_check1 CHECK (((kind <> 'payment'::text) OR (payment_id IS NOT NULL))),
     CONSTRAINT customer_credit_movements_check2 CHECK (((kind = ANY (ARRAY['application'::text, 'credit_note'::text])) = (invoice_id IS NOT NULL))),
     CONSTRAINT customer_credit_movements_check3 CHECK (((kind = 'refund'::text) = (refund_ref IS NOT NULL))),
@@ -219,7 +219,8 @@ CREATE TABLE public.customer_credit_movements (
     CONSTRAINT customer_credit_movements_currency_iso_4217 CHECK (public.iso_4217_currency((currency)::text)),
     CONSTRAINT customer_credit_movements_invoice_id_fkey FOREIGN KEY (invoice_id) REFERENCES public.invoices(id),
     CONSTRAINT customer_credit_movements_journal_entry_id_fkey FOREIGN KEY (journal_entry_id) REFERENCES public.journal_entries(id),
-    CONSTRAINT customer_credit_movements_kind_check CHECK ((kind = ANY (ARRAY['payment'::text, 'credit_note'::text, 'application'::text, 'refund'::text, 'settlement_refund'::text]))),
+    CONSTRAINT customer_credit_movements_kind_check CHECK ((kind = ANY (ARRAY['payment'::text, 'credit_note'::text, 'opening'::text, 'application'::text, 'refund'::text, 'settlement_refund'::text]))),
+    CONSTRAINT customer_credit_movements_opening_names_no_payment CHECK (((kind <> 'opening'::text) OR (payment_id IS NULL))),
     CONSTRAINT customer_credit_movements_payment_id_fkey FOREIGN KEY (payment_id) REFERENCES public.payments(id),
     CONSTRAINT customer_credit_movements_pkey PRIMARY KEY (id)
 );

@@ -255,6 +255,33 @@ func TestForgedStatesAreCaught(t *testing.T) {
 			}
 		},
 	}, {
+		name: "an opening's customer credit that says more than its entry posted",
+		forge: []string{
+			`UPDATE customer_credit_movements SET amount = 30, amount_company = 30 WHERE company_id = 'beta' AND kind = 'opening' AND customer_id = 'cust-9'`,
+			`UPDATE customer_credits SET balance = 30, balance_company = 30 WHERE company_id = 'beta' AND customer_id = 'cust-9'`,
+		},
+		want:    []string{audit.CheckCustomerCredits},
+		wantRef: "EUR",
+		check: func(t *testing.T, r *audit.Report) {
+			// The opening's USD credit agrees with its entry, in its
+			// currency: only EUR, where the opening is the first
+			// difference, and the company's total differ.
+			want := map[string]string{
+				"EUR":                  "account 2200 holds 57.00 but the customers' credits sum to 62.00 (difference -5.00); first difference: opening_balances ",
+				"company currency EUR": "account 2200 holds 77.00 but the customers' credits sum to 82.00 (difference -5.00)",
+			}
+			for _, v := range r.Violations {
+				if w, ok := want[v.Ref]; !ok || !strings.HasPrefix(v.Detail, w) ||
+					(v.Ref == "EUR" && !strings.HasSuffix(v.Detail, "of 2026-11-01 posted 25.00 to 2200 where its credit movements say 30.00")) {
+					t.Errorf("customer credits violation %+v", v)
+				}
+				delete(want, v.Ref)
+			}
+			if len(want) > 0 {
+				t.Errorf("no violation for %v", want)
+			}
+		},
+	}, {
 		name:    "a burnt number",
 		forge:   []string{`UPDATE number_series SET last_value = last_value + 1 WHERE company_id = 'acme' AND series = 'INV'`},
 		want:    []string{audit.CheckNumberSeries},

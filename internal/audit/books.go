@@ -245,8 +245,9 @@ flagged AS (
 	 WHERE t.account <> t.open OR d.source_id IS NOT NULL)`
 
 // creditsSQL: each change of a credit (a customer's, or the company's with
-// a supplier) is a movement of the document that made it, and the credit
-// account holds their sum; every party's balance is the sum of its
+// a supplier) is a movement of the document that made it (an opening's
+// for the credits the previous books owed customers), and the credit
+// account holds their sum, in each currency; every party's balance is the sum of its
 // movements.
 func creditsSQL(c creditBook) string {
 	return strings.NewReplacer("{in}", c.in, "{out}", c.out, "{account}", c.account, "{source_type}", c.sourceType,
@@ -268,7 +269,7 @@ documents AS (
 	SELECT coalesce(p.company_id, s.company_id) AS company_id, coalesce(p.currency, s.currency) AS currency,
 	       coalesce(p.source_type, s.source_type) AS source_type, coalesce(p.source_id, s.source_id) AS source_id,
 	       coalesce(s.day, p.day) AS day, coalesce(p.amount, 0) AS posted, coalesce(s.amount, 0) AS said
-	  FROM posted p FULL JOIN said s ON s.source_type = p.source_type AND s.source_id = p.source_id),
+	  FROM posted p FULL JOIN said s ON s.source_type = p.source_type AND s.source_id = p.source_id AND s.currency = p.currency),
 differing AS MATERIALIZED (SELECT * FROM documents WHERE posted <> said),
 parties AS (
 	SELECT coalesce(b.company_id, m.company_id) AS company_id, coalesce(b.currency, m.currency) AS currency,
@@ -332,7 +333,7 @@ var (
 		account: ledger.AccountCustomerCredits, in: "credit", out: "debit",
 		balances: "customer_credits", movements: "customer_credit_movements", party: "customer_id",
 		sourceType: `CASE kind WHEN 'application' THEN 'customer_credit_application' WHEN 'refund' THEN 'customer_credit_refund'
-	                 WHEN 'settlement_refund' THEN 'settlement' ELSE kind END`,
+	                 WHEN 'settlement_refund' THEN 'settlement' WHEN 'opening' THEN '` + ledger.SourceOpeningBalances + `' ELSE kind END`,
 		sourceID: "source_id", creditsWord: "the customers'' credits", partyWord: "customer",
 	})
 	// A supplier payment's movement has the payment's ID; an

@@ -2,11 +2,14 @@ package postgres_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
@@ -290,4 +293,179 @@ func TestOpeningBalancesComeFirst(t *testing.T) {
 		!strings.Contains(e.Message, "open them on or before 2026-10-01") {
 		t.Errorf("an opening after the first entry: %s %v", e.Message, e.Details)
 	}
+}
+
+// The customers' credits an opening brings, worked by hand. The previous
+// books owe cust-42 an advance of 150.00 EUR and cust-9 one of 220.00 USD,
+// which they carry at 200.00 EUR; the opening credits 2200 with both, each
+// in its currency, and they become those customers' credits:
+//
+//   - November's revaluation at 1.25 USD per EUR finds cust-9's USD
+//     220.00 worth 176.00: a gain of 24.00, reversed on December 1.
+//   - cust-42 applies 100.00 to invoice INV-2026-000001 and is refunded
+//     the 50.00 left.
+//   - cust-9 is refunded USD 110.00 at 1.05 = 104.76 EUR, which relieves
+//     the credit at its carried rate, 200.00 × 110 / 220 = 100.00, and
+//     realises a loss of 4.76; the USD 110.00 left, carried at 100.00, is
+//     applied to a USD invoice booked at 1.00, relieving its receivable by
+//     110.00 and realising a loss of 10.00.
+//
+// 2200 and both credits are then zero, and a line on 2200 is refused: the
+// account is what the credits say.
+func TestOpeningCustomerCredits(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	ctx := testContext(t)
+	const co = "acme"
+	createRegisteredCompany(t, db, co)
+	body := map[string]any{
+		"date": "2026-11-01",
+		"lines": []any{
+			map[string]any{"account": ledger.AccountBank, "debit": "12500.00"},
+			map[string]any{"account": ledger.AccountEquity, "credit": "10000.00"},
+			map[string]any{"account": ledger.AccountRetainedEarnings, "credit": "2150.00"},
+		},
+		"customer_credits": []any{
+			map[string]any{"customer_id": "cust-42", "currency": "EUR", "amount": "150.00"},
+			map[string]any{"customer_id": "cust-9", "currency": "USD", "amount": "220.00", "company_amount": "200.00"},
+		},
+	}
+	o := run[ledger.OpeningBalancesView](t, db, co, "opening_balances.record", body)
+	if len(o.CustomerCredits) != 2 || o.CustomerCredits[1] != (ledger.OpeningCreditView{CustomerID: "cust-9", Currency: "USD", Amount: "220.00", CompanyAmount: "200.00"}) ||
+		o.Totals.Debits != "12500.00" || len(o.Lines) != 4 || o.Lines[1] != (ledger.OpeningLineView{Account: "2200", Credit: "350.00"}) {
+		t.Fatalf("the opening: %+v", o)
+	}
+	wantEntry := []string{"1100 EUR Dr 12500.00", "3000 EUR Cr 10000.00", "3400 EUR Cr 2150.00", "2200 EUR Cr 150.00", "2200 USD Cr 200.00",
+		"3000 USD Dr 200.00", "3000 EUR Cr 200.00"}
+	if got := companyLines(t, db, uuid.MustParse(o.JournalEntryID)); strings.Join(got, ", ") != strings.Join(wantEntry, ", ") {
+		t.Fatalf("the opening's entry: %v, want %v", got, wantEntry)
+	}
+	rows, err := db.Query(ctx, `
+		SELECT format('%s %s %s %s/%s %s', customer_id, currency, kind, amount::numeric(28,2), amount_company::numeric(28,2), entry_date),
+		       source_id::text, journal_entry_id::text, payment_id IS NULL AND invoice_id IS NULL AND refund_ref IS NULL
+		  FROM customer_credit_movements WHERE company_id = $1 ORDER BY customer_id`, co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moved []string
+	for rows.Next() {
+		var m, source, entry string
+		var bare bool
+		if err := rows.Scan(&m, &source, &entry, &bare); err != nil {
+			t.Fatal(err)
+		}
+		if source != o.OpeningBalancesID || entry != o.JournalEntryID || !bare {
+			t.Errorf("movement %s: source %s, entry %s, names nothing else: %v", m, source, entry, bare)
+		}
+		moved = append(moved, m)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(moved, "; "), "cust-42 EUR opening 150.00/150.00 2026-11-01; cust-9 USD opening 220.00/200.00 2026-11-01"; got != want {
+		t.Fatalf("movements: %s, want %s", got, want)
+	}
+	credits := func() string {
+		t.Helper()
+		var got string
+		if err := db.QueryRow(ctx, `
+			SELECT string_agg(format('%s %s %s/%s', customer_id, currency, balance::numeric(28,2), balance_company::numeric(28,2)), '; ' ORDER BY customer_id)
+			  FROM customer_credits WHERE company_id = $1`, co).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got, want := credits(), "cust-42 EUR 150.00/150.00; cust-9 USD 220.00/200.00"; got != want {
+		t.Fatalf("credits: %s, want %s", got, want)
+	}
+
+	// November's revaluation finds cust-9's credit.
+	run[ledger.FXRateView](t, db, co, "fx_rate.record", map[string]any{"currency": "USD", "date": "2026-11-30", "rate": "1.25", "source": "ECB"})
+	r := run[ledger.FXRevaluationView](t, db, co, "fx.revalue", map[string]any{"month": "2026-11"})
+	wantReval := []ledger.FXRevaluationLineView{
+		{Kind: "customer_credit", Reference: "cust-9", Account: "2200", Currency: "USD", Open: "220.00", Booked: "200.00", Revalued: "176.00", Difference: "24.00"},
+	}
+	if fmt.Sprint(r.Lines) != fmt.Sprint(wantReval) || r.Gain != "24.00" {
+		t.Fatalf("the revaluation: %+v, want lines %+v", r, wantReval)
+	}
+
+	// cust-42's EUR credit: applied, then refunded.
+	inv := run[ledger.InvoiceView](t, db, co, "invoice.create", invoiceBody("o-1"))
+	a := run[ledger.CreditApplicationView](t, db, co, "customer_credit.apply", map[string]any{
+		"customer_id": "cust-42", "invoice_number": inv.Number, "amount": "100.00", "applied_on": "2026-12-03"})
+	if a.CreditLeft != "50.00" || a.InvoiceOpen != "263.00" || a.ExchangeDifference != "" {
+		t.Fatalf("cust-42's credit applied: %+v", a)
+	}
+	if e := runErr(t, db, co, "customer_credit.refund", map[string]any{
+		"refund_ref": "tr-42-too-much", "customer_id": "cust-42", "currency": "EUR", "amount": "50.01", "refunded_on": "2026-12-04"},
+		ledger.CodeConflict); !strings.Contains(e.Message, "has 50.00 EUR of credit") {
+		t.Errorf("a refund of more than is left: %s", e.Message)
+	}
+	rf := run[ledger.CreditRefundView](t, db, co, "customer_credit.refund", map[string]any{
+		"refund_ref": "tr-42", "customer_id": "cust-42", "currency": "EUR", "amount": "50.00", "refunded_on": "2026-12-04"})
+	if rf.CreditLeft != "0.00" || rf.Exchange != nil {
+		t.Fatalf("cust-42's credit refunded: %+v", rf)
+	}
+
+	// cust-9's USD credit: refunded in part, relieved at its carried
+	// rate, not November's closing one.
+	rf = run[ledger.CreditRefundView](t, db, co, "customer_credit.refund", map[string]any{
+		"refund_ref": "tr-9", "customer_id": "cust-9", "currency": "USD", "amount": "110.00", "refunded_on": "2026-12-04", "exchange_rate": "1.05"})
+	if rf.CreditLeft != "110.00" || rf.Exchange == nil || rf.Exchange.Amount != "104.76" || rf.Exchange.Difference != "-4.76" {
+		t.Fatalf("cust-9's credit refunded in part: %+v %+v", rf, rf.Exchange)
+	}
+	if want := []string{"2200 USD Dr 100.00", "1100 USD Cr 104.76", "6900 USD Dr 4.76"}; !sameLines(companyLines(t, db, uuid.MustParse(rf.JournalEntryID)), want) {
+		t.Fatalf("the refund's entry: %v, want %v", companyLines(t, db, uuid.MustParse(rf.JournalEntryID)), want)
+	}
+	usd := invoiceBody("o-usd")
+	usd["customer"].(map[string]any)["id"] = "cust-9"
+	usd["currency"], usd["exchange_rate"] = "USD", "1.00"
+	usdInv := run[ledger.InvoiceView](t, db, co, "invoice.create", usd)
+	a = run[ledger.CreditApplicationView](t, db, co, "customer_credit.apply", map[string]any{
+		"customer_id": "cust-9", "invoice_id": usdInv.InvoiceID, "amount": "110.00", "applied_on": "2026-12-05"})
+	if a.CreditLeft != "0.00" || a.InvoiceOpen != "253.00" || a.ExchangeDifference != "-10.00" {
+		t.Fatalf("cust-9's credit applied: %+v", a)
+	}
+	if want := []string{"2200 USD Dr 100.00", "1200 USD Cr 110.00", "6900 USD Dr 10.00"}; !sameLines(companyLines(t, db, uuid.MustParse(a.JournalEntryID)), want) {
+		t.Fatalf("the application's entry: %v, want %v", companyLines(t, db, uuid.MustParse(a.JournalEntryID)), want)
+	}
+
+	// Nothing is left: not on the credits, not on 2200.
+	if got, want := credits(), "cust-42 EUR 0.00/0.00; cust-9 USD 0.00/0.00"; got != want {
+		t.Fatalf("credits after their uses: %s, want %s", got, want)
+	}
+	var left string
+	if err := db.QueryRow(ctx, `SELECT sum(coalesce(credit_company, credit) - coalesce(debit_company, debit))::numeric(28,2)::text
+	                              FROM journal_lines WHERE company_id = $1 AND account_code = $2`, co, ledger.AccountCustomerCredits).Scan(&left); err != nil || left != "0.00" {
+		t.Fatalf("2200 after the credits' uses: %s (%v)", left, err)
+	}
+	if e := runErr(t, db, co, "customer_credit.refund", map[string]any{
+		"refund_ref": "tr-9-again", "customer_id": "cust-9", "currency": "USD", "amount": "1.00", "refunded_on": "2026-12-05", "exchange_rate": "1.05"},
+		ledger.CodeConflict); !strings.Contains(e.Message, "has 0.00 USD of credit") {
+		t.Errorf("a refund of a used credit: %s", e.Message)
+	}
+	requireBooksBalance(t, db)
+
+	// The database holds an opening's movement to a credit given, naming
+	// no payment.
+	for constraint, values := range map[string]string{
+		"customer_credit_movements_check":                    `'opening', -1.00, NULL`,
+		"customer_credit_movements_opening_names_no_payment": `'opening', 1.00, '` + uuid.NewString() + `'::uuid`,
+	} {
+		_, err := db.Exec(ctx, `
+			INSERT INTO customer_credit_movements (id, company_id, customer_id, currency, kind, amount, payment_id, source_id, entry_date, journal_entry_id)
+			VALUES ($1, $2, 'cust-9', 'USD', `+values+`, $3, '2026-11-01', $4)`, uuid.New(), co, o.OpeningBalancesID, o.JournalEntryID)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.ConstraintName != constraint {
+			t.Errorf("a movement breaking %s: %v", constraint, err)
+		}
+	}
+}
+
+// sameLines reports whether an entry's lines are want, in any order.
+func sameLines(got, want []string) bool {
+	got, want = slices.Clone(got), slices.Clone(want)
+	slices.Sort(got)
+	slices.Sort(want)
+	return slices.Equal(got, want)
 }

@@ -16,7 +16,9 @@ import (
 // first day of an open month, before any entry of its books, on accounts
 // of its chart. The month before the opening is closed with it, so the
 // opening holds its company's period lock exclusively, as period.close
-// does: no document dated before the books begin commits after it.
+// does: no document dated before the books begin commits after it. The
+// customers' credits an opening brings are added to their credits as a
+// payment's unapplied part is.
 type openings struct{ rules dateRules }
 
 func (openings) Commands() []string { return []string{new(ledger.RecordOpeningBalances).CommandName()} }
@@ -76,6 +78,7 @@ func (p *openingPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 	var keys []string
 	var entries []*ledger.JournalEntry
 	var closes []*ledger.PeriodClose
+	var credits movements
 	results, err := p.each(which, func(at int, company string, c *ledger.RecordOpeningBalances) (exec.Result, error) {
 		key := docKey{company: company}
 		if prev, dup := p.openings[key]; dup {
@@ -122,11 +125,15 @@ func (p *openingPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 		}
 		p.openings[key] = found{o.ID, c.Date.String()}
 		opened, keys, entries = append(opened, o), append(keys, p.items[at].Key), append(entries, entry)
+		credits.add(company, o.CustomerCredits...)
 		return done(ledger.EventOpeningBalancesRecorded, o.View())
 	})
 	if err == nil && len(opened) > 0 {
 		queueOpenings(w, opened, keys)
 		queueEntries(w, entries)
+		// The customers' credits the openings bring, after the entries
+		// they name.
+		credits.queue(w)
 		if len(closes) > 0 {
 			queuePeriodCloses(w, closes)
 		}
