@@ -85,6 +85,21 @@ func genSequence(t *rapid.T) sequence {
 		return keys.Seal(company, "whsec_"+base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("differential-secret-%012d", n))))
 	}
 	add := func(d delivery) { s.deliveries = append(s.deliveries, d) }
+	// purchased are the supplier and number of each purchase sent, by
+	// company, which payments and credits mostly name.
+	purchased := map[string][][2]string{}
+	purchase := func(t *rapid.T, c, supplier string) string {
+		var own []string
+		for _, p := range purchased[c] {
+			if p[0] == supplier {
+				own = append(own, p[1])
+			}
+		}
+		if len(own) == 0 || rapid.IntRange(0, 3).Draw(t, "any document") == 0 {
+			return fmt.Sprintf("D-%d", rapid.IntRange(1, 4).Draw(t, "document"))
+		}
+		return rapid.SampledFrom(own).Draw(t, "purchased document")
+	}
 	again := func(label string, held bool) func(*rapid.T) {
 		return func(t *rapid.T) {
 			if len(s.deliveries) == 0 {
@@ -328,9 +343,11 @@ func genSequence(t *rapid.T) sequence {
 			if supplier["id"] != "s2" {
 				supplier["vat_id"] = rapid.SampledFrom([]string{"LT200000000020", "lt 200 000 000 020"}).Draw(t, "vat id")
 			}
+			number := fmt.Sprintf(rapid.SampledFrom([]string{"D-%d", "d-%d", " D-%d", "D\u2013%d"}).Draw(t, "spelling"), rapid.IntRange(1, 4).Draw(t, "document"))
+			purchased[c] = append(purchased[c], [2]string{supplier["id"].(string), number})
 			add(delivery{company: c, command: "purchase_invoice.record", key: fresh("pi"), body: map[string]any{
 				"supplier":        supplier,
-				"document_number": fmt.Sprintf(rapid.SampledFrom([]string{"D-%d", "d-%d", " D-%d", "D\u2013%d"}).Draw(t, "spelling"), rapid.IntRange(1, 4).Draw(t, "document")),
+				"document_number": number,
 				"issue_date":      date(t, "issued"), "due_date": "2026-12-31", "currency": "EUR",
 				"lines": []any{map[string]any{"description": "rent", "quantity": "1", "unit_price": money(t, "price", 100000), "vat_rate": "21"}},
 			}})
@@ -350,11 +367,46 @@ func genSequence(t *rapid.T) sequence {
 			}
 			if rapid.IntRange(0, 3).Draw(t, "allocates") > 0 {
 				body["allocations"] = []any{map[string]any{
-					"document_number": fmt.Sprintf("D-%d", rapid.IntRange(1, 4).Draw(t, "paid document")), "amount": cents(allocated)}}
+					"document_number": purchase(t, c, body["supplier_id"].(string)), "amount": cents(allocated)}}
 			} else if rest == 0 {
 				body["amount"] = cents(allocated)
 			}
 			add(delivery{company: c, command: "supplier_payment.record", key: fresh("sp"), body: body})
+		},
+		// An advance to a supplier, then uses of the company's credit with
+		// it in a row, which a batch decides together: applied to the
+		// purchases' documents (D-1 is also the opening's payable) or paid
+		// back, some beyond what is kept or open; a refund reference
+		// repeats under a fresh key.
+		"use supplier credit": func(t *rapid.T) {
+			c := company(t)
+			supplier := rapid.SampledFrom([]string{"s1", "s2"}).Draw(t, "credited supplier")
+			if rapid.Bool().Draw(t, "bought first") {
+				number := fmt.Sprintf("B-%d", keyN)
+				purchased[c] = append(purchased[c], [2]string{supplier, number})
+				add(delivery{company: c, command: "purchase_invoice.record", key: fresh("pi"), body: map[string]any{
+					"supplier": map[string]any{"id": supplier, "name": "Supplier", "country": "LT"}, "document_number": number,
+					"issue_date": "2026-12-08", "due_date": "2026-12-31", "currency": "EUR",
+					"lines": []any{map[string]any{"description": "rent", "quantity": "1", "unit_price": money(t, "bought", 20000), "vat_rate": "21"}},
+				}})
+			}
+			add(delivery{company: c, command: "supplier_payment.record", key: fresh("sp"), body: map[string]any{
+				"payment_ref": fmt.Sprintf("advance-%d", keyN), "supplier_id": supplier, "paid_on": "2026-12-09",
+				"currency": "EUR", "amount": money(t, "advance", 30000),
+			}})
+			for range rapid.IntRange(1, 3).Draw(t, "supplier credit uses") {
+				if rapid.Bool().Draw(t, "apply supplier credit") {
+					add(delivery{company: c, command: "supplier_credit.apply", key: fresh("sa"), body: map[string]any{
+						"supplier_id": supplier, "document_number": purchase(t, c, supplier),
+						"amount": money(t, "supplier credit applied", 15000), "applied_on": "2026-12-10",
+					}})
+					continue
+				}
+				add(delivery{company: c, command: "supplier_credit.refund", key: fresh("sr"), body: map[string]any{
+					"refund_ref": fmt.Sprintf("sr%d", rapid.IntRange(1, 3).Draw(t, "supplier refund ref")), "supplier_id": supplier,
+					"currency": "EUR", "amount": money(t, "supplier credit refunded", 15000), "refunded_on": "2026-12-11",
+				}})
+			}
 		},
 		// Manual journal entries on accounts anyone may post to, some on
 		// an account the chart does not have, and a reference repeats
@@ -532,7 +584,7 @@ func genSequence(t *rapid.T) sequence {
 	n := rapid.IntRange(10, 40).Draw(t, "deliveries")
 	for len(s.deliveries) < n {
 		name := rapid.SampledFrom([]string{"invoice", "invoice", "invoice", "credit", "credit", "payment", "payment", "payment",
-			"settlement", "purchase", "purchase", "supplier payment", "journal entry", "opening", "fx revalue", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
+			"settlement", "purchase", "purchase", "supplier payment", "use supplier credit", "use supplier credit", "journal entry", "opening", "fx revalue", "asset", "depreciation", "endpoint", "endpoint change", "endpoint change", "retry", "retry", "reuse", "held", "late company", "payment burst", "credit burst",
 			"apply credit", "refund credit", "credit use burst", "close period", "year close", "fx rate", "foreign invoice", "foreign payment", "foreign refund", "foreign payout"}).Draw(t, "action")
 		if name == "endpoint change" && len(endpoints) == 0 || slices.Contains([]string{"retry", "reuse", "held"}, name) && len(s.deliveries) == 0 {
 			continue
@@ -709,6 +761,14 @@ var tables = []struct{ name, names, rows string }{
 	{"supplier_payments", `SELECT id::text, 'supplier payment ' || company_id || ' ' || payment_ref FROM supplier_payments WHERE company_id = ANY($1)`,
 		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM supplier_payments t WHERE company_id = ANY($1)`},
 	{"supplier_payment_allocations", ``, `SELECT to_jsonb(a) FROM supplier_payment_allocations a JOIN supplier_payments p ON p.id = a.payment_id WHERE p.company_id = ANY($1)`},
+	{"supplier_credit_movements", `
+		SELECT i.result -> 'result' ->> 'application_id', 'supplier credit application of ' || i.company_id || ' ' || i.idempotency_key
+		  FROM inbox i WHERE i.company_id = ANY($1) AND i.command = 'supplier_credit.apply' AND i.status = 'ok'
+		 UNION ALL
+		SELECT i.result -> 'result' ->> 'refund_id', 'supplier credit refund of ' || i.company_id || ' ' || i.idempotency_key
+		  FROM inbox i WHERE i.company_id = ANY($1) AND i.command = 'supplier_credit.refund' AND i.status = 'ok'`,
+		`SELECT to_jsonb(t) - 'created_at' FROM supplier_credit_movements t WHERE company_id = ANY($1)`},
+	{"supplier_credits", ``, `SELECT to_jsonb(t) FROM supplier_credits t WHERE company_id = ANY($1)`},
 	{"manual_journals", `SELECT id::text, 'manual journal ' || company_id || ' ' || entry_ref FROM manual_journals WHERE company_id = ANY($1)`,
 		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM manual_journals t WHERE company_id = ANY($1)`},
 	{"opening_balances", `SELECT id::text, 'opening of ' || company_id FROM opening_balances WHERE company_id = ANY($1)`,

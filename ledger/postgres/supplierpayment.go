@@ -34,13 +34,16 @@ func (r purchaseRef) String() string {
 
 // resolvedPurchases is the array of the purchase invoice IDs that the
 // references ($1 companies, $2 IDs or empty, $3 suppliers, $4 document
-// numbers) name; a number that names several invoices of the supplier
-// names them all, and the payment is refused.
+// numbers) name. A number names a document as the supplier's identity
+// does, without its case, white space and dashes (purchase_document_key:
+// "INV-2026 07" and "inv202607" are one document); a number that names
+// several invoices of the supplier names them all, and the use is refused.
 const resolvedPurchases = `ARRAY(
 	SELECT d.id FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS r(company_id, id, supplier_id, number)
 	  JOIN purchase_invoices d ON d.company_id = r.company_id
 	   AND (d.id = nullif(r.id, '')::uuid
-	        OR (r.id = '' AND d.supplier_id = r.supplier_id AND d.document_number = r.number AND d.credits_invoice_id IS NULL)))`
+	        OR (r.id = '' AND d.supplier_id = r.supplier_id AND d.document_key = purchase_document_key(r.number)
+	            AND d.credits_invoice_id IS NULL)))`
 
 func (kind supplierPayments) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p := &supplierPaymentPlan{}
@@ -79,7 +82,7 @@ func (kind supplierPayments) Prepare(items []exec.Item, reads *pgx.Batch) exec.P
 // later commands see what is left.
 type purchaseStates struct {
 	byID     map[[2]string]*ledger.PurchaseState
-	byNumber map[[3]string][]*ledger.PurchaseState // by (company, supplier, document number)
+	byNumber map[[3]string][]*ledger.PurchaseState // by (company, supplier, ledger.DocumentKey of the number)
 	// openings are the previous books' open invoices of suppliers.
 	openings *openingStates
 }
@@ -106,7 +109,7 @@ func (p *plan) payablePurchases(reads *pgx.Batch, refs []purchaseRef) *purchaseS
 		inv.Converted, inv.CreditNote = converted, creditNote
 		byID[id] = &inv
 		s.byID[[2]string{company, id}] = &inv
-		k := [3]string{company, inv.SupplierID, inv.DocumentNumber}
+		k := [3]string{company, inv.SupplierID, ledger.DocumentKey(inv.DocumentNumber)}
 		s.byNumber[k] = append(s.byNumber[k], &inv)
 	}, `
 		SELECT d.id, d.company_id, d.document_number, d.supplier_id, d.currency, d.exchange_rate IS NOT NULL,
@@ -157,7 +160,7 @@ func (s *purchaseStates) find(r purchaseRef) (*ledger.PurchaseState, *ledger.Err
 			inv = s.openings.payables[[2]string{r.company, r.id}]
 		}
 	} else {
-		found := s.byNumber[[3]string{r.company, r.supplier, r.number}]
+		found := s.byNumber[[3]string{r.company, r.supplier, ledger.DocumentKey(r.number)}]
 		if o := s.openings.payablesByNumber[[3]string{r.company, r.supplier, r.number}]; o != nil {
 			found = append(found[:len(found):len(found)], o)
 		}
