@@ -425,9 +425,10 @@ func genSequence(t *rapid.T) sequence {
 		},
 		// Openings on 2026-11-01, before every other document's date, with
 		// open receivables paid later by number, a payable D-1, which
-		// shares its number with a purchase the supplier may send, and
-		// mostly a credit of c2's that payments' credits add to and
-		// applications and refunds use; a second opening of a company is
+		// shares its number with a purchase the supplier may send, mostly
+		// a credit of c2's that payments' credits add to and applications
+		// and refunds use, and mostly a credit with s1 or s2 that supplier
+		// payments' credits add to; a second opening of a company is
 		// refused.
 		"opening": func(t *rapid.T) {
 			c := company(t)
@@ -435,11 +436,12 @@ func genSequence(t *rapid.T) sequence {
 			r1, r2, p1 := rapid.IntRange(1, 90000).Draw(t, "receivable 1"), rapid.IntRange(1, 90000).Draw(t, "receivable 2"), rapid.IntRange(1, 90000).Draw(t, "payable")
 			bank := p1 + rapid.IntRange(1, 500000).Draw(t, "bank")
 			owed := rapid.IntRange(0, r1).Draw(t, "customer credit")
+			advanced := rapid.IntRange(0, 50000).Draw(t, "supplier credit")
 			body := map[string]any{
 				"date": "2026-11-01",
 				"lines": []any{
 					map[string]any{"account": "1100", "debit": cents(bank)},
-					map[string]any{"account": "3000", "credit": cents(bank + r1 + r2 - p1 - owed)},
+					map[string]any{"account": "3000", "credit": cents(bank + r1 + r2 - p1 - owed + advanced)},
 				},
 				"receivables": []any{
 					map[string]any{"invoice_number": "OB-1", "customer_id": "c1", "issue_date": "2026-10-10", "currency": "EUR", "amount": cents(r1)},
@@ -452,6 +454,10 @@ func genSequence(t *rapid.T) sequence {
 			}
 			if owed > 0 {
 				body["customer_credits"] = []any{map[string]any{"customer_id": "c2", "currency": "EUR", "amount": cents(owed)}}
+			}
+			if advanced > 0 {
+				body["supplier_credits"] = []any{map[string]any{"supplier_id": rapid.SampledFrom([]string{"s1", "s2"}).Draw(t, "advanced supplier"),
+					"currency": "EUR", "amount": cents(advanced)}}
 			}
 			add(delivery{company: c, command: "opening_balances.record", key: fresh("ob"), body: body})
 		},
@@ -761,12 +767,16 @@ var tables = []struct{ name, names, rows string }{
 	{"supplier_payments", `SELECT id::text, 'supplier payment ' || company_id || ' ' || payment_ref FROM supplier_payments WHERE company_id = ANY($1)`,
 		`SELECT to_jsonb(t) - 'created_at' - 'created_xact' FROM supplier_payments t WHERE company_id = ANY($1)`},
 	{"supplier_payment_allocations", ``, `SELECT to_jsonb(a) FROM supplier_payment_allocations a JOIN supplier_payments p ON p.id = a.payment_id WHERE p.company_id = ANY($1)`},
+	// A supplier payment's movement has the payment's ID, named above.
 	{"supplier_credit_movements", `
 		SELECT i.result -> 'result' ->> 'application_id', 'supplier credit application of ' || i.company_id || ' ' || i.idempotency_key
 		  FROM inbox i WHERE i.company_id = ANY($1) AND i.command = 'supplier_credit.apply' AND i.status = 'ok'
 		 UNION ALL
 		SELECT i.result -> 'result' ->> 'refund_id', 'supplier credit refund of ' || i.company_id || ' ' || i.idempotency_key
-		  FROM inbox i WHERE i.company_id = ANY($1) AND i.command = 'supplier_credit.refund' AND i.status = 'ok'`,
+		  FROM inbox i WHERE i.company_id = ANY($1) AND i.command = 'supplier_credit.refund' AND i.status = 'ok'
+		 UNION ALL
+		SELECT id::text, 'opening supplier credit ' || company_id || ' ' || supplier_id || ' ' || currency
+		  FROM supplier_credit_movements WHERE company_id = ANY($1) AND kind = 'opening'`,
 		`SELECT to_jsonb(t) - 'created_at' FROM supplier_credit_movements t WHERE company_id = ANY($1)`},
 	{"supplier_credits", ``, `SELECT to_jsonb(t) FROM supplier_credits t WHERE company_id = ANY($1)`},
 	{"manual_journals", `SELECT id::text, 'manual journal ' || company_id || ' ' || entry_ref FROM manual_journals WHERE company_id = ANY($1)`,

@@ -48,7 +48,7 @@ var documentAccounts = map[string]string{
 	AccountReceivables:             "accounts receivable are kept by invoices, credit notes and payments",
 	AccountProviderClearing:        "the payment provider's clearing account is kept by payments and settlements",
 	AccountInputVAT:                "input VAT is kept by purchase invoices and their credit notes",
-	AccountSupplierCredits:         "supplier credits are kept by supplier payments and their applications and refunds",
+	AccountSupplierCredits:         "supplier credits are kept by supplier payments, openings and their applications and refunds",
 	AccountFixedAssets:             "fixed assets are kept by purchase invoices and the asset register",
 	AccountAccumulatedDepreciation: "accumulated depreciation is kept by depreciation runs",
 	AccountPayables:                "accounts payable are kept by purchase invoices, their credit notes, supplier payments and applied supplier credits",

@@ -18,8 +18,10 @@ import (
 // cannot post to. The customers' credits (advances received, payments
 // over what was owed) are given by customer and currency, so each can be
 // applied or refunded later like a credit of these books; they make up
-// account 2200, which the lines cannot post to either. A company records
-// its opening balances once.
+// account 2200, which the lines cannot post to either. The company's
+// credits with suppliers (advances paid, payments over what was owed) are
+// given likewise by supplier and currency and make up account 1400. A
+// company records its opening balances once.
 type RecordOpeningBalances struct {
 	// Date is the first day of the first month the books keep.
 	Date Date `json:"date"`
@@ -30,6 +32,7 @@ type RecordOpeningBalances struct {
 	Receivables     []OpeningReceivable     `json:"receivables,omitempty"`
 	Payables        []OpeningPayable        `json:"payables,omitempty"`
 	CustomerCredits []OpeningCustomerCredit `json:"customer_credits,omitempty"`
+	SupplierCredits []OpeningSupplierCredit `json:"supplier_credits,omitempty"`
 }
 
 // OpeningLine is one account's opening balance: exactly one of Debit and
@@ -80,8 +83,21 @@ type OpeningCustomerCredit struct {
 	CompanyAmount *Decimal `json:"company_amount,omitempty"`
 }
 
-// MaxOpeningItems is how many lines, receivables, payables and customer
-// credits an opening may have together.
+// OpeningSupplierCredit is what a supplier owes the company on Date in
+// one currency: an advance paid or a payment beyond what was owed, not yet
+// applied nor paid back. Amount is in the credit's currency;
+// CompanyAmount what the previous books carry it at in the company's,
+// required for a credit in another currency (it is relieved at that rate
+// when applied or refunded, as every credit is at its own).
+type OpeningSupplierCredit struct {
+	SupplierID    string   `json:"supplier_id"`
+	Currency      string   `json:"currency"`
+	Amount        Decimal  `json:"amount"`
+	CompanyAmount *Decimal `json:"company_amount,omitempty"`
+}
+
+// MaxOpeningItems is how many lines, receivables, payables and credits an
+// opening may have together.
 const MaxOpeningItems = 5000
 
 func (*RecordOpeningBalances) CommandName() string { return "opening_balances.record" }
@@ -109,16 +125,39 @@ func (c *RecordOpeningBalances) items() []openingItem {
 	return out
 }
 
+// openingCredit is what the checks need of a customer's credit or a
+// credit with a supplier.
+type openingCredit struct {
+	field, party, partyField, partyWord, owes string
+	currency                                  string
+	amount                                    Decimal
+	company                                   *Decimal
+}
+
+func (c *RecordOpeningBalances) credits() []openingCredit {
+	out := make([]openingCredit, 0, len(c.CustomerCredits)+len(c.SupplierCredits))
+	for i, cc := range c.CustomerCredits {
+		out = append(out, openingCredit{fieldf("customer_credits[%d]", i), cc.CustomerID, "customer_id", "customer", "what the company owes the customer",
+			cc.Currency, cc.Amount, cc.CompanyAmount})
+	}
+	for i, sc := range c.SupplierCredits {
+		out = append(out, openingCredit{fieldf("supplier_credits[%d]", i), sc.SupplierID, "supplier_id", "supplier", "what the supplier owes the company",
+			sc.Currency, sc.Amount, sc.CompanyAmount})
+	}
+	return out
+}
+
 func (c *RecordOpeningBalances) validate() *Error {
+	count := len(c.Lines) + len(c.Receivables) + len(c.Payables) + len(c.CustomerCredits) + len(c.SupplierCredits)
 	switch {
 	case c.Date.IsZero():
 		return invalid("date", "is required")
 	case c.Date.Day() != 1:
 		return invalid("date", "%s is not the first day of a month: the books begin with a month, and every month before it is closed", c.Date)
-	case len(c.Lines)+len(c.Receivables)+len(c.Payables)+len(c.CustomerCredits) == 0:
-		return invalid("lines", "an opening needs balances: lines, receivables, payables or customer credits")
-	case len(c.Lines)+len(c.Receivables)+len(c.Payables)+len(c.CustomerCredits) > MaxOpeningItems:
-		return invalid("lines", "an opening has at most %d lines, receivables, payables and customer credits together", MaxOpeningItems)
+	case count == 0:
+		return invalid("lines", "an opening needs balances: lines, receivables, payables, customer credits or supplier credits")
+	case count > MaxOpeningItems:
+		return invalid("lines", "an opening has at most %d lines, receivables, payables, customer credits and supplier credits together", MaxOpeningItems)
 	}
 	seenAccount := map[string]int{}
 	for i, l := range c.Lines {
@@ -133,6 +172,8 @@ func (c *RecordOpeningBalances) validate() *Error {
 			return invalid(f+".account", "account %s is the sum of the open purchase invoices: give them as payables, each by its document number", l.Account)
 		case AccountCustomerCredits:
 			return invalid(f+".account", "account %s is the sum of the customers' credits: give them as customer_credits, each by customer and currency", l.Account)
+		case AccountSupplierCredits:
+			return invalid(f+".account", "account %s is the sum of the company's credits with suppliers: give them as supplier_credits, each by supplier and currency", l.Account)
 		}
 		if why, ok := documentAccounts[l.Account]; ok {
 			e := invalid(f+".account", "account %s is posted to by documents only (%s): an opening cannot post to it", l.Account, why)
@@ -190,29 +231,30 @@ func (c *RecordOpeningBalances) validate() *Error {
 			return err
 		}
 	}
-	seenCredit := map[[2]string]string{}
-	for i, cc := range c.CustomerCredits {
-		f := fieldf("customer_credits[%d]", i)
-		cur, curErr := currency(f+".currency", cc.Currency)
-		if err := firstError(required(f+".customer_id", cc.CustomerID, 100), curErr); err != nil {
+	// One credit per customer, and one per supplier, in each currency.
+	seenCredit := map[[3]string]string{}
+	for _, cr := range c.credits() {
+		f := cr.field
+		cur, curErr := currency(f+".currency", cr.currency)
+		if err := firstError(required(f+"."+cr.partyField, cr.party, 100), curErr); err != nil {
 			return err
 		}
-		key := [2]string{cc.CustomerID, cur.Code}
+		key := [3]string{cr.partyField, cr.party, cur.Code}
 		if prev, ok := seenCredit[key]; ok {
-			e := invalid(f+".currency", "customer %q has its %s credit in %s already: one credit per customer and currency", cc.CustomerID, cur.Code, prev)
-			e.Details["customer_id"], e.Details["currency"] = cc.CustomerID, cur.Code
+			e := invalid(f+".currency", "%s %q has its %s credit in %s already: one credit per %s and currency", cr.partyWord, cr.party, cur.Code, prev, cr.partyWord)
+			e.Details[cr.partyField], e.Details["currency"] = cr.party, cur.Code
 			return e
 		}
 		seenCredit[key] = f
 		switch {
-		case !cc.Amount.IsPositive():
-			return invalid(f+".amount", "must be greater than zero: what the company owes the customer")
-		case !cur.Fits(cc.Amount.Decimal):
-			return invalid(f+".amount", "%s has more decimals than %s allows", cc.Amount, cur.Code)
-		case !Storable(cc.Amount.Decimal):
-			return invalid(f+".amount", "%s is too large", cc.Amount)
+		case !cr.amount.IsPositive():
+			return invalid(f+".amount", "must be greater than zero: %s", cr.owes)
+		case !cur.Fits(cr.amount.Decimal):
+			return invalid(f+".amount", "%s has more decimals than %s allows", cr.amount, cur.Code)
+		case !Storable(cr.amount.Decimal):
+			return invalid(f+".amount", "%s is too large", cr.amount)
 		}
-		if err := companyAmountErr(f, cc.CompanyAmount); err != nil {
+		if err := companyAmountErr(f, cr.company); err != nil {
 			return err
 		}
 	}
@@ -266,6 +308,10 @@ type OpeningBalances struct {
 	// CustomerCredits are the customers' credits the opening brings, each
 	// a movement of kind CreditFromOpening, in the order given.
 	CustomerCredits []CreditMovement
+	// SupplierCredits are the company's credits with suppliers the
+	// opening brings, each a movement of kind SupplierCreditFromOpening,
+	// in the order given.
+	SupplierCredits []SupplierCreditMovement
 	// Debits and Credits are the entry's totals in the company's currency.
 	Debits, Credits decimal.Decimal
 	JournalEntryID  uuid.UUID
@@ -276,22 +322,23 @@ const SourceOpeningBalances = "opening_balances"
 
 // BookOpeningBalances builds the opening of c for a company whose currency
 // is cur: one line per account balance, one per open receivable (debiting
-// 1200), one per open payable (crediting 2100) and one per customer's
-// credit (crediting 2200), each in the document's or credit's currency at
-// its amount there and in the company's at its company amount, so that
-// 1200, 2100 and 2200 hold them in their own currencies, as documents
-// posted here do. The entry balances in the company's currency, where it
-// is the previous books' trial balance, and in each currency: the
-// documents and credits of another currency are balanced there by a line
-// on 3000 (Owner's equity) at their net amounts in it and in the
-// company's, and that line by one on 3000 in the company's currency, the
-// other way. The pair nets to nothing in the books as filed; read per
+// 1200), one per open payable (crediting 2100), one per customer's credit
+// (crediting 2200) and one per credit with a supplier (debiting 1400),
+// each in the document's or credit's currency at its amount there and in
+// the company's at its company amount, so that 1200, 2100, 2200 and 1400
+// hold them in their own currencies, as documents posted here do. The
+// entry balances in the company's currency, where it is the previous
+// books' trial balance, and in each currency: the documents and credits
+// of another currency are balanced there by a line on 3000 (Owner's
+// equity) at their net amounts in it and in the company's, and that line
+// by one on 3000 in the company's currency, the other way. The pair nets to nothing in the books as filed; read per
 // currency, it is the position the previous books held in the currency,
 // converted at their rates. It refuses an opening that does not balance,
 // naming the difference, and a document or credit in the company's
 // currency whose company_amount differs from its amount or one in another
-// currency without it. Each credit is a movement of the customer's credit
-// of kind CreditFromOpening, of the opening and its entry.
+// currency without it. Each customer's credit is a movement of the
+// customer's credit of kind CreditFromOpening, each credit with a supplier
+// one of kind SupplierCreditFromOpening, of the opening and its entry.
 func BookOpeningBalances(company string, c *RecordOpeningBalances, cur Currency, id, entryID uuid.UUID, newID func() uuid.UUID) (*OpeningBalances, *JournalEntry, *Error) {
 	o := &OpeningBalances{ID: id, Company: company, Date: c.Date, Currency: cur, JournalEntryID: entryID}
 	for i, l := range c.Lines {
@@ -310,9 +357,9 @@ func BookOpeningBalances(company string, c *RecordOpeningBalances, cur Currency,
 			o.Credits = o.Credits.Add(l.Credit.Decimal)
 		}
 	}
-	// position is each other currency's documents net, debits less
-	// credits, in that currency and in the company's; currencies in order
-	// of first use.
+	// position is each other currency's documents and credits net, debits
+	// less credits, in that currency and in the company's; currencies in
+	// order of first use.
 	type net struct{ doc, company decimal.Decimal }
 	position := map[string]net{}
 	var currencies []string
@@ -363,8 +410,23 @@ func BookOpeningBalances(company string, c *RecordOpeningBalances, cur Currency,
 			Amount: cc.Amount.Decimal, AmountCompany: companyAmount, SourceID: id, Date: c.Date, JournalEntryID: entryID,
 		})
 	}
+	for i, sc := range c.SupplierCredits {
+		f := fieldf("supplier_credits[%d]", i)
+		creditCur, _ := LookupCurrency(sc.Currency)
+		companyAmount, err := openingCompanyAmount(f, "credit", creditCur, cur, sc.Amount, sc.CompanyAmount)
+		if err != nil {
+			return nil, nil, err
+		}
+		o.Lines = append(o.Lines, debit(AccountSupplierCredits, creditCur.Code, sc.Amount.Decimal).at(companyAmount))
+		o.Debits = o.Debits.Add(companyAmount)
+		add(creditCur, net{sc.Amount.Decimal, companyAmount})
+		o.SupplierCredits = append(o.SupplierCredits, SupplierCreditMovement{
+			ID: newID(), SupplierID: sc.SupplierID, Currency: creditCur, Kind: SupplierCreditFromOpening,
+			Amount: sc.Amount.Decimal, AmountCompany: companyAmount, OpeningBalancesID: id, Date: c.Date, JournalEntryID: entryID,
+		})
+	}
 	if !o.Debits.Equal(o.Credits) {
-		e := invalid("lines", "the opening's debits total %s %s and its credits %s %s (receivables, payables and customer credits included): it is off by %s %s",
+		e := invalid("lines", "the opening's debits total %s %s and its credits %s %s (receivables, payables and credits included): it is off by %s %s",
 			cur.Format(o.Debits), cur.Code, cur.Format(o.Credits), cur.Code, cur.Format(o.Debits.Sub(o.Credits).Abs()), cur.Code)
 		e.Details["debits"], e.Details["credits"], e.Details["difference"] = cur.Format(o.Debits), cur.Format(o.Credits), cur.Format(o.Debits.Sub(o.Credits))
 		return nil, nil, e
@@ -408,20 +470,22 @@ func openingCompanyAmount(field, what string, docCur, cur Currency, amount Decim
 
 // OpeningBalancesView is an opening as results and events show it.
 type OpeningBalancesView struct {
-	OpeningBalancesID string                   `json:"opening_balances_id"`
-	Date              string                   `json:"date"`
-	Currency          string                   `json:"currency"`
-	Lines             []OpeningLineView        `json:"lines"`
-	Receivables       []OpeningDocumentView    `json:"receivables"`
-	Payables          []OpeningDocumentView    `json:"payables"`
-	CustomerCredits   []OpeningCreditView      `json:"customer_credits"`
-	Totals            OpeningBalancesTotalView `json:"totals"`
-	JournalEntryID    string                   `json:"journal_entry_id"`
+	OpeningBalancesID string                      `json:"opening_balances_id"`
+	Date              string                      `json:"date"`
+	Currency          string                      `json:"currency"`
+	Lines             []OpeningLineView           `json:"lines"`
+	Receivables       []OpeningDocumentView       `json:"receivables"`
+	Payables          []OpeningDocumentView       `json:"payables"`
+	CustomerCredits   []OpeningCreditView         `json:"customer_credits"`
+	SupplierCredits   []OpeningSupplierCreditView `json:"supplier_credits"`
+	Totals            OpeningBalancesTotalView    `json:"totals"`
+	JournalEntryID    string                      `json:"journal_entry_id"`
 }
 
 // OpeningLineView is one account's opening balance in the company's
-// currency as the entry posts it (the receivables, payables and customer
-// credits as one line each on 1200, 2100 and 2200).
+// currency as the entry posts it (the receivables, payables, customer
+// credits and credits with suppliers as one line each on 1200, 2100, 2200
+// and 1400).
 type OpeningLineView struct {
 	Account string `json:"account"`
 	Debit   string `json:"debit,omitempty"`
@@ -452,6 +516,15 @@ type OpeningCreditView struct {
 	CompanyAmount string `json:"company_amount"`
 }
 
+// OpeningSupplierCreditView is a credit with a supplier the opening
+// brings: Amount in its currency, CompanyAmount in the company's.
+type OpeningSupplierCreditView struct {
+	SupplierID    string `json:"supplier_id"`
+	Currency      string `json:"currency"`
+	Amount        string `json:"amount"`
+	CompanyAmount string `json:"company_amount"`
+}
+
 // OpeningBalancesTotalView are the entry's totals in the company's
 // currency.
 type OpeningBalancesTotalView struct {
@@ -460,14 +533,16 @@ type OpeningBalancesTotalView struct {
 }
 
 // View renders the opening: each account's balance in code order, then
-// the documents and the customers' credits in the order given.
+// the documents, the customers' credits and the credits with suppliers in
+// the order given.
 func (o *OpeningBalances) View() OpeningBalancesView {
 	cur := o.Currency
 	v := OpeningBalancesView{
 		OpeningBalancesID: o.ID.String(), Date: o.Date.String(), Currency: cur.Code,
 		Lines: []OpeningLineView{}, Receivables: []OpeningDocumentView{}, Payables: []OpeningDocumentView{}, CustomerCredits: []OpeningCreditView{},
-		Totals:         OpeningBalancesTotalView{Debits: cur.Format(o.Debits), Credits: cur.Format(o.Credits)},
-		JournalEntryID: o.JournalEntryID.String(),
+		SupplierCredits: []OpeningSupplierCreditView{},
+		Totals:          OpeningBalancesTotalView{Debits: cur.Format(o.Debits), Credits: cur.Format(o.Credits)},
+		JournalEntryID:  o.JournalEntryID.String(),
 	}
 	// Each account's balance, debits less credits in the company's
 	// currency: the currency pairs on 3000 net out.
@@ -507,6 +582,11 @@ func (o *OpeningBalances) View() OpeningBalancesView {
 	for _, m := range o.CustomerCredits {
 		v.CustomerCredits = append(v.CustomerCredits, OpeningCreditView{
 			CustomerID: m.CustomerID, Currency: m.Currency.Code, Amount: m.Currency.Format(m.Amount), CompanyAmount: cur.Format(m.AmountCompany),
+		})
+	}
+	for _, m := range o.SupplierCredits {
+		v.SupplierCredits = append(v.SupplierCredits, OpeningSupplierCreditView{
+			SupplierID: m.SupplierID, Currency: m.Currency.Code, Amount: m.Currency.Format(m.Amount), CompanyAmount: cur.Format(m.AmountCompany),
 		})
 	}
 	return v

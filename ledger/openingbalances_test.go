@@ -271,3 +271,163 @@ func TestBookOpeningCustomerCredits(t *testing.T) {
 		}
 	}
 }
+
+// withSupplierCredits adds two credits with suppliers to an opening, s1's
+// EUR 30.00 and s2's USD 44.00 carried at 40.00 EUR, and adds their 70.00
+// to the equity line, so the opening still balances.
+func withSupplierCredits(m map[string]any) {
+	m["lines"].([]any)[1].(map[string]any)["credit"] = "260.00"
+	m["supplier_credits"] = []any{
+		map[string]any{"supplier_id": "s1", "currency": "EUR", "amount": "30.00"},
+		map[string]any{"supplier_id": "s2", "currency": "USD", "amount": "44.00", "company_amount": "40.00"},
+	}
+}
+
+// What an opening's credits with suppliers are refused for when it is
+// decoded, each with the field named.
+func TestOpeningSupplierCreditsRefused(t *testing.T) {
+	t.Parallel()
+	credit := func(m map[string]any, i int) map[string]any { return m["supplier_credits"].([]any)[i].(map[string]any) }
+	for _, tc := range []struct {
+		name, field, text string
+		edit              func(m map[string]any)
+	}{
+		{"credits by hand", "lines[0].account", "account 1400 is the sum of the company's credits with suppliers: give them as supplier_credits", func(m map[string]any) {
+			m["lines"].([]any)[0].(map[string]any)["account"] = "1400"
+		}},
+		{"no supplier", "supplier_credits[0].supplier_id", "is required", func(m map[string]any) { credit(m, 0)["supplier_id"] = " " }},
+		{"no currency", "supplier_credits[1].currency", "not a supported ISO 4217 currency code", func(m map[string]any) { credit(m, 1)["currency"] = "usd" }},
+		{"a supplier's currency twice", "supplier_credits[1].currency", `supplier "s1" has its EUR credit in supplier_credits[0] already: one credit per supplier and currency`, func(m map[string]any) {
+			credit(m, 1)["supplier_id"], credit(m, 1)["currency"] = "s1", "EUR"
+		}},
+		{"nothing owed", "supplier_credits[0].amount", "greater than zero: what the supplier owes the company", func(m map[string]any) { credit(m, 0)["amount"] = "0.00" }},
+		{"owed to the supplier", "supplier_credits[0].amount", "greater than zero", func(m map[string]any) { credit(m, 0)["amount"] = "-30.00" }},
+		{"too many decimals", "supplier_credits[0].amount", "more decimals than EUR allows", func(m map[string]any) { credit(m, 0)["amount"] = "30.001" }},
+		{"a company amount of nothing", "supplier_credits[1].company_amount", "greater than zero", func(m map[string]any) { credit(m, 1)["company_amount"] = "0" }},
+	} {
+		_, err := ledger.Decode("opening_balances.record", openingJSON(t, func(m map[string]any) { withSupplierCredits(m); tc.edit(m) }))
+		var e *ledger.Error
+		if !errors.As(err, &e) || e.Code != ledger.CodeInvalidCommand || e.Details["field"] != tc.field || !strings.Contains(e.Message, tc.text) {
+			t.Errorf("%s: %v, want invalid_command on %s saying %q", tc.name, err, tc.field, tc.text)
+		}
+	}
+	// A supplier may have a credit in each of two currencies, a customer
+	// and a supplier of one ID each their own, and an opening of credits
+	// with suppliers alone is one.
+	for name, edit := range map[string]func(m map[string]any){
+		"two currencies": func(m map[string]any) { withSupplierCredits(m); credit(m, 1)["supplier_id"] = "s1" },
+		"a customer's and a supplier's": func(m map[string]any) {
+			withSupplierCredits(m)
+			m["customer_credits"] = []any{map[string]any{"customer_id": "s1", "currency": "EUR", "amount": "30.00"}}
+		},
+		"credits alone": func(m map[string]any) {
+			delete(m, "receivables")
+			delete(m, "payables")
+			m["lines"] = []any{map[string]any{"account": "3000", "credit": "30.00"}}
+			m["supplier_credits"] = []any{map[string]any{"supplier_id": "s1", "currency": "EUR", "amount": "30.00"}}
+		},
+	} {
+		if _, err := ledger.Decode("opening_balances.record", openingJSON(t, edit)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// The credits with suppliers debit 1400, each in its currency at its
+// company amount; one in another currency is balanced on 3000 in that
+// currency like a receivable, and each is a movement of kind opening of
+// the opening and its entry, naming the opening. A credit in another
+// currency needs its company amount, one in the company's may not give
+// another, and the credits count in the balance.
+func TestBookOpeningSupplierCredits(t *testing.T) {
+	t.Parallel()
+	eur, _ := ledger.LookupCurrency("EUR")
+	book := func(edit func(m map[string]any)) (*ledger.OpeningBalances, *ledger.JournalEntry, *ledger.Error) {
+		cmd, err := ledger.Decode("opening_balances.record", openingJSON(t, func(m map[string]any) {
+			withSupplierCredits(m)
+			if edit != nil {
+				edit(m)
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ledger.BookOpeningBalances("acme", cmd.(*ledger.RecordOpeningBalances), eur, uuid.New(), uuid.New(), uuid.New)
+	}
+	o, entry, e := book(nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if err := entry.Check(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range entry.Lines {
+		got = append(got, l.Account+" "+l.Currency+" "+l.Debit.StringFixed(2)+"/"+l.Credit.StringFixed(2)+" "+l.CompanyDebit.StringFixed(2)+"/"+l.CompanyCredit.StringFixed(2))
+	}
+	// USD: the receivable's 110.00 (100.00 EUR) and the credit's 44.00
+	// (40.00 EUR) make a position of USD 154.00 at 140.00 EUR on 3000.
+	want := "1100 EUR 100.00/0.00 100.00/0.00, 3000 EUR 0.00/260.00 0.00/260.00, 1200 EUR 121.00/0.00 121.00/0.00, 1200 USD 110.00/0.00 100.00/0.00, " +
+		"2100 EUR 0.00/131.00 0.00/131.00, 1400 EUR 30.00/0.00 30.00/0.00, 1400 USD 44.00/0.00 40.00/0.00, " +
+		"3000 USD 0.00/154.00 0.00/140.00, 3000 EUR 140.00/0.00 140.00/0.00"
+	if strings.Join(got, ", ") != want {
+		t.Fatalf("entry %s, want %s", strings.Join(got, ", "), want)
+	}
+	if len(o.SupplierCredits) != 2 || len(o.CustomerCredits) != 0 {
+		t.Fatalf("credits %+v %+v", o.SupplierCredits, o.CustomerCredits)
+	}
+	for i, w := range []struct{ supplier, cur, amount, company string }{{"s1", "EUR", "30", "30"}, {"s2", "USD", "44", "40"}} {
+		m := o.SupplierCredits[i]
+		if m.SupplierID != w.supplier || m.Currency.Code != w.cur || !m.Amount.Equal(dec(w.amount)) || !m.AmountCompany.Equal(dec(w.company)) ||
+			m.Kind != ledger.SupplierCreditFromOpening || m.OpeningBalancesID != o.ID || m.JournalEntryID != entry.ID || m.Date != o.Date ||
+			m.ID == uuid.Nil || m.ID == o.ID || m.SupplierPaymentID != uuid.Nil || m.PurchaseInvoiceID != uuid.Nil || m.Opening ||
+			!m.PayableCompany.IsZero() || m.RefundRef != "" {
+			t.Errorf("credit %d: %+v", i, m)
+		}
+	}
+	if o.SupplierCredits[0].ID == o.SupplierCredits[1].ID {
+		t.Errorf("two credits of one ID %s", o.SupplierCredits[0].ID)
+	}
+	v := o.View()
+	if len(v.SupplierCredits) != 2 || v.SupplierCredits[1] != (ledger.OpeningSupplierCreditView{SupplierID: "s2", Currency: "USD", Amount: "44.00", CompanyAmount: "40.00"}) ||
+		v.Totals.Debits != "391.00" || v.Totals.Credits != "391.00" || v.CustomerCredits == nil || len(v.CustomerCredits) != 0 {
+		t.Fatalf("view %+v", v)
+	}
+	if len(v.Lines) != 5 || v.Lines[2] != (ledger.OpeningLineView{Account: "1400", Debit: "70.00"}) || v.Lines[4] != (ledger.OpeningLineView{Account: "3000", Credit: "260.00"}) {
+		t.Fatalf("view lines %+v", v.Lines)
+	}
+	// Without credits the view lists none, as an empty list.
+	if o, _, e := book(func(m map[string]any) {
+		delete(m, "supplier_credits")
+		m["lines"].([]any)[1].(map[string]any)["credit"] = "190.00"
+	}); e != nil || o.View().SupplierCredits == nil || len(o.View().SupplierCredits) != 0 {
+		t.Fatalf("an opening without credits: %v", e)
+	}
+
+	credit := func(m map[string]any, i int) map[string]any { return m["supplier_credits"].([]any)[i].(map[string]any) }
+	for _, tc := range []struct {
+		name, field, text string
+		edit              func(m map[string]any)
+	}{
+		{"USD without a company amount", "supplier_credits[1].company_amount", "is required for a credit in USD", func(m map[string]any) {
+			delete(credit(m, 1), "company_amount")
+		}},
+		{"EUR at another amount", "supplier_credits[0].company_amount", "differs from the amount 30, and the credit is in the company's currency EUR", func(m map[string]any) {
+			credit(m, 0)["company_amount"] = "29.00"
+		}},
+		{"a company amount of too many decimals", "supplier_credits[1].company_amount", "more decimals than EUR allows", func(m map[string]any) {
+			credit(m, 1)["company_amount"] = "40.001"
+		}},
+		// 1400 is what the credits say: an equity line that leaves them
+		// out leaves the opening off by what they total.
+		{"credits left out of equity", "lines", "it is off by 70.00 EUR", func(m map[string]any) { m["lines"].([]any)[1].(map[string]any)["credit"] = "190.00" }},
+	} {
+		if _, _, e := book(tc.edit); e == nil || e.Code != ledger.CodeInvalidCommand || e.Details["field"] != tc.field || !strings.Contains(e.Message, tc.text) {
+			t.Errorf("%s: %v, want invalid_command on %s saying %q", tc.name, e, tc.field, tc.text)
+		}
+	}
+	// The company amount in the company's currency may be given, equal.
+	if _, _, e := book(func(m map[string]any) { credit(m, 0)["company_amount"] = "30.00" }); e != nil {
+		t.Errorf("an equal company amount: %v", e)
+	}
+}

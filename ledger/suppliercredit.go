@@ -7,14 +7,16 @@ import (
 
 // The company's credit with a supplier is money a supplier owes the
 // company, on account 1400, kept per supplier and currency: what supplier
-// payments left unapplied (an advance, an over-payment). It is used by
-// applying it to one of the supplier's open purchase invoices
+// payments left unapplied (an advance, an over-payment), and what the
+// suppliers owed the company when an opening began these books. It is
+// used by applying it to one of the supplier's open purchase invoices
 // (supplier_credit.apply), or when the supplier pays it back
 // (supplier_credit.refund); it never goes below zero.
 
 // Kinds of change to a credit with a supplier.
 const (
 	SupplierCreditFromPayment = "payment"     // + a supplier payment's unapplied part
+	SupplierCreditFromOpening = "opening"     // + a credit the previous books carried
 	SupplierCreditApplied     = "application" // - applied to a purchase invoice
 	SupplierCreditRefunded    = "refund"      // - paid back by the supplier
 )
@@ -72,6 +74,8 @@ type SupplierCreditMovement struct {
 	// invoice, or when Opening an opening's payable.
 	PurchaseInvoiceID uuid.UUID
 	Opening           bool
+	// OpeningBalancesID is, for a credit an opening brought, the opening.
+	OpeningBalancesID uuid.UUID
 	RefundRef         string
 	Date              Date
 	JournalEntryID    uuid.UUID

@@ -830,21 +830,25 @@ CREATE TABLE public.supplier_credit_movements (
     journal_entry_id uuid NOT NULL,
     idempotency_key text,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
+    opening_id uuid,
     CONSTRAINT supplier_credit_movements_amount_check CHECK ((amount <> (0)::numeric)),
     CONSTRAINT supplier_credit_movements_application CHECK ((((kind = 'application'::text) = (num_nonnulls(purchase_invoice_id, opening_item_id) = 1)) AND (num_nonnulls(purchase_invoice_id, opening_item_id) <= 1) AND ((kind = 'application'::text) = (payable_company IS NOT NULL)))),
     CONSTRAINT supplier_credit_movements_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
     CONSTRAINT supplier_credit_movements_currency_iso_4217 CHECK (public.iso_4217_currency((currency)::text)),
     CONSTRAINT supplier_credit_movements_journal_entry_id_fkey FOREIGN KEY (journal_entry_id) REFERENCES public.journal_entries(id),
-    CONSTRAINT supplier_credit_movements_kind_check CHECK ((kind = ANY (ARRAY['payment'::text, 'application'::text, 'refund'::text]))),
+    CONSTRAINT supplier_credit_movements_kind_check CHECK ((kind = ANY (ARRAY['payment'::text, 'opening'::text, 'application'::text, 'refund'::text]))),
+    CONSTRAINT supplier_credit_movements_opening CHECK (((kind = 'opening'::text) = (opening_id IS NOT NULL))),
+    CONSTRAINT supplier_credit_movements_opening_id_fkey FOREIGN KEY (opening_id) REFERENCES public.opening_balances(id),
     CONSTRAINT supplier_credit_movements_opening_item_id_fkey FOREIGN KEY (opening_item_id) REFERENCES public.opening_items(id),
     CONSTRAINT supplier_credit_movements_payment CHECK (((kind = 'payment'::text) = (supplier_payment_id IS NOT NULL))),
     CONSTRAINT supplier_credit_movements_pkey PRIMARY KEY (id),
     CONSTRAINT supplier_credit_movements_purchase_invoice_id_fkey FOREIGN KEY (purchase_invoice_id) REFERENCES public.purchase_invoices(id),
     CONSTRAINT supplier_credit_movements_refund CHECK (((kind = 'refund'::text) = (refund_ref IS NOT NULL))),
-    CONSTRAINT supplier_credit_movements_sign CHECK (((kind = 'payment'::text) = (amount > (0)::numeric))),
+    CONSTRAINT supplier_credit_movements_sign CHECK (((kind = ANY (ARRAY['payment'::text, 'opening'::text])) = (amount > (0)::numeric))),
     CONSTRAINT supplier_credit_movements_supplier_payment_id_fkey FOREIGN KEY (supplier_payment_id) REFERENCES public.supplier_payments(id) DEFERRABLE INITIALLY DEFERRED
 );
 CREATE INDEX supplier_credit_movements_invoice ON public.supplier_credit_movements USING btree (purchase_invoice_id) WHERE (purchase_invoice_id IS NOT NULL);
+CREATE INDEX supplier_credit_movements_opening ON public.supplier_credit_movements USING btree (opening_id) WHERE (opening_id IS NOT NULL);
 CREATE INDEX supplier_credit_movements_opening_item ON public.supplier_credit_movements USING btree (opening_item_id) WHERE (opening_item_id IS NOT NULL);
 CREATE INDEX supplier_credit_movements_payment ON public.supplier_credit_movements USING btree (supplier_payment_id) WHERE (supplier_payment_id IS NOT NULL);
 CREATE INDEX supplier_credit_movements_supplier ON public.supplier_credit_movements USING btree (company_id, supplier_id, currency);

@@ -394,9 +394,36 @@ func TestForgedStatesAreCaught(t *testing.T) {
 		want:    []string{audit.CheckSupplierCredits},
 		wantRef: "EUR",
 		check: func(t *testing.T, r *audit.Report) {
-			if v := r.Violations[0]; v.Company != "beta" || !strings.Contains(v.Detail, "account 1400 holds 0.00 but the credits with suppliers sum to 5.00") ||
+			if v := r.Violations[0]; v.Company != "beta" || !strings.Contains(v.Detail, "account 1400 holds 40.00 but the credits with suppliers sum to 45.00") ||
 				!strings.Contains(v.Detail, "supplier sup-x has a credit of 5.00 but its movements sum to 0.00") {
 				t.Errorf("supplier credits violation %+v", v)
+			}
+		},
+	}, {
+		name: "an opening's credit with a supplier that says more than its entry posted",
+		forge: []string{
+			`UPDATE supplier_credit_movements SET amount = 45, amount_company = 45 WHERE company_id = 'beta' AND kind = 'opening' AND supplier_id = 'sup-5'`,
+			`UPDATE supplier_credits SET balance = 45, balance_company = 45 WHERE company_id = 'beta' AND supplier_id = 'sup-5'`,
+		},
+		want:    []string{audit.CheckSupplierCredits},
+		wantRef: "EUR",
+		check: func(t *testing.T, r *audit.Report) {
+			// The movement is the opening's, by the opening it names: the
+			// first difference is the opening's.
+			opening := books.Field(t, "beta", "beta-open", "opening_balances_id")
+			want := map[string]string{
+				"EUR": "account 1400 holds 40.00 but the credits with suppliers sum to 45.00 (difference -5.00); first difference: opening_balances " +
+					opening + " of 2026-11-01 posted 40.00 to 1400 where its credit movements say 45.00",
+				"company currency EUR": "account 1400 holds 40.00 but the credits with suppliers sum to 45.00 (difference -5.00)",
+			}
+			for _, v := range r.Violations {
+				if w, ok := want[v.Ref]; !ok || v.Detail != w {
+					t.Errorf("supplier credits violation %+v", v)
+				}
+				delete(want, v.Ref)
+			}
+			if len(want) > 0 {
+				t.Errorf("no violation for %v", want)
 			}
 		},
 	}, {

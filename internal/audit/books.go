@@ -246,7 +246,7 @@ flagged AS (
 
 // creditsSQL: each change of a credit (a customer's, or the company's with
 // a supplier) is a movement of the document that made it (an opening's
-// for the credits the previous books owed customers), and the credit
+// for the credits the previous books carried), and the credit
 // account holds their sum, in each currency; every party's balance is the sum of its
 // movements.
 func creditsSQL(c creditBook) string {
@@ -337,11 +337,14 @@ var (
 		sourceID: "source_id", creditsWord: "the customers'' credits", partyWord: "customer",
 	})
 	// A supplier payment's movement has the payment's ID; an
-	// application's or refund's is its entry's source.
+	// application's or refund's is its entry's source; an opening's, one
+	// of the several its entry posts, names the opening in opening_id.
 	supplierCreditsSQL = creditsSQL(creditBook{
 		account: ledger.AccountSupplierCredits, in: "debit", out: "credit",
 		balances: "supplier_credits", movements: "supplier_credit_movements", party: "supplier_id",
-		sourceType: `CASE kind WHEN 'payment' THEN 'supplier_payment' ELSE 'supplier_credit_' || kind END`,
-		sourceID:   "id", creditsWord: "the credits with suppliers", partyWord: "supplier",
+		sourceType: `CASE kind WHEN 'payment' THEN 'supplier_payment' WHEN 'opening' THEN '` + ledger.SourceOpeningBalances + `'
+	                 ELSE 'supplier_credit_' || kind END`,
+		sourceID:    "CASE kind WHEN 'opening' THEN opening_id ELSE id END",
+		creditsWord: "the credits with suppliers", partyWord: "supplier",
 	})
 )

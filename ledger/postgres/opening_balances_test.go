@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -468,4 +469,200 @@ func sameLines(got, want []string) bool {
 	slices.Sort(got)
 	slices.Sort(want)
 	return slices.Equal(got, want)
+}
+
+// The credits with suppliers an opening brings, worked by hand. The
+// previous books hold an advance of 300.00 EUR paid to s-7, whose invoice
+// P-7 of 242.00 EUR is still open, and one of 220.00 USD paid to s-usd,
+// which they carry at 200.00 EUR; the opening debits 1400 with both, each
+// in its currency, and they become the company's credits with those
+// suppliers:
+//
+//   - November's revaluation at 1.25 USD per EUR finds s-usd's USD 220.00
+//     worth 176.00: a loss of 24.00, reversed on December 1.
+//   - s-7's credit pays the opening's payable P-7 (242.00), and s-7 pays
+//     back the 58.00 left.
+//   - s-usd pays back USD 110.00 at 1.05 = 104.76 EUR, which relieves the
+//     credit at its carried rate, 200.00 × 110 / 220 = 100.00, and
+//     realises a gain of 4.76; the USD 110.00 left, carried at 100.00, is
+//     applied to a USD purchase invoice booked at 1.00, relieving its
+//     payable by 110.00 and realising a gain of 10.00.
+//
+// 1400 and both credits are then zero, the audit finds the books whole,
+// and a line on 1400 is refused: the account is what the credits say.
+func TestOpeningSupplierCredits(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	ctx := testContext(t)
+	const co = "acme"
+	createRegisteredCompany(t, db, co)
+	body := map[string]any{
+		"date": "2026-11-01",
+		"lines": []any{
+			map[string]any{"account": ledger.AccountBank, "debit": "12500.00"},
+			map[string]any{"account": ledger.AccountEquity, "credit": "10000.00"},
+			map[string]any{"account": ledger.AccountRetainedEarnings, "credit": "2758.00"},
+		},
+		"payables": []any{
+			map[string]any{"document_number": "P-7", "supplier_id": "s-7", "issue_date": "2026-10-20", "currency": "EUR", "amount": "242.00"},
+		},
+		"supplier_credits": []any{
+			map[string]any{"supplier_id": "s-7", "currency": "EUR", "amount": "300.00"},
+			map[string]any{"supplier_id": "s-usd", "currency": "USD", "amount": "220.00", "company_amount": "200.00"},
+		},
+	}
+	withLine := func(account string) map[string]any {
+		b := maps.Clone(body)
+		b["lines"] = append(slices.Clone(body["lines"].([]any)), map[string]any{"account": account, "debit": "1.00"})
+		return b
+	}
+	raw, jsonErr := json.Marshal(withLine(ledger.AccountSupplierCredits))
+	if jsonErr != nil {
+		t.Fatal(jsonErr)
+	}
+	var e *ledger.Error
+	if _, err := ledger.Decode("opening_balances.record", raw); !errors.As(err, &e) || e.Code != ledger.CodeInvalidCommand ||
+		e.Details["field"] != "lines[3].account" || !strings.Contains(e.Message, "give them as supplier_credits") {
+		t.Errorf("a line on 1400: %v", err)
+	}
+	o := run[ledger.OpeningBalancesView](t, db, co, "opening_balances.record", body)
+	if len(o.SupplierCredits) != 2 || o.SupplierCredits[1] != (ledger.OpeningSupplierCreditView{SupplierID: "s-usd", Currency: "USD", Amount: "220.00", CompanyAmount: "200.00"}) ||
+		o.Totals.Debits != "13000.00" || len(o.Lines) != 5 || o.Lines[1] != (ledger.OpeningLineView{Account: "1400", Debit: "500.00"}) {
+		t.Fatalf("the opening: %+v", o)
+	}
+	wantEntry := []string{"1100 EUR Dr 12500.00", "3000 EUR Cr 10000.00", "3400 EUR Cr 2758.00", "2100 EUR Cr 242.00", "1400 EUR Dr 300.00", "1400 USD Dr 200.00",
+		"3000 USD Cr 200.00", "3000 EUR Dr 200.00"}
+	if got := companyLines(t, db, uuid.MustParse(o.JournalEntryID)); strings.Join(got, ", ") != strings.Join(wantEntry, ", ") {
+		t.Fatalf("the opening's entry: %v, want %v", got, wantEntry)
+	}
+	rows, err := db.Query(ctx, `
+		SELECT format('%s %s %s %s/%s %s', supplier_id, currency, kind, amount::numeric(28,2), amount_company::numeric(28,2), entry_date),
+		       id::text, opening_id::text, journal_entry_id::text,
+		       num_nonnulls(supplier_payment_id, purchase_invoice_id, opening_item_id, payable_company, refund_ref) = 0
+		  FROM supplier_credit_movements WHERE company_id = $1 ORDER BY supplier_id`, co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moved []string
+	ids := map[string]bool{}
+	for rows.Next() {
+		var m, id, opening, entry string
+		var bare bool
+		if err := rows.Scan(&m, &id, &opening, &entry, &bare); err != nil {
+			t.Fatal(err)
+		}
+		if opening != o.OpeningBalancesID || entry != o.JournalEntryID || !bare || id == o.OpeningBalancesID || ids[id] {
+			t.Errorf("movement %s (%s): opening %s, entry %s, names nothing else: %v", m, id, opening, entry, bare)
+		}
+		ids[id] = true
+		moved = append(moved, m)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(moved, "; "), "s-7 EUR opening 300.00/300.00 2026-11-01; s-usd USD opening 220.00/200.00 2026-11-01"; got != want {
+		t.Fatalf("movements: %s, want %s", got, want)
+	}
+	credits := func() string {
+		t.Helper()
+		var got string
+		if err := db.QueryRow(ctx, `
+			SELECT string_agg(format('%s %s %s/%s', supplier_id, currency, balance::numeric(28,2), balance_company::numeric(28,2)), '; ' ORDER BY supplier_id)
+			  FROM supplier_credits WHERE company_id = $1`, co).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got, want := credits(), "s-7 EUR 300.00/300.00; s-usd USD 220.00/200.00"; got != want {
+		t.Fatalf("credits: %s, want %s", got, want)
+	}
+	requireAuditClean(t, db)
+
+	// November's revaluation finds s-usd's credit.
+	run[ledger.FXRateView](t, db, co, "fx_rate.record", map[string]any{"currency": "USD", "date": "2026-11-30", "rate": "1.25", "source": "ECB"})
+	r := run[ledger.FXRevaluationView](t, db, co, "fx.revalue", map[string]any{"month": "2026-11"})
+	wantReval := []ledger.FXRevaluationLineView{
+		{Kind: "supplier_credit", Reference: "s-usd", Account: "1400", Currency: "USD", Open: "220.00", Booked: "200.00", Revalued: "176.00", Difference: "-24.00"},
+	}
+	if fmt.Sprint(r.Lines) != fmt.Sprint(wantReval) || r.Loss != "24.00" || r.Gain != "0.00" {
+		t.Fatalf("the revaluation: %+v, want lines %+v", r, wantReval)
+	}
+
+	// s-7's EUR credit pays the opening's payable, and the rest comes back.
+	a := run[ledger.SupplierCreditApplicationView](t, db, co, "supplier_credit.apply", map[string]any{
+		"supplier_id": "s-7", "document_number": "P-7", "amount": "242.00", "applied_on": "2026-12-03"})
+	if a.CreditLeft != "58.00" || a.InvoiceOpen != "0.00" || a.ExchangeDifference != "" {
+		t.Fatalf("s-7's credit applied: %+v", a)
+	}
+	if want := []string{"2100 EUR Dr 242.00", "1400 EUR Cr 242.00"}; !sameLines(companyLines(t, db, uuid.MustParse(a.JournalEntryID)), want) {
+		t.Fatalf("the application's entry: %v, want %v", companyLines(t, db, uuid.MustParse(a.JournalEntryID)), want)
+	}
+	if e := runErr(t, db, co, "supplier_credit.refund", map[string]any{
+		"refund_ref": "in-7-too-much", "supplier_id": "s-7", "currency": "EUR", "amount": "58.01", "refunded_on": "2026-12-04"},
+		ledger.CodeConflict); !strings.Contains(e.Message, "has 58.00 EUR of credit") {
+		t.Errorf("a refund of more than is left: %s", e.Message)
+	}
+	rf := run[ledger.SupplierCreditRefundView](t, db, co, "supplier_credit.refund", map[string]any{
+		"refund_ref": "in-7", "supplier_id": "s-7", "currency": "EUR", "amount": "58.00", "refunded_on": "2026-12-04"})
+	if rf.CreditLeft != "0.00" || rf.Exchange != nil {
+		t.Fatalf("s-7's credit refunded: %+v", rf)
+	}
+
+	// s-usd's USD credit: paid back in part, relieved at its carried
+	// rate, not November's closing one.
+	rf = run[ledger.SupplierCreditRefundView](t, db, co, "supplier_credit.refund", map[string]any{
+		"refund_ref": "in-usd", "supplier_id": "s-usd", "currency": "USD", "amount": "110.00", "refunded_on": "2026-12-04", "exchange_rate": "1.05"})
+	if rf.CreditLeft != "110.00" || rf.Exchange == nil || rf.Exchange.Amount != "104.76" || rf.Exchange.Difference != "4.76" {
+		t.Fatalf("s-usd's credit refunded in part: %+v %+v", rf, rf.Exchange)
+	}
+	if want := []string{"1100 USD Dr 104.76", "1400 USD Cr 100.00", "4900 USD Cr 4.76"}; !sameLines(companyLines(t, db, uuid.MustParse(rf.JournalEntryID)), want) {
+		t.Fatalf("the refund's entry: %v, want %v", companyLines(t, db, uuid.MustParse(rf.JournalEntryID)), want)
+	}
+	usd := run[ledger.PurchaseInvoiceView](t, db, co, "purchase_invoice.record", map[string]any{
+		"supplier":        map[string]any{"id": "s-usd", "name": "UAB Dolerinis", "vat_id": "LT100000000050", "country": "LT"},
+		"document_number": "U-1", "issue_date": "2026-12-04", "due_date": "2026-12-31", "currency": "USD", "exchange_rate": "1.00",
+		"lines": []any{map[string]any{"description": "Licence", "quantity": "1", "unit_price": "110.00", "vat_rate": "0", "vat_treatment": "exempt"}}})
+	a = run[ledger.SupplierCreditApplicationView](t, db, co, "supplier_credit.apply", map[string]any{
+		"supplier_id": "s-usd", "purchase_invoice_id": usd.PurchaseInvoiceID, "amount": "110.00", "applied_on": "2026-12-05"})
+	if a.CreditLeft != "0.00" || a.InvoiceOpen != "0.00" || a.ExchangeDifference != "10.00" {
+		t.Fatalf("s-usd's credit applied: %+v", a)
+	}
+	if want := []string{"2100 USD Dr 110.00", "1400 USD Cr 100.00", "4900 USD Cr 10.00"}; !sameLines(companyLines(t, db, uuid.MustParse(a.JournalEntryID)), want) {
+		t.Fatalf("the application's entry: %v, want %v", companyLines(t, db, uuid.MustParse(a.JournalEntryID)), want)
+	}
+
+	// Nothing is left: not on the credits, not on 1400, not on 2100.
+	if got, want := credits(), "s-7 EUR 0.00/0.00; s-usd USD 0.00/0.00"; got != want {
+		t.Fatalf("credits after their uses: %s, want %s", got, want)
+	}
+	for account, want := range map[string]string{ledger.AccountSupplierCredits: "0.00", ledger.AccountPayables: "0.00"} {
+		if got := companyBalance(t, db, co, account); got != want {
+			t.Errorf("account %s holds %s EUR, want %s", account, got, want)
+		}
+	}
+	if e := runErr(t, db, co, "supplier_credit.refund", map[string]any{
+		"refund_ref": "in-usd-again", "supplier_id": "s-usd", "currency": "USD", "amount": "1.00", "refunded_on": "2026-12-05", "exchange_rate": "1.05"},
+		ledger.CodeConflict); !strings.Contains(e.Message, "has 0.00 USD of credit") {
+		t.Errorf("a refund of a used credit: %s", e.Message)
+	}
+	requireBooksBalance(t, db)
+	requireAuditClean(t, db)
+
+	// The database holds an opening's movement to a credit given, naming
+	// its opening and no supplier payment, and only an opening's movement
+	// names an opening.
+	for constraint, values := range map[string]string{
+		"supplier_credit_movements_sign":    `'opening', -1.00, NULL, '` + o.OpeningBalancesID + `'::uuid`,
+		"supplier_credit_movements_payment": `'opening', 1.00, '` + uuid.NewString() + `'::uuid, '` + o.OpeningBalancesID + `'::uuid`,
+		"supplier_credit_movements_opening": `'opening', 1.00, NULL, NULL`,
+	} {
+		_, err := db.Exec(ctx, `
+			INSERT INTO supplier_credit_movements (id, company_id, supplier_id, currency, kind, amount, supplier_payment_id, opening_id,
+			                                       amount_company, entry_date, journal_entry_id)
+			VALUES ($1, $2, 's-usd', 'USD', `+values+`, 1.00, '2026-11-01', $3)`, uuid.New(), co, o.JournalEntryID)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.ConstraintName != constraint {
+			t.Errorf("a movement breaking %s: %v", constraint, err)
+		}
+	}
 }

@@ -18,7 +18,8 @@ import (
 // opening holds its company's period lock exclusively, as period.close
 // does: no document dated before the books begin commits after it. The
 // customers' credits an opening brings are added to their credits as a
-// payment's unapplied part is.
+// payment's unapplied part is, and its credits with suppliers as a
+// supplier payment's unapplied part is.
 type openings struct{ rules dateRules }
 
 func (openings) Commands() []string { return []string{new(ledger.RecordOpeningBalances).CommandName()} }
@@ -79,6 +80,7 @@ func (p *openingPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 	var entries []*ledger.JournalEntry
 	var closes []*ledger.PeriodClose
 	var credits movements
+	var supplierCredits supplierMovements
 	results, err := p.each(which, func(at int, company string, c *ledger.RecordOpeningBalances) (exec.Result, error) {
 		key := docKey{company: company}
 		if prev, dup := p.openings[key]; dup {
@@ -126,14 +128,18 @@ func (p *openingPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 		p.openings[key] = found{o.ID, c.Date.String()}
 		opened, keys, entries = append(opened, o), append(keys, p.items[at].Key), append(entries, entry)
 		credits.add(company, o.CustomerCredits...)
+		for _, mv := range o.SupplierCredits {
+			supplierCredits.add(company, p.items[at].Key, mv)
+		}
 		return done(ledger.EventOpeningBalancesRecorded, o.View())
 	})
 	if err == nil && len(opened) > 0 {
 		queueOpenings(w, opened, keys)
 		queueEntries(w, entries)
-		// The customers' credits the openings bring, after the entries
-		// they name.
+		// The customers' credits and the credits with suppliers the
+		// openings bring, after the openings and entries they name.
 		credits.queue(w)
+		supplierCredits.queue(w)
 		if len(closes) > 0 {
 			queuePeriodCloses(w, closes)
 		}

@@ -12,9 +12,10 @@ import (
 
 // The company's credit with a supplier is a row of supplier_credits per
 // company, supplier and currency, and the movements that add up to it.
-// Supplier payments add what they leave unapplied as they write;
-// applications and refunds lock the rows first, so two of them cannot
-// both take the same credit. Plans take purchase invoice locks before
+// Supplier payments add what they leave unapplied as they write, and
+// openings the credits the previous books carried; applications and
+// refunds lock the rows first, so two of them cannot both take the same
+// credit. Plans take purchase invoice locks before
 // credit locks, as they take invoice locks before customers' credits.
 
 // supplierCreditStates are the credits with suppliers a plan uses, locked
@@ -83,6 +84,7 @@ func (m *supplierMovements) queue(b *pgx.Batch) {
 	ids, entryIDs := make([][16]byte, 0, n), make([][16]byte, 0, n)
 	suppliers, currencies, kinds, amounts, amountsCo := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	payments, invoices, openingItems, payablesCo, refundRefs := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	openings := make([]string, 0, n)
 	dates := make([]time.Time, 0, n)
 	net := map[creditKey]creditDelta{}
 	for i, mv := range m.list {
@@ -100,22 +102,23 @@ func (m *supplierMovements) queue(b *pgx.Batch) {
 		amounts, amountsCo = append(amounts, mv.Amount.String()), append(amountsCo, mv.AmountCompany.String())
 		payments, invoices, openingItems = append(payments, optionalID(mv.SupplierPaymentID)), append(invoices, invoice), append(openingItems, opening)
 		payablesCo, refundRefs, dates = append(payablesCo, payableCo), append(refundRefs, mv.RefundRef), append(dates, mv.Date.Time)
+		openings = append(openings, optionalID(mv.OpeningBalancesID))
 		k := creditKey{m.companies[i], mv.SupplierID, mv.Currency.Code}
 		net[k] = creditDelta{net[k].amount.Add(mv.Amount), net[k].company.Add(mv.AmountCompany)}
 	}
 	b.Queue(`
 		INSERT INTO supplier_credit_movements (id, company_id, supplier_id, currency, kind, amount, amount_company,
 		                                       supplier_payment_id, purchase_invoice_id, opening_item_id, payable_company,
-		                                       refund_ref, entry_date, journal_entry_id, idempotency_key)
+		                                       refund_ref, opening_id, entry_date, journal_entry_id, idempotency_key)
 		SELECT id, company_id, supplier_id, currency, kind, amount, amount_company,
 		       nullif(payment, '')::uuid, nullif(invoice, '')::uuid, nullif(opening, '')::uuid, nullif(payable_company, '')::numeric,
-		       nullif(refund_ref, ''), entry_date, journal_entry_id, nullif(idempotency_key, '')
+		       nullif(refund_ref, ''), nullif(opening_balances, '')::uuid, entry_date, journal_entry_id, nullif(idempotency_key, '')
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]::numeric[], $7::text[]::numeric[],
-		              $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::date[], $14::uuid[], $15::text[])
+		              $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::date[], $15::uuid[], $16::text[])
 		       AS r(id, company_id, supplier_id, currency, kind, amount, amount_company, payment, invoice, opening, payable_company,
-		            refund_ref, entry_date, journal_entry_id, idempotency_key)`,
+		            refund_ref, opening_balances, entry_date, journal_entry_id, idempotency_key)`,
 		ids, m.companies, suppliers, currencies, kinds, amounts, amountsCo, payments, invoices, openingItems, payablesCo,
-		refundRefs, dates, entryIDs, m.keys)
+		refundRefs, openings, dates, entryIDs, m.keys)
 	queueCreditBalances(b, "supplier_credits", "supplier_id", net)
 }
 

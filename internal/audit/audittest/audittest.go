@@ -84,9 +84,9 @@ func (b Books) Field(t testing.TB, company, key, field string) string {
 //     bank fee), and a key that failed
 //     (a second invoice for order o-1: duplicate_document);
 //   - company beta: its opening balances on 2026-11-01 (two open
-//     receivables, one in USD, a payable, and two customers' credits, one
-//     in USD), one invoice, a payment of an opening receivable that leaves
-//     32.00 unapplied, no endpoints.
+//     receivables, one in USD, a payable, two customers' credits, one in
+//     USD, and a credit with supplier sup-5), one invoice, a payment of an
+//     opening receivable that leaves 32.00 unapplied, no endpoints.
 //
 // Keys are named after what they do (acme-setup, hook-all, inv-1, …).
 // No relay or dispatcher runs: events are unpublished and deliveries
@@ -151,7 +151,7 @@ func Build(t testing.TB, pool *pgxpool.Pool) Books {
 	do("beta", "company.create", "beta-setup", map[string]any{"name": "Beta UAB", "country": "LT", "currency": "EUR"}, true)
 	do("beta", "opening_balances.record", "beta-open", map[string]any{
 		"date":  "2026-11-01",
-		"lines": []any{map[string]any{"account": "1100", "debit": "500.00"}, map[string]any{"account": "3000", "credit": "1314.09"}},
+		"lines": []any{map[string]any{"account": "1100", "debit": "500.00"}, map[string]any{"account": "3000", "credit": "1354.09"}},
 		"receivables": []any{
 			map[string]any{"invoice_number": "B-90", "customer_id": "cust-7", "issue_date": "2026-10-20", "currency": "EUR", "amount": "968.00"},
 			map[string]any{"invoice_number": "B-91", "customer_id": "cust-8", "issue_date": "2026-10-21", "currency": "USD", "amount": "110.00", "company_amount": "100.00"}},
@@ -159,6 +159,7 @@ func Build(t testing.TB, pool *pgxpool.Pool) Books {
 		"customer_credits": []any{
 			map[string]any{"customer_id": "cust-9", "currency": "EUR", "amount": "25.00"},
 			map[string]any{"customer_id": "cust-8", "currency": "USD", "amount": "22.00", "company_amount": "20.00"}},
+		"supplier_credits": []any{map[string]any{"supplier_id": "sup-5", "currency": "EUR", "amount": "40.00"}},
 	}, true)
 	do("beta", "invoice.create", "inv-1", invoice("b-1", "20.00"), true)
 	do("beta", "payment.record", "pay-b90", map[string]any{
