@@ -122,7 +122,7 @@ type InvoiceState struct {
 	GrossCompany, RelievedCompany decimal.Decimal
 	// Opening is true for an invoice of the previous books an opening
 	// left open (opening_balances.record): it has no lines, and only
-	// payments settle it.
+	// payments and the customer's credit settle it.
 	Opening bool
 }
 

@@ -8,12 +8,13 @@ import (
 // A customer's credit is money the company owes a customer, on account
 // 2200, kept per customer and currency: what a payment left unapplied,
 // what a credit note took beyond what was open on its invoice, and what
-// the previous books owed when an opening began these. It is
-// used by applying it to one of the customer's open invoices
-// (customer_credit.apply) or by paying it back (customer_credit.refund, or
-// a provider's refund inside settlement.record). A refund always names
-// what it refunds: a payment, up to what of it is unapplied, or the
-// customer's credit; it never takes more than the customer has.
+// the previous books owed when an opening began these. It is used by
+// applying it to one of the customer's open invoices, or to a receivable
+// an opening left open (customer_credit.apply), or by paying it back
+// (customer_credit.refund, or a provider's refund inside
+// settlement.record). A refund always names what it refunds: a payment,
+// up to what of it is unapplied, or the customer's credit; it never takes
+// more than the customer has.
 
 // Kinds of change to a customer's credit.
 const (
@@ -79,7 +80,11 @@ type CreditMovement struct {
 	InvoiceCompany decimal.Decimal
 	SourceID       uuid.UUID
 	PaymentID      uuid.UUID // uuid.Nil: none
-	InvoiceID      uuid.UUID // uuid.Nil: none
+	// InvoiceID is the invoice an application pays or a credit note
+	// corrects (uuid.Nil: none); when Opening, the receivable an opening
+	// left open that an application pays.
+	InvoiceID      uuid.UUID
+	Opening        bool
 	RefundRef      string
 	Date           Date
 	JournalEntryID uuid.UUID
@@ -145,8 +150,10 @@ func (r Refund) Undo() {
 }
 
 // ApplyCustomerCredit is the body of customer_credit.apply: apply part of
-// a customer's credit to one of its open invoices, in the invoice's
-// currency.
+// a customer's credit to one of its open invoices, or to a receivable an
+// opening left open, in the invoice's currency. InvoiceNumber finds an
+// invoice of these books before an opening's receivable; InvoiceID is an
+// invoice's ID or an opening item's.
 type ApplyCustomerCredit struct {
 	CustomerID    string  `json:"customer_id"`
 	InvoiceID     string  `json:"invoice_id,omitempty"`
@@ -174,7 +181,8 @@ func (c *ApplyCustomerCredit) validate() *Error {
 	return nil
 }
 
-// CreditApplication is a customer's credit applied to an invoice.
+// CreditApplication is a customer's credit applied to an invoice, or to a
+// receivable an opening left open (Invoice.Opening).
 type CreditApplication struct {
 	ID             uuid.UUID
 	Command        *ApplyCustomerCredit
@@ -226,7 +234,7 @@ func (a *CreditApplication) Movement() CreditMovement {
 	return CreditMovement{
 		ID: a.ID, CustomerID: a.Command.CustomerID, Currency: a.Invoice.Currency, Kind: CreditApplied,
 		Amount: a.Command.Amount.Neg(), AmountCompany: a.CreditCompany.Neg(), InvoiceCompany: a.InvoiceCompany,
-		SourceID: a.ID, InvoiceID: a.Invoice.ID, Date: a.Command.AppliedOn,
+		SourceID: a.ID, InvoiceID: a.Invoice.ID, Opening: a.Invoice.Opening, Date: a.Command.AppliedOn,
 		JournalEntryID: a.JournalEntryID,
 	}
 }

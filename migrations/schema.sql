@@ -210,16 +210,23 @@ CREATE TABLE public.customer_credit_movements (
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     amount_company numeric(28,8),
     invoice_company numeric(28,8),
+    opening_item_id uuid,
     CONSTRAINT customer_credit_movements_amount_check CHECK ((amount <> (0)::numeric)),
     CONSTRAINT customer_credit_movements_check CHECK (((kind = ANY (ARRAY['payment'::text, 'credit_note'::text, 'opening'::text])) = (amount > (0)::numeric))),
     CONSTRAINT customer_credit_movements_check1 CHECK (((kind <> 'payment'::text) OR (payment_id IS NOT NULL))),
-    CONSTRAINT customer_credit_movements_check2 CHECK (((kind = ANY (ARRAY['application'::text, 'credit_note'::text])) = (invoice_id IS NOT NULL))),
+    CONSTRAINT customer_credit_movements_check2 CHECK (
+CASE kind
+    WHEN 'application'::text THEN (num_nonnulls(invoice_id, opening_item_id) = 1)
+    WHEN 'credit_note'::text THEN ((invoice_id IS NOT NULL) AND (opening_item_id IS NULL))
+    ELSE ((invoice_id IS NULL) AND (opening_item_id IS NULL))
+END),
     CONSTRAINT customer_credit_movements_check3 CHECK (((kind = 'refund'::text) = (refund_ref IS NOT NULL))),
     CONSTRAINT customer_credit_movements_company_id_fkey FOREIGN KEY (company_id) REFERENCES public.companies(id),
     CONSTRAINT customer_credit_movements_currency_iso_4217 CHECK (public.iso_4217_currency((currency)::text)),
     CONSTRAINT customer_credit_movements_invoice_id_fkey FOREIGN KEY (invoice_id) REFERENCES public.invoices(id),
     CONSTRAINT customer_credit_movements_journal_entry_id_fkey FOREIGN KEY (journal_entry_id) REFERENCES public.journal_entries(id),
     CONSTRAINT customer_credit_movements_kind_check CHECK ((kind = ANY (ARRAY['payment'::text, 'credit_note'::text, 'opening'::text, 'application'::text, 'refund'::text, 'settlement_refund'::text]))),
+    CONSTRAINT customer_credit_movements_opening_item_id_fkey FOREIGN KEY (opening_item_id) REFERENCES public.opening_items(id),
     CONSTRAINT customer_credit_movements_opening_names_no_payment CHECK (((kind <> 'opening'::text) OR (payment_id IS NULL))),
     CONSTRAINT customer_credit_movements_payment_id_fkey FOREIGN KEY (payment_id) REFERENCES public.payments(id),
     CONSTRAINT customer_credit_movements_pkey PRIMARY KEY (id)
@@ -227,8 +234,10 @@ CREATE TABLE public.customer_credit_movements (
 CREATE INDEX customer_credit_movements_credit_note ON public.customer_credit_movements USING btree (source_id) WHERE (kind = 'credit_note'::text);
 CREATE INDEX customer_credit_movements_customer ON public.customer_credit_movements USING btree (company_id, customer_id, currency);
 CREATE INDEX customer_credit_movements_invoice ON public.customer_credit_movements USING btree (invoice_id) WHERE (invoice_id IS NOT NULL);
+CREATE INDEX customer_credit_movements_opening_item ON public.customer_credit_movements USING btree (opening_item_id) WHERE (opening_item_id IS NOT NULL);
 CREATE INDEX customer_credit_movements_payment ON public.customer_credit_movements USING btree (payment_id) WHERE (payment_id IS NOT NULL);
 CREATE UNIQUE INDEX customer_credit_refunds_one_per_ref ON public.customer_credit_movements USING btree (company_id, refund_ref) WHERE (refund_ref IS NOT NULL);
+CREATE TRIGGER customer_credit_application_of_an_opening_item AFTER INSERT ON public.customer_credit_movements REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.customer_credit_application_of_an_opening_item();
 CREATE TRIGGER customer_credit_movements_immutable BEFORE DELETE OR UPDATE ON public.customer_credit_movements FOR EACH ROW EXECUTE FUNCTION public.refuse_change();
 CREATE TRIGGER customer_credit_movements_no_truncate BEFORE TRUNCATE ON public.customer_credit_movements FOR EACH STATEMENT EXECUTE FUNCTION public.refuse_change();
 
@@ -1055,6 +1064,28 @@ BEGIN
     RETURN (h % n)::int;
 END;
 $function$;
+
+CREATE OR REPLACE FUNCTION public.customer_credit_application_of_an_opening_item()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    bad record;
+BEGIN
+    SELECT a.id, a.company_id, a.opening_item_id INTO bad
+      FROM added a
+      LEFT JOIN opening_items o ON o.id = a.opening_item_id
+     WHERE a.opening_item_id IS NOT NULL
+       AND (o.id IS NULL OR o.company_id <> a.company_id OR o.kind <> 'receivable'
+            OR o.party_id <> a.customer_id OR o.currency <> a.currency)
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'customer credit application % of company % pays opening item %, which is not a receivable of the company, its customer and currency',
+            bad.id, bad.company_id, bad.opening_item_id
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'customer_credit_application_of_an_opening_item';
+    END IF;
+    RETURN NULL;
+END $function$;
 
 CREATE OR REPLACE FUNCTION public.document_check()
  RETURNS trigger

@@ -109,13 +109,15 @@ func TestBooksBuiltThroughTheInboxAuditClean(t *testing.T) {
 		audit.CheckPayments: count(t, pool, `SELECT (SELECT count(*) FROM payments) + (SELECT count(DISTINCT invoice_id) FROM
 		                                       (SELECT invoice_id FROM payment_allocations UNION ALL
 		                                        SELECT invoice_id FROM customer_credit_movements WHERE kind = 'application') x)
-		                                       + (SELECT count(DISTINCT opening_item_id) FROM opening_allocations WHERE payment_id IS NOT NULL)`),
+		                                       + (SELECT count(DISTINCT opening_item_id) FROM
+		                                          (SELECT opening_item_id FROM opening_allocations WHERE payment_id IS NOT NULL UNION ALL
+		                                           SELECT opening_item_id FROM customer_credit_movements WHERE opening_item_id IS NOT NULL) o)`),
 		audit.CheckCurrencies:     2, // EUR, and beta's opening USD
 		audit.CheckManualJournals: count(t, pool, `SELECT count(*) FROM manual_journals`),
 		audit.CheckClosingEntries: count(t, pool, `SELECT (SELECT count(journal_entry_id) FROM year_closes) + (SELECT 2 * count(journal_entry_id) FROM fx_revaluations)
 		                                            + (SELECT count(*) FROM opening_balances)`),
 		audit.CheckInboxEffects:    count(t, pool, `SELECT count(*) FROM inbox WHERE status = 'ok'`),
-		audit.CheckEffectsInbox:    23, // 2 companies, 5 invoices, 2 endpoints, 2 payments, beta's opening and one of everything else
+		audit.CheckEffectsInbox:    24, // 2 companies, 5 invoices, 2 endpoints, 2 payments, beta's opening and one of everything else
 		audit.CheckEventDeliveries: count(t, pool, `SELECT count(*) FROM outbox_events`),
 		audit.CheckDeliveryEvents:  count(t, pool, `SELECT count(*) FROM webhook_deliveries`),
 		audit.CheckEventSequences:  2,
@@ -268,7 +270,7 @@ func TestForgedStatesAreCaught(t *testing.T) {
 			// difference, and the company's total differ.
 			want := map[string]string{
 				"EUR":                  "account 2200 holds 57.00 but the customers' credits sum to 62.00 (difference -5.00); first difference: opening_balances ",
-				"company currency EUR": "account 2200 holds 77.00 but the customers' credits sum to 82.00 (difference -5.00)",
+				"company currency EUR": "account 2200 holds 67.00 but the customers' credits sum to 72.00 (difference -5.00)",
 			}
 			for _, v := range r.Violations {
 				if w, ok := want[v.Ref]; !ok || !strings.HasPrefix(v.Detail, w) ||
@@ -279,6 +281,37 @@ func TestForgedStatesAreCaught(t *testing.T) {
 			}
 			if len(want) > 0 {
 				t.Errorf("no violation for %v", want)
+			}
+		},
+	}, {
+		// cust-8's USD 11.00 on B-91 relieved 1200 by 10.00; the movement
+		// says 15.00, so the open receivables come to 5.00 less than 1200
+		// holds in the company's currency.
+		name:    "a credit applied to an opening's receivable that says it relieved more than it posted",
+		forge:   []string{`UPDATE customer_credit_movements SET invoice_company = 15 WHERE company_id = 'beta' AND opening_item_id IS NOT NULL`},
+		want:    []string{audit.CheckReceivables},
+		wantRef: "company currency EUR",
+		check: func(t *testing.T, r *audit.Report) {
+			for _, v := range r.Violations {
+				if !strings.HasSuffix(v.Detail, "(difference 5.00)") {
+					t.Errorf("receivables violation %+v", v)
+				}
+			}
+		},
+	}, {
+		name: "an opening's receivable paid by credit beyond what was open",
+		forge: []string{
+			`UPDATE customer_credit_movements SET amount = -111, amount_company = -100.91 WHERE company_id = 'beta' AND opening_item_id IS NOT NULL`,
+		},
+		want:    []string{audit.CheckCustomerCredits, audit.CheckPayments, audit.CheckReceivables},
+		wantRef: "company currency EUR",
+		check: func(t *testing.T, r *audit.Report) {
+			var found bool
+			for _, v := range r.Violations {
+				found = found || v.Check == audit.CheckPayments && v.Detail == "opening receivable B-91 is paid 111.00 but was open for 110.00"
+			}
+			if !found {
+				t.Errorf("no payments violation for B-91: %+v", r.Violations)
 			}
 		},
 	}, {
@@ -494,9 +527,9 @@ func TestForgedStatesAreCaught(t *testing.T) {
 		forge: []string{`DELETE FROM inbox WHERE created_at < (SELECT created_at FROM inbox WHERE company_id = 'acme' AND idempotency_key = 'inv-3')`},
 		check: func(t *testing.T, r *audit.Report) {
 			c, _ := r.Check(audit.CheckEffectsInbox)
-			// inv-3 and everything after it: 11 of acme, 7 of beta.
-			if c.Checked != 19 || !strings.Contains(c.Note, "documents from") {
-				t.Errorf("effects_inbox checked %d documents (%s), want the 19 from inv-3 on", c.Checked, c.Note)
+			// inv-3 and everything after it: 11 of acme, 8 of beta.
+			if c.Checked != 20 || !strings.Contains(c.Note, "documents from") {
+				t.Errorf("effects_inbox checked %d documents (%s), want the 20 from inv-3 on", c.Checked, c.Note)
 			}
 		},
 	}, {
@@ -528,8 +561,8 @@ func TestForgedStatesAreCaught(t *testing.T) {
 		forge: []string{`DELETE FROM inbox WHERE company_id = 'acme' AND idempotency_key = 'inv-3'`},
 		opts:  func(o *audit.Options) { o.Company = "beta" },
 		check: func(t *testing.T, r *audit.Report) {
-			if c, _ := r.Check(audit.CheckInboxEffects); c.Checked != 7 {
-				t.Errorf("beta has 7 successful keys, %d checked", c.Checked)
+			if c, _ := r.Check(audit.CheckInboxEffects); c.Checked != 8 {
+				t.Errorf("beta has 8 successful keys, %d checked", c.Checked)
 			}
 		},
 	}, {
@@ -637,8 +670,8 @@ func TestAuditReadsOneSnapshot(t *testing.T) {
 	if w.n == 0 {
 		t.Fatal("no command ran during the audit")
 	}
-	if c, _ := r.Check(audit.CheckEffectsInbox); c.Checked != 23 {
-		t.Errorf("effects_inbox saw %d documents, want the 23 of its snapshot", c.Checked)
+	if c, _ := r.Check(audit.CheckEffectsInbox); c.Checked != 24 {
+		t.Errorf("effects_inbox saw %d documents, want the 24 of its snapshot", c.Checked)
 	}
 }
 

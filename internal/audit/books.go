@@ -129,8 +129,9 @@ flagged AS (
 
 // receivablesSQL: an invoice adds its gross; a credit note takes what it
 // did not move to the customer's credit; a payment takes what it applied;
-// an application of credit takes its amount; an opening adds its open
-// receivables. Nothing else posts to 1200.
+// an application of credit (to an invoice or to an opening's receivable)
+// takes its amount; an opening adds its open receivables. Nothing else
+// posts to 1200.
 const receivablesSQL = `
 WITH posted AS (
 	SELECT l.company_id, l.currency::text AS currency, e.source_type, e.source_id, min(e.entry_date) AS day,
@@ -206,9 +207,15 @@ settled AS (
 	 WHERE ($1::text = '' OR i.company_id = $1)
 	UNION ALL
 	-- The previous books' open invoices, which the opening posted at
-	-- what those books carried them at, less what payments applied.
+	-- what those books carried them at, less what payments and
+	-- customers' credits applied (relieving them by amount_company and
+	-- invoice_company).
 	SELECT o.company_id, o.currency::text, o.amount - coalesce(sum(a.amount), 0), o.amount_company - coalesce(sum(a.amount_company), 0)
-	  FROM opening_items o LEFT JOIN opening_allocations a ON a.opening_item_id = o.id
+	  FROM opening_items o
+	  LEFT JOIN (SELECT opening_item_id, amount, amount_company FROM opening_allocations
+	             UNION ALL
+	             SELECT opening_item_id, -amount, invoice_company FROM customer_credit_movements
+	              WHERE opening_item_id IS NOT NULL AND ($1::text = '' OR company_id = $1)) a ON a.opening_item_id = o.id
 	 WHERE o.kind = 'receivable' AND ($1::text = '' OR o.company_id = $1)
 	 GROUP BY o.id),
 open AS (SELECT company_id, currency, sum(open) AS amount FROM settled GROUP BY 1, 2),

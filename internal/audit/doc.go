@@ -48,8 +48,9 @@
 //
 // credit_notes: per invoice and VAT rate, its credit notes take back no
 // more net and VAT than it charged. payments: a payment's allocations and
-// unapplied rest make its amount, and no invoice is paid beyond what its
-// credit notes left of it. currencies: every currency column holds a code
+// unapplied rest make its amount, no invoice is paid beyond what its
+// credit notes left of it, and no receivable an opening left open beyond
+// what was open on it (by payments and customers' credit). currencies: every currency column holds a code
 // of ledger.Currencies().
 //
 // manual_journals: every manual journal entry (journal_entry.record) has

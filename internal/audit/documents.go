@@ -176,8 +176,9 @@ flagged AS (
 	 ORDER BY c.invoice_id, c.vat_rate)`
 
 // paymentsSQL: a payment's allocations and what it left unapplied make
-// its amount, and an invoice is paid (by payments and by customers'
-// credit) no more than what its credit notes left of it.
+// its amount, an invoice is paid (by payments and by customers' credit)
+// no more than what its credit notes left of it, and an opening's
+// receivable (by the same) no more than was open on it.
 const paymentsSQL = `
 WITH pays AS (
 	SELECT p.company_id, p.id, p.payment_ref, p.currency::text AS currency, p.amount, p.unapplied,
@@ -187,14 +188,18 @@ WITH pays AS (
 	 GROUP BY p.id),
 opening_paid AS (
 	SELECT o.company_id, o.id, o.number, o.currency::text AS currency, o.amount, sum(a.amount) AS paid
-	  FROM opening_items o JOIN opening_allocations a ON a.opening_item_id = o.id AND a.payment_id IS NOT NULL
-	 WHERE ($1::text = '' OR o.company_id = $1)
+	  FROM opening_items o
+	  JOIN (SELECT opening_item_id, amount FROM opening_allocations WHERE payment_id IS NOT NULL
+	        UNION ALL
+	        SELECT opening_item_id, -amount FROM customer_credit_movements
+	         WHERE opening_item_id IS NOT NULL AND ($1::text = '' OR company_id = $1)) a ON a.opening_item_id = o.id
+	 WHERE o.kind = 'receivable' AND ($1::text = '' OR o.company_id = $1)
 	 GROUP BY o.id),
 paid AS (
 	SELECT invoice_id, sum(amount) AS amount FROM (
 		SELECT invoice_id, amount FROM payment_allocations
 		UNION ALL
-		SELECT invoice_id, -amount FROM customer_credit_movements WHERE kind = 'application') x
+		SELECT invoice_id, -amount FROM customer_credit_movements WHERE kind = 'application' AND invoice_id IS NOT NULL) x
 	 GROUP BY 1),
 owed AS (
 	SELECT i.company_id, i.id, i.number, i.currency::text AS currency, i.gross, p.amount AS paid,

@@ -458,7 +458,8 @@ func Aged(ctx context.Context, q Querier, company string, kind ledger.AgedKind, 
 // (what went beyond, to the customer's credit, is its movement of kind
 // credit_note); the customer's credit applied, by its day. Company amounts
 // not kept (documents posted before they were) count the document's own,
-// as the trial balance does.
+// as the trial balance does. The receivables openings left open follow
+// (agedOpeningItems).
 const agedReceivables = `
 	WITH parts AS (
 	    SELECT i.id AS invoice_id, i.gross AS doc,
@@ -478,7 +479,7 @@ const agedReceivables = `
 	    UNION ALL
 	    SELECT m.invoice_id, m.amount, -coalesce(m.invoice_company, -m.amount)
 	      FROM customer_credit_movements m
-	     WHERE m.company_id = $1 AND m.kind = 'application' AND m.entry_date <= $2),
+	     WHERE m.company_id = $1 AND m.kind = 'application' AND m.invoice_id IS NOT NULL AND m.entry_date <= $2),
 	open AS (
 	    SELECT invoice_id, sum(doc) AS doc, sum(company) AS company FROM parts GROUP BY invoice_id
 	    HAVING sum(doc) <> 0 OR sum(company) <> 0)
@@ -531,9 +532,10 @@ const agedPayables = `
 	` + agedOpeningItems + ` AND o.kind = 'payable'`
 
 // agedOpeningItems are the previous books' invoices an opening of company
-// $1 on or before $2 left open, less what payments received or paid on or
-// before $2 applied to them: a supplier is keyed by its ID (an opening
-// names no VAT ID), and a document without a due date is due when issued.
+// $1 on or before $2 left open, less what was applied to them on or before
+// $2 by payments received or paid, customers' credits and credits with
+// suppliers: a supplier is keyed by its ID (an opening names no VAT ID),
+// and a document without a due date is due when issued.
 const agedOpeningItems = `
 	SELECT o.id, CASE o.kind WHEN 'payable' THEN purchase_supplier_key('', '', o.party_id) ELSE o.party_id END, '', o.number, o.issue_date,
 	       coalesce(o.due_date, o.issue_date), o.currency::text, (o.amount - coalesce(a.amount, 0))::text,
@@ -548,6 +550,9 @@ const agedOpeningItems = `
 	               WHERE x.opening_item_id = o.id AND coalesce(p.received_on, s.paid_on) <= $2
 	              UNION ALL
 	              SELECT -m.amount, m.payable_company FROM supplier_credit_movements m
+	               WHERE m.opening_item_id = o.id AND m.entry_date <= $2
+	              UNION ALL
+	              SELECT -m.amount, m.invoice_company FROM customer_credit_movements m
 	               WHERE m.opening_item_id = o.id AND m.entry_date <= $2) x) a ON true
 	 WHERE o.company_id = $1 AND b.opened_on <= $2
 	   AND (o.amount <> coalesce(a.amount, 0) OR o.amount_company <> coalesce(a.company, 0))`

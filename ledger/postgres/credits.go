@@ -129,7 +129,7 @@ func (m *movements) queue(b *pgx.Batch) {
 	ids, sources, entryIDs := make([][16]byte, 0, n), make([][16]byte, 0, n), make([][16]byte, 0, n)
 	customers, currencies, kinds, amounts := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	amountsCo, invoicesCo := make([]string, 0, n), make([]string, 0, n)
-	paymentIDs, invoiceIDs, refundRefs := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	paymentIDs, invoiceIDs, openingItems, refundRefs := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	dates := make([]time.Time, 0, n)
 	net := map[creditKey]creditDelta{}
 	for i, mv := range m.list {
@@ -137,25 +137,32 @@ func (m *movements) queue(b *pgx.Batch) {
 		if mv.Kind == ledger.CreditApplied {
 			invoiceCo = mv.InvoiceCompany.String()
 		}
+		invoice, opening := optionalID(mv.InvoiceID), ""
+		if mv.Opening {
+			invoice, opening = "", optionalID(mv.InvoiceID)
+		}
 		amountsCo, invoicesCo = append(amountsCo, mv.AmountCompany.String()), append(invoicesCo, invoiceCo)
 		ids, sources, entryIDs = append(ids, mv.ID), append(sources, mv.SourceID), append(entryIDs, mv.JournalEntryID)
 		customers, currencies, kinds = append(customers, mv.CustomerID), append(currencies, mv.Currency.Code), append(kinds, mv.Kind)
 		amounts, dates = append(amounts, mv.Amount.String()), append(dates, mv.Date.Time)
-		paymentIDs, invoiceIDs, refundRefs = append(paymentIDs, optionalID(mv.PaymentID)), append(invoiceIDs, optionalID(mv.InvoiceID)), append(refundRefs, mv.RefundRef)
+		paymentIDs, invoiceIDs, openingItems = append(paymentIDs, optionalID(mv.PaymentID)), append(invoiceIDs, invoice), append(openingItems, opening)
+		refundRefs = append(refundRefs, mv.RefundRef)
 		k := creditKey{m.companies[i], mv.CustomerID, mv.Currency.Code}
 		net[k] = creditDelta{net[k].amount.Add(mv.Amount), net[k].company.Add(mv.AmountCompany)}
 	}
 	b.Queue(`
 		INSERT INTO customer_credit_movements (id, company_id, customer_id, currency, kind, amount, source_id,
-		                                       payment_id, invoice_id, refund_ref, entry_date, journal_entry_id, amount_company, invoice_company)
+		                                       payment_id, invoice_id, opening_item_id, refund_ref, entry_date, journal_entry_id,
+		                                       amount_company, invoice_company)
 		SELECT id, company_id, customer_id, currency, kind, amount, source_id,
-		       nullif(payment_id, '')::uuid, nullif(invoice_id, '')::uuid, nullif(refund_ref, ''), entry_date, journal_entry_id,
-		       amount_company, nullif(invoice_company, '')::numeric
+		       nullif(payment_id, '')::uuid, nullif(invoice_id, '')::uuid, nullif(opening_item_id, '')::uuid, nullif(refund_ref, ''),
+		       entry_date, journal_entry_id, amount_company, nullif(invoice_company, '')::numeric
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]::numeric[], $7::uuid[],
-		              $8::text[], $9::text[], $10::text[], $11::date[], $12::uuid[], $13::text[]::numeric[], $14::text[])
-		       AS r(id, company_id, customer_id, currency, kind, amount, source_id, payment_id, invoice_id, refund_ref, entry_date, journal_entry_id,
-		            amount_company, invoice_company)`,
-		ids, m.companies, customers, currencies, kinds, amounts, sources, paymentIDs, invoiceIDs, refundRefs, dates, entryIDs, amountsCo, invoicesCo)
+		              $8::text[], $9::text[], $10::text[], $11::text[], $12::date[], $13::uuid[], $14::text[]::numeric[], $15::text[])
+		       AS r(id, company_id, customer_id, currency, kind, amount, source_id, payment_id, invoice_id, opening_item_id, refund_ref,
+		            entry_date, journal_entry_id, amount_company, invoice_company)`,
+		ids, m.companies, customers, currencies, kinds, amounts, sources, paymentIDs, invoiceIDs, openingItems, refundRefs, dates, entryIDs,
+		amountsCo, invoicesCo)
 
 	queueCreditBalances(b, "customer_credits", "customer_id", net)
 }
@@ -220,7 +227,8 @@ func optionalID(id uuid.UUID) string {
 
 // customerCredits executes customer_credit.apply and
 // customer_credit.refund: uses of a customer's credit, never more than it
-// has; an application never more than is open on its invoice, a refund of
+// has; an application never more than is open on its invoice (of these
+// books, or a receivable an opening left open), a refund of
 // a payment never more than the payment left unapplied, one refund per
 // refund reference.
 type customerCredits struct{ rules dateRules }
@@ -268,8 +276,15 @@ func (kind customerCredits) Prepare(items []exec.Item, reads *pgx.Batch) exec.Pl
 		  FROM unnest($1::text[], $2::text[]) AS r(company_id, refund_ref)
 		 CROSS JOIN LATERAL (SELECT id, refund_ref FROM customer_credit_movements
 		                      WHERE company_id = r.company_id AND refund_ref = r.refund_ref LIMIT 1) m`, companies, refundRefs)
-	// Invoices first: every plan locks invoices before credits.
+	// Invoices first, then the openings' receivables, then credits: the
+	// order payment.record takes the first two in, and every plan locks
+	// invoices before credits.
 	p.invoices = p.plan.invoices(reads, invs)
+	oc, oi, on := make([]string, len(invs)), make([]string, len(invs)), make([]string, len(invs))
+	for i, r := range invs {
+		oc[i], oi[i], on[i] = r.company, r.id, r.number
+	}
+	p.openings = p.openingItems(reads, ledger.OpeningReceivableKind, oc, oi, on, make([]string, len(invs)))
 	p.credit = p.plan.credits(reads, customers, payments)
 	return p
 }
@@ -281,8 +296,11 @@ type customerCreditPlan struct {
 	invoiceRefs []invoiceRef
 	refunds     map[docKey]found // by (company, refund_ref)
 	invoices    *invoiceStates
-	credit      *creditStates
-	rates       map[fxKey]*ledger.FXRate
+	// openings are the previous books' open invoices an application may
+	// name, found when no invoice of these books has the number or ID.
+	openings *openingStates
+	credit   *creditStates
+	rates    map[fxKey]*ledger.FXRate
 }
 
 func (p *customerCreditPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
@@ -332,7 +350,7 @@ func (p *customerCreditPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, 
 }
 
 func (p *customerCreditPlan) apply(at int, company string, c *ledger.ApplyCustomerCredit) (exec.Result, *ledger.JournalEntry, ledger.CreditMovement) {
-	inv, err := p.invoices.find(p.invoiceRefs[at])
+	inv, err := findReceivable(p.invoices, p.openings, p.invoiceRefs[at])
 	if err != nil {
 		return exec.Result{Err: err}, nil, ledger.CreditMovement{}
 	}

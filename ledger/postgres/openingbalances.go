@@ -185,10 +185,10 @@ func queueOpenings(batch *pgx.Batch, os []*ledger.OpeningBalances, keys []string
 	}
 }
 
-// openingStates are the open invoices of openings that payments name,
-// locked until the transaction ends like the invoices posted here, with
-// what payments applied to them: receivables as invoice states, payables
-// as purchase states.
+// openingStates are the open invoices of openings that payments and
+// credits' applications name, locked until the transaction ends like the
+// invoices posted here, with what was applied to them: receivables as
+// invoice states, payables as purchase states.
 type openingStates struct {
 	receivables map[[2]string]*ledger.InvoiceState // by (company, id) and (company, number)
 	payables    map[[2]string]*ledger.PurchaseState
@@ -199,8 +199,8 @@ type openingStates struct {
 // openingItems queues the locking read of the opening items of kind that
 // the references ($1 companies, $2 IDs or empty, $3 numbers, $4 suppliers
 // or empty) name, in ID order, then of what was applied to them (by
-// payments, supplier payments and credits with suppliers), read after the
-// locks were granted.
+// payments, supplier payments, customers' credits and credits with
+// suppliers), read after the locks were granted.
 func (p *plan) openingItems(b *pgx.Batch, kind string, companies, ids, numbers, suppliers []string) *openingStates {
 	s := &openingStates{receivables: map[[2]string]*ledger.InvoiceState{}, payables: map[[2]string]*ledger.PurchaseState{},
 		payablesByNumber: map[[3]string]*ledger.PurchaseState{}}
@@ -247,7 +247,9 @@ func (p *plan) openingItems(b *pgx.Batch, kind string, companies, ids, numbers, 
 		SELECT a.opening_item_id::text, sum(a.amount)::text, sum(a.amount_company)::text
 		  FROM (SELECT opening_item_id, amount, amount_company FROM opening_allocations
 		        UNION ALL
-		        SELECT opening_item_id, -amount, payable_company FROM supplier_credit_movements WHERE opening_item_id IS NOT NULL) a
+		        SELECT opening_item_id, -amount, payable_company FROM supplier_credit_movements WHERE opening_item_id IS NOT NULL
+		        UNION ALL
+		        SELECT opening_item_id, -amount, invoice_company FROM customer_credit_movements WHERE opening_item_id IS NOT NULL) a
 		 WHERE a.opening_item_id IN (SELECT o.id`+named+`)
 		 GROUP BY 1`, companies, ids, numbers, suppliers, kind)
 	return s

@@ -120,17 +120,9 @@ func (p *paymentPlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) 
 func (p *paymentPlan) allocated(at int) ([]*ledger.InvoiceState, *ledger.Error) {
 	var invs []*ledger.InvoiceState
 	for _, r := range p.allocations[at] {
-		inv, err := p.invoices.find(r)
+		inv, err := findReceivable(p.invoices, p.openings, r)
 		if err != nil {
-			key := r.id
-			if key == "" {
-				key = r.number
-			}
-			opening := p.openings.receivables[[2]string{r.company, key}]
-			if opening == nil {
-				return nil, err
-			}
-			inv = opening
+			return nil, err
 		}
 		invs = append(invs, inv)
 	}
@@ -142,4 +134,22 @@ func (p *paymentPlan) allocated(at int) ([]*ledger.InvoiceState, *ledger.Error) 
 		seen[inv.Number] = true
 	}
 	return invs, nil
+}
+
+// findReceivable returns the invoice r names: an invoice of these books,
+// else a receivable an opening left open with that ID or number; the
+// invoice's not_found when neither exists.
+func findReceivable(invoices *invoiceStates, openings *openingStates, r invoiceRef) (*ledger.InvoiceState, *ledger.Error) {
+	inv, err := invoices.find(r)
+	if err == nil {
+		return inv, nil
+	}
+	key := r.id
+	if key == "" {
+		key = r.number
+	}
+	if opening := openings.receivables[[2]string{r.company, key}]; opening != nil {
+		return opening, nil
+	}
+	return nil, err
 }

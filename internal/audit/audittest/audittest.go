@@ -86,7 +86,9 @@ func (b Books) Field(t testing.TB, company, key, field string) string {
 //   - company beta: its opening balances on 2026-11-01 (two open
 //     receivables, one in USD, a payable, two customers' credits, one in
 //     USD, and a credit with supplier sup-5), one invoice, a payment of an
-//     opening receivable that leaves 32.00 unapplied, no endpoints.
+//     opening receivable that leaves 32.00 unapplied, half of cust-8's USD
+//     credit applied to the opening's B-91, an advance to sup-5 applied to
+//     the opening's payable and the rest refunded, no endpoints.
 //
 // Keys are named after what they do (acme-setup, hook-all, inv-1, …).
 // No relay or dispatcher runs: events are unpublished and deliveries
@@ -165,6 +167,10 @@ func Build(t testing.TB, pool *pgxpool.Pool) Books {
 	do("beta", "payment.record", "pay-b90", map[string]any{
 		"payment_ref": "b-tr-1", "customer_id": "cust-7", "received_on": "2026-12-04", "method": "bank", "currency": "EUR",
 		"amount": "500.00", "allocations": []any{map[string]any{"invoice_number": "B-90", "amount": "468.00"}}}, true)
+	// cust-8 applies half the USD credit the opening carried for it to the
+	// opening's B-91, relieving each at its carried rate.
+	do("beta", "customer_credit.apply", "apply-b91", map[string]any{
+		"customer_id": "cust-8", "invoice_number": "B-91", "amount": "11.00", "applied_on": "2026-12-05"}, true)
 	// An advance to sup-5 pays the opening's P-5 as a credit, and the
 	// supplier pays back the rest.
 	do("beta", "supplier_payment.record", "spay-1", map[string]any{
