@@ -20,9 +20,11 @@ import (
 //	1100 Bank                                   Dr 20 000.00
 //	1200 R-1 (cust-a, EUR, due 2026-01-15)      Dr  2 420.00
 //	1200 R-2 (cust-us, USD 1 100.00 at 1.10)    Dr  1 000.00
+//	1400 advance paid to sup-2 (EUR)            Dr    300.00
 //	2100 P-1 (sup-1, EUR)                                     Cr    605.00
+//	2200 advance received from cust-b (EUR)                   Cr    100.00
 //	3000 Owner's equity                                       Cr 15 000.00
-//	3400 Retained earnings                                    Cr  7 815.00
+//	3400 Retained earnings                                    Cr  8 015.00
 //
 // January:
 //   - INV-2026-000001 to cust-a on 01-10, due 01-24: 10 × 100.00 at 21 %,
@@ -41,16 +43,22 @@ import (
 // supplier is outside the EU), 25 = 42.00, 29 = 210.00, 32 = 42.00, 35 =
 // 42.00, 36 = 210.00.
 //
-// February: INV-2026-000001 paid on 02-05 (1 210.00); R-2 paid on 02-20,
-// USD 1 100.00 at 1.20 = 916.67, relieving its 1 000.00: a realised loss
-// of 83.33 on 6900. Every month to December is closed, then the year.
+// February: INV-2026-000001 paid on 02-05 (1 210.00); P-2 from sup-2 on
+// 02-10, 200.00 at 21 % = 242.00 (Dr 6000 200.00, Dr 1300 42.00, Cr 2100
+// 242.00), paid on 02-12 from the advance (Dr 2100 242.00, Cr 1400
+// 242.00), whose other 58.00 sup-2 pays back on 02-15 (Dr 1100, Cr 1400);
+// cust-b's advance refunded on 02-16 (Dr 2200 100.00, Cr 1100); R-2 paid
+// on 02-20, USD 1 100.00 at 1.20 = 916.67, relieving its 1 000.00: a
+// realised loss of 83.33 on 6900. Every month to December is closed, then
+// the year.
 //
-// The year's profit: 4000 1 000.00 less 6000 3 200.00 and 6900 83.33 (the
-// revaluation's 120.00 was reversed) = −2 283.33, a loss the close debits
+// The year's profit: 4000 1 000.00 less 6000 3 400.00 and 6900 83.33 (the
+// revaluation's 120.00 was reversed) = −2 483.33, a loss the close debits
 // to 3400. After it: 1100 20 000.00 + 2 420.00 − 605.00 − 200.00 −
-// 3 000.00 + 1 210.00 + 916.67 = 20 741.67; 1300 42.00; 2300 −252.00
-// (210.00 + 42.00); 3000 −15 000.00; 3400 −7 815.00 + 2 283.33 =
-// −5 531.67; 1200, 2100 and the revenue and expense accounts 0.
+// 3 000.00 + 1 210.00 + 58.00 − 100.00 + 916.67 = 20 699.67; 1300 84.00
+// (42.00 + 42.00); 2300 −252.00 (210.00 + 42.00); 3000 −15 000.00; 3400
+// −8 015.00 + 2 483.33 = −5 531.67; 1200, 1400, 2100, 2200 and the
+// revenue and expense accounts 0.
 func TestAYearOfBooks(t *testing.T) {
 	t.Parallel()
 	db := newDB(t, 4)
@@ -62,7 +70,7 @@ func TestAYearOfBooks(t *testing.T) {
 		"lines": []any{
 			map[string]any{"account": ledger.AccountBank, "debit": "20000.00"},
 			map[string]any{"account": ledger.AccountEquity, "credit": "15000.00"},
-			map[string]any{"account": ledger.AccountRetainedEarnings, "credit": "7815.00"},
+			map[string]any{"account": ledger.AccountRetainedEarnings, "credit": "8015.00"},
 		},
 		"receivables": []any{
 			map[string]any{"invoice_number": "R-1", "customer_id": "cust-a", "issue_date": "2025-12-16", "due_date": "2026-01-15", "currency": "EUR", "amount": "2420.00"},
@@ -71,6 +79,8 @@ func TestAYearOfBooks(t *testing.T) {
 		"payables": []any{
 			map[string]any{"document_number": "P-1", "supplier_id": "sup-1", "issue_date": "2025-12-20", "currency": "EUR", "amount": "605.00"},
 		},
+		"supplier_credits": []any{map[string]any{"supplier_id": "sup-2", "currency": "EUR", "amount": "300.00"}},
+		"customer_credits": []any{map[string]any{"customer_id": "cust-b", "currency": "EUR", "amount": "100.00"}},
 	})
 
 	// January.
@@ -137,6 +147,24 @@ func TestAYearOfBooks(t *testing.T) {
 
 	// February: the rest is paid.
 	pay("B-2", "cust-a", "2026-02-05", "EUR", "1210.00", inv.Number, nil)
+	run[ledger.PurchaseInvoiceView](t, db, co, "purchase_invoice.record", map[string]any{
+		"supplier":        map[string]any{"id": "sup-2", "name": "UAB Nuoma", "vat_id": "LT100000000030", "country": "LT"},
+		"document_number": "P-2", "issue_date": "2026-02-10", "due_date": "2026-02-28", "currency": "EUR",
+		"lines": []any{map[string]any{"description": "Office rent, February", "quantity": "1", "unit_price": "200.00", "vat_rate": "21"}}})
+	if p, err := postgres.Aged(ctx, db, co, ledger.AgedPayables, mustDate(t, "2026-02-11")); err != nil || len(p.Items) != 1 || p.Items[0].Open.StringFixed(2) != "242.00" {
+		t.Fatalf("aged payables on 2026-02-11: %+v (%v)", p, err)
+	}
+	applied := run[ledger.SupplierCreditApplicationView](t, db, co, "supplier_credit.apply", map[string]any{
+		"supplier_id": "sup-2", "document_number": "P-2", "amount": "242.00", "applied_on": "2026-02-12"})
+	if applied.InvoiceOpen != "0.00" || applied.CreditLeft != "58.00" {
+		t.Fatalf("sup-2's advance applied to P-2: %+v", applied)
+	}
+	run[ledger.SupplierCreditRefundView](t, db, co, "supplier_credit.refund", map[string]any{
+		"refund_ref": "IN-2026-02-15", "supplier_id": "sup-2", "currency": "EUR", "amount": "58.00", "refunded_on": "2026-02-15"})
+	run[ledger.CreditRefundView](t, db, co, "customer_credit.refund", map[string]any{
+		"refund_ref": "OUT-2026-02-16", "customer_id": "cust-b", "currency": "EUR", "amount": "100.00", "refunded_on": "2026-02-16"})
+	requireBalancesOn(t, db, co, "2026-02-16", map[string]string{
+		ledger.AccountSupplierCredits: "0.00", ledger.AccountCustomerCredits: "0.00", ledger.AccountPayables: "0.00"})
 	r2 := pay("B-3", "cust-us", "2026-02-20", "USD", "1100.00", "R-2", map[string]any{"exchange_rate": "1.20"})
 	if r2.Exchange == nil || r2.Exchange.Amount != "916.67" || r2.Exchange.Difference != "-83.33" {
 		t.Fatalf("R-2's payment: %+v", r2.Exchange)
@@ -145,7 +173,7 @@ func TestAYearOfBooks(t *testing.T) {
 		run[ledger.PeriodCloseView](t, db, co, "period.close", map[string]any{"period": fmt.Sprintf("2026-%02d", m)})
 	}
 	closed := run[ledger.YearCloseView](t, db, co, "year.close", map[string]any{"year": 2026})
-	if closed.Profit != "-2283.33" {
+	if closed.Profit != "-2483.33" {
 		t.Fatalf("the close of 2026: %+v", closed)
 	}
 
@@ -160,7 +188,7 @@ func TestAYearOfBooks(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		ledger.AccountBank: "20741.67", ledger.AccountInputVAT: "42.00", ledger.AccountOutputVAT: "-252.00",
+		ledger.AccountBank: "20699.67", ledger.AccountInputVAT: "84.00", ledger.AccountOutputVAT: "-252.00",
 		ledger.AccountEquity: "-15000.00", ledger.AccountRetainedEarnings: "-5531.67",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
