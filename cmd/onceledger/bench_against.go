@@ -113,7 +113,7 @@ func writeAgainst(w io.Writer, a, b []*bench.Report) error {
 		out, units := map[string][]float64{}, map[string]string{}
 		var order []string
 		for _, rep := range reps {
-			for _, f := range rep.Figures {
+			for _, f := range append(rep.Figures, sweepFigures(rep)...) {
 				name := atRate.ReplaceAllString(f.Name, "")
 				if _, seen := out[name]; !seen {
 					order = append(order, name)
@@ -140,6 +140,36 @@ func writeAgainst(w io.Writer, a, b []*bench.Report) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", name, units[name], joinValues(x), joinValues(y), ratio)
 	}
 	return tw.Flush()
+}
+
+// sweepFigures are the figures of each rate of a report's sweep, named by
+// the rate's label ("sweep 75%: publish→result p99"): a share of the peak
+// is of each run's own peak, so the rows are matched by label.
+func sweepFigures(rep *bench.Report) []bench.Figure {
+	if rep.Sweep == nil {
+		return nil
+	}
+	var out []bench.Figure
+	for _, row := range rep.Sweep.Rows {
+		p := row.Phase
+		add := func(name, unit string, v float64) {
+			out = append(out, bench.Figure{Name: "sweep " + row.Label + ": " + name, Unit: unit, Value: v})
+		}
+		add("commands/s done", "commands/s", p.Rate)
+		if l := p.Latency; l != nil {
+			add("publish→result p50", "ms", l.P50)
+			add("publish→result p99", "ms", l.P99)
+		}
+		if l := p.Webhook; l != nil {
+			add("commit→webhook p99", "ms", l.P99)
+		}
+		if c := p.Cost; c != nil {
+			add("CPU per command, worker process", "ms", c.WorkerCPUMs)
+			add("CPU per command, Postgres", "ms", c.PostgresCPUMs)
+			add("CPU per command, NATS server", "ms", c.NATSCPUMs)
+		}
+	}
+	return out
 }
 
 func mean(v []float64) float64 {
