@@ -379,7 +379,12 @@ type doc struct {
 
 // documentChecks: every successful key names a document that exists as
 // named, every document and journal entry is named by exactly one key, and
-// each order has exactly one invoice, whichever key won.
+// each order has exactly one invoice, whichever key won. Supplier payments
+// and the applications of a credit with a supplier (its movements of kind
+// application) are documents too; a supplier payment's movement of kind
+// payment is its payment's, with its entry; and a supplier key that did
+// not succeed was refused as a conflict (a credit or a payable too short
+// for it), the only refusal the plan leaves them.
 func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []*op, inbox map[companyKey]inboxRow) error {
 	effects := newCheck(CheckDocuments, "documents and journal entries")
 	orders := newCheck(CheckBusinessDupes, "orders")
@@ -396,6 +401,9 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 		{"opening", `SELECT id::text, company_id, '', 0, '', journal_entry_id::text, '' FROM opening_balances`},
 		{"fx revaluation", `SELECT id::text, company_id, to_char(month, 'YYYY-MM'), 0, '', coalesce(journal_entry_id::text, ''),
 		                           coalesce(reversal_entry_id::text, '') FROM fx_revaluations`},
+		{"supplier payment", `SELECT id::text, company_id, payment_ref, 0, '', journal_entry_id::text, '' FROM supplier_payments`},
+		{"supplier credit application", `SELECT id::text, company_id, supplier_id, 0, '', journal_entry_id::text, ''
+		                                   FROM supplier_credit_movements WHERE kind = '` + ledger.SupplierCreditApplied + `'`},
 	}
 	counts := map[string]int64{}
 	for _, q := range queries {
@@ -437,6 +445,8 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 	rep.count("payments", counts["payment"])
 	rep.count("manual journal entries", counts["manual journal entry"])
 	rep.count("fx revaluations", counts["fx revaluation"])
+	rep.count("supplier payments", counts["supplier payment"])
+	rep.count("supplier credit applications", counts["supplier credit application"])
 	rep.count("journal entries", int64(len(entries)))
 
 	named := map[string]string{}      // document id → key that names it
@@ -465,6 +475,9 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 			Revaluation  string `json:"revaluation_id"`
 			Month        string `json:"month"`
 			Reversal     string `json:"reversal_entry_id"`
+			SupplierPay  string `json:"supplier_payment_id"`
+			Application  string `json:"application_id"`
+			SupplierID   string `json:"supplier_id"`
 		}
 		_ = json.Unmarshal(res.Result, &v)
 		var id string
@@ -482,6 +495,10 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 			id, want.kind = v.OpeningID, "opening"
 		case new(ledger.RevalueFX).CommandName():
 			id, want.kind, want.number, want.reversal = v.Revaluation, "fx revaluation", v.Month, v.Reversal
+		case new(ledger.RecordSupplierPayment).CommandName():
+			id, want.kind, want.number = v.SupplierPay, "supplier payment", v.PaymentRef
+		case new(ledger.ApplySupplierCredit).CommandName():
+			id, want.kind, want.number = v.Application, "supplier credit application", v.SupplierID
 		default:
 			continue
 		}
@@ -518,6 +535,42 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 		effects.examined(1)
 		if _, ok := namedEntry[id]; !ok {
 			effects.violate("journal entry %s of %s was posted by no key", id, company)
+		}
+	}
+	// What a supplier payment left unapplied is a movement with the
+	// payment's ID and entry, and nothing else makes one of kind payment.
+	rows, err = pool.Query(ctx, `SELECT id::text, company_id, coalesce(supplier_payment_id::text, ''), journal_entry_id::text
+	                               FROM supplier_credit_movements WHERE kind = '`+ledger.SupplierCreditFromPayment+`'`)
+	if err != nil {
+		return fmt.Errorf("read supplier credit movements: %w", err)
+	}
+	for rows.Next() {
+		var id, company, payment, entry string
+		if err := rows.Scan(&id, &company, &payment, &entry); err != nil {
+			rows.Close()
+			return err
+		}
+		effects.examined(1)
+		if d, ok := inDB[payment]; !ok || d.kind != "supplier payment" || d.company != company || d.entry != entry || payment != id {
+			effects.violate("credit with a supplier movement %s of %s (kind %s, entry %s) names supplier payment %q, which is not one with its ID and entry",
+				id, company, ledger.SupplierCreditFromPayment, entry, payment)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, o := range ops {
+		if o.kind != kindSupplierPay && o.kind != kindSupplierCredit {
+			continue
+		}
+		row, ok := inbox[companyKey{o.company, o.key}]
+		if !ok || row.status == protocol.StatusOK {
+			continue
+		}
+		var res protocol.Result
+		_ = json.Unmarshal(row.result, &res)
+		if res.Error == nil || res.Error.Code != ledger.CodeConflict || (o.kind == kindSupplierPay && !allocates(o.body)) {
+			effects.violate("key %s/%s (%s) stored %s, want success or, when it pays %s, %s", o.company, o.key, o.command, row.result, openingPayable, ledger.CodeConflict)
 		}
 	}
 
@@ -567,6 +620,13 @@ func documentChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, ops []
 	rep.add(effects)
 	rep.add(orders)
 	return nil
+}
+
+// allocates reports whether a supplier payment's body pays a purchase
+// invoice: an advance alone is never refused.
+func allocates(body []byte) bool {
+	var c ledger.RecordSupplierPayment
+	return json.Unmarshal(body, &c) == nil && len(c.Allocations) > 0
 }
 
 // revaluationChecks: of all keys that asked to revalue one company's
@@ -915,7 +975,8 @@ func eventChecks(ctx context.Context, rep *Report, pool *pgxpool.Pool, js jetstr
 	eventOf := map[string]string{new(ledger.CreateCompany).CommandName(): ledger.EventCompanyCreated, new(ledger.CreateInvoice).CommandName(): ledger.EventInvoiceCreated,
 		new(ledger.CreateCreditNote).CommandName(): ledger.EventCreditNoteCreated, new(ledger.RecordPayment).CommandName(): ledger.EventPaymentRecorded,
 		new(ledger.RecordJournalEntry).CommandName(): ledger.EventJournalEntryRecorded, new(ledger.RecordOpeningBalances).CommandName(): ledger.EventOpeningBalancesRecorded,
-		new(ledger.RecordFXRate).CommandName(): ledger.EventFXRateRecorded, new(ledger.RevalueFX).CommandName(): ledger.EventFXRevalued}
+		new(ledger.RecordFXRate).CommandName(): ledger.EventFXRateRecorded, new(ledger.RevalueFX).CommandName(): ledger.EventFXRevalued,
+		new(ledger.RecordSupplierPayment).CommandName(): ledger.EventSupplierPaymentRecorded, new(ledger.ApplySupplierCredit).CommandName(): ledger.EventSupplierCreditApplied}
 	for _, row := range inbox {
 		if t, ok := eventOf[row.command]; ok && row.status == protocol.StatusOK {
 			want[t]++

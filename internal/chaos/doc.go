@@ -32,21 +32,26 @@
 // Setup creates the companies and a webhook endpoint each through the
 // pipeline (webhook_endpoint.create; the generated secret comes back in the
 // result), then each company's opening (opening_balances.record: the books
-// begin on 2026-11-01, with a receivable in EUR and one in USD carried at
-// 1.05) and the USD closing rate of November's last day (fx_rate.record,
-// at 1.08). The load phase then starts Config.Commands operations at
-// Config.Rate, drawn from the seed: invoices for new orders (some in USD,
-// at their own rate), business duplicates (a fresh key for an order
-// another key already invoiced), payments and credit notes against
-// invoices seen to succeed, manual journal entries (journal_entry.record),
-// a few month-end revaluations of November (fx.revalue: the first key of a
-// company revalues it, posting an entry on November 30 and its reversal on
-// December 1; every later key is refused as a duplicate naming it),
-// commands for companies that do not exist, and malformed messages (no
-// key, a key too long, bad JSON, an unknown command). Each well-formed
-// operation has one
-// idempotency key and a producer behaviour: published once; retried with the
-// same key and payload after a short wait (with the Go client's
+// begin on 2026-11-01, with a receivable in EUR, one in USD carried at
+// 1.05, and a payable in EUR, OB-P1 of supplier sup-1) and the USD closing
+// rate of November's last day (fx_rate.record, at 1.08). The load phase
+// then starts Config.Commands operations at Config.Rate, drawn from the
+// seed: invoices for new orders (some in USD, at their own rate), business
+// duplicates (a fresh key for an order another key already invoiced),
+// payments and credit notes against invoices seen to succeed, manual
+// journal entries (journal_entry.record), a few month-end revaluations of
+// November (fx.revalue: the first key of a company revalues it, posting an
+// entry on November 30 and its reversal on December 1; every later key is
+// refused as a duplicate naming it), a few supplier payments to sup-1
+// (supplier_payment.record, each with a payment_ref of its key's own:
+// mostly an advance, left as the company's credit with the supplier,
+// sometimes paying part of OB-P1 by its number) and applications of a
+// little of that credit to OB-P1 (supplier_credit.apply; refused as a
+// conflict while the credit or what is open on OB-P1 is short), commands
+// for companies that do not exist, and malformed messages (no key, a key
+// too long, bad JSON, an unknown command). Each well-formed operation has
+// one idempotency key and a producer behaviour: published once; retried
+// with the same key and payload after a short wait (with the Go client's
 // Nats-Msg-Id, which JetStream deduplicates, or without, so the retry
 // reaches a worker); published as several concurrent copies; or, once its
 // result is known, published again under the same key with another payload.
@@ -117,7 +122,13 @@
 //   - every successful key names a document that exists as named, and every
 //     document and journal entry is named by exactly one key; each order has
 //     exactly one invoice whichever of its keys won, the others got
-//     duplicate_document;
+//     duplicate_document; supplier payments and the applications of a
+//     credit with a supplier (supplier_credit_movements of kind
+//     application) count as documents, named by supplier_payment_id and
+//     application_id, each movement of kind payment is its supplier
+//     payment's, with its ID and entry, and a supplier key that did not
+//     succeed was refused as a conflict, never otherwise (a payment that
+//     is only an advance is never refused);
 //   - each company's revalued month has exactly one revaluation
 //     (one_revaluation_per_month), the one its successful key names,
 //     however often the command was redelivered or replayed; the other
@@ -129,7 +140,8 @@
 //     and done (a Chaos-Marker header names one found there), and no
 //     malformed message left a key behind;
 //   - every event is in LEDGER_EVT under its ID with its body, and the
-//     events match the successful keys;
+//     events match the successful keys (supplier_payment.recorded and
+//     supplier_credit.applied one per successful key, as the others);
 //   - each company's events are in LEDGER_EVT in increasing order of
 //     their sequence, none twice (events_in_order_per_company), as a
 //     consumer of one company's events reads them, whichever worker

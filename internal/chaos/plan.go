@@ -32,6 +32,8 @@ const (
 	kindOpening                      // opening_balances.record (setup): the books begin on 2026-11-01
 	kindFXRate                       // fx_rate.record (setup): the closing rate of revalueMonth
 	kindRevalue                      // fx.revalue of revalueMonth: the first key revalues it, the others are duplicates
+	kindSupplierPay                  // supplier_payment.record to openingSupplier: an advance, sometimes paying part of openingPayable
+	kindSupplierCredit               // supplier_credit.apply: a little of the credit with openingSupplier to openingPayable
 )
 
 // revalueMonth is the month the load revalues: the month the books begin
@@ -48,16 +50,29 @@ const (
 	fxClosingRate   = "1.0800"
 )
 
+// openingPayable is the supplier's invoice each company's opening leaves
+// open, in EUR, for the load's supplier payments and credit applications
+// to pay by its number. Supplier payments that pay less than their amount
+// leave the rest as the company's credit with openingSupplier, which
+// supplier_credit.apply uses.
+const (
+	openingPayable       = "OB-P1"
+	openingSupplier      = "sup-1"
+	openingPayableAmount = "200.00"
+)
+
 var kindNames = map[opKind]string{
 	kindCompany: new(ledger.CreateCompany).CommandName(), kindEndpoint: new(ledger.CreateWebhookEndpoint).CommandName(), kindInvoice: "invoice",
 	kindDupInvoice: "invoice, business duplicate", kindPayment: "payment", kindCreditNote: "credit note", kindJournal: "manual journal entry",
 	kindUnknownCompany: "unknown company", kindMalformed: "malformed", kindOpening: new(ledger.RecordOpeningBalances).CommandName(),
 	kindFXRate: new(ledger.RecordFXRate).CommandName(), kindRevalue: "fx revaluation",
+	kindSupplierPay: "supplier payment", kindSupplierCredit: "supplier credit application",
 }
 
 // allKinds are the kinds of the load, in the order of their weights in
 // planner.next and of the report.
-var allKinds = []opKind{kindInvoice, kindDupInvoice, kindPayment, kindCreditNote, kindJournal, kindUnknownCompany, kindMalformed, kindRevalue}
+var allKinds = []opKind{kindInvoice, kindDupInvoice, kindPayment, kindCreditNote, kindJournal, kindUnknownCompany, kindMalformed, kindRevalue,
+	kindSupplierPay, kindSupplierCredit}
 
 // setupKinds are the setup operations of each company, in order.
 var setupKinds = []opKind{kindCompany, kindEndpoint, kindOpening, kindFXRate}
@@ -185,13 +200,18 @@ func plan(seed uint64, companies []string, n int, runID string) (setup, load []*
 		setup = append(setup, &op{kind: kindCompany, company: c, command: new(ledger.CreateCompany).CommandName(), key: "setup-company", body: body})
 		setup = append(setup, &op{kind: kindEndpoint, company: c, command: new(ledger.CreateWebhookEndpoint).CommandName(), key: "setup-endpoint"})
 		// After the endpoint, so that its event is delivered too. OB-2 is
-		// in revalueCurrency, carried at 100.00 EUR (1.05 USD per EUR).
+		// in revalueCurrency, carried at 100.00 EUR (1.05 USD per EUR);
+		// the equity is what balances the bank and the receivables
+		// (1221.00) less the payable (200.00).
 		opening, _ := json.Marshal(map[string]any{
 			"date":  "2026-11-01",
-			"lines": []map[string]string{{"account": ledger.AccountBank, "debit": "1000.00"}, {"account": ledger.AccountEquity, "credit": "1221.00"}},
+			"lines": []map[string]string{{"account": ledger.AccountBank, "debit": "1000.00"}, {"account": ledger.AccountEquity, "credit": "1021.00"}},
 			"receivables": []map[string]string{
 				{"invoice_number": "OB-1", "customer_id": "cust-1", "issue_date": "2026-10-15", "currency": "EUR", "amount": "121.00"},
 				{"invoice_number": "OB-2", "customer_id": "cust-2", "issue_date": "2026-10-20", "currency": revalueCurrency, "amount": "105.00", "company_amount": "100.00"},
+			},
+			"payables": []map[string]string{
+				{"document_number": openingPayable, "supplier_id": openingSupplier, "issue_date": "2026-10-25", "currency": "EUR", "amount": openingPayableAmount},
 			},
 		})
 		setup = append(setup, &op{kind: kindOpening, company: c, command: new(ledger.RecordOpeningBalances).CommandName(), key: "setup-opening", body: opening})
@@ -226,7 +246,7 @@ func (p *planner) weighted(weights ...int) int {
 func (p *planner) next(i int, runID string) *op {
 	o := &op{company: p.companies[p.rng.IntN(len(p.companies))], pick: p.rng.Uint64()}
 	o.key = fmt.Sprintf("k%06d-%08x", i, p.rng.Uint32())
-	o.kind = allKinds[p.weighted(52, 5, 14, 14, 4, 2, 5, 2)]
+	o.kind = allKinds[p.weighted(52, 5, 14, 14, 4, 2, 5, 2, 2, 2)]
 	if o.kind == kindDupInvoice && len(p.invoices[o.company]) == 0 {
 		o.kind = kindInvoice
 	}
@@ -277,6 +297,36 @@ func (p *planner) next(i int, runID string) *op {
 		o.command = new(ledger.RevalueFX).CommandName()
 		o.body, _ = json.Marshal(map[string]string{"month": revalueMonth})
 		o.changed, _ = json.Marshal(map[string]string{"month": "2026-10"})
+	case kindSupplierPay:
+		// Its payment_ref is its key's: every copy and replay of the key is
+		// one payment, and no other key records it. Mostly an advance,
+		// left as the company's credit with the supplier; one in four
+		// also pays a little of openingPayable by its number, which is
+		// refused as a conflict once less is open. The changed payload
+		// pays one euro more; it is refused as a reused key.
+		o.command = new(ledger.RecordSupplierPayment).CommandName()
+		cents := 500 + p.rng.IntN(4500)
+		pay := map[string]any{
+			"payment_ref": "spay-" + o.key, "supplier_id": openingSupplier, "paid_on": "2026-12-03",
+			"currency": "EUR", "amount": money(cents),
+		}
+		if p.rng.IntN(4) == 0 {
+			pay["allocations"] = []map[string]string{{"document_number": openingPayable, "amount": money(100 + p.rng.IntN(300))}}
+		}
+		o.body, _ = json.Marshal(pay)
+		pay["amount"] = money(cents + 100)
+		o.changed, _ = json.Marshal(pay)
+	case kindSupplierCredit:
+		// A little of the company's credit with the supplier applied to
+		// openingPayable: refused as a conflict while the credit (what
+		// supplier payments left unapplied so far) or what is open on the
+		// payable is short. The changed payload applies one cent more.
+		o.command = new(ledger.ApplySupplierCredit).CommandName()
+		cents := 50 + p.rng.IntN(200)
+		app := map[string]string{"supplier_id": openingSupplier, "document_number": openingPayable, "amount": money(cents), "applied_on": "2026-12-04"}
+		o.body, _ = json.Marshal(app)
+		app["amount"] = money(cents + 1)
+		o.changed, _ = json.Marshal(app)
 	case kindMalformed:
 		o.mode = modeOnce
 		o.command = new(ledger.CreateInvoice).CommandName()
@@ -298,6 +348,9 @@ func (p *planner) next(i int, runID string) *op {
 	}
 	return o
 }
+
+// money renders an amount of cents as the commands spell money.
+func money(cents int) string { return fmt.Sprintf("%d.%02d", cents/100, cents%100) }
 
 // invoice returns an invoice body for order and, for modeChanged, the same
 // invoice with one quantity changed.

@@ -90,9 +90,112 @@ func TestPlannedBodies(t *testing.T) {
 	if !slices.Equal(allKinds, slices.DeleteFunc(slices.Sorted(maps.Keys(kindNames)), func(k opKind) bool { return slices.Contains(setupKinds, k) })) {
 		t.Errorf("the load's kinds %v and the setup's %v are not every kind once", allKinds, setupKinds)
 	}
-	// Revaluations are a small share, each of revalueMonth.
-	if n := kinds[kindRevalue]; n < 10 || n > 100 {
-		t.Errorf("%d revaluations in 2000 operations, want a small share", n)
+	// Revaluations and the supplier side are a small share each.
+	for _, k := range []opKind{kindRevalue, kindSupplierPay, kindSupplierCredit} {
+		if n := kinds[k]; n < 10 || n > 100 {
+			t.Errorf("%d %s operations in 2000, want a small share", n, kindNames[k])
+		}
+	}
+}
+
+// The supplier side pays the opening's payable and uses the credit the
+// payments leave: the opening carries openingPayable and stays balanced;
+// each supplier payment has a reference of its key's own and a changed
+// payload that changes only its amount, mostly an advance and sometimes
+// paying less than its amount of openingPayable by its number; each
+// application applies a little to openingPayable, its changed payload
+// only another amount.
+func TestPlannedSupplierSide(t *testing.T) {
+	companies := companyIDs(2)
+	setup, load := plan(7, companies, 2000, "r")
+	eur, _ := ledger.LookupCurrency("EUR")
+	for _, o := range setup {
+		if o.kind != kindOpening {
+			continue
+		}
+		cmd, err := ledger.Decode(o.command, o.body)
+		if err != nil {
+			t.Fatalf("%s %s: %v", o.command, o.body, err)
+		}
+		ob := cmd.(*ledger.RecordOpeningBalances)
+		if len(ob.Payables) != 1 || ob.Payables[0].DocumentNumber != openingPayable || ob.Payables[0].SupplierID != openingSupplier ||
+			ob.Payables[0].Currency != "EUR" || ob.Payables[0].Amount.StringFixed(2) != openingPayableAmount {
+			t.Fatalf("%s: the opening's payables %+v, want %s of %s, %s EUR", o.company, ob.Payables, openingPayable, openingSupplier, openingPayableAmount)
+		}
+		_, entry, lerr := ledger.BookOpeningBalances(o.company, ob, eur, uuid.New(), uuid.New(), uuid.New)
+		if lerr != nil {
+			t.Fatalf("%s: booking the opening: %v", o.company, lerr)
+		}
+		if err := entry.Check(); err != nil {
+			t.Fatalf("%s: the opening's entry: %v", o.company, err)
+		}
+	}
+	refs := map[string]int{}
+	allocated, advances, applications := 0, 0, 0
+	for _, o := range load {
+		switch o.kind {
+		case kindSupplierPay:
+			cmd, err := ledger.Decode(o.command, o.body)
+			if err != nil {
+				t.Fatalf("supplier payment op %d: %v", o.idx, err)
+			}
+			changed, err := ledger.Decode(o.command, o.changed)
+			if err != nil {
+				t.Fatalf("supplier payment op %d, changed: %v", o.idx, err)
+			}
+			c, d := cmd.(*ledger.RecordSupplierPayment), changed.(*ledger.RecordSupplierPayment)
+			if prev, dup := refs[c.PaymentRef]; dup || !strings.Contains(c.PaymentRef, o.key) {
+				t.Fatalf("supplier payment op %d: payment_ref %q is not its key's own (op %d has it too: %v)", o.idx, c.PaymentRef, prev, dup)
+			}
+			refs[c.PaymentRef] = o.idx
+			if c.SupplierID != openingSupplier || c.Currency != "EUR" || strings.HasPrefix(o.company, "ghost-") {
+				t.Fatalf("supplier payment op %d: %s %+v", o.idx, o.company, c)
+			}
+			if d.Amount.Equal(c.Amount.Decimal) {
+				t.Fatalf("supplier payment op %d: the changed payload pays the same %s", o.idx, c.Amount)
+			}
+			d.Amount = c.Amount
+			if !reflect.DeepEqual(c, d) {
+				t.Fatalf("supplier payment op %d: the changed payload changes more than the amount: %+v, %+v", o.idx, c, d)
+			}
+			switch len(c.Allocations) {
+			case 0:
+				advances++
+			case 1:
+				a := c.Allocations[0]
+				if a.DocumentNumber != openingPayable || a.PurchaseInvoiceID != "" || !a.Amount.LessThan(c.Amount.Decimal) {
+					t.Fatalf("supplier payment op %d: allocation %+v of %s, want less than that of %s by its number", o.idx, a, c.Amount, openingPayable)
+				}
+				allocated++
+			default:
+				t.Fatalf("supplier payment op %d: %d allocations", o.idx, len(c.Allocations))
+			}
+		case kindSupplierCredit:
+			cmd, err := ledger.Decode(o.command, o.body)
+			if err != nil {
+				t.Fatalf("supplier credit op %d: %v", o.idx, err)
+			}
+			changed, err := ledger.Decode(o.command, o.changed)
+			if err != nil {
+				t.Fatalf("supplier credit op %d, changed: %v", o.idx, err)
+			}
+			c, d := cmd.(*ledger.ApplySupplierCredit), changed.(*ledger.ApplySupplierCredit)
+			if c.SupplierID != openingSupplier || c.DocumentNumber != openingPayable || c.PurchaseInvoiceID != "" || strings.HasPrefix(o.company, "ghost-") {
+				t.Fatalf("supplier credit op %d: %s %+v", o.idx, o.company, c)
+			}
+			if d.Amount.Equal(c.Amount.Decimal) {
+				t.Fatalf("supplier credit op %d: the changed payload applies the same %s", o.idx, c.Amount)
+			}
+			d.Amount = c.Amount
+			if !reflect.DeepEqual(c, d) {
+				t.Fatalf("supplier credit op %d: the changed payload changes more than the amount", o.idx)
+			}
+			applications++
+		}
+	}
+	if advances == 0 || allocated == 0 || allocated > advances || applications == 0 {
+		t.Fatalf("%d advances, %d supplier payments paying %s, %d applications: want mostly advances, some paying it, and applications",
+			advances, allocated, openingPayable, applications)
 	}
 }
 
