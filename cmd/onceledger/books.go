@@ -32,6 +32,8 @@ Reports:
   periods                                        the months with entries, open or closed (period.close)
   aged           -kind receivables|payables [-date YYYY-MM-DD] [-detail]
                                                  open invoices by customer or supplier and days past due (default: today)
+  credits        -kind customers|suppliers [-date YYYY-MM-DD]
+                                                 customers' credits (2200) or the company's with suppliers (1400), by party and currency
 
 Output: -format text (default) or json; the register: csv (default), xml (i.SAF) or json;
 aged: text, csv (one row per open document) or json.
@@ -40,7 +42,7 @@ Run "onceledger books <report> -h" for a report's flags.
 
 ` + databaseNote + "\n" + cellsNote
 
-var bookReports = []string{"trial-balance", "account", "invoice", "vat-return", "register", "periods", "aged"}
+var bookReports = []string{"trial-balance", "account", "invoice", "vat-return", "register", "periods", "aged", "credits"}
 
 func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -90,6 +92,9 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		kind = fs.String("kind", "", "receivables (customers' invoices) or payables (suppliers' invoices) (required)")
 		day = fs.String("date", time.Now().Format("2006-01-02"), "the day the items are open at and aged to (YYYY-MM-DD)")
 		detail = fs.Bool("detail", false, "with -format text: list each open document under its customer or supplier")
+	case "credits":
+		kind = fs.String("kind", "", "customers (what the company owes them, 2200) or suppliers (what they owe it, 1400) (required)")
+		day = fs.String("date", time.Now().Format("2006-01-02"), "the day the credits are open at (YYYY-MM-DD)")
 	}
 	if name == "register" {
 		part = fs.Int("part", 0, "with -format xml: the part of an i.SAF file split into parts (1, 2, …); a month of more documents than one part holds needs it")
@@ -118,6 +123,8 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &usageError{"-invoice is required"}
 	case period != nil && *period == "":
 		return &usageError{"-period is required (YYYY-MM)"}
+	case kind != nil && *kind == "" && name == "credits":
+		return &usageError{"-kind is required: customers or suppliers"}
 	case kind != nil && *kind == "":
 		return &usageError{"-kind is required: receivables or payables"}
 	case part != nil && *part < 0:
@@ -126,7 +133,14 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &usageError{"-part is for -format xml"}
 	}
 	var side ledger.AgedKind
-	if kind != nil {
+	var whose ledger.CreditsKind
+	if kind != nil && name == "credits" {
+		k, err := ledger.ParseCreditsKind(*kind)
+		if err != nil {
+			return &usageError{fmt.Sprintf("-kind: %v", err)}
+		}
+		whose = k
+	} else if kind != nil {
 		k, err := ledger.ParseAgedKind(*kind)
 		if err != nil {
 			return &usageError{fmt.Sprintf("-kind: %v", err)}
@@ -221,6 +235,10 @@ func cmdBooks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if *format == "csv" {
 				text = v.WriteCSV
 			}
+			return err
+		case "credits":
+			v, err := ops.Credits(ctx, tx, *company, whose, at("date"))
+			view, text = v, func(w io.Writer) error { return writeCredits(w, v) }
 			return err
 		}
 		r, err := ops.Register(ctx, tx, *company, month)
@@ -499,6 +517,25 @@ func writePeriods(w io.Writer, v ledger.PeriodsView) error {
 		}
 		t.add(p.Period, p.Status, fmt.Sprint(p.Entries), at, by, key)
 	}
+	return t.write(w)
+}
+
+func writeCredits(w io.Writer, v ledger.CreditsView) error {
+	what := "Customers' credits"
+	if v.Kind == ledger.SuppliersCredits {
+		what = "Credits with suppliers"
+	}
+	fmt.Fprintf(w, "%s of %s at %s (account %s), in each currency and in %s at the rates they were booked at\n\n", what, v.Company, v.AsOf, v.Account, v.Currency)
+	who := "CUSTOMER"
+	if v.Kind == ledger.SuppliersCredits {
+		who = "SUPPLIER"
+	}
+	t := newTable(2, 3)
+	t.add(who, "CURRENCY", "CREDIT", "IN "+v.Currency, "SINCE", "LAST MOVEMENT")
+	for _, c := range v.Credits {
+		t.add(c.PartyID, c.Currency, c.Balance, c.BalanceCompany, c.Since, c.LastMovement)
+	}
+	t.add("Total", "", "", v.TotalCompany, "", "")
 	return t.write(w)
 }
 

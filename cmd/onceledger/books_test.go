@@ -32,11 +32,7 @@ func booksDatabase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	k, err := kinds.All(testkeys.Rules(), testkeys.Clock())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ name, body string }{
+	runCommands(t, dsn, []struct{ name, body string }{
 		{"company.create", `{"name": "Acme UAB", "country": "LT", "currency": "EUR", "vat_id": "LT100000000010", "registration_number": "100000001"}`},
 		{"invoice.create", `{"order_id": "o-1", "customer": {"id": "cust-42", "name": "UAB Pavyzdys", "vat_id": "LT100000000010", "country": "LT"},
 			"currency": "EUR", "issue_date": "2026-12-02", "due_date": "2026-12-16",
@@ -50,7 +46,26 @@ func booksDatabase(t *testing.T) string {
 		{"purchase_invoice.record", `{"supplier": {"id": "sup-1", "name": "Tiekėjas UAB", "vat_id": "LT100000000020", "country": "LT"},
 			"document_number": "TK-0042", "issue_date": "2026-12-03", "due_date": "2026-12-31", "currency": "EUR",
 			"lines": [{"description": "Office rent", "quantity": "1", "unit_price": "500.00", "vat_rate": "21"}]}`},
-	} {
+	})
+	return dsn
+}
+
+// runCommands executes each command for company acme in a transaction of
+// its own, as the worker's kinds do.
+func runCommands(t *testing.T, dsn string, cmds []struct{ name, body string }) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	k, err := kinds.All(testkeys.Rules(), testkeys.Clock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cmds {
 		cmd, err := ledger.Decode(c.name, []byte(c.body))
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
@@ -62,7 +77,6 @@ func booksDatabase(t *testing.T) string {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 	}
-	return dsn
 }
 
 func TestBooks(t *testing.T) {
@@ -365,5 +379,57 @@ func TestBooksAged(t *testing.T) {
 	}
 	if code, out, errOut := invoke(ctx, "", "books", "aged", "-h"); code != 0 || !strings.Contains(out+errOut, "-kind") || !strings.Contains(out+errOut, "Needs the database") {
 		t.Errorf("books aged -h: exit %d:\n%s%s", code, out, errOut)
+	}
+}
+
+// The credits report lists what a payment left beyond what it paid, per
+// customer or supplier and currency, as of a day.
+func TestBooksCredits(t *testing.T) {
+	t.Parallel()
+	dsn := booksDatabase(t)
+	// cust-42 pays 250.00 of which 198.00 to what is open; sup-1 is paid
+	// 700.00 of which 605.00 to TK-0042.
+	runCommands(t, dsn, []struct{ name, body string }{
+		{"payment.record", `{"payment_ref": "bank-2", "customer_id": "cust-42", "received_on": "2026-12-20", "currency": "EUR", "amount": "250.00",
+			"allocations": [{"invoice_number": "INV-2026-000001", "amount": "198.00"}]}`},
+		{"supplier_payment.record", `{"payment_ref": "out-1", "supplier_id": "sup-1", "paid_on": "2026-12-21", "currency": "EUR", "amount": "700.00",
+			"allocations": [{"document_number": "TK-0042", "amount": "605.00"}]}`},
+	})
+	ctx := context.Background()
+	books := func(args ...string) (int, string, string) {
+		return invoke(ctx, "", append([]string{"books", "credits"}, append(args, "-database-url", dsn)...)...)
+	}
+	code, out, errOut := books("-company", "acme", "-kind", "customers", "-date", "2026-12-31")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"Customers' credits of acme at 2026-12-31 (account 2200)", "CUSTOMER", "cust-42", "52.00", "2026-12-20", "Total"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = books("-company", "acme", "-kind", "suppliers", "-date", "2026-12-31", "-format", "json")
+	var v ledger.CreditsView
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil {
+		t.Fatalf("json: exit %d, %v:\n%s", code, err, out)
+	}
+	if v.Account != "1400" || len(v.Credits) != 1 || v.Credits[0].PartyID != "sup-1" || v.Credits[0].Balance != "95.00" || v.TotalCompany != "95.00" {
+		t.Fatalf("suppliers' credits: %+v", v)
+	}
+	// Before the payments there is none.
+	code, out, _ = books("-company", "acme", "-kind", "suppliers", "-date", "2026-12-20", "-format", "json")
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || len(v.Credits) != 0 || v.TotalCompany != "0.00" {
+		t.Fatalf("on 2026-12-20: exit %d, %v: %+v", code, err, v)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-company", "acme"}, "-kind is required: customers or suppliers"},
+		{[]string{"-company", "acme", "-kind", "payables"}, `-kind: "payables" is neither "customers" nor "suppliers"`},
+	} {
+		if code, _, errOut := books(c.args...); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, want 2 with %q; stderr:\n%s", c.args, code, c.want, errOut)
+		}
 	}
 }

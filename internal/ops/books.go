@@ -131,6 +131,25 @@ func Aged(ctx context.Context, db postgres.Querier, company string, kind ledger.
 	return r.View(), nil
 }
 
+// Credits returns the customers' or suppliers' credits open at asOf, by
+// party and currency, in theirs and the company's.
+func Credits(ctx context.Context, db postgres.Querier, company string, kind ledger.CreditsKind, asOf ledger.Date) (ledger.CreditsView, error) {
+	if err := needCompany(company); err != nil {
+		return ledger.CreditsView{}, err
+	}
+	if _, err := ledger.ParseCreditsKind(string(kind)); err != nil {
+		return ledger.CreditsView{}, refuse(CodeInvalid, "kind", nil, "kind: %v", err)
+	}
+	if asOf.IsZero() {
+		return ledger.CreditsView{}, refuse(CodeInvalid, "date", nil, "a date is required")
+	}
+	r, err := postgres.Credits(ctx, db, company, kind, asOf)
+	if err != nil {
+		return ledger.CreditsView{}, bookError(err)
+	}
+	return r.View(), nil
+}
+
 // Periods returns the months with entries, open or closed.
 func Periods(ctx context.Context, db postgres.Querier, company string) (ledger.PeriodsView, error) {
 	if err := needCompany(company); err != nil {

@@ -448,6 +448,47 @@ func Aged(ctx context.Context, q Querier, company string, kind ledger.AgedKind, 
 	return ledger.NewAgedReport(c, currencyOf(c.Currency), kind, asOf, items), nil
 }
 
+// Credits returns the customers' or suppliers' credits of company open on
+// asOf: each party's credit per currency from its movements dated up to
+// then, in its currency and in the company's at the rates it was booked at.
+func Credits(ctx context.Context, q Querier, company string, kind ledger.CreditsKind, asOf ledger.Date) (*ledger.CreditsReport, error) {
+	c, err := loadCompany(ctx, q, company)
+	if err != nil {
+		return nil, err
+	}
+	table, party := "customer_credit_movements", "customer_id"
+	if kind == ledger.SuppliersCredits {
+		table, party = "supplier_credit_movements", "supplier_id"
+	}
+	rows, err := q.Query(ctx, `
+		SELECT `+party+`, currency::text, sum(amount)::text, sum(coalesce(amount_company, amount))::text, min(entry_date), max(entry_date)
+		  FROM `+table+`
+		 WHERE company_id = $1 AND entry_date <= $2
+		 GROUP BY 1, 2
+		HAVING sum(amount) <> 0 OR sum(coalesce(amount_company, amount)) <> 0
+		 ORDER BY 1, 2`, company, asOf.Time)
+	if err != nil {
+		return nil, fmt.Errorf("%s credits: %w", kind, err)
+	}
+	r := &ledger.CreditsReport{Company: company, Currency: currencyOf(c.Currency), Kind: kind, AsOf: asOf}
+	for rows.Next() {
+		var it ledger.CreditBalance
+		var cur, balance, balanceCo string
+		var since, last time.Time
+		if err := rows.Scan(&it.PartyID, &cur, &balance, &balanceCo, &since, &last); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("%s credits: %w", kind, err)
+		}
+		it.Currency, it.Balance, it.BalanceCompany = currencyOf(cur), dec(balance), dec(balanceCo)
+		it.Since, it.LastMovement = civilDate(since), civilDate(last)
+		r.Items = append(r.Items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s credits: %w", kind, err)
+	}
+	return r, nil
+}
+
 // agedReceivables lists the sales invoices of company $1 with an amount
 // open at $2: the invoice's gross less what relieved its receivable by
 // then, each part in the invoice's currency and the company's. The parts

@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -155,6 +157,20 @@ func TestSupplierCreditPaysAnOpeningPayable(t *testing.T) {
 	}
 	if got := companyBalance(t, db, co, ledger.AccountSupplierCredits); got != "100.00" {
 		t.Errorf("1400 holds %s, want 100.00", got)
+	}
+	// The credits report holds what 1400 holds, from the day of the advance.
+	for day, want := range map[string]string{"2026-11-04": "", "2026-11-05": "s1 EUR 500.00/500.00 since 2026-11-05", "2026-11-30": "s1 EUR 100.00/100.00 since 2026-11-05"} {
+		r, err := postgres.Credits(testContext(t), db, co, ledger.SuppliersCredits, mustDate(t, day))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range r.Items {
+			got = append(got, fmt.Sprintf("%s %s %s/%s since %s", c.PartyID, c.Currency.Code, c.Balance.StringFixed(2), c.BalanceCompany.StringFixed(2), c.Since))
+		}
+		if strings.Join(got, "; ") != want {
+			t.Errorf("credits with suppliers on %s: %q, want %q", day, got, want)
+		}
 	}
 	requireAuditClean(t, db)
 }
