@@ -259,6 +259,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/books/trial-balance", s.authed(s.trialBalance))
 	s.handle("GET /v1/books/vat-return", s.authed(s.vatReturn))
 	s.handle("GET /v1/books/aged", s.authed(s.aged))
+	s.handle("GET /v1/books/credits", s.authed(s.credits))
 	s.handle("GET /v1/commands/{key}", s.authed(s.commandResult))
 	s.handle("POST /v1/portal-links", s.portalLink)
 	s.handle("GET /v1/openapi.json", serveOpenAPI)
@@ -668,6 +669,27 @@ func (s *Server) aged(w http.ResponseWriter, r *http.Request, company string) {
 	}
 	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
 		return ops.Aged(ctx, tx, company, kind, day)
+	})
+}
+
+// credits answers GET /v1/books/credits?kind=customers|suppliers&date=YYYY-MM-DD.
+func (s *Server) credits(w http.ResponseWriter, r *http.Request, company string) {
+	v := r.URL.Query().Get("kind")
+	if v == "" {
+		writeProblem(w, codeInvalidRequest, "kind is required: customers or suppliers.", map[string]any{"parameter": "kind"})
+		return
+	}
+	kind, err := ledger.ParseCreditsKind(v)
+	if err != nil {
+		writeProblem(w, codeInvalidRequest, "kind: "+err.Error(), map[string]any{"parameter": "kind"})
+		return
+	}
+	day, ok := dateParam(w, r)
+	if !ok {
+		return
+	}
+	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
+		return ops.Credits(ctx, tx, company, kind, day)
 	})
 }
 
