@@ -7,7 +7,8 @@ import (
 
 // The Books page ages the receivables and payables at the month's last
 // day: the December invoice of 363.00, due 16 December, is 15 days past
-// due on the 31st; a supplier's invoice due in January is not yet due.
+// due on the 31st; a supplier's invoice due in January is not yet due. It
+// lists the credits open then: an advance paid to a supplier.
 func TestBooksPageShowsAgedReceivablesAndPayables(t *testing.T) {
 	t.Parallel()
 	e := start(t)
@@ -18,6 +19,7 @@ func TestBooksPageShowsAgedReceivablesAndPayables(t *testing.T) {
 	e.command(t, "purchase_invoice.record", "pi-1", `{"supplier": {"id": "sup-1", "name": "Tiekėjas UAB", "vat_id": "LT100000000020", "country": "LT"},
 		"document_number": "TK-0042", "issue_date": "2026-12-03", "due_date": "2027-01-15", "currency": "EUR",
 		"lines": [{"description": "Office rent", "quantity": "1", "unit_price": "500.00", "vat_rate": "21"}]}`)
+	e.command(t, "supplier_payment.record", "sp-1", `{"payment_ref": "out-1", "supplier_id": "sup-1", "paid_on": "2026-12-05", "currency": "EUR", "amount": "100.00"}`)
 	c := browser(t)
 	signIn(t, e, c, e.Token)
 	_, page := get(t, c, e.URL+"/console/books?company=acme&month=2026-12")
@@ -39,6 +41,15 @@ func TestBooksPageShowsAgedReceivablesAndPayables(t *testing.T) {
 		if !strings.Contains(payables, want) {
 			t.Errorf("aged payables lack %q:\n%s", want, payables)
 		}
+	}
+	// An advance to sup-1 is the company's credit with it; no customer has one.
+	for _, want := range []string{"sup-1", "<td>EUR</td>", `<td class="num">100.00</td>`, "2026-12-05"} {
+		if s := section("credits-suppliers"); !strings.Contains(s, want) {
+			t.Errorf("credits with suppliers lack %q:\n%s", want, s)
+		}
+	}
+	if s := section("credits-customers"); !strings.Contains(s, "None open.") {
+		t.Errorf("customers' credits:\n%s", s)
 	}
 	if !strings.Contains(page, "Aged receivables of acme at 2026-12-31, in EUR") {
 		t.Errorf("the Books page does not say what it ages to:\n%s", page)

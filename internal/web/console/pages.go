@@ -645,6 +645,8 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 
 		// Receivables and Payables are aged at the month's last day.
 		Receivables, Payables *ledger.AgedView
+		// CustomerCredits and SupplierCredits are open then.
+		CustomerCredits, SupplierCredits *ledger.CreditsView
 	}{Company: q.Get("company"), Month: q.Get("month")}
 	if data.Company != "" {
 		if data.Month == "" {
@@ -679,6 +681,15 @@ func (c *Console) books(w http.ResponseWriter, r *http.Request, s *session) {
 				return err
 			}
 			data.Receivables, data.Payables = &receivables, &payables
+			customers, err := ops.Credits(r.Context(), tx, data.Company, ledger.CustomersCredits, month.Last())
+			if err != nil {
+				return err
+			}
+			suppliers, err := ops.Credits(r.Context(), tx, data.Company, ledger.SuppliersCredits, month.Last())
+			if err != nil {
+				return err
+			}
+			data.CustomerCredits, data.SupplierCredits = &customers, &suppliers
 			data.Downloads = registerDownloads(data.Company, month, reg)
 			return nil
 		})
