@@ -653,14 +653,8 @@ func (s *Server) vatReturn(w http.ResponseWriter, r *http.Request, company strin
 
 // aged answers GET /v1/books/aged?kind=receivables|payables&date=YYYY-MM-DD.
 func (s *Server) aged(w http.ResponseWriter, r *http.Request, company string) {
-	v := r.URL.Query().Get("kind")
-	if v == "" {
-		writeProblem(w, codeInvalidRequest, "kind is required: receivables or payables.", map[string]any{"parameter": "kind"})
-		return
-	}
-	kind, err := ledger.ParseAgedKind(v)
-	if err != nil {
-		writeProblem(w, codeInvalidRequest, "kind: "+err.Error(), map[string]any{"parameter": "kind"})
+	kind, ok := kindParam(w, r, "receivables or payables", ledger.ParseAgedKind)
+	if !ok {
 		return
 	}
 	day, ok := dateParam(w, r)
@@ -674,14 +668,8 @@ func (s *Server) aged(w http.ResponseWriter, r *http.Request, company string) {
 
 // credits answers GET /v1/books/credits?kind=customers|suppliers&date=YYYY-MM-DD.
 func (s *Server) credits(w http.ResponseWriter, r *http.Request, company string) {
-	v := r.URL.Query().Get("kind")
-	if v == "" {
-		writeProblem(w, codeInvalidRequest, "kind is required: customers or suppliers.", map[string]any{"parameter": "kind"})
-		return
-	}
-	kind, err := ledger.ParseCreditsKind(v)
-	if err != nil {
-		writeProblem(w, codeInvalidRequest, "kind: "+err.Error(), map[string]any{"parameter": "kind"})
+	kind, ok := kindParam(w, r, "customers or suppliers", ledger.ParseCreditsKind)
+	if !ok {
 		return
 	}
 	day, ok := dateParam(w, r)
@@ -691,6 +679,24 @@ func (s *Server) credits(w http.ResponseWriter, r *http.Request, company string)
 	s.read(w, r, func(ctx context.Context, tx pgx.Tx) (any, error) {
 		return ops.Credits(ctx, tx, company, kind, day)
 	})
+}
+
+// kindParam reads the required query parameter kind with parse, answering
+// invalid_request when it is missing (naming the kinds, which) or not one
+// of them.
+func kindParam[K any](w http.ResponseWriter, r *http.Request, which string, parse func(string) (K, error)) (K, bool) {
+	var zero K
+	v := r.URL.Query().Get("kind")
+	if v == "" {
+		writeProblem(w, codeInvalidRequest, "kind is required: "+which+".", map[string]any{"parameter": "kind"})
+		return zero, false
+	}
+	kind, err := parse(v)
+	if err != nil {
+		writeProblem(w, codeInvalidRequest, "kind: "+err.Error(), map[string]any{"parameter": "kind"})
+		return zero, false
+	}
+	return kind, true
 }
 
 // read runs fn in one read-only, repeatable-read snapshot and answers with
