@@ -32,7 +32,30 @@ func (kind creditNotes) Prepare(items []exec.Item, reads *pgx.Batch) exec.Plan {
 	p.refs = refs
 	p.invoices = p.plan.invoices(reads, refs)
 	p.numbers = p.series(reads, keys)
+	p.openings = p.openingReceivables(reads, refs)
 	return p
+}
+
+// openingReceivables queues the read of the receivables openings brought
+// from the previous books that refs name, by (company, ID or number): a
+// credit note naming one is told why it cannot credit it. Nothing is
+// locked: they are only named in a refusal.
+func (p *plan) openingReceivables(b *pgx.Batch, refs []invoiceRef) map[[2]string]found {
+	out := map[[2]string]found{}
+	companies, ids, numbers := make([]string, len(refs)), make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		companies[i], ids[i], numbers[i] = r.company, r.id, r.number
+	}
+	var company, key string
+	var f found
+	p.query(b, "look up opening receivables", []any{&company, &key, &f.id, &f.label}, func() {
+		out[[2]string{company, key}] = f
+	}, `
+		SELECT r.company_id, CASE WHEN r.id = '' THEN r.number ELSE r.id END, o.id, o.number
+		  FROM unnest($1::text[], $2::text[], $3::text[]) AS r(company_id, id, number)
+		  JOIN opening_items o ON o.company_id = r.company_id AND o.kind = 'receivable'
+		   AND (o.id::text = r.id OR (r.id = '' AND o.number = r.number))`, companies, ids, numbers)
+	return out
 }
 
 // refOf is the reference to an invoice by ID (in its canonical form) or
@@ -52,6 +75,8 @@ type creditNotePlan struct {
 	refs     []invoiceRef
 	invoices *invoiceStates
 	numbers  *numbers
+	// openings are the previous books' receivables the credit notes name.
+	openings map[[2]string]found
 }
 
 func (p *creditNotePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, error) {
@@ -61,6 +86,17 @@ func (p *creditNotePlan) Execute(which []int, w *pgx.Batch) ([]exec.Result, erro
 	results, err := p.each(which, func(at int, company string, c *ledger.CreateCreditNote) (exec.Result, error) {
 		inv, err := p.invoices.find(p.refs[at])
 		if err != nil {
+			r := p.refs[at]
+			key := r.id
+			if key == "" {
+				key = r.number
+			}
+			if o, ok := p.openings[[2]string{company, key}]; ok {
+				e := ledger.Errorf(ledger.CodeConflict, "invoice %s is a receivable the opening brought from the previous books: "+
+					"a credit note takes back lines of an invoice of these books, and the previous books hold its lines", o.label)
+				e.Details = map[string]any{"opening_item_id": o.id.String(), "number": o.label}
+				return refused(e)
+			}
 			return refused(err)
 		}
 		if c.IssueDate.Before(inv.IssueDate.Time) {

@@ -666,3 +666,29 @@ func TestOpeningSupplierCredits(t *testing.T) {
 		}
 	}
 }
+
+// A credit note naming a receivable the opening brought is refused with
+// why: its lines are in the previous books.
+func TestCreditNoteOfAnOpeningReceivableSaysWhy(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	const co = "acme"
+	createRegisteredCompany(t, db, co)
+	o := run[ledger.OpeningBalancesView](t, db, co, "opening_balances.record", openingBody())
+	e := runErr(t, db, co, "credit_note.create", map[string]any{"invoice_number": "A-0412", "issue_date": "2026-11-10", "reason": "returned", "full": true},
+		ledger.CodeConflict)
+	if !strings.Contains(e.Message, "invoice A-0412 is a receivable the opening brought from the previous books") || e.Details["number"] != "A-0412" {
+		t.Fatalf("a credit note of A-0412: %+v", e)
+	}
+	var id string
+	for _, r := range o.Receivables {
+		if r.Number == "A-0412" {
+			id = r.OpeningItemID
+		}
+	}
+	if e.Details["opening_item_id"] != id || id == "" {
+		t.Fatalf("details %+v, want opening item %q", e.Details, id)
+	}
+	runErr(t, db, co, "credit_note.create", map[string]any{"invoice_number": "A-9999", "issue_date": "2026-11-10", "reason": "returned", "full": true},
+		ledger.CodeNotFound)
+}
