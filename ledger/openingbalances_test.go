@@ -74,13 +74,8 @@ func TestOpeningBalancesRefused(t *testing.T) {
 // balance.
 func TestBookOpeningBalances(t *testing.T) {
 	t.Parallel()
-	eur, _ := ledger.LookupCurrency("EUR")
 	book := func(edit func(m map[string]any)) (*ledger.OpeningBalances, *ledger.JournalEntry, *ledger.Error) {
-		cmd, err := ledger.Decode("opening_balances.record", openingJSON(t, edit))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ledger.BookOpeningBalances("acme", cmd.(*ledger.RecordOpeningBalances), eur, uuid.New(), uuid.New(), uuid.New)
+		return bookOpening(t, nil, edit)
 	}
 	o, entry, e := book(nil)
 	if e != nil {
@@ -89,16 +84,13 @@ func TestBookOpeningBalances(t *testing.T) {
 	if err := entry.Check(); err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, l := range entry.Lines {
-		got = append(got, l.Account+" "+l.Currency+" "+l.Debit.StringFixed(2)+"/"+l.Credit.StringFixed(2)+" "+l.CompanyDebit.StringFixed(2)+"/"+l.CompanyCredit.StringFixed(2))
-	}
+	got := entryLines(entry)
 	// USD 110.00 open at 100.00 EUR: 1200 holds it in USD, and 3000 its
 	// position, USD 110.00 against EUR 100.00.
 	want := "1100 EUR 100.00/0.00 100.00/0.00, 3000 EUR 0.00/190.00 0.00/190.00, 1200 EUR 121.00/0.00 121.00/0.00, 1200 USD 110.00/0.00 100.00/0.00, " +
 		"2100 EUR 0.00/131.00 0.00/131.00, 3000 USD 0.00/110.00 0.00/100.00, 3000 EUR 100.00/0.00 100.00/0.00"
-	if strings.Join(got, ", ") != want || entry.Date.String() != "2026-11-01" || entry.SourceType != ledger.SourceOpeningBalances || entry.SourceID != o.ID {
-		t.Fatalf("entry %s (%+v), want %s", strings.Join(got, ", "), entry, want)
+	if got != want || entry.Date.String() != "2026-11-01" || entry.SourceType != ledger.SourceOpeningBalances || entry.SourceID != o.ID {
+		t.Fatalf("entry %s (%+v), want %s", got, entry, want)
 	}
 	if v := o.View(); len(v.Lines) != 4 || v.Lines[3] != (ledger.OpeningLineView{Account: "3000", Credit: "190.00"}) || v.Lines[1] != (ledger.OpeningLineView{Account: "1200", Debit: "221.00"}) {
 		t.Fatalf("view lines %+v", v.Lines)
@@ -188,18 +180,8 @@ func TestOpeningCustomerCreditsRefused(t *testing.T) {
 // balance.
 func TestBookOpeningCustomerCredits(t *testing.T) {
 	t.Parallel()
-	eur, _ := ledger.LookupCurrency("EUR")
 	book := func(edit func(m map[string]any)) (*ledger.OpeningBalances, *ledger.JournalEntry, *ledger.Error) {
-		cmd, err := ledger.Decode("opening_balances.record", openingJSON(t, func(m map[string]any) {
-			withCredits(m)
-			if edit != nil {
-				edit(m)
-			}
-		}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ledger.BookOpeningBalances("acme", cmd.(*ledger.RecordOpeningBalances), eur, uuid.New(), uuid.New(), uuid.New)
+		return bookOpening(t, withCredits, edit)
 	}
 	o, entry, e := book(nil)
 	if e != nil {
@@ -208,17 +190,14 @@ func TestBookOpeningCustomerCredits(t *testing.T) {
 	if err := entry.Check(); err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, l := range entry.Lines {
-		got = append(got, l.Account+" "+l.Currency+" "+l.Debit.StringFixed(2)+"/"+l.Credit.StringFixed(2)+" "+l.CompanyDebit.StringFixed(2)+"/"+l.CompanyCredit.StringFixed(2))
-	}
+	got := entryLines(entry)
 	// USD: the receivable's 110.00 (100.00 EUR) less the credit's 22.00
 	// (20.00 EUR) leaves a position of USD 88.00 at 80.00 EUR on 3000.
 	want := "1100 EUR 100.00/0.00 100.00/0.00, 3000 EUR 0.00/130.00 0.00/130.00, 1200 EUR 121.00/0.00 121.00/0.00, 1200 USD 110.00/0.00 100.00/0.00, " +
 		"2100 EUR 0.00/131.00 0.00/131.00, 2200 EUR 0.00/40.00 0.00/40.00, 2200 USD 0.00/22.00 0.00/20.00, " +
 		"3000 USD 0.00/88.00 0.00/80.00, 3000 EUR 80.00/0.00 80.00/0.00"
-	if strings.Join(got, ", ") != want {
-		t.Fatalf("entry %s, want %s", strings.Join(got, ", "), want)
+	if got != want {
+		t.Fatalf("entry %s, want %s", got, want)
 	}
 	if len(o.CustomerCredits) != 2 {
 		t.Fatalf("credits %+v", o.CustomerCredits)
@@ -341,18 +320,8 @@ func TestOpeningSupplierCreditsRefused(t *testing.T) {
 // another, and the credits count in the balance.
 func TestBookOpeningSupplierCredits(t *testing.T) {
 	t.Parallel()
-	eur, _ := ledger.LookupCurrency("EUR")
 	book := func(edit func(m map[string]any)) (*ledger.OpeningBalances, *ledger.JournalEntry, *ledger.Error) {
-		cmd, err := ledger.Decode("opening_balances.record", openingJSON(t, func(m map[string]any) {
-			withSupplierCredits(m)
-			if edit != nil {
-				edit(m)
-			}
-		}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ledger.BookOpeningBalances("acme", cmd.(*ledger.RecordOpeningBalances), eur, uuid.New(), uuid.New(), uuid.New)
+		return bookOpening(t, withSupplierCredits, edit)
 	}
 	o, entry, e := book(nil)
 	if e != nil {
@@ -361,17 +330,14 @@ func TestBookOpeningSupplierCredits(t *testing.T) {
 	if err := entry.Check(); err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, l := range entry.Lines {
-		got = append(got, l.Account+" "+l.Currency+" "+l.Debit.StringFixed(2)+"/"+l.Credit.StringFixed(2)+" "+l.CompanyDebit.StringFixed(2)+"/"+l.CompanyCredit.StringFixed(2))
-	}
+	got := entryLines(entry)
 	// USD: the receivable's 110.00 (100.00 EUR) and the credit's 44.00
 	// (40.00 EUR) make a position of USD 154.00 at 140.00 EUR on 3000.
 	want := "1100 EUR 100.00/0.00 100.00/0.00, 3000 EUR 0.00/260.00 0.00/260.00, 1200 EUR 121.00/0.00 121.00/0.00, 1200 USD 110.00/0.00 100.00/0.00, " +
 		"2100 EUR 0.00/131.00 0.00/131.00, 1400 EUR 30.00/0.00 30.00/0.00, 1400 USD 44.00/0.00 40.00/0.00, " +
 		"3000 USD 0.00/154.00 0.00/140.00, 3000 EUR 140.00/0.00 140.00/0.00"
-	if strings.Join(got, ", ") != want {
-		t.Fatalf("entry %s, want %s", strings.Join(got, ", "), want)
+	if got != want {
+		t.Fatalf("entry %s, want %s", got, want)
 	}
 	if len(o.SupplierCredits) != 2 || len(o.CustomerCredits) != 0 {
 		t.Fatalf("credits %+v %+v", o.SupplierCredits, o.CustomerCredits)
@@ -430,4 +396,32 @@ func TestBookOpeningSupplierCredits(t *testing.T) {
 	if _, _, e := book(func(m map[string]any) { credit(m, 0)["company_amount"] = "30.00" }); e != nil {
 		t.Errorf("an equal company amount: %v", e)
 	}
+}
+
+// bookOpening decodes the opening of openingJSON changed by prepare, then
+// by edit (either nil: none), and books it for a company in EUR.
+func bookOpening(t *testing.T, prepare, edit func(m map[string]any)) (*ledger.OpeningBalances, *ledger.JournalEntry, *ledger.Error) {
+	t.Helper()
+	eur, _ := ledger.LookupCurrency("EUR")
+	cmd, err := ledger.Decode("opening_balances.record", openingJSON(t, func(m map[string]any) {
+		for _, f := range []func(map[string]any){prepare, edit} {
+			if f != nil {
+				f(m)
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ledger.BookOpeningBalances("acme", cmd.(*ledger.RecordOpeningBalances), eur, uuid.New(), uuid.New(), uuid.New)
+}
+
+// entryLines is the entry's lines, each as "account currency debit/credit
+// company-debit/company-credit", joined by ", ".
+func entryLines(entry *ledger.JournalEntry) string {
+	var lines []string
+	for _, l := range entry.Lines {
+		lines = append(lines, l.Account+" "+l.Currency+" "+l.Debit.StringFixed(2)+"/"+l.Credit.StringFixed(2)+" "+l.CompanyDebit.StringFixed(2)+"/"+l.CompanyCredit.StringFixed(2))
+	}
+	return strings.Join(lines, ", ")
 }

@@ -54,7 +54,7 @@ func (p *plan) openingReceivables(b *pgx.Batch, refs []invoiceRef) map[[2]string
 		SELECT r.company_id, CASE WHEN r.id = '' THEN r.number ELSE r.id END, o.id, o.number
 		  FROM unnest($1::text[], $2::text[], $3::text[]) AS r(company_id, id, number)
 		  JOIN opening_items o ON o.company_id = r.company_id AND o.kind = 'receivable'
-		   AND (o.id::text = r.id OR (r.id = '' AND o.number = r.number))`, companies, ids, numbers)
+		   AND (o.id = nullif(r.id, '')::uuid OR (r.id = '' AND o.number = r.number))`, companies, ids, numbers)
 	return out
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/onceledger/onceledger/ledger"
 	"github.com/onceledger/onceledger/ledger/postgres"
@@ -366,16 +367,7 @@ func TestOpeningCustomerCredits(t *testing.T) {
 	if got, want := strings.Join(moved, "; "), "cust-42 EUR opening 150.00/150.00 2026-11-01; cust-9 USD opening 220.00/200.00 2026-11-01"; got != want {
 		t.Fatalf("movements: %s, want %s", got, want)
 	}
-	credits := func() string {
-		t.Helper()
-		var got string
-		if err := db.QueryRow(ctx, `
-			SELECT string_agg(format('%s %s %s/%s', customer_id, currency, balance::numeric(28,2), balance_company::numeric(28,2)), '; ' ORDER BY customer_id)
-			  FROM customer_credits WHERE company_id = $1`, co).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
+	credits := func() string { return creditBalances(t, db, co, "customer_credits", "customer_id") }
 	if got, want := credits(), "cust-42 EUR 150.00/150.00; cust-9 USD 220.00/200.00"; got != want {
 		t.Fatalf("credits: %s, want %s", got, want)
 	}
@@ -563,16 +555,7 @@ func TestOpeningSupplierCredits(t *testing.T) {
 	if got, want := strings.Join(moved, "; "), "s-7 EUR opening 300.00/300.00 2026-11-01; s-usd USD opening 220.00/200.00 2026-11-01"; got != want {
 		t.Fatalf("movements: %s, want %s", got, want)
 	}
-	credits := func() string {
-		t.Helper()
-		var got string
-		if err := db.QueryRow(ctx, `
-			SELECT string_agg(format('%s %s %s/%s', supplier_id, currency, balance::numeric(28,2), balance_company::numeric(28,2)), '; ' ORDER BY supplier_id)
-			  FROM supplier_credits WHERE company_id = $1`, co).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
+	credits := func() string { return creditBalances(t, db, co, "supplier_credits", "supplier_id") }
 	if got, want := credits(), "s-7 EUR 300.00/300.00; s-usd USD 220.00/200.00"; got != want {
 		t.Fatalf("credits: %s, want %s", got, want)
 	}
@@ -689,6 +672,24 @@ func TestCreditNoteOfAnOpeningReceivableSaysWhy(t *testing.T) {
 	if e.Details["opening_item_id"] != id || id == "" {
 		t.Fatalf("details %+v, want opening item %q", e.Details, id)
 	}
+	if e := runErr(t, db, co, "credit_note.create", map[string]any{"invoice_id": id, "issue_date": "2026-11-10", "reason": "returned", "full": true},
+		ledger.CodeConflict); e.Details["number"] != "A-0412" {
+		t.Fatalf("a credit note of A-0412 by its ID: %+v", e)
+	}
 	runErr(t, db, co, "credit_note.create", map[string]any{"invoice_number": "A-9999", "issue_date": "2026-11-10", "reason": "returned", "full": true},
 		ledger.CodeNotFound)
+}
+
+// creditBalances is every credit of company in table (customer_credits or
+// supplier_credits, its party column party), each as "party currency
+// balance/balance in the company's currency", joined by "; ".
+func creditBalances(t *testing.T, db *pgxpool.Pool, company, table, party string) string {
+	t.Helper()
+	var got string
+	if err := db.QueryRow(testContext(t), `
+		SELECT coalesce(string_agg(format('%s %s %s/%s', `+party+`, currency, balance::numeric(28,2), balance_company::numeric(28,2)), '; ' ORDER BY `+party+`), '')
+		  FROM `+table+` WHERE company_id = $1`, company).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
