@@ -957,10 +957,9 @@ CREATE TABLE public.webhook_deliveries (
     CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivering'::text, 'delivered'::text, 'failed'::text])))
 ) WITH (autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_cost_delay=0, autovacuum_vacuum_scale_factor=0.01, autovacuum_vacuum_threshold=2000);
 CREATE INDEX webhook_deliveries_company_event ON public.webhook_deliveries USING btree (company_id, event_id, endpoint_id);
-CREATE INDEX webhook_deliveries_endpoint ON public.webhook_deliveries USING btree (endpoint_id, status);
 CREATE INDEX webhook_deliveries_endpoint_created ON public.webhook_deliveries USING btree (endpoint_id, created_at, id);
 CREATE INDEX webhook_deliveries_failed ON public.webhook_deliveries USING btree (event_id, endpoint_id) WHERE (status = 'failed'::text);
-CREATE INDEX webhook_deliveries_leased ON public.webhook_deliveries USING btree (claimed_until) WHERE (status = 'delivering'::text);
+CREATE INDEX webhook_deliveries_in_flight ON public.webhook_deliveries USING btree (endpoint_id, claimed_until) WHERE (status = 'delivering'::text);
 CREATE INDEX webhook_deliveries_queued ON public.webhook_deliveries USING btree (endpoint_id, next_attempt_at) WHERE (status = 'pending'::text);
 
 CREATE TABLE public.webhook_endpoints (

@@ -135,10 +135,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 	var undelivered int64
 	var oldestDelivery float64
+	// The two statuses as an OR: each matches the partial index of its
+	// deliveries (queued, in flight), where an IN list matches neither.
 	err = c.pool.QueryRow(ctx, `
 		SELECT count(*), coalesce(extract(epoch FROM now() - min(ev.created_at)), 0)::float8
 		  FROM webhook_deliveries d JOIN outbox_events ev ON ev.id = d.event_id
-		 WHERE d.status IN ('pending', 'delivering')`).Scan(&undelivered, &oldestDelivery)
+		 WHERE (d.status = 'pending' OR d.status = 'delivering')`).Scan(&undelivered, &oldestDelivery)
 	if err == nil {
 		ch <- prometheus.MustNewConstMetric(descWebhookBacklog, prometheus.GaugeValue, float64(undelivered))
 		ch <- prometheus.MustNewConstMetric(descWebhookOldest, prometheus.GaugeValue, oldestDelivery)
