@@ -311,3 +311,65 @@ func TestRunOnANATSCluster(t *testing.T) {
 		t.Errorf("a cluster with NATS apart: %v, want it refused", err)
 	}
 }
+
+// TestStatementsSayWhereTheDatabaseTimeWent runs a tiny latency phase on
+// a throwaway cluster started with pg_stat_statements, and checks that its
+// cost names the invoice's statements and the books' triggers, each at the
+// rate a command runs them.
+func TestStatementsSayWhereTheDatabaseTimeWent(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := bench.Run(ctx, bench.Config{
+		Commands:          100,
+		ReferenceCommands: 10,
+		Payments:          -1,
+		Paced:             2 * time.Second,
+		PacedRate:         50,
+		Statements:        true,
+		Stall:             30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Phase(bench.PhasePaced)
+	if p == nil || p.Cost == nil {
+		t.Fatalf("no cost for the latency phase: %+v", p)
+	}
+	c := p.Cost
+	if c.StatementsError != "" {
+		t.Fatal(c.StatementsError)
+	}
+	var invoices, nested bool
+	for _, s := range c.Statements {
+		if strings.HasPrefix(s.Query, "INSERT INTO invoices ") && !s.Nested {
+			// One statement per batch: at most one call per command.
+			invoices = s.CallsPerCmd > 0 && s.CallsPerCmd <= 1 && s.MicrosPerCmd > 0
+		}
+		nested = nested || s.Nested
+	}
+	if !invoices || !nested {
+		t.Errorf("statements lack the invoices' insert (%v) or a trigger's statement (%v): %+v", invoices, nested, c.Statements)
+	}
+	calls := map[string]float64{}
+	for _, f := range c.Functions {
+		calls[f.Function] = f.CallsPerCmd
+	}
+	// The invoice's check at commit runs once per invoice; the fan-out
+	// once per statement that writes events.
+	if got := calls["document_check"]; got < 0.95 || got > 1.05 {
+		t.Errorf("document_check %.2f calls per command, want 1: %+v", got, c.Functions)
+	}
+	if got := calls["webhook_fan_out"]; got <= 0 || got > 1 {
+		t.Errorf("webhook_fan_out %.2f calls per command, want (0, 1]: %+v", got, c.Functions)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Database time per command, " + bench.PhasePaced, "INSERT INTO invoices", "document_check"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+}

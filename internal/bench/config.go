@@ -66,6 +66,13 @@ type Config struct {
 	// SweepDuration is how long each rate of the sweep publishes. Defaults
 	// to 20s.
 	SweepDuration time.Duration
+	// Statements adds to each phase's cost where the database's time went:
+	// each statement's and each trigger function's calls and time per
+	// command (pg_stat_statements, with nested statements, and
+	// pg_stat_user_functions). The server needs pg_stat_statements in
+	// shared_preload_libraries and the run a superuser; a throwaway
+	// cluster is started with it.
+	Statements bool
 	// NATSNodes is how many JetStream servers the run has: 1 (the
 	// default) or 3, a cluster embedded in this process on which every
 	// stream has three replicas.

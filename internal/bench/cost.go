@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,12 @@ type Cost struct {
 	// OtherCores is the rest of the machine's busy time, in cores, during
 	// the window: work of other programs disturbs the figures.
 	OtherCores float64 `json:"other_cores"`
+	// Statements and Functions are where the database's time went, the
+	// costliest first (Config.Statements); StatementsError says why they
+	// could not be read.
+	Statements      []StatementCost `json:"statements,omitempty"`
+	Functions       []FunctionCost  `json:"functions,omitempty"`
+	StatementsError string          `json:"statements_error,omitempty"`
 }
 
 // costSample is a reading of the counters a Cost is the difference of.
@@ -51,6 +58,8 @@ type costSample struct {
 	roundTrips int64
 	wMsgs      uint64
 	pMsgs      uint64
+	stmts      statementsSample
+	stmtsErr   error
 }
 
 // statsFlush is how long to wait for Postgres backends to report their
@@ -69,6 +78,9 @@ func (e *Env) readCost(ctx context.Context) costSample {
 	ws, ps := e.wnc.Stats(), e.pnc.Stats()
 	s.wMsgs, s.pMsgs = ws.InMsgs+ws.OutMsgs, ps.InMsgs+ps.OutMsgs
 	s.cpu = e.readCPU(ctx)
+	if e.cfg.Statements {
+		s.stmts, s.stmtsErr = e.readStatements(ctx)
+	}
 	return s
 }
 
@@ -91,6 +103,13 @@ func (e *Env) costBetween(a, b costSample, commands int) *Cost {
 	c.WorkerMessages = float64(b.wMsgs-a.wMsgs) / n
 	c.ProducerMessages = float64(b.pMsgs-a.pMsgs) / n
 	c.OtherCores = cpuBetween(a.cpu, b.cpu).OtherCores
+	if e.cfg.Statements {
+		if err := cmp.Or(a.stmtsErr, b.stmtsErr); err != nil {
+			c.StatementsError = err.Error()
+		} else {
+			c.Statements, c.Functions = statementsBetween(a.stmts, b.stmts, commands)
+		}
+	}
 	return c
 }
 

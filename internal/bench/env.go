@@ -135,10 +135,21 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	// more transactions at once than group commit.
 	poolCfg.MaxConns = int32(max(cfg.GroupCommit.Parallel, Reference.Batch.Parallel) + 12)
 	poolCfg.ConnConfig.Tracer = &e.trips
+	if cfg.Statements {
+		// Statements inside triggers and functions too, and the time of
+		// each PL/pgSQL function: for superusers only, hence per session.
+		poolCfg.ConnConfig.RuntimeParams["pg_stat_statements.track"] = "all"
+		poolCfg.ConnConfig.RuntimeParams["track_functions"] = "pl"
+	}
 	if e.pool, err = pgxpool.NewWithConfig(ctx, poolCfg); err != nil {
 		return nil, fmt.Errorf("connect to Postgres: %w", err)
 	}
 	e.onClose(func() error { e.pool.Close(); return nil })
+	if cfg.Statements {
+		if err := e.statementsReady(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.describePostgres(ctx); err != nil {
 		return nil, err
 	}
@@ -204,6 +215,9 @@ func (e *Env) database(ctx context.Context) (string, error) {
 		e.progress("starting a throwaway PostgreSQL cluster in %s", dir)
 		// Not Fast: the figures are meant to be with durable commits.
 		cfg.Cluster = pgcluster.Config{Dir: dir, Logger: e.cfg.Logger}
+		if e.cfg.Statements {
+			cfg.Cluster.Settings = []string{"shared_preload_libraries=pg_stat_statements"}
+		}
 	}
 	srv, err := throwaway.Postgres(ctx, cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -503,6 +504,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Sweep != nil {
 		writeSweep(&b, r.Sweep)
 	}
+	writeStatements(&b, r)
 	if p := r.Phase(PhaseSoak); p != nil && len(p.Rounds) > 0 {
 		writeSoak(&b, p)
 	}
@@ -579,4 +581,41 @@ func thousands(v float64) string {
 		out = append(out, s[i])
 	}
 	return string(out)
+}
+
+// writeStatements writes, for each phase with a cost, where the database's
+// time went (Config.Statements).
+func writeStatements(b *strings.Builder, r *Report) {
+	phases := slices.Clone(r.Phases)
+	if r.Sweep != nil {
+		for _, row := range r.Sweep.Rows {
+			phases = append(phases, row.Phase)
+		}
+	}
+	for _, p := range phases {
+		c := p.Cost
+		if c == nil || (len(c.Statements) == 0 && c.StatementsError == "") {
+			continue
+		}
+		fmt.Fprintf(b, "\nDatabase time per command, %s (%s commands at %s/s): pg_stat_statements and pg_stat_user_functions; a statement's time includes its triggers' and its waits for a core\n",
+			p.Name, thousands(float64(p.Commands)), thousands(p.Rate))
+		if c.StatementsError != "" {
+			fmt.Fprintf(b, "  not read: %s\n", c.StatementsError)
+			continue
+		}
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  µs\tcalls\tstatement\n")
+		for _, st := range c.Statements {
+			by := ""
+			if st.Nested {
+				by = "(in a trigger) "
+			}
+			fmt.Fprintf(tw, "  %.1f\t%.2f\t%s%s\n", st.MicrosPerCmd, st.CallsPerCmd, by, st.Query)
+		}
+		fmt.Fprintf(tw, "  µs\tcalls\tfunction\n")
+		for _, f := range c.Functions {
+			fmt.Fprintf(tw, "  %.1f\t%.2f\t%s\n", f.MicrosPerCmd, f.CallsPerCmd, f.Function)
+		}
+		tw.Flush()
+	}
 }

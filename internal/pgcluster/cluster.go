@@ -52,6 +52,9 @@ type Config struct {
 	// Fast turns off fsync, synchronous_commit and full_page_writes. Only for
 	// tests: a crash may lose or corrupt data.
 	Fast bool
+	// Settings are more server settings, each "name=value", given on the
+	// server's command line (shared_preload_libraries=pg_stat_statements).
+	Settings []string
 	// Logger receives lifecycle messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -132,7 +135,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			}
 		}
 		c.Port = port
-		err = c.start(ctx, cfg.Fast)
+		err = c.start(ctx, cfg.Fast, cfg.Settings)
 		if err == nil {
 			break
 		}
@@ -376,7 +379,7 @@ func (c *Cluster) initdb(ctx context.Context, fast bool) error {
 	return nil
 }
 
-func (c *Cluster) start(ctx context.Context, fast bool) error {
+func (c *Cluster) start(ctx context.Context, fast bool, settings []string) error {
 	// No Unix socket: its path would collide with a system cluster on the same
 	// port and can exceed the 107-byte limit for deep temp dirs.
 	opts := []string{
@@ -387,6 +390,9 @@ func (c *Cluster) start(ctx context.Context, fast bool) error {
 	}
 	if fast {
 		opts = append(opts, "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off")
+	}
+	for _, set := range settings {
+		opts = append(opts, "-c "+set)
 	}
 	logPath := filepath.Join(c.Dir, logFileName)
 	var logStart int64
