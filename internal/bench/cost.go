@@ -72,8 +72,12 @@ func (e *Env) readCost(ctx context.Context) costSample {
 	case <-ctx.Done():
 	}
 	var s costSample
+	if e.cfg.Statements {
+		e.flushStats(ctx)
+	}
 	// Its own transaction, so the statistics snapshot is fresh.
 	_ = e.pool.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&s.xacts)
+	s.xacts -= e.flushXacts
 	s.roundTrips = e.trips.n.Load()
 	ws, ps := e.wnc.Stats(), e.pnc.Stats()
 	s.wMsgs, s.pMsgs = ws.InMsgs+ws.OutMsgs, ps.InMsgs+ps.OutMsgs
@@ -83,6 +87,27 @@ func (e *Env) readCost(ctx context.Context) costSample {
 	}
 	return s
 }
+
+// flushStats makes the backends of the pool's idle connections report
+// their statistics: a backend reports at the end of a transaction at most
+// once a second, and one that went idle within a second of its last report
+// holds the rest (its functions' calls among them) for ten more seconds.
+// Called a second after the phase, each connection's statement ends a
+// transaction past that second. Those transactions are not the phase's:
+// readCost takes them off the database's count, and they are no round
+// trips of the worker's.
+func (e *Env) flushStats(ctx context.Context) {
+	ctx = context.WithValue(ctx, uncounted{}, true)
+	for _, c := range e.pool.AcquireAllIdle(ctx) {
+		if _, err := c.Exec(ctx, `SELECT 1`); err == nil {
+			e.flushXacts++
+		}
+		c.Release()
+	}
+}
+
+// uncounted marks a context whose statements roundTrips does not count.
+type uncounted struct{}
 
 func (e *Env) costBetween(a, b costSample, commands int) *Cost {
 	c := &Cost{Seconds: b.cpu.at.Sub(a.cpu.at).Seconds(), NATSSeparate: e.natsProc != nil}
@@ -127,6 +152,9 @@ var (
 )
 
 func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	if ctx.Value(uncounted{}) != nil {
+		return ctx
+	}
 	r.n.Add(1)
 	return ctx
 }

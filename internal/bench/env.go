@@ -46,14 +46,16 @@ type Env struct {
 	subjects  []string // invoice.create subject per company
 	invoice   template
 
-	dir   string // holds the throwaway cluster and the JetStream store
-	pool  *pgxpool.Pool
-	kinds *exec.Kinds
-	wnc   *nats.Conn // the worker's connection, as in `onceledger run`
-	pnc   *nats.Conn // the producer's
-	pjs   jetstream.JetStream
-	recv  *receiver
-	rss   *rssSampler
+	dir  string // holds the throwaway cluster and the JetStream store
+	pool *pgxpool.Pool
+	// flushXacts is how many transactions flushStats ran.
+	flushXacts int64
+	kinds      *exec.Kinds
+	wnc        *nats.Conn // the worker's connection, as in `onceledger run`
+	pnc        *nats.Conn // the producer's
+	pjs        jetstream.JetStream
+	recv       *receiver
+	rss        *rssSampler
 
 	natsProc *natsProcess // the NATS server, when it runs as a process of its own
 	trips    roundTrips   // the pool's round trips to Postgres
