@@ -99,7 +99,7 @@ func (e *Env) readCost(ctx context.Context) costSample {
 func (e *Env) flushStats(ctx context.Context) {
 	ctx = context.WithValue(ctx, uncounted{}, true)
 	for _, c := range e.pool.AcquireAllIdle(ctx) {
-		if _, err := c.Exec(ctx, `SELECT 1`); err == nil {
+		if _, err := c.Exec(ctx, `SELECT 1`, pgx.QueryExecModeSimpleProtocol); err == nil {
 			e.flushXacts++
 		}
 		c.Release()
@@ -173,8 +173,8 @@ func (r *roundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.T
 	return ctx
 }
 
-func (r *roundTrips) TracePrepareEnd(_ context.Context, _ *pgx.Conn, d pgx.TracePrepareEndData) {
-	if !d.AlreadyPrepared {
+func (r *roundTrips) TracePrepareEnd(ctx context.Context, _ *pgx.Conn, d pgx.TracePrepareEndData) {
+	if !d.AlreadyPrepared && ctx.Value(uncounted{}) == nil {
 		r.n.Add(1)
 	}
 }
