@@ -74,6 +74,8 @@ const (
 	MaxBatchParallel     = groupcommit.MaxParallel
 	MaxBatchLinger       = groupcommit.MaxLinger
 	MaxBatchRest         = groupcommit.MaxRestRatio
+	DefaultBatchOverlap  = groupcommit.DefaultOverlap
+	MaxBatchOverlap      = groupcommit.MaxOverlap
 )
 
 // CheckTunables checks the worker's tunables as an operator sets them
@@ -94,6 +96,9 @@ func CheckTunables(concurrency int, batch BatchConfig) []error {
 	}
 	if batch.Rest < 0 || batch.Rest > MaxBatchRest {
 		errs = append(errs, fmt.Errorf("batch rest %g: use 0..%g", batch.Rest, MaxBatchRest))
+	}
+	if batch.Overlap < 0 || batch.Overlap > MaxBatchOverlap {
+		errs = append(errs, fmt.Errorf("batch overlap %s: use 0..%s", batch.Overlap, MaxBatchOverlap))
 	}
 	return errs
 }

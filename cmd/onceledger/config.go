@@ -38,6 +38,7 @@ type settings struct {
 	BatchParallel   int
 	BatchLinger     time.Duration
 	BatchRest       float64
+	BatchOverlap    time.Duration
 	AckMode         string
 	InboxRetention  time.Duration
 	StreamReplicas  int
@@ -105,6 +106,7 @@ func (s *settings) register(fs *flag.FlagSet, withConnections bool) {
 	fs.IntVar(&s.BatchParallel, "batch-parallel", s.envInt("ONCELEDGER_BATCH_PARALLEL", consumer.DefaultBatchParallel), "transactions running at once; a company always uses the same one (env ONCELEDGER_BATCH_PARALLEL)")
 	fs.DurationVar(&s.BatchLinger, "batch-linger", s.envDuration("ONCELEDGER_BATCH_LINGER", 0), "how long a batch of fewer than four commands may wait for more while commands arrive steadily (lower CPU per command below the peak, for latency); 0 never waits (env ONCELEDGER_BATCH_LINGER)")
 	fs.Float64Var(&s.BatchRest, "batch-rest", s.envFloat("ONCELEDGER_BATCH_REST", 0), "after a batch, how many times as long as it took a transaction slot waits before the next, unless a backlog waits for it (fewer, larger transactions below the peak); 0 never waits (env ONCELEDGER_BATCH_REST)")
+	fs.DurationVar(&s.BatchOverlap, "batch-overlap", s.envDuration("ONCELEDGER_BATCH_OVERLAP", consumer.DefaultBatchOverlap), "how long a transaction slot's batch waits for another slot's transaction to end before running beside it (fewer, larger transactions below the peak); 0 never waits (env ONCELEDGER_BATCH_OVERLAP)")
 	fs.StringVar(&s.AckMode, "ack-mode", envOr("ONCELEDGER_ACK_MODE", string(consumer.AckPlain)), "ack after commit: ack (fire and forget) or double (wait for the server) (env ONCELEDGER_ACK_MODE)")
 	fs.DurationVar(&s.InboxRetention, "inbox-retention", s.envDuration("ONCELEDGER_INBOX_RETENTION", 7*24*time.Hour), "how long idempotency keys are remembered; the command stream keeps messages no longer (env ONCELEDGER_INBOX_RETENTION)")
 	fs.DurationVar(&s.OutboxRetention, "outbox-retention", s.envDuration("ONCELEDGER_OUTBOX_RETENTION", 30*24*time.Hour), "how long published events whose deliveries are settled are kept, with their deliveries (env ONCELEDGER_OUTBOX_RETENTION)")
@@ -261,7 +263,7 @@ func (s *settings) validate(withConnections bool) error {
 	if err := lvl.UnmarshalText([]byte(s.LogLevel)); err != nil {
 		errs = append(errs, fmt.Errorf("log level %q: use debug, info, warn or error", s.LogLevel))
 	}
-	errs = append(errs, consumer.CheckTunables(s.Concurrency, consumer.BatchConfig{MaxSize: s.BatchMax, Parallel: s.BatchParallel, Linger: s.BatchLinger, Rest: s.BatchRest})...)
+	errs = append(errs, consumer.CheckTunables(s.Concurrency, consumer.BatchConfig{MaxSize: s.BatchMax, Parallel: s.BatchParallel, Linger: s.BatchLinger, Rest: s.BatchRest, Overlap: s.BatchOverlap})...)
 	if s.AckMode != string(consumer.AckPlain) && s.AckMode != string(consumer.AckDouble) {
 		errs = append(errs, fmt.Errorf("ack mode %q: use ack or double", s.AckMode))
 	}
@@ -347,7 +349,7 @@ func (s *settings) consumerConfig(logger *slog.Logger) consumer.Config {
 		// least every 10 s, so a slow batch is never delivered again.
 		Subscriber: consumer.SubscriberConfig{Concurrency: s.Concurrency, AckMode: consumer.AckMode(s.AckMode),
 			InProgressEvery: min(10*time.Second, s.AckWait/3)},
-		Batch:           consumer.BatchConfig{MaxSize: s.BatchMax, Parallel: s.BatchParallel, Linger: s.BatchLinger, Rest: s.BatchRest},
+		Batch:           consumer.BatchConfig{MaxSize: s.BatchMax, Parallel: s.BatchParallel, Linger: s.BatchLinger, Rest: s.BatchRest, Overlap: s.BatchOverlap},
 		InboxRetention:  s.InboxRetention,
 		ShutdownTimeout: s.ShutdownTimeout,
 		Logger:          logger,

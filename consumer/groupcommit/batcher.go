@@ -74,7 +74,25 @@ type Config struct {
 	// peak is unchanged; after a quiet spell the first command does not
 	// wait. 0, the default, never rests. At most MaxRestRatio.
 	Rest float64
+	// Overlap, when positive, has the slots take turns below the peak: a
+	// slot's batch runs when no other slot's transaction runs, or once it
+	// has waited Overlap for that, whichever comes first, taking in what
+	// arrives meanwhile; a batch of MaxSize commands runs at once. Two
+	// transactions at once share the cores and each commits a batch half
+	// as large as one would, so one at a time costs the database less per
+	// command, and below the peak a command waits less for a core than it
+	// gains; under load batches wait Overlap and run beside each other, so
+	// the peak is the same. Measured with `onceledger bench` at half the
+	// peak (docs/performance.md). 0 never waits: every slot starts its
+	// transaction as soon as it has a command. At most MaxOverlap.
+	Overlap time.Duration
 }
+
+// DefaultOverlap is the worker's Overlap unless set; MaxOverlap bounds it.
+const (
+	DefaultOverlap = 10 * time.Millisecond
+	MaxOverlap     = time.Second
+)
 
 // MaxRestRatio bounds Config.Rest; MaxRest bounds one rest.
 const (
@@ -115,6 +133,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("Batch.Linger %s out of range 0..%s", c.Linger, MaxLinger)
 	case c.Rest < 0 || c.Rest > MaxRestRatio:
 		return fmt.Errorf("Batch.Rest %g out of range 0..%g", c.Rest, MaxRestRatio)
+	case c.Overlap < 0 || c.Overlap > MaxOverlap:
+		return fmt.Errorf("Batch.Overlap %s out of range 0..%s", c.Overlap, MaxOverlap)
 	}
 	return nil
 }
@@ -174,6 +194,9 @@ type Batcher struct {
 	queues []chan *Submission
 	// backlog signals a slot that restBacklog commands are queued for it.
 	backlog []chan struct{}
+	// turn is held by the slot whose transaction runs alone (see
+	// Config.Overlap); nil without an overlap.
+	turn chan struct{}
 	// after is time.After; tests end rests themselves.
 	after   func(time.Duration) <-chan time.Time
 	closing chan struct{}
@@ -237,6 +260,9 @@ func New(pool *pgxpool.Pool, kinds *exec.Kinds, cfg Config, commitTimeout time.D
 	b := &Batcher{
 		pool: pool, kinds: kinds, cfg: cfg, commitTimeout: commitTimeout, afterCommit: afterCommit, logger: logger, metrics: metrics, tracer: tracer,
 		closing: make(chan struct{}), riders: riders, after: time.After,
+	}
+	if cfg.Overlap > 0 && cfg.Parallel > 1 {
+		b.turn = make(chan struct{}, 1)
 	}
 	if local != nil {
 		b.wake = localWaker{local}
@@ -313,22 +339,20 @@ func (b *Batcher) loop(queue chan *Submission, backlog chan struct{}) {
 			gaps.add(first.queued)
 			batch = []*Submission{first}
 		}
-	fill:
-		for len(batch) < b.cfg.MaxSize {
-			select {
-			case s := <-queue:
-				gaps.add(s.queued)
-				batch = append(batch, s)
-			default:
-				break fill
-			}
-		}
+		batch = b.fill(queue, batch, &gaps)
 		if b.cfg.Linger > 0 && len(batch) < min(lingerBelow, b.cfg.MaxSize) && gaps.steady(b.cfg.Linger) {
 			batch = b.linger(queue, batch, &gaps)
+		}
+		held := false
+		if b.turn != nil {
+			batch, held = b.takeTurn(queue, batch, &gaps)
 		}
 		batch, carry = cut(batch)
 		started := time.Now()
 		b.run(batch)
+		if held {
+			<-b.turn
+		}
 		if b.cfg.Rest > 0 {
 			now := time.Now()
 			rested = now.Add(min(time.Duration(float64(now.Sub(started))*b.cfg.Rest), MaxRest))
@@ -355,6 +379,49 @@ func (b *Batcher) rest(queue chan *Submission, backlog chan struct{}, until time
 	case <-backlog:
 	case <-b.closing:
 	}
+}
+
+// takeTurn waits for the turn to run batch alone (see Config.Overlap),
+// adding to batch what queue receives meanwhile, for at most Overlap,
+// until batch holds MaxSize commands, or until the batcher closes; then
+// batch runs beside the others. It reports whether the slot
+// holds the turn, which it gives back once batch ran.
+func (b *Batcher) takeTurn(queue chan *Submission, batch []*Submission, gaps *arrivals) ([]*Submission, bool) {
+	select {
+	case b.turn <- struct{}{}:
+		return batch, true
+	default:
+	}
+	timer := time.NewTimer(b.cfg.Overlap)
+	defer timer.Stop()
+	for len(batch) < b.cfg.MaxSize {
+		select {
+		case b.turn <- struct{}{}:
+			return b.fill(queue, batch, gaps), true
+		case s := <-queue:
+			gaps.add(s.queued)
+			batch = append(batch, s)
+		case <-timer.C:
+			return batch, false
+		case <-b.closing:
+			return batch, false
+		}
+	}
+	return batch, false
+}
+
+// fill adds to batch what queue holds, up to MaxSize commands.
+func (b *Batcher) fill(queue chan *Submission, batch []*Submission, gaps *arrivals) []*Submission {
+	for len(batch) < b.cfg.MaxSize {
+		select {
+		case s := <-queue:
+			gaps.add(s.queued)
+			batch = append(batch, s)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // cut ends batch before a repeat of a key that would have to run again

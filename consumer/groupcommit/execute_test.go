@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"slices"
@@ -58,6 +59,10 @@ type worldOptions struct {
 	riders []Rider
 	// rest is the batcher's Config.Rest.
 	rest float64
+	// parallel and overlap are the batcher's Config.Parallel (default 1)
+	// and Config.Overlap.
+	parallel int
+	overlap  time.Duration
 }
 
 func newBatchWorld(t *testing.T, opts worldOptions) *batchWorld {
@@ -96,7 +101,7 @@ func newBatchWorld(t *testing.T, opts worldOptions) *batchWorld {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w.b = New(pool, k, Config{MaxSize: 256, Parallel: 1, Linger: opts.linger, Rest: opts.rest}, 30*time.Second, nil, nil, opts.riders, logger, w.metrics, noop.NewTracerProvider().Tracer(""))
+	w.b = New(pool, k, Config{MaxSize: 256, Parallel: max(opts.parallel, 1), Linger: opts.linger, Rest: opts.rest, Overlap: opts.overlap}, 30*time.Second, nil, nil, opts.riders, logger, w.metrics, noop.NewTracerProvider().Tracer(""))
 	t.Cleanup(w.b.Close)
 	w.run(w.company("acme"))
 	return w
@@ -717,6 +722,94 @@ func TestASlotRestsAfterABatchUnlessABacklogWaits(t *testing.T) {
 	wait("a backlog", submit("backlog", w.b.cfg.restBacklog()))
 	if got := w.executedBatches()[before:]; len(got) == 0 {
 		t.Fatal("a backlog ran in no batch")
+	}
+}
+
+// With Config.Overlap, the slots take turns: a batch waits while another
+// slot's transaction runs, and runs once that transaction ended, or beside
+// it once its first command waited Overlap; with no other transaction it
+// runs at once.
+func TestSlotsTakeTurnsUntilABatchWaitedOverlap(t *testing.T) {
+	const overlap = 3 * time.Second
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	w := newBatchWorld(t, worldOptions{parallel: 2, overlap: overlap, hook: kinds.Hook{
+		Execute: func(items []exec.Item, _ *pgx.Batch) error {
+			for _, it := range items {
+				if it.Command.(*ledger.CreateInvoice).OrderID == "hold" {
+					entered <- struct{}{}
+					<-release
+				}
+			}
+			return nil
+		},
+	}})
+	// Two companies of different slots (Submit's hash).
+	slot := func(company string) uint32 {
+		h := fnv.New32a()
+		h.Write([]byte(company))
+		return h.Sum32() % 2
+	}
+	other := "beta"
+	for i := 0; slot(other) == slot("acme"); i++ {
+		other = fmt.Sprintf("beta%d", i)
+	}
+	w.run(w.company(other))
+	submit := func(s *Submission) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- w.b.Submit(s) }()
+		return done
+	}
+	within := func(what string, done <-chan error, limit time.Duration) {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-time.After(limit):
+			t.Fatalf("%s: not done within %s", what, limit)
+		}
+	}
+	hold := func(order string) <-chan error {
+		t.Helper()
+		done := submit(w.invoice("acme", order, "hold"))
+		select {
+		case <-entered:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the held transaction did not start")
+		}
+		return done
+	}
+
+	// Another slot's transaction runs past the overlap: the batch runs
+	// beside it, after waiting the overlap.
+	held := hold("h1")
+	started := time.Now()
+	within("a batch beside a transaction that does not end", submit(w.invoice(other, "b1", "b1")), 20*time.Second)
+	if took := time.Since(started); took < overlap {
+		t.Fatalf("the batch ran after %s, before waiting the overlap of %s for the other slot's transaction", took, overlap)
+	}
+	close(release)
+	within("the held transaction", held, 20*time.Second)
+
+	// The other slot's transaction ends first: the batch runs then.
+	release = make(chan struct{})
+	held = hold("h2")
+	started = time.Now()
+	waiting := submit(w.invoice(other, "b2", "b2"))
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	within("the held transaction", held, 20*time.Second)
+	within("a batch after the other slot's transaction", waiting, 20*time.Second)
+	if took := time.Since(started); took >= overlap {
+		t.Fatalf("the batch ran after %s: it waited the overlap although the other transaction ended after 100ms", took)
+	}
+
+	// Nothing else runs: a command runs at once.
+	started = time.Now()
+	within("a lone command", submit(w.invoice(other, "b3", "b3")), 20*time.Second)
+	if took := time.Since(started); took >= overlap {
+		t.Fatalf("a lone command took %s: it waited although no other transaction ran", took)
 	}
 }
 

@@ -136,6 +136,9 @@ func (m Mode) String() string {
 	if m.Batch.Linger > 0 {
 		linger = fmt.Sprintf(", small batches lingering up to %s", m.Batch.Linger)
 	}
+	if m.Batch.Overlap > 0 && m.Batch.Parallel > 1 {
+		linger += fmt.Sprintf(", taking turns unless a batch waited %s", m.Batch.Overlap)
+	}
 	if m.Batch.Rest > 0 {
 		linger += fmt.Sprintf(", each slot resting %g× its last batch's time below a backlog", m.Batch.Rest)
 	}
