@@ -74,7 +74,6 @@ const (
 	MaxBatchParallel     = groupcommit.MaxParallel
 	MaxBatchLinger       = groupcommit.MaxLinger
 	MaxBatchRest         = groupcommit.MaxRestRatio
-	DefaultBatchOverlap  = groupcommit.DefaultOverlap
 	MaxBatchOverlap      = groupcommit.MaxOverlap
 )
 

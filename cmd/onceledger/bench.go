@@ -35,7 +35,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	batchMax := fs.Int("batch-max", consumer.DefaultBatchMax, "group commit: most commands per transaction")
 	batchParallel := fs.Int("batch-parallel", consumer.DefaultBatchParallel, "group commit: transactions at once")
 	batchLinger := fs.Duration("batch-linger", 0, "group commit: how long a batch of fewer than four commands may wait for more while commands arrive steadily")
-	batchOverlap := fs.Duration("batch-overlap", consumer.DefaultBatchOverlap, "group commit: how long a batch waits for another transaction slot's transaction to end before running beside it; 0 never waits")
+	batchOverlap := fs.Duration("batch-overlap", 0, "group commit: how long a batch waits for another transaction slot's transaction to end before running beside it; 0 never waits")
 	batchRest := fs.Float64("batch-rest", 0, "group commit: after a batch, how many times as long as it took a transaction slot waits before the next, unless a backlog waits; 0 never waits")
 	statements := fs.Bool("statements", false, "with each phase's cost (the latency phase, the sweep's rates), where the database's time went: statements and trigger functions by time per command (pg_stat_statements: the server needs it in shared_preload_libraries, and the run a superuser; a throwaway cluster is started with it)")
 	natsNodes := fs.Int("nats-nodes", 1, "JetStream servers: 1, or 3 for a cluster embedded in this process on which every stream has three replicas (no sweep)")

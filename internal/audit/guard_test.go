@@ -245,3 +245,79 @@ func TestBurntCounterMovesBackToItsHighestDocument(t *testing.T) {
 		t.Fatalf("violations in %v: %+v", names, r.Violations)
 	}
 }
+
+// Among the invoices of one transaction, the one that does not hold is
+// refused at commit, by name, whether it was written with the others or
+// after the others were checked (SET CONSTRAINTS ... IMMEDIATE), and not
+// once a rollback to a savepoint took it back: what a batch of commands,
+// and its fallback to smaller groups, rely on.
+func TestGuardsCheckEveryInvoiceOfATransaction(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	books := audittest.Build(t, pool)
+	inv4 := books.Field(t, "acme", "inv-4", "invoice_id")
+	advance := func(to int) string {
+		return fmt.Sprintf(`UPDATE number_series SET last_value = %d WHERE company_id = 'acme' AND series = 'INV'`, to)
+	}
+	copyOf := func(seq int, amounts string) []string {
+		id := fmt.Sprintf("00000000-0000-7000-8000-0000000001%02d", seq)
+		entry := fmt.Sprintf("00000000-0000-7000-8000-0000000002%02d", seq)
+		return copyInvoice(inv4, id, entry, seq, amounts, "4000")
+	}
+	const good, bad = "net, vat, gross", "net + 1, vat, gross + 1"
+	join := func(parts ...[]string) []string { return slices.Concat(parts...) }
+	cases := []struct {
+		name    string
+		written []string
+		refused string // the invoice named, or empty: the checks pass
+	}{{
+		name:    "the second of three",
+		written: join(copyOf(5, good), copyOf(6, bad), copyOf(7, good), []string{advance(7)}),
+		refused: "INV-2026-000006",
+	}, {
+		name:    "written after the others were checked",
+		written: join(copyOf(5, good), []string{advance(5), `SET CONSTRAINTS ALL IMMEDIATE`, `SET CONSTRAINTS ALL DEFERRED`}, copyOf(6, bad), []string{advance(6)}),
+		refused: "INV-2026-000006",
+	}, {
+		name:    "the first of three",
+		written: join(copyOf(5, bad), copyOf(6, good), copyOf(7, good), []string{advance(7)}),
+		refused: "INV-2026-000005",
+	}, {
+		name:    "taken back by a rollback to a savepoint",
+		written: join([]string{`SAVEPOINT s`}, copyOf(5, bad), []string{advance(5), `ROLLBACK TO SAVEPOINT s`}, copyOf(5, good), copyOf(6, good), []string{advance(6)}),
+	}, {
+		name:    "all of them hold",
+		written: join(copyOf(5, good), copyOf(6, good), copyOf(7, good), []string{advance(7)}),
+	}}
+	ctx := context.Background()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			for _, s := range c.written {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					t.Fatalf("%s: %v (the checks wait for the commit)", s, err)
+				}
+			}
+			// The checks of a commit, without committing: the books stay as
+			// the other cases expect them.
+			_, err = tx.Exec(ctx, `SET CONSTRAINTS ALL IMMEDIATE`)
+			if c.refused == "" {
+				if err != nil {
+					t.Fatalf("invoices that hold were refused: %v", err)
+				}
+				return
+			}
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.ConstraintName != "invoices_agree" {
+				t.Fatalf("refused with %v, want invoices_agree", err)
+			}
+			if want := "invoices " + c.refused + " says net 11.00"; !strings.Contains(pgErr.Message, want) {
+				t.Fatalf("refused with %q, want it to say %q", pgErr.Message, want)
+			}
+		})
+	}
+}

@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -110,6 +112,89 @@ func TestDatabaseRefusesBrokenEntries(t *testing.T) {
 			if want := map[bool]int{true: 1, false: 0}[tt.wantText == ""]; stored != want {
 				t.Fatalf("%d entries stored, want %d", stored, want)
 			}
+		})
+	}
+}
+
+// TestDatabaseChecksEveryEntryOfATransaction: among the entries of one
+// transaction, the one that does not balance is refused, by name: written
+// by the same statement as others, after the others were checked, or while
+// the check is IMMEDIATE; and not once a rollback to a savepoint took it
+// back.
+func TestDatabaseChecksEveryEntryOfATransaction(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	createCompany(t, db, "acme")
+	ids := make([]uuid.UUID, 4) // new for each case
+	// entries writes entries n of ids in one statement, and their lines in
+	// another; entry bad (if any) credits 99 for a debit of 100.
+	entries := func(bad int, n ...int) []string {
+		var heads, lines []string
+		for _, i := range n {
+			credit := "100"
+			if i == bad {
+				credit = "99"
+			}
+			heads = append(heads, fmt.Sprintf(`('%s', 'acme', '2026-12-02', 'by hand', 'manual', gen_random_uuid())`, ids[i]))
+			lines = append(lines, fmt.Sprintf(`('%s', 1, 'acme', '1200', 'EUR', 100, 0), ('%s', 2, 'acme', '4000', 'EUR', 0, %s)`, ids[i], ids[i], credit))
+		}
+		return []string{
+			`INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id) VALUES ` + strings.Join(heads, ", "),
+			`INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit) VALUES ` + strings.Join(lines, ", "),
+		}
+	}
+	// oneStatement writes entry i and its lines in one statement.
+	oneStatement := func(i int, credit string) string {
+		return fmt.Sprintf(`WITH e AS (INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
+			VALUES ('%s', 'acme', '2026-12-02', 'by hand', 'manual', gen_random_uuid()) RETURNING id)
+			INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
+			SELECT id, n, 'acme', a, 'EUR', d, c FROM e, (VALUES (1, '1200', 100, 0), (2, '4000', 0, %s)) l (n, a, d, c)`, ids[i], credit)
+	}
+	const none = -1
+	cases := []struct {
+		name    string
+		written func() []string
+		refused int // the index in ids of the entry refused, or none
+	}{
+		{"the third of four in one statement", func() []string { return entries(2, 0, 1, 2, 3) }, 2},
+		{"the first of four in one statement", func() []string { return entries(0, 0, 1, 2, 3) }, 0},
+		{"written after the others were checked", func() []string {
+			return slices.Concat(entries(none, 0, 1), []string{`SET CONSTRAINTS ALL IMMEDIATE`, `SET CONSTRAINTS ALL DEFERRED`}, entries(3, 2, 3))
+		}, 3},
+		{"written while the check is immediate", func() []string {
+			return slices.Concat(entries(none, 0, 1), []string{`SET CONSTRAINTS ALL IMMEDIATE`, oneStatement(2, "100"), oneStatement(3, "99")})
+		}, 3},
+		{"taken back by a rollback to a savepoint", func() []string {
+			return slices.Concat([]string{`SAVEPOINT s`}, entries(1, 0, 1), []string{`ROLLBACK TO SAVEPOINT s`}, entries(none, 0, 1, 2))
+		}, none},
+		{"all of them balance", func() []string { return entries(none, 0, 1, 2, 3) }, none},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := testContext(t)
+			for i := range ids {
+				ids[i] = uuid.New()
+			}
+			tx, err := db.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			for _, s := range c.written() {
+				if _, err = tx.Exec(ctx, s); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				err = tx.Commit(ctx)
+			}
+			if c.refused == none {
+				if err != nil {
+					t.Fatalf("entries that balance were refused: %v", err)
+				}
+				return
+			}
+			requirePgError(t, err, integrityConstraintViolation, fmt.Sprintf("journal entry %s does not balance in EUR: debits 100.00000000 <> credits 99.00000000", ids[c.refused]))
 		})
 	}
 }
