@@ -727,22 +727,29 @@ func TestASlotRestsAfterABatchUnlessABacklogWaits(t *testing.T) {
 
 // With Config.Overlap, the slots take turns: a batch waits while another
 // slot's transaction runs, and runs once that transaction ended, or beside
-// it once its first command waited Overlap; with no other transaction it
-// runs at once.
+// it once it waited Overlap for that; with no other transaction it runs
+// at once.
 func TestSlotsTakeTurnsUntilABatchWaitedOverlap(t *testing.T) {
 	const overlap = 3 * time.Second
-	entered, release := make(chan struct{}, 1), make(chan struct{})
+	// A held transaction hands the test the channel that ends it; stop
+	// ends every one, so that a failing test does not wait on them.
+	entered, stop := make(chan chan struct{}, 1), make(chan struct{})
 	w := newBatchWorld(t, worldOptions{parallel: 2, overlap: overlap, hook: kinds.Hook{
 		Execute: func(items []exec.Item, _ *pgx.Batch) error {
 			for _, it := range items {
 				if it.Command.(*ledger.CreateInvoice).OrderID == "hold" {
-					entered <- struct{}{}
-					<-release
+					release := make(chan struct{})
+					entered <- release
+					select {
+					case <-release:
+					case <-stop:
+					}
 				}
 			}
 			return nil
 		},
 	}})
+	t.Cleanup(func() { close(stop) }) // before the batcher closes
 	// Two companies of different slots (Submit's hash).
 	slot := func(company string) uint32 {
 		h := fnv.New32a()
@@ -770,20 +777,21 @@ func TestSlotsTakeTurnsUntilABatchWaitedOverlap(t *testing.T) {
 			t.Fatalf("%s: not done within %s", what, limit)
 		}
 	}
-	hold := func(order string) <-chan error {
+	hold := func(order string) (<-chan error, chan struct{}) {
 		t.Helper()
 		done := submit(w.invoice("acme", order, "hold"))
 		select {
-		case <-entered:
+		case release := <-entered:
+			return done, release
 		case <-time.After(20 * time.Second):
 			t.Fatal("the held transaction did not start")
+			return nil, nil
 		}
-		return done
 	}
 
 	// Another slot's transaction runs past the overlap: the batch runs
 	// beside it, after waiting the overlap.
-	held := hold("h1")
+	held, release := hold("h1")
 	started := time.Now()
 	within("a batch beside a transaction that does not end", submit(w.invoice(other, "b1", "b1")), 20*time.Second)
 	if took := time.Since(started); took < overlap {
@@ -793,8 +801,7 @@ func TestSlotsTakeTurnsUntilABatchWaitedOverlap(t *testing.T) {
 	within("the held transaction", held, 20*time.Second)
 
 	// The other slot's transaction ends first: the batch runs then.
-	release = make(chan struct{})
-	held = hold("h2")
+	held, release = hold("h2")
 	started = time.Now()
 	waiting := submit(w.invoice(other, "b2", "b2"))
 	time.Sleep(100 * time.Millisecond)
