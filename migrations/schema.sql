@@ -1599,13 +1599,14 @@ BEGIN
            AND (e.event_types = '{}' OR n.type = ANY (e.event_types))),
     room AS MATERIALIZED (
         SELECT m.endpoint_id,
-               terms[2] - (SELECT count(*) FROM webhook_deliveries i
-                            WHERE i.endpoint_id = m.endpoint_id AND i.status = 'delivering'
-                              AND i.claimed_until > now()) AS room
-          FROM (SELECT DISTINCT endpoint_id FROM matched WHERE open) m
-         WHERE NOT EXISTS (SELECT FROM webhook_deliveries p
-                            WHERE p.endpoint_id = m.endpoint_id AND p.status = 'pending'
-                              AND p.next_attempt_at <= now())),
+               CASE WHEN EXISTS (SELECT FROM webhook_deliveries p
+                                  WHERE p.endpoint_id = m.endpoint_id AND p.status = 'pending'
+                                    AND p.next_attempt_at <= now())
+                    THEN 0
+                    ELSE terms[2] - (SELECT count(*) FROM webhook_deliveries i
+                                      WHERE i.endpoint_id = m.endpoint_id AND i.status = 'delivering'
+                                        AND i.claimed_until > now()) END AS room
+          FROM (SELECT DISTINCT endpoint_id FROM matched WHERE open) m),
     ranked AS (
         SELECT m.event_id, m.company_id, m.sequence, m.endpoint_id,
                coalesce(row_number() OVER (PARTITION BY m.endpoint_id ORDER BY m.company_id, m.sequence) <= r.room, false) AS fits

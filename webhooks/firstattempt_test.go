@@ -8,16 +8,19 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onceledger/onceledger/internal/firstattempt"
+	"github.com/onceledger/onceledger/internal/pgsettings"
 	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
 // leasedEvents commits n events in one transaction under terms (none when
 // nil), one statement each, reads their deliveries back before the COMMIT as a consumer does,
-// and returns the events' IDs and the read-back.
+// and returns the events' IDs and the read-back. The transaction runs with
+// the settings of a consumer's batch.
 func (w *world) leasedEvents(terms *firstattempt.Terms, n int) ([]uuid.UUID, *firstattempt.Read) {
 	w.t.Helper()
 	ctx := context.Background()
@@ -26,6 +29,7 @@ func (w *world) leasedEvents(terms *firstattempt.Terms, n int) ([]uuid.UUID, *fi
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		if terms != nil {
 			b := &pgx.Batch{}
+			b.Queue(pgsettings.GenericPlansOnIndexes)
 			firstattempt.QueueSet(b, *terms)
 			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				return err
@@ -264,5 +268,57 @@ func TestHandedDeliveriesNeedNoClaim(t *testing.T) {
 	}
 	if !due {
 		t.Fatal("a given-back delivery is not due at once")
+	}
+}
+
+// Whether an endpoint has a due delivery waiting is read from that
+// endpoint's own pending deliveries: another company's backlog, however
+// long, costs a transaction that leases nothing more. Through a plan that
+// read every due pending delivery and kept its endpoint's, each event's
+// fan-out read the whole backlog.
+func TestFirstAttemptsReadOnlyTheirEndpointsQueue(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	open := w.endpoint("https://open.example.com/hook", "")
+	// Company "other" has an endpoint whose receiver is down: two
+	// thousand deliveries wait on it, due.
+	w.exec(`INSERT INTO companies (id, name, country, currency) VALUES ('other', 'Other', 'LT', 'EUR')`)
+	w.exec(`INSERT INTO webhook_endpoints (id, company_id, url, secrets) VALUES (gen_random_uuid(), 'other', 'https://down.example.com/hook', '[]')`)
+	w.exec(`INSERT INTO outbox_events (id, company_id, sequence, type, body)
+		SELECT gen_random_uuid(), 'other', g, 'invoice.created', '{}' FROM generate_series(1, 2000) g`)
+	if n := w.count(`SELECT count(*) FROM webhook_deliveries WHERE company_id = 'other' AND status = 'pending'`); n != 2000 {
+		t.Fatalf("%d deliveries wait on the other company's endpoint, want 2000", n)
+	}
+	w.exec(`ANALYZE webhook_deliveries`)
+	// One connection, whose own counts are flushed before they are read.
+	cfg := w.pool.Config()
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	one := &world{t: t, pool: pool, kinds: w.kinds}
+	queued := func() int64 {
+		t.Helper()
+		if _, err := pool.Exec(context.Background(), `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		// A new transaction: the counts are read once per transaction.
+		return int64(one.count(`SELECT coalesce(sum(idx_tup_read), 0)::int FROM pg_stat_user_indexes WHERE indexrelname = 'webhook_deliveries_queued'`))
+	}
+	before := queued()
+	const events = 10
+	for range events {
+		ids, read := one.leasedEvents(&firstattempt.Terms{Room: 10, PerEndpoint: 16, Lease: time.Minute}, 1)
+		if len(read.Leased) != 1 {
+			t.Fatalf("read back %d leased deliveries, want acme's one", len(read.Leased))
+		}
+		one.exec(`UPDATE webhook_deliveries SET status = 'delivered', claimed_until = NULL WHERE event_id = $1 AND endpoint_id = $2`, ids[0], open.EndpointID)
+	}
+	read := queued() - before
+	t.Logf("%d events read %d entries of the pending deliveries' index", events, read)
+	if read > events*4 {
+		t.Fatalf("%d events read %d entries of the pending deliveries' index: each fan-out read another company's backlog", events, read)
 	}
 }
