@@ -3,6 +3,7 @@ package outbox
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -255,6 +256,22 @@ func (s *Sequences) Scan(br pgx.BatchResults) error {
 	return nil
 }
 
+// stored is the event's body as the database holds it: the statement Queue
+// wrote put its sequence between head and tail.
+func (e *Event) stored() ([]byte, error) {
+	if e.head == "" {
+		body, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: encode event %s: %w", e.ID, err)
+		}
+		return body, nil
+	}
+	body := make([]byte, 0, len(e.head)+20+len(e.tail))
+	body = append(body, e.head...)
+	body = strconv.AppendInt(body, e.Sequence, 10)
+	return append(body, e.tail...), nil
+}
+
 // Complete returns the events found, in the order written, with their
 // sequences and their bodies as stored.
 func (s *Sequences) Complete() ([]Event, error) {
@@ -265,9 +282,9 @@ func (s *Sequences) Complete() ([]Event, error) {
 			continue
 		}
 		ev.Sequence = seq
-		body, err := json.Marshal(ev)
+		body, err := ev.stored()
 		if err != nil {
-			return nil, fmt.Errorf("outbox: encode event %s: %w", ev.ID, err)
+			return nil, err
 		}
 		ev.body = body
 		out = append(out, ev)

@@ -42,6 +42,10 @@ type Event struct {
 	// body as stored, and the trace context stored beside it.
 	body                    []byte
 	traceparent, tracestate string
+
+	// The body as Queue wrote it, cut around its sequence, so that it is
+	// put together again without encoding the event a second time.
+	head, tail string
 }
 
 // Subject is the NATS subject the event is published on.
@@ -220,5 +224,6 @@ func encode(ctx context.Context, company, eventType string, data any) (Event, en
 	enc := encoded{head: head.String(), tail: tail.String()}
 	enc.traceparent, enc.tracestate = tracecontext.Columns(ctx)
 	ev.traceparent, ev.tracestate = enc.traceparent, enc.tracestate
+	ev.head, ev.tail = enc.head, enc.tail
 	return ev, enc, nil
 }
