@@ -1,7 +1,9 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/onceledger/onceledger/ledger"
 )
@@ -55,4 +57,36 @@ func (r *Result) Err() *ledger.Error {
 		return nil
 	}
 	return &ledger.Error{Code: r.Error.Code, Message: r.Error.Message, Details: r.Error.Details}
+}
+
+// replayedKey is the key that follows result in a Result's encoding when
+// it has no error.
+var replayedKey = []byte(`,"replayed":`)
+
+// EncodeFresh returns json.Marshal(r) for a result whose Result is
+// json.Marshal's own output, as a command's new result is: compact and
+// valid, so it is written as it is instead of being scanned and compacted
+// again (a command's result is most of its answer). Any other result is
+// encoded by json.Marshal.
+func EncodeFresh(r Result) ([]byte, error) {
+	raw := r.Result
+	if len(raw) == 0 || r.Error != nil {
+		return json.Marshal(r)
+	}
+	r.Result = nil
+	env, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	// The keys before replayed hold strings, in which a quote is escaped:
+	// the first `,"replayed":` is the key itself.
+	i := bytes.Index(env, replayedKey)
+	if i < 0 {
+		return nil, fmt.Errorf("encode result: no replayed key in %s", env)
+	}
+	out := make([]byte, 0, len(env)+len(raw)+len(`,"result":`))
+	out = append(out, env[:i]...)
+	out = append(out, `,"result":`...)
+	out = append(out, raw...)
+	return append(out, env[i:]...), nil
 }

@@ -636,7 +636,7 @@ func (s *Item) stage(r exec.Result) error {
 		res = protocol.Result{Company: req.Company, IdempotencyKey: req.Key, Command: req.Command, Status: protocol.StatusOK, Result: raw}
 		s.events, s.resultData = r.Outcome.Events, raw
 	}
-	body, err := json.Marshal(res)
+	body, err := protocol.EncodeFresh(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}
