@@ -30,12 +30,31 @@ func benchAgainst(ctx context.Context, stdout, stderr io.Writer, old string, rou
 	}
 	// An older release may not know every flag this one does: it runs
 	// without those, and says so.
-	oldArgs, dropped, err := knownArgs(ctx, old, args)
+	oldArgs, dropped, oldFlags, err := knownArgs(ctx, old, args)
 	if err != nil {
 		return fmt.Errorf("bench -against: %s: %w", old, err)
 	}
 	if len(dropped) > 0 {
 		fmt.Fprintf(stderr, "bench: %s does not know %s: it runs without\n", old, strings.Join(dropped, " "))
+	}
+	// An older release without a sweep measures its latency at each of
+	// the sweep's rates in runs of its own instead.
+	var oldSweep []bench.SweepRate
+	var oldSweepFor string
+	if !oldFlags["sweep"] {
+		spec, duration := bench.DefaultSweep, "20s"
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(a, "-sweep="); ok {
+				spec = v
+			}
+			if v, ok := strings.CutPrefix(a, "-sweep-duration="); ok {
+				duration = v
+			}
+		}
+		if oldSweep, err = bench.ParseSweep(spec); err != nil {
+			return &usageError{err.Error()}
+		}
+		oldSweepFor = duration
 	}
 	runs := map[string][]*bench.Report{}
 	for r := 1; r <= rounds; r++ {
@@ -48,6 +67,11 @@ func benchAgainst(ctx context.Context, stdout, stderr io.Writer, old string, rou
 			if err != nil {
 				return fmt.Errorf("bench -against: %s, round %d: %w", b.path, r, err)
 			}
+			if b.name == "against" && len(oldSweep) > 0 {
+				if err := sweepApart(ctx, stderr, b.path, b.args, rep, oldSweep, oldSweepFor); err != nil {
+					return fmt.Errorf("bench -against: %s, round %d: %w", b.path, r, err)
+				}
+			}
 			runs[b.name] = append(runs[b.name], rep)
 		}
 	}
@@ -58,6 +82,47 @@ func benchAgainst(ctx context.Context, stdout, stderr io.Writer, old string, rou
 	}
 	fmt.Fprintln(stdout)
 	return writeAgainst(stdout, runs["against"], runs["this"])
+}
+
+// sweepApart gives rep, the report of a binary that has no rate sweep, the
+// rows of one: a run of its own per rate, whose latency phase is paced at
+// that rate (a share of the peak is of rep's group-commit peak) for
+// duration, after peak phases of a few commands. The rows hold what such
+// a run measures: the rate done and the latencies.
+func sweepApart(ctx context.Context, stderr io.Writer, path string, args []string, rep *bench.Report, rates []bench.SweepRate, duration string) error {
+	group := rep.Phase(bench.PhaseGroupCommit)
+	if group == nil {
+		return fmt.Errorf("its report has no %s phase to take a share of", bench.PhaseGroupCommit)
+	}
+	var base []string
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch name {
+		case "commands", "reference-commands", "payments", "paced", "paced-rate", "prefill", "soak", "full":
+		default:
+			base = append(base, a)
+		}
+	}
+	sw := &bench.Sweep{PeakRate: group.Rate, NATS: "embedded in its process, a run per rate"}
+	for _, r := range rates {
+		rate := r.PerSecond
+		if r.OfPeak != 0 {
+			rate = r.OfPeak * group.Rate
+		}
+		fmt.Fprintf(stderr, "bench: %s at %s: %.0f commands/s\n", path, r.Label(), rate)
+		run, err := benchRun(ctx, stderr, path, append(base, "-commands=500", "-reference-commands=1", "-payments=0",
+			"-paced="+duration, fmt.Sprintf("-paced-rate=%.0f", rate)))
+		if err != nil {
+			return fmt.Errorf("at %s: %w", r.Label(), err)
+		}
+		paced := run.Phase(bench.PhasePaced)
+		if paced == nil {
+			return fmt.Errorf("at %s: its report has no %s phase", r.Label(), bench.PhasePaced)
+		}
+		sw.Rows = append(sw.Rows, bench.SweepRow{Label: r.Label(), Phase: *paced})
+	}
+	rep.Sweep = sw
+	return nil
 }
 
 // benchRun runs one bench of the binary path and reads its JSON report.
@@ -79,15 +144,16 @@ func benchRun(ctx context.Context, stderr io.Writer, path string, args []string)
 var flagLine = regexp.MustCompile(`(?m)^\s+-([a-z][a-z0-9-]*)`)
 
 // knownArgs returns the args ("-name=value") the binary path's bench
-// knows, read from its bench -h, and the names of those it does not.
-func knownArgs(ctx context.Context, path string, args []string) (known, dropped []string, err error) {
+// knows, read from its bench -h, the names of those it does not, and every
+// flag it knows.
+func knownArgs(ctx context.Context, path string, args []string) (known, dropped []string, flags map[string]bool, err error) {
 	var help bytes.Buffer
 	cmd := exec.CommandContext(ctx, path, "bench", "-h")
 	cmd.Stdout, cmd.Stderr = &help, &help
 	if err := cmd.Run(); err != nil {
-		return nil, nil, fmt.Errorf("bench -h: %w: %s", err, help.String())
+		return nil, nil, nil, fmt.Errorf("bench -h: %w: %s", err, help.String())
 	}
-	flags := map[string]bool{}
+	flags = map[string]bool{}
 	for _, m := range flagLine.FindAllStringSubmatch(help.String(), -1) {
 		flags[m[1]] = true
 	}
@@ -99,7 +165,7 @@ func knownArgs(ctx context.Context, path string, args []string) (known, dropped 
 			dropped = append(dropped, "-"+name)
 		}
 	}
-	return known, dropped, nil
+	return known, dropped, flags, nil
 }
 
 // atRate is the rate a figure's name ends with ("p99 at 1,282/s"): each

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,15 +155,24 @@ func TestBenchNATSServesUntilStopped(t *testing.T) {
 }
 
 // bench -against runs two binaries' benches alternately and prints their
-// figures side by side: here this binary against itself, once each, as a
-// user would run it (a process of its own, whose runs are processes of
-// their own).
+// figures side by side, as a user would run it (a process of its own,
+// whose runs are processes of their own): here this binary against itself
+// posing as an older release that has no rate sweep (its bench -h lists
+// no -sweep, and it sweeps nothing), whose latency at the sweep's rate is
+// measured in a run of its own.
 func TestBenchAgainstAnotherBinary(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	args := []string{"bench", "-against", os.Args[0], "-rounds", "1", "-commands", "100", "-reference-commands", "50",
-		"-payments", "0", "-paced", "1s", "-sweep", "0"}
+	older := filepath.Join(t.TempDir(), "onceledger-older")
+	script := "#!/bin/sh\n" +
+		"if [ \"$1\" = bench ] && [ \"$2\" = -h ]; then '" + os.Args[0] + "' bench -h 2>&1 | grep -v -- -sweep; exit 0; fi\n" +
+		"exec '" + os.Args[0] + "' \"$@\" -sweep=0\n"
+	if err := os.WriteFile(older, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"bench", "-against", older, "-rounds", "1", "-commands", "100", "-reference-commands", "50",
+		"-payments", "0", "-paced", "1s", "-sweep", "50%", "-sweep-duration", "1s"}
 	if dsn := os.Getenv("DATABASE_URL"); dsn != "" {
 		args = append(args, "-database-url", dsn)
 	}
@@ -174,21 +184,34 @@ func TestBenchAgainstAnotherBinary(t *testing.T) {
 		t.Fatalf("bench -against: %v\n%s\n%s", err, stderr.String(), stdout.String())
 	}
 	out := stdout.String()
-	for _, want := range []string{"1 rounds, alternately", "this ÷ against", "invoice.create end to end, group commit", "publish→result p99"} {
+	for _, want := range []string{"1 rounds, alternately", "this ÷ against", "invoice.create end to end, group commit", "publish→result p99",
+		"(against ran without -sweep -sweep-duration, which it does not know)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "invoice.create end to end, group commit") {
+	// Each of these lines holds a value of each binary and their ratio.
+	for _, figure := range []string{"invoice.create end to end, group commit", "sweep 50%: publish→result p99", "sweep 50%: commit→webhook p99", "sweep 50%: commands/s done"} {
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			if !strings.HasPrefix(line, figure) {
+				continue
+			}
+			found = true
 			fields := strings.Fields(line)
 			ratio, err := strconv.ParseFloat(fields[len(fields)-1], 64)
 			if err != nil || ratio <= 0 {
-				t.Errorf("group commit's ratio in %q: %v", line, err)
+				t.Errorf("%s: ratio in %q: %v", figure, line, err)
 			}
+		}
+		if !found {
+			t.Errorf("output lacks %q beside the older binary's:\n%s", figure, out)
 		}
 	}
 	if strings.Count(stderr.String(), "bench: round 1 of 1") != 2 {
 		t.Errorf("stderr does not announce both runs:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), older+" at 50%:") {
+		t.Errorf("stderr does not announce the older binary's run at 50%% of its peak:\n%s", stderr.String())
 	}
 }
