@@ -122,16 +122,21 @@ func TestTraceFollowsTheCommand(t *testing.T) {
 		}
 	}
 
-	// commit and ack are its children, in that order.
+	// execute, commit and ack are its children, in that order.
+	execute := spanNamed(t, exp, "execute")
 	commit := spanNamed(t, exp, "commit")
 	ack := spanNamed(t, exp, "ack")
-	for _, s := range []tracetest.SpanStub{commit, ack} {
+	for _, s := range []tracetest.SpanStub{execute, commit, ack} {
 		if s.Parent.SpanID() != cmd.SpanContext.SpanID() {
 			t.Errorf("span %s has parent %v, want the command span %v", s.Name, s.Parent.SpanID(), cmd.SpanContext.SpanID())
 		}
 	}
 	if attrs(commit)["onceledger.batch.commands"] == "" || attrs(ack)["onceledger.settlement"] != "ack" {
 		t.Errorf("commit attributes %v, ack attributes %v", attrs(commit), attrs(ack))
+	}
+	if execute.StartTime.Before(cmd.StartTime) || !execute.EndTime.Equal(commit.StartTime) || attrs(execute)["onceledger.batch.commands"] == "" {
+		t.Errorf("execute from %v to %v (attributes %v), command span from %v, commit from %v: want execute within the command, ending where the commit starts",
+			execute.StartTime, execute.EndTime, attrs(execute), cmd.StartTime, commit.StartTime)
 	}
 	if ack.StartTime.Before(commit.EndTime) {
 		t.Errorf("ack started at %v, before the commit ended at %v", ack.StartTime, commit.EndTime)

@@ -536,7 +536,7 @@ func (b *Batcher) run(batch []*Submission) {
 	if committing.IsZero() {
 		committing = time.Now()
 	}
-	traceCommit(b.tracer, batch, committing, time.Now(), err)
+	traceCommit(b.tracer, batch, started, committing, time.Now(), err)
 	if err != nil {
 		// The commit may or may not have happened; redeliveries find out
 		// (a replay, or a first run).
