@@ -38,6 +38,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	batchOverlap := fs.Duration("batch-overlap", 0, "group commit: how long a batch waits for another transaction slot's transaction to end before running beside it; 0 never waits")
 	batchRest := fs.Float64("batch-rest", 0, "group commit: after a batch, how many times as long as it took a transaction slot waits before the next, unless a backlog waits; 0 never waits")
 	statements := fs.Bool("statements", false, "with each phase's cost (the latency phase, the sweep's rates), where the database's time went: statements and trigger functions by time per command (pg_stat_statements: the server needs it in shared_preload_libraries, and the run a superuser; a throwaway cluster is started with it)")
+	stages := fs.Bool("stages", false, "with each paced phase (the latency phase, the sweep's rates), where publish→result went: to the worker, waiting for a transaction, execute, the round trip that commits, to the producer (from the worker's spans under a traceparent the bench sets; recording them costs CPU, so the run's other figures are not comparable with an untraced run's)")
 	natsNodes := fs.Int("nats-nodes", 1, "JetStream servers: 1, or 3 for a cluster embedded in this process on which every stream has three replicas (no sweep)")
 	natsSync := fs.String("nats-sync", "default", "JetStream fsync: default (every 2 minutes) or always")
 	sweep := fs.String("sweep", bench.DefaultSweep, "rates of the rate sweep, after the latency phase: commands/s, or a percentage of the group-commit peak (50%); 0 or empty skips it")
@@ -193,6 +194,7 @@ of it the soak (8–10).
 		NATSSyncAlways:    *natsSync == "always",
 		NATSNodes:         *natsNodes,
 		Statements:        *statements,
+		Stages:            *stages,
 		Sweep:             rates,
 		SweepDuration:     *sweepDuration,
 		NATSCommand:       natsCommand,

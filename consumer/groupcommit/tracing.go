@@ -14,10 +14,12 @@ import (
 const attrBatchSize = attribute.Key("onceledger.batch.commands")
 
 // traceCommit gives every command whose result waits on this commit an
-// "execute" span, from the batch's start (its connection taken) to its
-// COMMIT, and a "commit" span, from there to the commit's answer, all of a
-// batch with the same start and end: what a command waited for a
-// transaction is the time between its delivery's span and "execute". The
+// "execute" span, from the batch's start (its connection taken) to the
+// round trip that carries its COMMIT, and a "commit" span over that round
+// trip (the last pass's writes, the checks deferred to the commit, the
+// COMMIT) to its answer, all of a batch with the same start and end: what
+// a command waited for a transaction is the time between its delivery's
+// span and "execute". The
 // batch is shared, but a trace is read one command at a time: a batch span
 // linked to its commands would sit in a trace of its own, which nobody
 // looking at a slow command finds.

@@ -312,11 +312,12 @@ func TestRunOnANATSCluster(t *testing.T) {
 	}
 }
 
-// TestStatementsSayWhereTheDatabaseTimeWent runs a tiny latency phase on
-// a throwaway cluster started with pg_stat_statements, and checks that its
-// cost names the invoice's statements and the books' triggers, each at the
-// rate a command runs them.
-func TestStatementsSayWhereTheDatabaseTimeWent(t *testing.T) {
+// TestStatementsAndStagesSayWhereTheTimeWent runs a tiny latency phase on
+// a throwaway cluster started with pg_stat_statements, with its commands
+// traced, and checks that its cost names the invoice's statements and the
+// books' triggers, each at the rate a command runs them, and that every
+// command's publish→result is cut into its stages.
+func TestStatementsAndStagesSayWhereTheTimeWent(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -327,6 +328,7 @@ func TestStatementsSayWhereTheDatabaseTimeWent(t *testing.T) {
 		Paced:             2 * time.Second,
 		PacedRate:         50,
 		Statements:        true,
+		Stages:            true,
 		Stall:             30 * time.Second,
 	})
 	if err != nil {
@@ -335,6 +337,24 @@ func TestStatementsSayWhereTheDatabaseTimeWent(t *testing.T) {
 	p := rep.Phase(bench.PhasePaced)
 	if p == nil || p.Cost == nil {
 		t.Fatalf("no cost for the latency phase: %+v", p)
+	}
+	// Every command after the warm-up found by its trace, each stage a
+	// part of its publish→result, and a transaction taking time.
+	st := p.Stages
+	if st == nil || p.Latency == nil || st.Count != p.Latency.Count || st.Count == 0 {
+		t.Fatalf("stages %+v of the latency phase's %+v commands", st, p.Latency)
+	}
+	for name, l := range map[string]*bench.Latency{"to the worker": st.ToWorker, "waiting": st.Waiting, "execute": st.Execute,
+		"commit": st.Commit, "to the producer": st.ToProducer} {
+		if l.Count != st.Count || l.P50 < 0 || l.Max > p.Latency.Max {
+			t.Errorf("stage %s: %+v, publish→result %+v", name, l, p.Latency)
+		}
+	}
+	if st.Execute.P50 <= 0 || st.Commit.P50 <= 0 || st.ToWorker.P50 <= 0 {
+		t.Errorf("stages without time: %+v %+v %+v", st.ToWorker, st.Execute, st.Commit)
+	}
+	if sum := st.ToWorker.P50 + st.Waiting.P50 + st.Execute.P50 + st.Commit.P50 + st.ToProducer.P50; sum > 2*p.Latency.Max {
+		t.Errorf("the stages' medians add up to %.1f ms, publish→result at most %.1f ms", sum, p.Latency.Max)
 	}
 	c := p.Cost
 	if c.StatementsError != "" {
@@ -367,7 +387,8 @@ func TestStatementsSayWhereTheDatabaseTimeWent(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Database time per command, " + bench.PhasePaced, "INSERT INTO invoices", "document_check"} {
+	for _, want := range []string{"Database time per command, " + bench.PhasePaced, "INSERT INTO invoices", "document_check",
+		"Where publish→result went", "waiting for a transaction"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}

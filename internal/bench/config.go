@@ -73,6 +73,11 @@ type Config struct {
 	// shared_preload_libraries and the run a superuser; a throwaway
 	// cluster is started with it.
 	Statements bool
+	// Stages adds to each paced phase where publish→result went (Stages):
+	// each command carries a traceparent, and the worker records its spans
+	// in this process. Recording them costs the worker CPU, so a traced
+	// run's other figures are not comparable with an untraced one's.
+	Stages bool
 	// NATSNodes is how many JetStream servers the run has: 1 (the
 	// default) or 3, a cluster embedded in this process on which every
 	// stream has three replicas.

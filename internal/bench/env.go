@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/onceledger/onceledger/consumer"
 	"github.com/onceledger/onceledger/consumer/streams"
@@ -77,6 +78,11 @@ type Env struct {
 	// events is the handoff of the relay to the phases' consumers.
 	events *outbox.Handoff
 	bgErr  error
+
+	// spans records the traced commands' spans (Config.Stages); nil
+	// without.
+	spans   *stageSpans
+	tracing trace.TracerProvider
 
 	phases   int // phases started, for unique key prefixes
 	sent     int // invoice.create commands sent
@@ -147,6 +153,10 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 		return nil, fmt.Errorf("connect to Postgres: %w", err)
 	}
 	e.onClose(func() error { e.pool.Close(); return nil })
+	if cfg.Stages {
+		e.spans = &stageSpans{}
+		e.tracing = e.spans.tracerProvider()
+	}
 	if cfg.Statements {
 		if err := e.statementsReady(ctx); err != nil {
 			return nil, err
@@ -454,11 +464,12 @@ func (e *Env) startWorker(ctx context.Context, mode Mode) (*worker, error) {
 		return nil, err
 	}
 	wk, err := wiring.New(ctx, wiring.Config{
-		Pool:          e.pool,
-		NATS:          e.wnc,
-		LocalWake:     e.wake,
-		FirstAttempts: e.desk,
-		Events:        e.events,
+		TracerProvider: e.tracing,
+		Pool:           e.pool,
+		NATS:           e.wnc,
+		LocalWake:      e.wake,
+		FirstAttempts:  e.desk,
+		Events:         e.events,
 		Consumer: &consumer.Config{
 			Subscriber: consumer.SubscriberConfig{Concurrency: e.cfg.Concurrency, AckMode: mode.Ack},
 			Batch:      mode.Batch,

@@ -124,9 +124,12 @@ type tracker struct {
 	retried   atomic.Int64 // retryable error answers, the command is redelivered
 	duplicate atomic.Int64 // results for a command that already had one
 	failed    atomic.Int64
-	errMu     sync.Mutex
-	firstErr  string
-	done      chan struct{}
+	// traced phases set a traceparent of tag on each command (Config.Stages).
+	traced   bool
+	tag      [8]byte
+	errMu    sync.Mutex
+	firstErr string
+	done     chan struct{}
 }
 
 func (e *Env) newTracker(n int, load workload) (*tracker, *nats.Subscription, error) {
@@ -243,6 +246,9 @@ func (e *Env) send(t *tracker, i int) error {
 	m := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: body}
 	m.Header.Set(protocol.HeaderIdempotencyKey, key)
 	m.Header.Set(protocol.HeaderReplyTo, t.subject)
+	if h := t.traceHeader(i); h != "" {
+		m.Header.Set(traceparent, h)
+	}
 	t.sent[i].Store(t.since())
 	if _, err := e.pjs.PublishMsgAsync(m, jetstream.WithStallWait(e.cfg.Stall)); err != nil {
 		return fmt.Errorf("publish %s: %w", key, err)

@@ -40,6 +40,8 @@ type Phase struct {
 	WarmUpSeconds float64 `json:"warm_up_seconds,omitempty"`
 	// Webhook is commit→webhook arrival per event (paced phases).
 	Webhook *Latency `json:"webhook,omitempty"`
+	// Stages is where publish→result went (paced phases, Config.Stages).
+	Stages *Stages `json:"stages,omitempty"`
 	// Retried counts retryable error answers (the command was redelivered
 	// and then succeeded); Duplicates counts repeated results.
 	Retried    int64 `json:"retried"`
@@ -206,6 +208,9 @@ func (e *Env) Paced(ctx context.Context, name string, rate float64, d time.Durat
 		return p, err
 	}
 	defer sub.Unsubscribe()
+	if e.spans != nil {
+		t.tag, t.traced = e.spans.track(n), true
+	}
 	e.recv.record(t.prefix)
 	defer e.recv.record("")
 	for i := range n {
@@ -249,6 +254,10 @@ func (e *Env) Paced(ctx context.Context, name string, rate float64, d time.Durat
 		return p, fmt.Errorf("%s: %w", name, err)
 	}
 	p.SettleSeconds = time.Since(settling).Seconds()
+	if e.spans != nil {
+		// Settled: every command's spans have ended.
+		p.Stages = e.spans.stages(t, warmUp)
+	}
 	p.Cost = e.costBetween(costStart, e.readCost(ctx), n)
 	e.finish(&p, s)
 	e.progress("%s: publish→result p99 %.1f ms, commit→webhook p99 %.1f ms", name, p.Latency.P99, p.Webhook.P99)

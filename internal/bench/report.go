@@ -505,6 +505,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		writeSweep(&b, r.Sweep)
 	}
 	writeStatements(&b, r)
+	writeStages(&b, r)
 	if p := r.Phase(PhaseSoak); p != nil && len(p.Rounds) > 0 {
 		writeSoak(&b, p)
 	}
@@ -581,6 +582,39 @@ func thousands(v float64) string {
 		out = append(out, s[i])
 	}
 	return string(out)
+}
+
+// writeStages writes, for each paced phase that was traced, where
+// publish→result went (Config.Stages).
+func writeStages(b *strings.Builder, r *Report) {
+	phases := slices.Clone(r.Phases)
+	if r.Sweep != nil {
+		for _, row := range r.Sweep.Rows {
+			phases = append(phases, row.Phase)
+		}
+	}
+	header := false
+	for _, p := range phases {
+		st := p.Stages
+		if st == nil {
+			continue
+		}
+		if !header {
+			b.WriteString("\nWhere publish→result went, per command after the warm-up, from the worker's spans (p50 / p99 ms; the stages' p99s are\n" +
+				"  not of the same commands, so they do not add up to publish→result's)\n")
+			header = true
+		}
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  %s at %s/s, %s commands\tto the worker\twaiting for a transaction\texecute\tlast round trip, COMMIT\tto the producer\tpublish→result\n",
+			p.Name, thousands(p.Rate), thousands(float64(st.Count)))
+		lat := func(l *Latency) string { return fmt.Sprintf("%.1f / %.1f", l.P50, l.P99) }
+		total := "–"
+		if p.Latency != nil {
+			total = lat(p.Latency)
+		}
+		fmt.Fprintf(tw, "  \t%s\t%s\t%s\t%s\t%s\t%s\n", lat(st.ToWorker), lat(st.Waiting), lat(st.Execute), lat(st.Commit), lat(st.ToProducer), total)
+		tw.Flush()
+	}
 }
 
 // writeStatements writes, for each phase with a cost, where the database's

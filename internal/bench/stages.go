@@ -1,0 +1,149 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// Stages is where publish→result went in a paced phase (Config.Stages),
+// per command published after the warm-up, from the spans the worker
+// records under the trace the bench starts for each command (see
+// docs/operations.md, Tracing):
+//
+//   - ToWorker: from publishing to the worker's delivery span starting:
+//     JetStream storing the command and the worker's pull fetching it;
+//   - Waiting: from there to its batch's "execute" span: reading the
+//     command, waiting for its transaction slot and a connection;
+//   - Execute: its batch's transaction up to the round trip that carries
+//     the COMMIT: the claims of its keys, the reads, the passes before
+//     the last;
+//   - Commit: that round trip: the last pass's writes, the checks
+//     deferred to the commit and the COMMIT, to its answer;
+//   - ToProducer: from the commit's answer to the result at the producer:
+//     the reply and the acknowledgement.
+type Stages struct {
+	Count      int      `json:"count"`
+	ToWorker   *Latency `json:"to_worker"`
+	Waiting    *Latency `json:"waiting"`
+	Execute    *Latency `json:"execute"`
+	Commit     *Latency `json:"commit"`
+	ToProducer *Latency `json:"to_producer"`
+}
+
+// traceparent is the W3C header the bench sets on a command when its
+// phase is traced.
+const traceparent = "traceparent"
+
+// stageSpans is a span processor that keeps, per command of the traced
+// phase, when its spans started and ended. A command's trace ID is the
+// phase's tag followed by the command's number, so a span finds its
+// command without a lookup table.
+type stageSpans struct {
+	mu  sync.Mutex
+	tag [8]byte
+	// Nanoseconds since the Unix epoch, 0 for not seen, per command.
+	received, executing, committing, committed []int64
+}
+
+var _ sdktrace.SpanProcessor = (*stageSpans)(nil)
+
+// tracerProvider samples the spans under a sampled parent, the bench's
+// traced commands, and nothing else.
+func (c *stageSpans) tracerProvider() *sdktrace.TracerProvider {
+	return sdktrace.NewTracerProvider(
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())),
+		sdktrace.WithSpanProcessor(c))
+}
+
+// track starts recording the spans of a phase of n commands and returns
+// the phase's tag.
+func (c *stageSpans) track(n int) [8]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, _ = rand.Read(c.tag[:])
+	c.received, c.executing = make([]int64, n), make([]int64, n)
+	c.committing, c.committed = make([]int64, n), make([]int64, n)
+	return c.tag
+}
+
+// header is command i's traceparent under tag.
+func header(tag [8]byte, i int) string {
+	var id [16]byte
+	copy(id[:], tag[:])
+	binary.BigEndian.PutUint64(id[8:], uint64(i))
+	var span [8]byte
+	binary.BigEndian.PutUint64(span[:], uint64(i)+1)
+	return "00-" + hex.EncodeToString(id[:]) + "-" + hex.EncodeToString(span[:]) + "-01"
+}
+
+func (c *stageSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+func (c *stageSpans) OnEnd(s sdktrace.ReadOnlySpan) {
+	id := s.SpanContext().TraceID()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if [8]byte(id[:8]) != c.tag {
+		return
+	}
+	i := binary.BigEndian.Uint64(id[8:])
+	if i >= uint64(len(c.received)) {
+		return
+	}
+	start, end := s.StartTime().UnixNano(), s.EndTime().UnixNano()
+	switch name := s.Name(); {
+	case strings.HasPrefix(name, "onceledger.command"):
+		// The first delivery: a redelivered command's wait counts.
+		if c.received[i] == 0 {
+			c.received[i] = start
+		}
+	case name == "execute":
+		c.executing[i] = start
+	case name == "commit":
+		c.committing[i], c.committed[i] = start, end
+	}
+}
+
+func (c *stageSpans) Shutdown(context.Context) error   { return nil }
+func (c *stageSpans) ForceFlush(context.Context) error { return nil }
+
+// stages reads, for each command of t published after warmUp and
+// answered, its time in each stage; commands some span of which was not
+// seen are left out (Count says how many are in).
+func (c *stageSpans) stages(t *tracker, warmUp time.Duration) *Stages {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	origin := t.start.UnixNano() - 1 // tracker times are ns after start, +1
+	var toWorker, waiting, execute, commit, toProducer []time.Duration
+	between := func(from, to int64) time.Duration { return time.Duration(max(0, to-from)) }
+	for i := range min(len(t.sent), len(c.received)) {
+		sent, got := t.sent[i].Load(), t.got[i].Load()
+		if sent <= int64(warmUp) || got == 0 || c.received[i] == 0 || c.executing[i] == 0 || c.committed[i] == 0 {
+			continue
+		}
+		toWorker = append(toWorker, between(origin+sent, c.received[i]))
+		waiting = append(waiting, between(c.received[i], c.executing[i]))
+		execute = append(execute, between(c.executing[i], c.committing[i]))
+		commit = append(commit, between(c.committing[i], c.committed[i]))
+		toProducer = append(toProducer, between(c.committed[i], origin+got))
+	}
+	sorted := func(d []time.Duration) *Latency { slices.Sort(d); return latencyOf(d) }
+	return &Stages{Count: len(toWorker), ToWorker: sorted(toWorker), Waiting: sorted(waiting),
+		Execute: sorted(execute), Commit: sorted(commit), ToProducer: sorted(toProducer)}
+}
+
+// traceHeader is what send sets on command i of a traced phase, "" when
+// the phase is not traced.
+func (t *tracker) traceHeader(i int) string {
+	if !t.traced {
+		return ""
+	}
+	return header(t.tag, i)
+}
