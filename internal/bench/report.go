@@ -377,13 +377,7 @@ func warnings(r *Report) []string {
 	if p := r.Phase(PhaseSoak); p != nil && len(p.Rounds) == 1 {
 		out = append(out, "The soak ran in one round: there is no later round to compare its memory with.")
 	}
-	phases := r.Phases
-	if r.Sweep != nil {
-		for _, row := range r.Sweep.Rows {
-			phases = append(phases[:len(phases):len(phases)], row.Phase)
-		}
-	}
-	for _, p := range phases {
+	for _, p := range r.allPhases() {
 		if share := p.CPU.OtherCores / float64(r.Machine.CPUs); share > busyOther {
 			out = append(out, fmt.Sprintf("Other work used %.2f of %d cores during %s (%.0f%% of the machine): that phase's figures are lower, and comparisons between phases less exact, than on a quiet machine.",
 				p.CPU.OtherCores, r.Machine.CPUs, p.Name, 100*share))
@@ -584,15 +578,21 @@ func thousands(v float64) string {
 	return string(out)
 }
 
-// writeStages writes, for each paced phase that was traced, where
-// publish→result went (Config.Stages).
-func writeStages(b *strings.Builder, r *Report) {
+// allPhases is the run's phases followed by the sweep's.
+func (r *Report) allPhases() []Phase {
 	phases := slices.Clone(r.Phases)
 	if r.Sweep != nil {
 		for _, row := range r.Sweep.Rows {
 			phases = append(phases, row.Phase)
 		}
 	}
+	return phases
+}
+
+// writeStages writes, for each paced phase that was traced, where
+// publish→result went (Config.Stages).
+func writeStages(b *strings.Builder, r *Report) {
+	phases := r.allPhases()
 	header := false
 	for _, p := range phases {
 		st := p.Stages
@@ -620,12 +620,7 @@ func writeStages(b *strings.Builder, r *Report) {
 // writeStatements writes, for each phase with a cost, where the database's
 // time went (Config.Statements).
 func writeStatements(b *strings.Builder, r *Report) {
-	phases := slices.Clone(r.Phases)
-	if r.Sweep != nil {
-		for _, row := range r.Sweep.Rows {
-			phases = append(phases, row.Phase)
-		}
-	}
+	phases := r.allPhases()
 	for _, p := range phases {
 		c := p.Cost
 		if c == nil || (len(c.Statements) == 0 && c.StatementsError == "") {
