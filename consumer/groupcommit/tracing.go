@@ -28,6 +28,9 @@ func traceCommit(tracer trace.Tracer, batch []*Submission, started, committing, 
 		if s.Err != nil || s.Span == nil {
 			continue // already failed, rolled back to its savepoint: the commit is not its result
 		}
+		if !s.Span.IsRecording() {
+			continue // not traced (no exporter, or not sampled): its children would not be either
+		}
 		parent := trace.ContextWithSpan(context.Background(), s.Span)
 		_, execute := tracer.Start(parent, "execute", trace.WithTimestamp(started),
 			trace.WithAttributes(attrBatchSize.Int(len(batch))))
