@@ -255,7 +255,6 @@ func (e *Env) Paced(ctx context.Context, name string, rate float64, d time.Durat
 	}
 	p.SettleSeconds = time.Since(settling).Seconds()
 	if e.spans != nil {
-		// Settled: every command's spans have ended.
 		p.Stages = e.spans.stages(t, warmUp)
 	}
 	p.Cost = e.costBetween(costStart, e.readCost(ctx), n)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Stages is where publish→result went in a paced phase (Config.Stages),
@@ -84,31 +85,47 @@ func header(tag [8]byte, i int) string {
 	return "00-" + hex.EncodeToString(id[:]) + "-" + hex.EncodeToString(span[:]) + "-01"
 }
 
-func (c *stageSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-
-func (c *stageSpans) OnEnd(s sdktrace.ReadOnlySpan) {
-	id := s.SpanContext().TraceID()
+// OnStart records a delivery's span as it starts, and OnEnd the batch's
+// spans as they end: both before the command's result is sent (the
+// delivery's span itself ends only after its acknowledgement).
+func (c *stageSpans) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
+	if !strings.HasPrefix(s.Name(), "onceledger.command") {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if [8]byte(id[:8]) != c.tag {
+	// The first delivery: a redelivered command's wait counts.
+	if i, ok := c.command(s.SpanContext().TraceID()); ok && c.received[i] == 0 {
+		c.received[i] = s.StartTime().UnixNano()
+	}
+}
+
+func (c *stageSpans) OnEnd(s sdktrace.ReadOnlySpan) {
+	name := s.Name()
+	if name != "execute" && name != "commit" {
 		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i, ok := c.command(s.SpanContext().TraceID())
+	if !ok {
+		return
+	}
+	if name == "execute" {
+		c.executing[i] = s.StartTime().UnixNano()
+	} else {
+		c.committing[i], c.committed[i] = s.StartTime().UnixNano(), s.EndTime().UnixNano()
+	}
+}
+
+// command is the number of the traced phase's command of trace id; c.mu
+// is held.
+func (c *stageSpans) command(id trace.TraceID) (int, bool) {
+	if [8]byte(id[:8]) != c.tag {
+		return 0, false
 	}
 	i := binary.BigEndian.Uint64(id[8:])
-	if i >= uint64(len(c.received)) {
-		return
-	}
-	start, end := s.StartTime().UnixNano(), s.EndTime().UnixNano()
-	switch name := s.Name(); {
-	case strings.HasPrefix(name, "onceledger.command"):
-		// The first delivery: a redelivered command's wait counts.
-		if c.received[i] == 0 {
-			c.received[i] = start
-		}
-	case name == "execute":
-		c.executing[i] = start
-	case name == "commit":
-		c.committing[i], c.committed[i] = start, end
-	}
+	return int(i), i < uint64(len(c.received))
 }
 
 func (c *stageSpans) Shutdown(context.Context) error   { return nil }
