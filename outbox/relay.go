@@ -51,12 +51,14 @@ type RelayConfig struct {
 	// its queue into its next transaction (see Handoff). At most one relay
 	// serves a Handoff at a time.
 	Handoff *Handoff
-	// Gather is how long the relay waits after a wake-up before it looks,
-	// so that the events of commits close together share one transaction
-	// and one claim. It delays a lone event by as much, and applies only
-	// when the relay's last look found less than a full batch (a relay
-	// with a backlog looks again at once). Defaults to
-	// pglisten.DefaultGather; negative looks at once.
+	// Gather is how long the relay waits after a NOTIFY (another process's
+	// commit) before it looks, so that the events of commits close
+	// together share one transaction and one claim. It delays a lone event
+	// by as much, does not apply to a wake-up from this process's own
+	// transactions (Wake), one per transaction of many commands, which is
+	// looked at at once, and applies only when the relay's last look found
+	// less than a full batch (a relay with a backlog looks again at once).
+	// Defaults to pglisten.DefaultGather; negative looks at once.
 	Gather time.Duration
 	// TracerProvider records a producer span per published event, a child
 	// of the span that wrote the event, and its context goes out in the
@@ -194,9 +196,12 @@ func (r *Relay) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-wake:
+			// Other processes' commits, as many as they make: gathered.
 			pglisten.Gather(ctx, r.cfg.Gather, wake, r.cfg.Wake)
 		case <-r.cfg.Wake:
-			pglisten.Gather(ctx, r.cfg.Gather, wake, r.cfg.Wake)
+			// A transaction of this process, its commands already
+			// gathered by group commit: looked at at once.
+			pglisten.Take(wake, r.cfg.Wake)
 		case <-poll.C:
 		case <-again:
 		case events := <-handed:

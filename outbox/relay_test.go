@@ -546,6 +546,63 @@ func TestRunGathersCommitsCloseTogether(t *testing.T) {
 	}
 }
 
+// A relay woken by a transaction of its own process (RelayConfig.Wake)
+// looks at once, whatever its Gather: such a wake-up comes once per
+// transaction, whose commands group commit has gathered already.
+func TestRunLooksAtOnceOnItsOwnProcesssWake(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, 0)
+	var mu sync.Mutex
+	var at []time.Time
+	js := timingJS{JetStream: connectJS(t, testenv.NATS(t)), mu: &mu, at: &at}
+	const gather = 400 * time.Millisecond
+	wake := make(chan struct{}, 1)
+	runRelay(t, newRelay(t, pool, js, outbox.RelayConfig{PollInterval: time.Minute, Gather: gather, Wake: wake}))
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	// Written without a NOTIFY, as a worker that wakes its relay in
+	// memory writes them.
+	quietly := func(n int) {
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			if _, err := outbox.Queue(b, []outbox.Pending{{Ctx: ctx, Company: "acme", Type: "invoice.created", Data: map[string]int{"n": n}}}); err != nil {
+				return err
+			}
+			return tx.SendBatch(ctx, b).Close()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	published := func(what string) {
+		eventually(t, what, func() (bool, error) {
+			n, err := countUnpublished(ctx, pool)
+			return n == 0, err
+		})
+	}
+	// The relay's first look may come before or after this event: either
+	// way it is out once the relay is past its start.
+	quietly(0)
+	wake <- struct{}{}
+	published("the first event published")
+	mu.Lock()
+	at = nil
+	mu.Unlock()
+
+	quietly(1)
+	woken := time.Now()
+	wake <- struct{}{}
+	published("the second event published")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) != 1 {
+		t.Fatalf("%d publications, want 1", len(at))
+	}
+	if waited := at[0].Sub(woken); waited >= gather/2 {
+		t.Fatalf("the event went out %s after its process's wake-up, want it at once (gather %s)", waited, gather)
+	}
+}
+
 // lostJS is real JetStream that loses the first publication of one
 // message ID: it is never sent, and its acknowledgement never comes, as
 // when the stream's leader dies with the message.

@@ -97,11 +97,14 @@ type DispatcherConfig struct {
 	// Wake, when set, wakes the dispatcher too: a consumer in this process
 	// that committed events (pglisten.Local).
 	Wake <-chan struct{}
-	// Gather is how long the dispatcher waits after a wake-up before it
-	// claims, so that the deliveries of commits close together share one
-	// claim. It delays a lone delivery by as much; it does not apply when
-	// the last claim took as many as it had room for, nor after a
-	// recording. Defaults to pglisten.DefaultGather; negative claims at once.
+	// Gather is how long the dispatcher waits after a NOTIFY (another
+	// process's commit) before it claims, so that the deliveries of
+	// commits close together share one claim. It delays a lone delivery by
+	// as much; it does not apply to a wake-up from this process's own
+	// transactions (Wake, a hand-over), one per transaction of many
+	// commands, which is claimed at once, nor when the last claim took as
+	// many as it had room for, nor after a recording. Defaults to
+	// pglisten.DefaultGather; negative claims at once.
 	Gather time.Duration
 	// Policy decides which addresses may be dialled. The zero policy allows
 	// public addresses only.
@@ -368,14 +371,17 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-wake:
+			// Other processes' commits, as many as they make: gathered.
 			pglisten.Gather(ctx, d.cfg.Gather, wake, d.cfg.Wake)
 			claim = true
 		case <-d.cfg.Wake:
-			pglisten.Gather(ctx, d.cfg.Gather, wake, d.cfg.Wake)
+			// A transaction of this process, its commands already
+			// gathered by group commit: claimed at once.
+			pglisten.Take(wake, d.cfg.Wake)
 			claim = true
 		case <-d.handedSignal:
 			if d.takePending() {
-				pglisten.Gather(ctx, d.cfg.Gather, wake, d.cfg.Wake)
+				pglisten.Take(wake, d.cfg.Wake)
 				claim = true
 			}
 		case <-room:

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/onceledger/onceledger/outbox"
 	"github.com/onceledger/onceledger/webhooks"
 )
 
@@ -226,6 +228,67 @@ func TestBacklogDrainsWithoutWaitingForThePoll(t *testing.T) {
 	}
 	if got := rc.n.Load(); got != backlog || rc.maxIn.Load() > 2 {
 		t.Fatalf("%d requests, at most %d at once; want %d with at most 2", got, rc.maxIn.Load(), backlog)
+	}
+}
+
+// A dispatcher woken by a transaction of its own process
+// (DispatcherConfig.Wake) claims at once, whatever its Gather: such a
+// wake-up comes once per transaction, whose commands group commit has
+// gathered already. A NOTIFY is still gathered (see pglisten.Gather).
+func TestOwnProcesssWakeClaimsAtOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	rc := newReceiver(t, ok)
+	w.endpoint(rc.srv.URL, "")
+	const gather = 400 * time.Millisecond
+	wake := make(chan struct{}, 1)
+	d := w.dispatcher(webhooks.DispatcherConfig{PollInterval: time.Minute, Gather: gather, Wake: wake})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	// Written without a NOTIFY, as a worker that wakes its dispatcher in
+	// memory writes them.
+	quietly := func() uuid.UUID {
+		var ev []outbox.Event
+		err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			var err error
+			if ev, err = outbox.Queue(b, []outbox.Pending{{Ctx: ctx, Company: "acme", Type: "invoice.created", Data: map[string]string{"hello": "world"}}}); err != nil {
+				return err
+			}
+			return tx.SendBatch(ctx, b).Close()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev[0].ID
+	}
+	delivered := func(id uuid.UUID) time.Duration {
+		start := time.Now()
+		for w.deliveryStatus(id) != "delivered" {
+			if time.Since(start) > 20*time.Second {
+				t.Fatal("the delivery was not delivered")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return time.Since(start)
+	}
+	// The dispatcher's first claim may come before or after this event:
+	// either way it is delivered once the dispatcher is past its start.
+	first := quietly()
+	wake <- struct{}{}
+	delivered(first)
+
+	second := quietly()
+	wake <- struct{}{}
+	if took := delivered(second); took >= gather/2 {
+		t.Fatalf("delivered %s after its process's wake-up, want at once (gather %s)", took, gather)
 	}
 }
 

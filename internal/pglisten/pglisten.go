@@ -69,6 +69,14 @@ func Gather(ctx context.Context, d time.Duration, wakes ...<-chan struct{}) {
 		return
 	}
 	Sleep(ctx, d)
+	Take(wakes...)
+}
+
+// Take takes the wake-ups waiting on wakes, which the look that follows
+// covers, without waiting for more: for a wake-up from a transaction of
+// the caller's own process, which comes once per transaction (group commit
+// has gathered its commands already), so that its look is not delayed.
+func Take(wakes ...<-chan struct{}) {
 	for _, w := range wakes {
 		select {
 		case <-w:
@@ -77,6 +85,7 @@ func Gather(ctx context.Context, d time.Duration, wakes ...<-chan struct{}) {
 	}
 }
 
-// DefaultGather is how long a relay or a dispatcher woken by a commit waits
-// for the commits after it before it looks (see Gather).
+// DefaultGather is how long a relay or a dispatcher woken by another
+// process's commit (NOTIFY) waits for the commits after it before it looks
+// (see Gather).
 const DefaultGather = 10 * time.Millisecond
