@@ -478,6 +478,14 @@ func TestConcurrentRelaysPublishEveryEventOnceInOrder(t *testing.T) {
 }
 
 // timingJS is real JetStream that notes when each message was published.
+// timedJS is a test NATS server's JetStream recording in at, under mu,
+// when each publication was made.
+func timedJS(t *testing.T) (js timingJS, mu *sync.Mutex, at *[]time.Time) {
+	t.Helper()
+	mu, at = &sync.Mutex{}, &[]time.Time{}
+	return timingJS{JetStream: connectJS(t, testenv.NATS(t)), mu: mu, at: at}, mu, at
+}
+
 type timingJS struct {
 	jetstream.JetStream
 	mu *sync.Mutex
@@ -496,9 +504,7 @@ func (c timingJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (je
 func TestRunGathersCommitsCloseTogether(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t, 0)
-	var mu sync.Mutex
-	var at []time.Time
-	js := timingJS{JetStream: connectJS(t, testenv.NATS(t)), mu: &mu, at: &at}
+	js, mu, at := timedJS(t)
 	const gather = 400 * time.Millisecond
 	relay := newRelay(t, pool, js, outbox.RelayConfig{PollInterval: time.Minute, Gather: gather})
 	runRelay(t, relay)
@@ -519,7 +525,7 @@ func TestRunGathersCommitsCloseTogether(t *testing.T) {
 		return n == 0, err
 	})
 	mu.Lock()
-	at = nil
+	*at = nil
 	mu.Unlock()
 	// Each commit notifies.
 	first := time.Now()
@@ -532,16 +538,16 @@ func TestRunGathersCommitsCloseTogether(t *testing.T) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	if len(at) != 2 {
-		t.Fatalf("%d publications, want 2", len(at))
+	if len(*at) != 2 {
+		t.Fatalf("%d publications, want 2", len(*at))
 	}
-	if waited := at[0].Sub(first); waited < gather-50*time.Millisecond {
+	if waited := (*at)[0].Sub(first); waited < gather-50*time.Millisecond {
 		t.Fatalf("the first event went out %s after its commit, before the relay had gathered for %s", waited, gather)
 	}
 	// In one look the two go out together; a second look would come a
 	// gather later, so half of it tells the two apart however busy the
 	// machine is.
-	if apart := at[1].Sub(at[0]); apart >= gather/2 {
+	if apart := (*at)[1].Sub((*at)[0]); apart >= gather/2 {
 		t.Fatalf("the events went out %s apart, want them in one look", apart)
 	}
 }
@@ -552,9 +558,7 @@ func TestRunGathersCommitsCloseTogether(t *testing.T) {
 func TestRunLooksAtOnceOnItsOwnProcesssWake(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t, 0)
-	var mu sync.Mutex
-	var at []time.Time
-	js := timingJS{JetStream: connectJS(t, testenv.NATS(t)), mu: &mu, at: &at}
+	js, mu, at := timedJS(t)
 	const gather = 400 * time.Millisecond
 	wake := make(chan struct{}, 1)
 	runRelay(t, newRelay(t, pool, js, outbox.RelayConfig{PollInterval: time.Minute, Gather: gather, Wake: wake}))
@@ -586,7 +590,7 @@ func TestRunLooksAtOnceOnItsOwnProcesssWake(t *testing.T) {
 	wake <- struct{}{}
 	published("the first event published")
 	mu.Lock()
-	at = nil
+	*at = nil
 	mu.Unlock()
 
 	quietly(1)
@@ -595,10 +599,10 @@ func TestRunLooksAtOnceOnItsOwnProcesssWake(t *testing.T) {
 	published("the second event published")
 	mu.Lock()
 	defer mu.Unlock()
-	if len(at) != 1 {
-		t.Fatalf("%d publications, want 1", len(at))
+	if len(*at) != 1 {
+		t.Fatalf("%d publications, want 1", len(*at))
 	}
-	if waited := at[0].Sub(woken); waited >= gather/2 {
+	if waited := (*at)[0].Sub(woken); waited >= gather/2 {
 		t.Fatalf("the event went out %s after its process's wake-up, want it at once (gather %s)", waited, gather)
 	}
 }

@@ -242,16 +242,8 @@ func TestOwnProcesssWakeClaimsAtOnce(t *testing.T) {
 	w.endpoint(rc.srv.URL, "")
 	const gather = 400 * time.Millisecond
 	wake := make(chan struct{}, 1)
-	d := w.dispatcher(webhooks.DispatcherConfig{PollInterval: time.Minute, Gather: gather, Wake: wake})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	running(t, w.dispatcher(webhooks.DispatcherConfig{PollInterval: time.Minute, Gather: gather, Wake: wake}))
+	ctx := context.Background()
 	// Written without a NOTIFY, as a worker that wakes its dispatcher in
 	// memory writes them.
 	quietly := func() uuid.UUID {
@@ -484,16 +476,7 @@ func TestADeliveryCostsOneClaimUnlessHeldBack(t *testing.T) {
 	w.endpoint(rc.srv.URL, "")
 	metrics, claims := claimCounter(t)
 	// Each event's commit wakes the dispatcher by NOTIFY.
-	d := w.dispatcher(webhooks.DispatcherConfig{Workers: 16, PerEndpoint: 2, PollInterval: time.Minute, Metrics: metrics})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	running(t, w.dispatcher(webhooks.DispatcherConfig{Workers: 16, PerEndpoint: 2, PollInterval: time.Minute, Metrics: metrics}))
 	waitFor := func(what string, ok func() bool) { t.Helper(); waitUntil(t, what, ok) }
 	waitFor("the first claim", func() bool { return claims() >= 1 })
 	// NOTIFY reaches only a connection that already listens: the lone
@@ -521,4 +504,19 @@ func TestADeliveryCostsOneClaimUnlessHeldBack(t *testing.T) {
 	if rc.maxIn.Load() > 2 {
 		t.Fatalf("%d requests at once, want at most 2", rc.maxIn.Load())
 	}
+}
+
+// running runs d until the test ends, and fails the test if Run returns
+// an error.
+func running(t *testing.T, d *webhooks.Dispatcher) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
 }
