@@ -75,8 +75,8 @@ func (c *stageSpans) track(n int) [8]byte {
 	return c.tag
 }
 
-// header is command i's traceparent under tag.
-func header(tag [8]byte, i int) string {
+// traceparentOf is command i's traceparent under tag.
+func traceparentOf(tag [8]byte, i int) string {
 	var id [16]byte
 	copy(id[:], tag[:])
 	binary.BigEndian.PutUint64(id[8:], uint64(i))
@@ -162,5 +162,5 @@ func (t *tracker) traceHeader(i int) string {
 	if !t.traced {
 		return ""
 	}
-	return header(t.tag, i)
+	return traceparentOf(t.tag, i)
 }
