@@ -24,6 +24,8 @@ CREATE TABLE public.accounts (
     CONSTRAINT accounts_pkey PRIMARY KEY (company_id, code),
     CONSTRAINT accounts_type_check CHECK ((type = ANY (ARRAY['asset'::text, 'liability'::text, 'equity'::text, 'revenue'::text, 'expense'::text])))
 );
+CREATE TRIGGER accounts_keep_posted_accounts BEFORE DELETE OR UPDATE OF company_id, code ON public.accounts FOR EACH ROW EXECUTE FUNCTION public.keep_posted_accounts();
+CREATE TRIGGER accounts_keep_posted_accounts_truncate BEFORE TRUNCATE ON public.accounts FOR EACH STATEMENT EXECUTE FUNCTION public.keep_posted_accounts();
 
 CREATE TABLE public.api_tokens (
     id uuid NOT NULL,
@@ -451,7 +453,6 @@ CREATE TABLE public.journal_lines (
     credit numeric(28,8) NOT NULL DEFAULT 0,
     debit_company numeric(28,8),
     credit_company numeric(28,8),
-    CONSTRAINT journal_lines_company_id_account_code_fkey FOREIGN KEY (company_id, account_code) REFERENCES public.accounts(company_id, code),
     CONSTRAINT journal_lines_credit_check CHECK ((credit >= (0)::numeric)),
     CONSTRAINT journal_lines_credit_company_check CHECK ((credit_company >= (0)::numeric)),
     CONSTRAINT journal_lines_currency_iso_4217 CHECK (public.iso_4217_currency((currency)::text)),
@@ -1234,6 +1235,31 @@ BEGIN
 END;
 $function$;
 
+CREATE OR REPLACE FUNCTION public.keep_posted_accounts()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        IF EXISTS (SELECT 1 FROM journal_lines) THEN
+            RAISE EXCEPTION 'accounts cannot be truncated: journal lines are posted on them'
+                USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'journal_lines_account_of_the_chart';
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'UPDATE' AND (NEW.company_id, NEW.code) = (OLD.company_id, OLD.code) THEN
+        RETURN NEW;
+    END IF;
+    -- The row is locked by now: a transaction that posted on it has
+    -- ended, and its lines are seen.
+    IF EXISTS (SELECT 1 FROM journal_lines WHERE company_id = OLD.company_id AND account_code = OLD.code) THEN
+        RAISE EXCEPTION 'account % of company % has journal lines: it cannot be deleted or renumbered', OLD.code, OLD.company_id
+            USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'journal_lines_account_of_the_chart';
+    END IF;
+    RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
+END;
+$function$;
+
 CREATE OR REPLACE FUNCTION public.number_series_check()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -1456,17 +1482,30 @@ BEGIN
     -- another company.
     CASE TG_TABLE_NAME
     WHEN 'journal_lines' THEN
-        -- OFFSET 0 keeps the entry's lookup one per line, however often
-        -- the condition reads it.
-        SELECT * INTO bad FROM (SELECT a.entry_id AS document, a.line_no, a.company_id,
-               (SELECT d FROM journal_entries d WHERE d.id = a.entry_id) AS entry FROM added a OFFSET 0) r
-         WHERE (r.entry).created_xact IS DISTINCT FROM pg_current_xact_id() OR (r.entry).company_id <> r.company_id LIMIT 1;
+        -- Also: a line whose account is not of its company's chart; each
+        -- line's account is locked as a foreign key would lock it. OFFSET
+        -- 0 keeps the entry's and the account's look-ups one per line,
+        -- however often the condition reads them, and every line's
+        -- account locked unless a line is refused.
+        SELECT * INTO bad FROM (SELECT a.entry_id AS document, a.line_no, a.company_id, a.account_code,
+               (SELECT d FROM journal_entries d WHERE d.id = a.entry_id) AS entry,
+               EXISTS (SELECT FROM accounts c WHERE c.company_id = a.company_id AND c.code = a.account_code
+                          FOR KEY SHARE OF c) AS charted
+                 FROM added a OFFSET 0) r
+         WHERE (r.entry).created_xact IS DISTINCT FROM pg_current_xact_id() OR (r.entry).company_id <> r.company_id
+            OR NOT r.charted
+         LIMIT 1;
         IF NOT FOUND THEN
             RETURN NULL;
         END IF;
         IF bad.entry IS NULL THEN
             RAISE EXCEPTION '% refers to document %, which does not exist', TG_TABLE_NAME, bad.document
                 USING ERRCODE = 'foreign_key_violation';
+        END IF;
+        IF (bad.entry).created_xact = pg_current_xact_id() AND (bad.entry).company_id = bad.company_id THEN
+            RAISE EXCEPTION 'journal line % of entry % is on account % of company %, which is not in the company''s chart',
+                bad.line_no, bad.document, bad.account_code, bad.company_id
+                USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'journal_lines_account_of_the_chart';
         END IF;
         IF (bad.entry).created_xact = pg_current_xact_id() THEN
             RAISE EXCEPTION 'journal line % of entry % is of company %, the entry of company %',

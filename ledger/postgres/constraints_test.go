@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -323,4 +324,103 @@ func TestPostedRowsAreImmutable(t *testing.T) {
 	if after := counts(t); after != before {
 		t.Fatalf("books changed from %s to %s", before, after)
 	}
+}
+
+// TestLinesStayOnAccountsOfTheirCompanysChart: a journal line's account
+// is of its company's chart (checked once per statement by the seal
+// trigger, not by a foreign key), and an account with lines cannot be
+// deleted, renumbered or truncated; a DELETE running while a transaction
+// posts on the account waits for it and is refused once it commits.
+func TestLinesStayOnAccountsOfTheirCompanysChart(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, 4)
+	ctx := testContext(t)
+	createCompany(t, db, "acme")
+	createCompany(t, db, "other")
+	if _, err := db.Exec(ctx, `INSERT INTO accounts (company_id, code, name, type) VALUES
+		('acme', '9001', 'Unused', 'expense'), ('acme', '9002', 'Posted', 'expense'), ('other', '9003', 'Other''s', 'expense')`); err != nil {
+		t.Fatalf("add accounts: %v", err)
+	}
+	post := func(tx pgx.Tx, accounts ...string) error {
+		entryID := uuid.New()
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO journal_entries (id, company_id, entry_date, description, source_type, source_id)
+			VALUES ($1, 'acme', '2026-12-02', 'by hand', 'manual', $2)`, entryID, uuid.New()); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `
+			INSERT INTO journal_lines (entry_id, line_no, company_id, account_code, currency, debit, credit)
+			SELECT $1, n, 'acme', a, 'EUR', CASE WHEN n = 1 THEN 10 ELSE 0 END, CASE WHEN n = 1 THEN 0 ELSE 10 END
+			  FROM unnest($2::text[]) WITH ORDINALITY AS t(a, n)`, entryID, accounts)
+		return err
+	}
+	inTx := func(f func(pgx.Tx) error) error {
+		return pgx.BeginFunc(ctx, db, f)
+	}
+
+	for _, bad := range []string{"9999", "9003"} { // no such account; another company's
+		err := inTx(func(tx pgx.Tx) error { return post(tx, "1200", bad) })
+		requirePgError(t, err, foreignKeyViolation, fmt.Sprintf("is on account %s of company acme, which is not in the company's chart", bad))
+	}
+	if err := inTx(func(tx pgx.Tx) error { return post(tx, "1200", "9002") }); err != nil {
+		t.Fatalf("post on an account of the chart: %v", err)
+	}
+
+	for _, stmt := range []string{
+		`DELETE FROM accounts WHERE company_id = 'acme' AND code = '9002'`,
+		`UPDATE accounts SET code = '9004' WHERE company_id = 'acme' AND code = '9002'`,
+		`UPDATE accounts SET company_id = 'other' WHERE company_id = 'acme' AND code = '9002'`,
+	} {
+		_, err := db.Exec(ctx, stmt)
+		requirePgError(t, err, foreignKeyViolation, "account 9002 of company acme has journal lines: it cannot be deleted or renumbered")
+	}
+	_, err := db.Exec(ctx, `TRUNCATE accounts CASCADE`)
+	requirePgError(t, err, foreignKeyViolation, "accounts cannot be truncated")
+	if _, err := db.Exec(ctx, `UPDATE accounts SET name = 'Renamed' WHERE company_id = 'acme' AND code = '9002'`); err != nil {
+		t.Fatalf("rename a posted account: %v", err)
+	}
+	if _, err := db.Exec(ctx, `UPDATE accounts SET code = '9005' WHERE company_id = 'acme' AND code = '9001'`); err != nil {
+		t.Fatalf("renumber an unused account: %v", err)
+	}
+
+	// A transaction posts on 9005 and has not committed; a DELETE of 9005
+	// must wait for it (the statement locked the account) and then see
+	// its line.
+	poster, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatalf("begin: %v", err)
+	}
+	defer poster.Rollback(ctx)
+	if err := post(poster, "1200", "9005"); err != nil {
+		t.Fatalf("post on 9005: %v", err)
+	}
+	deleter, err := db.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	defer deleter.Release()
+	var pid uint32
+	if err := deleter.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatalf("pid: %v", err)
+	}
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := deleter.Exec(ctx, `DELETE FROM accounts WHERE company_id = 'acme' AND code = '9005'`)
+		deleted <- err
+	}()
+	for waiting := false; !waiting; {
+		select {
+		case err := <-deleted:
+			t.Fatalf("the DELETE ended (%v) while a transaction that posted on the account was open: it must wait for it", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+		if err := db.QueryRow(ctx, `SELECT wait_event_type IS NOT DISTINCT FROM 'Lock' FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&waiting); err != nil {
+			t.Fatalf("look at the DELETE: %v", err)
+		}
+	}
+	if err := poster.Commit(ctx); err != nil {
+		t.Fatalf("commit the posting: %v", err)
+	}
+	requirePgError(t, <-deleted, foreignKeyViolation, "account 9005 of company acme has journal lines")
+	requireBooksBalance(t, db)
 }
