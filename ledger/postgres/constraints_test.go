@@ -403,10 +403,16 @@ func TestLinesStayOnAccountsOfTheirCompanysChart(t *testing.T) {
 	if err := deleter.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
 		t.Fatalf("pid: %v", err)
 	}
-	deleted := make(chan error, 1)
+	deleted, finished := make(chan error, 1), make(chan struct{})
 	go func() {
+		defer close(finished)
 		_, err := deleter.Exec(ctx, `DELETE FROM accounts WHERE company_id = 'acme' AND code = '9005'`)
 		deleted <- err
+	}()
+	// On failure, the poster ends before the deleter's connection goes back.
+	defer func() {
+		poster.Rollback(ctx)
+		<-finished
 	}()
 	for waiting := false; !waiting; {
 		select {
